@@ -1,0 +1,3 @@
+"""Memory Sharing among LLM agents."""
+
+__version__ = "0.1.0"

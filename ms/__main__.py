@@ -1,0 +1,3 @@
+from ms.cli import main
+
+main()

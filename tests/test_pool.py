@@ -1,0 +1,157 @@
+import multiprocessing
+import time
+
+import pytest
+
+from ms.pool import Memory, Pool, scope_for
+
+
+def item(question="Write a limerick about a cat.", answer="There once was a cat...", **overrides):
+    base = dict(scope="literary", agent="limerick", domain="literary", question=question,
+                answer=answer, origin="stream")
+    return base | overrides
+
+
+@pytest.fixture
+def pool(tmp_path):
+    with Pool(tmp_path / "pool.sqlite") as p:
+        yield p
+
+
+def test_same_content_twice_is_one_row(pool):
+    first = pool.add([item()], step=1)
+    assert first[0] is not None
+    assert pool.add([item()], step=2) == [None]
+    assert pool.add([item(question="another"), item(question="another")], step=3)[1] is None
+    assert pool.count() == 2
+
+
+def test_whitespace_only_differences_dedupe(pool):
+    pool.add([item(question="Write a limerick  about a cat.", answer="line one\nline two")], step=1)
+    again = item(question="  Write a limerick about\ta cat. ", answer="line one \n\n line two\n")
+    assert pool.add([again], step=2) == [None]
+    assert pool.count() == 1
+
+
+def test_same_content_in_two_scopes_is_two_rows(pool):
+    ids = pool.add([item(scope="literary"), item(scope="single")], step=1)
+    assert None not in ids
+    assert pool.count("literary") == pool.count("single") == 1
+
+
+def test_memories_lists_only_its_own_scope(pool):
+    pool.add([item(question=f"q{i}", scope=scope) for i, scope in enumerate(["literary", "logic", "literary"])],
+             step=1)
+    assert [m.question for m in pool.memories("literary")] == ["q0", "q2"]
+    assert [m.question for m in pool.memories("logic")] == ["q1"]
+    assert pool.ids("logic") == [pool.memories("logic")[0].id]
+    assert pool.scopes() == ["literary", "logic"]
+
+
+def test_scope_for_both_modes_and_a_bad_one():
+    assert scope_for("plan", "domain") == "plan"
+    assert scope_for("plan", "single") == "single"
+    with pytest.raises(ValueError, match="domain, single"):
+        scope_for("plan", "shared")
+
+
+def _add_one_at_a_time(path, worker, barrier):
+    barrier.wait()  # open and write at the same moment as the other process
+    with Pool(path) as pool:
+        for i in range(200):
+            assert pool.add([item(question=f"{worker} question {i}", agent=worker)], step=i) != [None]
+
+
+def test_two_processes_adding_at_once_lose_nothing(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    workers = [ctx.Process(target=_add_one_at_a_time, args=(path, name, barrier)) for name in ("a", "b")]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=120)
+    assert [w.exitcode for w in workers] == [0, 0]
+    with Pool(path) as pool:
+        assert pool.count() == 400
+        assert pool.count_by("agent") == {"a": 200, "b": 200}
+
+
+def test_mark_retrieved_sets_step_and_time(pool):
+    a, b = pool.add([item(question="a"), item(question="b")], step=1)
+    before = time.time()
+    pool.mark_retrieved([a], step=7)
+    marked, untouched = pool.get([a, b])
+    assert marked.last_retrieved_step == 7 and marked.last_retrieved_at >= before
+    assert untouched.last_retrieved_step is None and untouched.last_retrieved_at is None
+    with pytest.raises(KeyError, match="999"):
+        pool.mark_retrieved([b, 999], step=8)
+    assert pool.get([b])[0].last_retrieved_step is None  # the failed call changed nothing
+
+
+def test_version_grows_with_adds(pool):
+    assert pool.version("literary") == 0
+    (first,) = pool.add([item(question="a")], step=1)
+    assert pool.version("literary") == first
+    pool.add([item(question="elsewhere", scope="logic")], step=2)
+    pool.add([item(question="a")], step=3)  # already present
+    assert pool.version("literary") == first
+    (second,) = pool.add([item(question="b")], step=4)
+    assert pool.version("literary") == second > first
+
+
+def test_get_preserves_order_and_names_unknown_ids(pool):
+    ids = pool.add([item(question=q) for q in "abc"], step=1)
+    order = [ids[2], ids[0], ids[1]]
+    assert [m.id for m in pool.get(order)] == order
+    assert [m.question for m in pool.get(order)] == ["c", "a", "b"]
+    with pytest.raises(KeyError, match="12345"):
+        pool.get([ids[0], 12345])
+
+
+@pytest.mark.parametrize("key", ["scope", "agent", "domain", "question", "answer", "origin"])
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_missing_or_empty_required_key_is_named(pool, key, value):
+    bad = item()
+    if value is None:
+        del bad[key]
+    else:
+        bad[key] = value
+    with pytest.raises(ValueError, match=repr(key)):
+        pool.add([item(question="fine"), bad], step=1)
+    assert pool.count() == 0  # nothing from the batch went in
+
+
+def test_reopening_the_file_keeps_the_data(tmp_path):
+    path = tmp_path / "run" / "pool.sqlite"
+    with Pool(path) as pool:
+        (first,) = pool.add([item(score=80.0, sources=[3, 4])], step=1)
+        saved = pool.get([first])
+    with Pool(path) as pool:
+        assert pool.get([first]) == saved
+        assert pool.add([item()], step=2) == [None]
+        assert pool.add([item(question="new")], step=2)[0] > first
+
+
+def test_set_fields_changes_only_mutable_columns(pool):
+    short, long_ = pool.add([item(question="s", tier="short"), item(question="l")], step=1)
+    assert [m.id for m in pool.memories("literary", tier="short")] == [short]
+    pool.set_fields(long_, consolidated=True, importance=0.25)
+    assert [m.id for m in pool.memories("literary", include_consolidated=False)] == [short]
+    assert pool.get([long_])[0].importance == 0.25
+    with pytest.raises(ValueError, match="answer"):
+        pool.set_fields(short, answer="rewritten")
+    with pytest.raises(ValueError, match="importance"):
+        pool.set_fields(short, importance=1.5)
+    with pytest.raises(KeyError):
+        pool.set_fields(999, tier="long")
+
+
+def test_memory_round_trips_every_field(pool):
+    (mid,) = pool.add([item(score=72.5, importance=0.4, origin="summary", sources=[1, 2])], step=5)
+    memory = pool.get([mid])[0]
+    assert isinstance(memory, Memory)
+    d = memory.as_dict()
+    assert (d["score"], d["importance"], d["origin"], d["sources"]) == (72.5, 0.4, "summary", [1, 2])
+    assert (d["added_step"], d["tier"], d["consolidated"]) == (5, "long", False)
+    assert pool.count_by("origin") == {"summary": 1}
