@@ -24,13 +24,13 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.torch
 	touch $@ $(VENV)/.installed
 
 run: $(VENV)/.installed
-	HF_HUB_OFFLINE=1 $(BIN)/ms-run $(ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/ms-run experiment=quick $(ARGS)
 
 test: $(VENV)/.installed-test
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test
-	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/generation_throughput.py
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/generation_throughput.py --server
 
 clean:
 	rm -rf $(VENV) outputs multirun .cache

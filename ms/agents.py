@@ -56,11 +56,10 @@ def get_agent(name: str) -> Agent:
 class PromptTemplate:
     """How retrieved memories become in-context examples (the paper's `Q->A | ... | instruction: X`)."""
 
-    example: str = "{question}->{answer}"
-    separator: str = " | "
-    with_examples: str = ("{examples} | Taking the question-answer pairs above as examples, "
-                          "answer this question: {query}")
-    zero_shot: str = "{query}"
+    example: str
+    separator: str
+    with_examples: str
+    zero_shot: str
 
     def render(self, query: str, memories: Sequence[Mapping[str, str]] = ()) -> str:
         if not memories:

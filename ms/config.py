@@ -9,6 +9,11 @@ from typing import Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from ms.data import DataConfig
+from ms.evaluate import EvalConfig
+from ms.scorer import ScorerConfig
+from ms.training import TrainConfig
+
 
 @dataclass
 class GenerationConfig:
@@ -38,12 +43,45 @@ class BackboneConfig:
 
 
 @dataclass
+class PoolConfig:
+    mode: str = "domain"  # domain: one pool per domain | single: one pool for all nine agents
+    path: Optional[str] = None  # None: pool.sqlite in the run folder; a path lets processes share one
+
+
+@dataclass
+class RetrieverConfig:
+    name: str = "dense"  # dense | bm25 | random
+    encoder: Optional[str] = None  # None: the packaged all-MiniLM-L6-v2; or any HF encoder
+    learn: bool = True  # dense only: keep fine-tuning with memory train
+    seed: int = 0
+
+
+@dataclass
+class PromptConfig:
+    """The in-context template (see ms.agents.PromptTemplate)."""
+
+    example: str = "{question}->{answer}"
+    separator: str = " | "
+    with_examples: str = ("{examples} | Taking the question-answer pairs above as examples, "
+                          "answer this question: {query}")
+    zero_shot: str = "{query}"
+
+
+@dataclass
 class Config:
     backbone: BackboneConfig = MISSING
-    cache_dir: str = ".cache/ms"  # response cache, shared by runs and sweep cells
+    data: DataConfig = field(default_factory=DataConfig)
+    pool: PoolConfig = field(default_factory=PoolConfig)
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    k: int = 3  # memories retrieved per query
+    fills: list[int] = field(default_factory=lambda: [20, 40, 60, 80, 100])  # % of the stream, evaluated
+    micro_batch: int = 32  # stream questions answered, scored and trained on together
+    cache_dir: str = ".cache/ms"  # response cache and converted models, shared by runs and sweep cells
     use_cache: bool = True
-    data_dir: str = "data"
-    demo_queries: int = 2  # queries per agent answered by the foundations demo
 
 
 def register() -> None:

@@ -1,32 +1,228 @@
-"""What one Hydra job does. `run(cfg, out_dir)` is a plain function: tests call it directly."""
+"""One Hydra job: seed the pool, stream questions through the agents (retrieve k, answer, score,
+admit, train), and evaluate on the test split at every fill checkpoint.
+
+`run(cfg, out_dir)` is a plain function: tests and sweeps call it without the CLI.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
 
 from ms.agents import AGENTS, PromptTemplate, chat
-from ms.llm import build_lm
+from ms.config import BackboneConfig
+from ms.data import Example, load_splits
+from ms.evaluate import BERTScore, summarize
+from ms.llm import LM, build_lm
+from ms.pool import Memory, Pool, scope_for
+from ms.retrieval import build_retriever
+from ms.scorer import Scorer, append_decisions, load_rubrics, rubric_for
+from ms.training import Labeller, RetrieverTrainer
 
 log = logging.getLogger(__name__)
+
+METRICS_FILE = "metrics.json"
+PREDICTIONS_FILE = "predictions.jsonl"
+
+
+@dataclass
+class Query:
+    agent: str
+    scope: str
+    example: Example
+
+
+def interleave(per_agent: dict[str, list[Example]]) -> list[Example]:
+    """Round-robin over agents, so every fill checkpoint holds an equal share of each agent."""
+    queues = [list(v) for v in per_agent.values()]
+    out = []
+    while any(queues):
+        out += [q.pop(0) for q in queues if q]
+    return out
+
+
+def fill_positions(fills: Sequence[int], n: int) -> dict[int, int]:
+    """Stream position after which each fill percentage is reached."""
+    bad = [f for f in fills if not 0 <= f <= 100]
+    if bad:
+        raise ValueError(f"fills must be percentages in 0-100, got {bad}")
+    return {int(f): round(n * f / 100) for f in sorted(fills)}
+
+
+def scorer_backbone(cfg: DictConfig, lm: LM) -> LM:
+    """The scorer grades with the agents' backbone unless `scorer.backbone` names another."""
+    if not cfg.scorer.backbone:
+        return lm
+    path = Path(__file__).resolve().parent.parent / "conf" / "backbone" / f"{cfg.scorer.backbone}.yaml"
+    if not path.exists():
+        raise FileNotFoundError(f"scorer.backbone={cfg.scorer.backbone}: no such file {path}")
+    raw = OmegaConf.load(path)
+    raw.pop("defaults", None)
+    return build_lm(OmegaConf.merge(OmegaConf.structured(BackboneConfig), raw), cfg.cache_dir, cfg.use_cache)
+
+
+class Experiment:
+    def __init__(self, cfg: DictConfig, out_dir: Path):
+        self.cfg = cfg
+        self.out = out_dir
+        self.template = PromptTemplate(**cfg.prompt)
+        self.splits = load_splits(cfg.data)
+        self.lm = build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)
+        self.scorer = Scorer(scorer_backbone(cfg, self.lm), load_rubrics(), cfg.scorer)
+        self.pool = Pool(cfg.pool.path or out_dir / "pool.sqlite")
+        self.retriever = build_retriever(cfg.retriever, self.pool)
+        self.trainer = None
+        if cfg.retriever.name == "dense" and cfg.retriever.learn:
+            from ms.retrieval.bm25 import BM25Retriever
+
+            labeller = Labeller(self.lm, self.template, cfg.train.label_method)
+            self.trainer = RetrieverTrainer(cfg.train, self.retriever, BM25Retriever(self.pool), labeller)
+        self.bertscore = BERTScore(cfg.eval)
+        self.step = 0
+
+    def scope(self, agent: str) -> str:
+        return scope_for(AGENTS[agent].domain, self.cfg.pool.mode)
+
+    # ---- the loop ---------------------------------------------------------------------------
+
+    def seed_pool(self) -> int:
+        items = [{"scope": self.scope(a), "agent": a, "domain": AGENTS[a].domain, "question": e.question,
+                  "answer": e.answer, "origin": "seed"} for a, s in self.splits.items() for e in s.seed]
+        return sum(i is not None for i in self.pool.add(items, step=0))
+
+    def answer(self, queries: Sequence[Query], *, mark: bool) -> tuple[list[str], list[list[Memory]]]:
+        """Retrieve k memories per query (one batch per scope) and answer all queries in one batch."""
+        retrieved: list[list[Memory]] = [[] for _ in queries]
+        by_scope: dict[str, list[int]] = defaultdict(list)
+        for i, q in enumerate(queries):
+            by_scope[q.scope].append(i)
+        for scope, idx in by_scope.items():
+            found = self.retriever.retrieve_batch([queries[i].example.question for i in idx], scope, self.cfg.k)
+            for i, memories in zip(idx, found):
+                retrieved[i] = memories
+        if mark:
+            self.pool.mark_retrieved({m.id for ms in retrieved for m in ms}, self.step)
+        prompts = [chat(AGENTS[q.agent], self.template.render(
+            q.example.question, [{"question": m.question, "answer": m.answer} for m in memories]))
+            for q, memories in zip(queries, retrieved)]
+        return self.lm.generate(prompts), retrieved
+
+    def stream_batch(self, queries: Sequence[Query]) -> list:
+        self.step += 1
+        answers, _ = self.answer(queries, mark=True)
+        decisions = self.scorer.score([(q.agent, rubric_for(q.agent, self.cfg.pool.mode).name,
+                                        q.example.question, a) for q, a in zip(queries, answers)])
+        admitted = [(q, d) for q, d in zip(queries, decisions) if d.accepted]
+        ids = self.pool.add([{"scope": q.scope, "agent": q.agent, "domain": AGENTS[q.agent].domain,
+                              "question": q.example.question, "answer": d.answer, "origin": "stream",
+                              "score": d.score} for q, d in admitted], step=self.step)
+        if self.trainer is not None:
+            self.trainer.update([(q.agent, q.scope, q.example.question, d.answer, i)
+                                 for (q, d), i in zip(admitted, ids) if i is not None])
+        append_decisions(self.out / "decisions.jsonl", decisions)
+        return decisions
+
+    def evaluate(self, fill: int) -> list[dict]:
+        tests = [Query(a, self.scope(a), e) for a, s in self.splits.items() for e in s.test]
+        answers, retrieved = [], []
+        batch = self.cfg.micro_batch
+        for start in tqdm(range(0, len(tests), batch), desc=f"evaluate @ {fill}% fill", unit="batch", leave=False):
+            a, r = self.answer(tests[start:start + batch], mark=False)
+            answers += a
+            retrieved += r
+        scores = self.bertscore.score(answers, [q.example.answer for q in tests])
+        return [{"agent": q.agent, "test_id": q.example.id, "k": self.cfg.k, "fill": fill,
+                 "retrieved": [m.id for m in mem], "question": q.example.question, "answer": ans,
+                 "reference": q.example.answer, "P": p, "R": r, "F1": f}
+                for q, ans, mem, (p, r, f) in zip(tests, answers, retrieved, scores)]
+
+    def run(self) -> dict:
+        started = time.perf_counter()
+        seeded = self.seed_pool()
+        stream = [Query(e.agent, self.scope(e.agent), e)
+                  for e in interleave({a: s.stream for a, s in self.splits.items()})]
+        checkpoints = fill_positions(self.cfg.fills, len(stream))
+        accepted, rejected = Counter(), Counter()
+        by_fill, pool_sizes = {}, {}
+        (self.out / PREDICTIONS_FILE).unlink(missing_ok=True)
+        (self.out / "decisions.jsonl").unlink(missing_ok=True)
+        done = 0
+        with tqdm(total=len(stream), desc="stream", unit="question") as bar:
+            for fill, until in checkpoints.items():
+                while done < until:
+                    batch = stream[done:min(until, done + self.cfg.micro_batch)]
+                    for d in self.stream_batch(batch):
+                        (accepted if d.accepted else rejected)[d.agent] += 1
+                    done += len(batch)
+                    bar.update(len(batch))
+                    bar.set_postfix(pool=self.pool.count(), accepted=sum(accepted.values()))
+                rows = self.evaluate(fill)
+                with (self.out / PREDICTIONS_FILE).open("a", encoding="utf-8") as f:
+                    f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+                by_fill[str(fill)] = summarize(rows)
+                pool_sizes[str(fill)] = self.pool.count_by("agent")
+        if self.trainer is not None:
+            self.trainer.save(self.out / "retriever")
+        usage = {"agents": self.lm.usage.as_dict()}
+        if self.scorer.lm is not self.lm:
+            usage["scorer"] = self.scorer.lm.usage.as_dict()
+        (self.out / "llm_usage.json").write_text(json.dumps(usage, indent=2))
+        metrics = {
+            "complete": True,
+            "run": {"backbone": self.cfg.backbone.name, "k": self.cfg.k, "pool": self.cfg.pool.mode,
+                    "retriever": self.cfg.retriever.name, "learned": self.trainer is not None,
+                    "label_method": self.trainer.labeller.method if self.trainer else None,
+                    "agents": list(self.splits), "fills": list(checkpoints)},
+            "bertscore": self.bertscore.describe(),
+            "fills": by_fill,
+            "stream": {"questions": len(stream), "seeded": seeded, "accepted": dict(accepted),
+                       "rejected": dict(rejected), "pool_by_agent": pool_sizes,
+                       "train_losses": self.trainer.losses if self.trainer else []},
+            "usage": usage,
+            "wall_seconds": round(time.perf_counter() - started, 1),
+        }
+        write_atomic(self.out / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False))
+        return metrics
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """A reader never sees half a file: write beside it, then rename over it."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def format_table(metrics: dict) -> str:
+    """Per agent: BERTScore P, R, F1 at the last fill, P at every fill, and the gate's counts."""
+    fills = list(metrics["fills"])
+    accepted, rejected = metrics["stream"]["accepted"], metrics["stream"]["rejected"]
+    head = f"{'agent':<11} {'P':>6} {'R':>6} {'F1':>6} |" + "".join(f" P@{f:>3}%" for f in fills) + " | accepted/rejected"
+    lines = [f"BERTScore ({metrics['bertscore']['model']}, layer {metrics['bertscore']['num_layers']}), "
+             f"k={metrics['run']['k']}, pool={metrics['run']['pool']}, retriever={metrics['run']['retriever']}, "
+             f"backbone={metrics['run']['backbone']}", head, "-" * len(head)]
+    for name in [*metrics["fills"][fills[-1]]["per_agent"], "overall"]:
+        def at(fill: str) -> dict:
+            summary = metrics["fills"][fill]
+            return summary["overall"] if name == "overall" else summary["per_agent"][name]
+        last = at(fills[-1])
+        counts = ((sum(accepted.values()), sum(rejected.values())) if name == "overall"
+                  else (accepted.get(name, 0), rejected.get(name, 0)))
+        lines.append(f"{name:<11} {last['P']:6.3f} {last['R']:6.3f} {last['F1']:6.3f} |"
+                     + "".join(f" {at(f)['P']:7.3f}" for f in fills) + f" | {counts[0]}/{counts[1]}")
+    return "\n".join(lines)
 
 
 def run(cfg: DictConfig, out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
-    lm = build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)
-    template = PromptTemplate()
-    rows = []
-    for agent in AGENTS.values():
-        path = Path(cfg.data_dir) / f"{agent.name}.jsonl"
-        with path.open(encoding="utf-8") as f:
-            questions = [json.loads(line)["question"] for _, line in zip(range(cfg.demo_queries), f)]
-        rows += [(agent, q) for q in questions]
-    answers = lm.generate([chat(a, template.render(q)) for a, q in rows])
-    for (agent, question), answer in zip(rows, answers):
-        print(f"\n[{agent.name}] {question}\n{answer}")
-    usage = lm.usage.as_dict()
-    (out_dir / "llm_usage.json").write_text(json.dumps(usage, indent=2))
-    return usage
+    metrics = Experiment(cfg, out_dir).run()
+    print(format_table(metrics))
+    return metrics

@@ -1,0 +1,92 @@
+"""`ms-data`: look at, check and import the question-answer datasets."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from statistics import mean
+
+from ms.data import Example, form_problem, import_paper, load_dir, split_examples
+
+
+def _lengths(texts: list[str]) -> str:
+    sizes = [len(t) for t in texts]
+    return f"{mean(sizes):7.0f} {min(sizes):5d} {max(sizes):5d}"
+
+
+def _row(name: str, examples: list[Example], sizes: list[int]) -> str:
+    return (f"{name:<11} {len(examples):>5} {sizes[0]:>5} {sizes[1]:>6} {sizes[2]:>5}   "
+            f"{_lengths([e.question for e in examples])}   {_lengths([e.answer for e in examples])}")
+
+
+def stats(args: argparse.Namespace) -> None:
+    data = load_dir(args.data_dir)
+    rows, every, totals = [], [], [0, 0, 0]
+    for agent, examples in data.items():
+        parts = split_examples(examples, args.fractions, args.seed)
+        sizes = [len(parts.seed), len(parts.stream), len(parts.test)]
+        totals = [t + s for t, s in zip(totals, sizes)]
+        every += examples
+        rows.append(_row(agent, examples, sizes))
+    print(f"{'agent':<11} {'pairs':>5} {'seed':>5} {'stream':>6} {'test':>5}   "
+          f"{'question chars':^19}   {'answer chars':^19}")
+    print(f"{'':<36}   {'mean':>7} {'min':>5} {'max':>5}   {'mean':>7} {'min':>5} {'max':>5}")
+    print("\n".join(rows + [_row("all", every, totals)]))
+
+
+def validate(args: argparse.Namespace) -> int:
+    data = load_dir(args.data_dir)
+    problems = [f"{e.id}: {problem}" for examples in data.values() for e in examples
+                if (problem := form_problem(e))]
+    for line in problems:
+        print(f"form: {line}")
+    print(f"{args.data_dir}: {len(data)} files, {sum(map(len, data.values()))} pairs valid; "
+          f"{len(problems)} form problem(s)")
+    return 1 if problems and args.strict else 0
+
+
+def import_paper_cmd(args: argparse.Namespace) -> None:
+    report = import_paper(args.path, args.out)
+    for agent, counts in report["counts"].items():
+        if any(counts.values()):
+            print(f"{agent:<11} " + " ".join(f"{split}={n}" for split, n in counts.items()))
+    print(f"imported {report['total']} items into {args.out}; unassigned: {report['unassigned']} "
+          f"{report['unassigned_by_reason'] or ''} (see unassigned.jsonl)")
+    for skipped in report["skipped_files"]:
+        print(f"skipped {skipped}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ms-data", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    show = commands.add_parser("stats", help="pairs per agent and split, and text lengths")
+    show.add_argument("--data-dir", default="data")
+    show.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4],
+                      metavar=("SEED", "STREAM", "TEST"))
+    show.add_argument("--seed", type=int, default=0, help="split seed")
+    show.set_defaults(handler=stats)
+
+    check = commands.add_parser("validate", help="check the schema of every file, and the poetic forms")
+    check.add_argument("--data-dir", default="data")
+    check.add_argument("--strict", action="store_true", help="fail on form problems too")
+    check.set_defaults(handler=validate)
+
+    paper = commands.add_parser("import-paper", help="convert the paper authors' repository layout")
+    paper.add_argument("path", help="a checkout of the authors' repository")
+    paper.add_argument("out", help="output folder for <agent>.jsonl and import_report.json")
+    paper.set_defaults(handler=import_paper_cmd)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args) or 0
+    except ValueError as err:  # DataError is one; so are bad split fractions
+        print(f"ms-data: error: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

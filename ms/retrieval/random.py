@@ -1,0 +1,20 @@
+"""Random memories from the scope: the floor any learned retriever must beat."""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+from ms.pool import Memory
+from ms.retrieval.base import Retriever
+
+
+class RandomRetriever(Retriever):
+    def __init__(self, pool, seed: int = 0):
+        super().__init__(pool)
+        self.rng = random.Random(seed)
+
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
+        banned = set(exclude)
+        candidates = [m for m in self.pool.memories(scope) if m.id not in banned]
+        return self.rng.sample(candidates, min(k, len(candidates))) if k > 0 else []

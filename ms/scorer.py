@@ -1,0 +1,278 @@
+"""The gate in front of the shared pool: an LLM grades each new question-answer pair against a
+rubric, and only pairs scoring at or above a threshold become memories.
+
+Rubrics are data (conf/rubric/*.yaml, from the paper's appendix A.1). Scores come back as free
+text, so `parse_score` reads a number out of whatever the grader says; a reply with no readable
+number gets one stricter retry, and a pair that still has none is rejected, never raised on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence
+
+import yaml
+
+from ms.agents import DOMAINS, get_agent
+from ms.llm.base import LM, Message
+
+RUBRIC_DIR = Path(__file__).resolve().parent.parent / "conf" / "rubric"
+SINGLE_RUBRIC = "single"
+RUBRIC_NAMES = (*DOMAINS, SINGLE_RUBRIC)
+POOL_MODES = ("domain", "single")
+RUBRIC_TOTAL = 100
+DECISIONS_FILE = "decisions.jsonl"
+
+SYSTEM_PROMPT = (
+    "You grade question-answer pairs before they are stored in a shared memory. Other AI agents "
+    "will be shown the stored pairs as in-context examples when they answer similar questions, so a "
+    "high score means the pair would be a good example to learn from. Judge strictly by the rubric "
+    "you are given and reply with a single integer from 0 to 100."
+)
+USER_PROMPT = (
+    "Rubric: {title} ({total} points in all)\n{criteria}\n\n"
+    "The pair below was written by the {agent} agent.\n"
+    "Question: {question}\n"
+    "Answer: {answer}\n\n"
+    "Add up the points this pair earns on each criterion. How good is it as an in-context example, "
+    "from 0 to 100? Reply with that single integer only."
+)
+RETRY_PROMPT = "That reply had no score I could read. Reply with one integer from 0 to 100 and nothing else."
+
+
+# ---- rubrics --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str
+    points: int
+    rewards: str
+    parts: tuple[tuple[str, int], ...] = ()  # sub-scores the points split into
+    bands: tuple[tuple[str, str], ...] = ()  # (points range, what earns it), best band first
+    applies_to: tuple[str, ...] = ()  # agents the criterion is meant for; empty = every agent
+
+    def render(self) -> str:
+        scope = f", {' and '.join(self.applies_to)} only" if self.applies_to else ""
+        line = f"- {self.name} (0-{self.points} points{scope}): {self.rewards}"
+        if self.parts:
+            line += " [" + ", ".join(f"{part} {points}" for part, points in self.parts) + "]"
+        if self.bands:
+            line += "\n" + "\n".join(f"    {span}: {meaning}" for span, meaning in self.bands)
+        return line
+
+
+@dataclass(frozen=True)
+class Rubric:
+    name: str
+    title: str
+    source: str
+    criteria: tuple[Criterion, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(c.points for c in self.criteria)
+
+    def render(self) -> str:
+        return "\n".join(c.render() for c in self.criteria)
+
+    @classmethod
+    def from_file(cls, path: Path) -> "Rubric":
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        missing = [key for key in ("name", "title", "source", "criteria") if not data.get(key)]
+        if missing:
+            raise ValueError(f"rubric file {path} lacks {', '.join(missing)}")
+        criteria = tuple(
+            Criterion(name=c["name"], points=int(c["points"]), rewards=c["rewards"],
+                      parts=tuple((str(k), int(v)) for k, v in (c.get("parts") or {}).items()),
+                      bands=tuple((str(k), str(v)) for k, v in (c.get("bands") or {}).items()),
+                      applies_to=tuple(c.get("applies_to") or ()))
+            for c in data["criteria"])
+        rubric = cls(name=data["name"], title=data["title"], source=data["source"], criteria=criteria)
+        if rubric.total != RUBRIC_TOTAL:
+            raise ValueError(f"rubric file {path}: criteria points total {rubric.total}, expected {RUBRIC_TOTAL}")
+        for c in criteria:
+            if c.parts and sum(p for _, p in c.parts) != c.points:
+                raise ValueError(f"rubric file {path}: the parts of '{c.name}' do not add up to its {c.points} points")
+        return rubric
+
+
+@cache
+def load_rubric(name: str, directory: Path = RUBRIC_DIR) -> Rubric:
+    path = Path(directory) / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in Path(directory).glob("*.yaml"))
+        raise FileNotFoundError(f"no rubric '{name}' ({path}); the rubrics are: {', '.join(known)}")
+    return Rubric.from_file(path)
+
+
+def load_rubrics(names: Iterable[str] = RUBRIC_NAMES) -> dict[str, Rubric]:
+    return {name: load_rubric(name) for name in names}
+
+
+def rubric_for(agent_name: str, pool_mode: str) -> Rubric:
+    """Domain pools grade with their domain's rubric; the single pool grades everyone alike."""
+    agent = get_agent(agent_name)
+    if pool_mode == "domain":
+        return load_rubric(agent.domain)
+    if pool_mode == "single":
+        return load_rubric(SINGLE_RUBRIC)
+    raise ValueError(f"unknown pool mode '{pool_mode}'; choose one of {', '.join(POOL_MODES)}")
+
+
+# ---- reading a score out of free text -------------------------------------------------------
+
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+          "fifteen sixteen seventeen eighteen nineteen").split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_WORD_VALUES = {**{w: i for i, w in enumerate(_UNITS)}, **{w: 20 + 10 * i for i, w in enumerate(_TENS)}}
+_HUNDRED = r"(?:(?:one|a)[\s-]+)?hundred"
+# Alternatives are tried in order at each position, so "one hundred" wins over "one".
+_WORD_NUMBER = re.compile(
+    rf"\b(?:{_HUNDRED}|(?:{'|'.join(_TENS)})(?:[\s-]+(?:{'|'.join(_UNITS[1:10])}))?|(?:{'|'.join(_UNITS)}))\b",
+    re.IGNORECASE)
+# A sign only counts at the start of a number, so the "-90" of "85-90" is not read as negative.
+_DIGIT_NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?!\w)")
+_DENOMINATOR_AFTER = re.compile(rf"\s*(?:/|out\s+of)\s*(100|10|{_HUNDRED}|ten)\b", re.IGNORECASE)
+_DENOMINATOR_BEFORE = re.compile(r"(?:/|out\s+of)\s*$", re.IGNORECASE)
+_LABEL_BEFORE = re.compile(
+    r"\b(?:score[sd]?|scoring|rating|rated?|grade[sd]?|give|giving|gave|assign(?:ed)?)\b[^\d.!?\n]{0,20}$",
+    re.IGNORECASE)
+
+
+def _word_value(words: str) -> float:
+    parts = re.split(r"[\s-]+", words.lower())
+    if parts[-1] == "hundred":
+        return 100.0
+    return float(sum(_WORD_VALUES[p] for p in parts))
+
+
+def parse_score(text: str | None) -> int | None:
+    """The 0-100 score a grader's reply states, or None if it states none.
+
+    When several numbers appear, one written as a fraction ("85/100", "8 out of 10", scaled to
+    100) wins, then one right after a label such as "score:" or "I'd give it", then the first
+    number in digits, then the first in words. The denominator is never itself a candidate.
+    A chosen number outside 0-100 means a confused grader, so it reads as no score.
+    """
+    if not text:
+        return None
+    candidates = []  # (rank, position, value)
+    numbers = [(m, float(m.group())) for m in _DIGIT_NUMBER.finditer(text)]
+    words = [(m, _word_value(m.group())) for m in _WORD_NUMBER.finditer(text)]
+    for rank_if_plain, found in ((2, numbers), (3, words)):
+        for match, value in found:
+            before = text[max(0, match.start() - 40):match.start()]
+            if _DENOMINATOR_BEFORE.search(before):
+                continue
+            fraction = _DENOMINATOR_AFTER.match(text, match.end())
+            if fraction:
+                denominator = fraction.group(1).lower()
+                rank, value = 0, value * (10 if denominator in ("10", "ten") else 1)
+            elif _LABEL_BEFORE.search(before):
+                rank = 1
+            else:
+                rank = rank_if_plain
+            candidates.append((rank, match.start(), value))
+    if not candidates:
+        return None
+    _, _, value = min(candidates, key=lambda c: c[:2])
+    return int(round(value)) if 0 <= value <= RUBRIC_TOTAL else None
+
+
+# ---- the gate -------------------------------------------------------------------------------
+
+@dataclass
+class ScorerConfig:
+    threshold: float = 50  # the paper's code admits pairs scoring 50 or more
+    max_new_tokens: int = 16  # a number, perhaps with a few words around it
+    retries: int = 1  # batched re-asks for replies with no readable score
+    backbone: Optional[str] = None  # None: grade with the agents' own backbone
+
+
+@dataclass
+class Decision:
+    agent: str
+    question: str
+    answer: str
+    score: Optional[int]
+    accepted: bool
+    reason: str
+    attempts: int  # grader calls made for this pair
+    raw: str  # the grader's last reply
+    rubric: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class Scorer:
+    def __init__(self, lm: LM, rubrics: Mapping[str, Rubric], cfg: ScorerConfig):
+        if not 0 <= cfg.threshold <= RUBRIC_TOTAL:
+            raise ValueError(f"scorer.threshold must lie in 0-{RUBRIC_TOTAL}, got {cfg.threshold}")
+        if cfg.retries < 0:
+            raise ValueError(f"scorer.retries must be 0 or more, got {cfg.retries}")
+        self.lm = lm
+        self.rubrics = dict(rubrics)
+        self.cfg = cfg
+
+    def prompt(self, agent: str, rubric_name: str, question: str, answer: str) -> list[Message]:
+        rubric = self.rubrics[rubric_name]
+        user = USER_PROMPT.format(title=rubric.title, total=rubric.total, criteria=rubric.render(),
+                                  agent=agent, question=question, answer=answer)
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+    def score(self, items: Sequence[tuple[str, str, str, str]]) -> list[Decision]:
+        """Grade (agent, rubric name, question, answer) items: one batched call, then one batched
+        call per retry round for the replies that held no readable score."""
+        items = list(items)
+        unknown = sorted({rubric for _, rubric, _, _ in items} - self.rubrics.keys())
+        if unknown:
+            raise KeyError(f"no rubric named {', '.join(unknown)}; the scorer has: {', '.join(self.rubrics)}")
+        if not items:
+            return []
+        chats = [self.prompt(*item) for item in items]
+        raws = self._ask(chats)
+        scores = [parse_score(r) for r in raws]
+        attempts = [1] * len(items)
+        for _ in range(self.cfg.retries):
+            todo = [i for i, s in enumerate(scores) if s is None]
+            if not todo:
+                break
+            # The failed reply stays in the chat, so the reminder reads as a correction of it.
+            again = self._ask([chats[i] + [{"role": "assistant", "content": raws[i]},
+                                           {"role": "user", "content": RETRY_PROMPT}] for i in todo])
+            for i, raw in zip(todo, again):
+                raws[i], scores[i], attempts[i] = raw, parse_score(raw), attempts[i] + 1
+        return [self._decide(item, score, n, raw) for item, score, n, raw in zip(items, scores, attempts, raws)]
+
+    def _ask(self, chats: list[list[Message]]) -> list[str]:
+        # Greedy, so the same pair always gets the same grade and the response cache applies.
+        return self.lm.generate(chats, max_new_tokens=self.cfg.max_new_tokens, temperature=0.0)
+
+    def _decide(self, item: tuple[str, str, str, str], score: int | None, attempts: int, raw: str) -> Decision:
+        agent, rubric, question, answer = item
+        threshold = self.cfg.threshold
+        if score is None:
+            accepted, reason = False, f"unparseable score: {' '.join(raw.split())[:80]!r}"
+        elif score >= threshold:
+            accepted, reason = True, f"score {score} >= threshold {threshold:g}"
+        else:
+            accepted, reason = False, f"score {score} < threshold {threshold:g}"
+        return Decision(agent=agent, question=question, answer=answer, score=score, accepted=accepted,
+                        reason=reason, attempts=attempts, raw=raw, rubric=rubric)
+
+
+def append_decisions(path: str | Path, decisions: Iterable[Decision]) -> Path:
+    """Append one JSON line per decision; `path` is the file, or a run folder to hold decisions.jsonl."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / DECISIONS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        for decision in decisions:
+            f.write(json.dumps(decision.as_dict(), ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,188 @@
+"""Memory train: every accepted pair (X, Y) keeps fine-tuning the dense retriever.
+
+For each accepted pair: mine the top-n BM25 candidates (x_i, y_i) from its scope (never the pair
+itself), label each by p_i = P(not Y | (x_i, y_i), X), take the v/2 lowest as positives and the
+v/2 highest as negatives, and take a BCE step on logit = s * cos(E(X), E(x_i + y_i)) + b. The
+trained score is the retrieval score, so training moves what retrieval ranks by.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from ms.agents import PromptTemplate, chat, get_agent
+from ms.llm import LM, LoglikelihoodUnsupported
+from ms.pool import Memory
+from ms.retrieval.base import memory_text
+from ms.retrieval.bm25 import BM25Retriever
+from ms.retrieval.dense import DenseRetriever
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    enabled: bool = True  # false: the dense retriever stays frozen
+    candidates: int = 10  # n: BM25 candidates mined per accepted pair
+    labelled: int = 6  # v: v/2 positives + v/2 negatives
+    label_method: str = "likelihood"  # likelihood | verbalized
+    lr: float = 2e-5  # encoder
+    head_lr: float = 1e-2  # s and b
+    init_scale: float = 10.0
+    init_bias: float = -5.0
+    replay_size: int = 2048  # labelled pairs kept for replay
+    replay_per_step: int = 24  # replayed pairs mixed into each step
+    steps: int = 1  # optimizer steps per update
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class LabelledPair:
+    query: str  # X
+    memory: str  # x_i + y_i, as the dense retriever encodes it
+    label: float  # 1 positive, 0 negative
+    p_not: float
+
+
+VERBALIZED_PROMPT = (
+    "Here is an example question with its answer:\n{example}\n\n"
+    "A new question: {query}\nA proposed answer: {answer}\n\n"
+    "Having seen the example, how probable is it that you would give exactly this proposed answer "
+    "to the new question? Reply with one decimal number between 0 and 1 and nothing else."
+)
+_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(%?)")
+
+
+def parse_probability(text: str) -> float | None:
+    """A probability from free text: '0.7', 'p = .35', '70%'; None when there is none in [0, 1]."""
+    for value, percent in _NUMBER.findall(text.replace(" .", " 0.").replace("=.", "=0.")):
+        p = float(value) / (100 if percent else 1)
+        if 0.0 <= p <= 1.0:
+            return p
+    return None
+
+
+class Labeller:
+    """p_i = P(not Y | one-shot prompt from (x_i, y_i), X), for every candidate in one batched call."""
+
+    def __init__(self, lm: LM, template: PromptTemplate, method: str = "likelihood"):
+        if method not in ("likelihood", "verbalized"):
+            raise ValueError(f"train.label_method must be 'likelihood' or 'verbalized', not '{method}'")
+        self.lm = lm
+        self.template = template
+        self.method = method
+
+    def p_not(self, jobs: Sequence[tuple[str, str, str, Memory]]) -> list[float]:
+        """jobs: (agent, X, Y, candidate memory)."""
+        if not jobs:
+            return []
+        if self.method == "likelihood":
+            try:
+                return self._likelihood(jobs)
+            except LoglikelihoodUnsupported as error:
+                log.warning("%s; labelling with the verbalized probability from now on", error)
+                self.method = "verbalized"
+        return self._verbalized(jobs)
+
+    def _likelihood(self, jobs) -> list[float]:
+        contexts = [self.lm.chat_context(chat(get_agent(agent), self.template.render(x, [{"question": m.question, "answer": m.answer}])))
+                    for agent, x, _, m in jobs]
+        scored = self.lm.loglikelihood(contexts, [y for _, _, y, _ in jobs])
+        return [1.0 - math.exp(total / n) for total, n in scored]
+
+    def _verbalized(self, jobs) -> list[float]:
+        prompts = [VERBALIZED_PROMPT.format(example=self.template.example.format(question=m.question, answer=m.answer),
+                                            query=x, answer=y) for _, x, y, m in jobs]
+        replies = self.lm.generate(prompts, max_new_tokens=8)
+        # An unreadable reply says nothing about the candidate: 0.5 sorts it to the middle.
+        return [1.0 - p if (p := parse_probability(r)) is not None else 0.5 for r in replies]
+
+
+def split_labels(p_not: Sequence[float], v: int) -> tuple[list[int], list[int]]:
+    """Indices of the v/2 lowest p_not (positives) and the v/2 highest (negatives), never overlapping."""
+    half = min(v // 2, len(p_not) // 2)
+    order = sorted(range(len(p_not)), key=lambda i: (p_not[i], i))
+    return order[:half], (order[-half:] if half else [])
+
+
+class RetrieverTrainer:
+    """Keeps the encoder, the (s, b) head, the optimizer and a replay buffer in memory for the
+    life of the pool."""
+
+    def __init__(self, cfg: TrainConfig, dense: DenseRetriever, miner: BM25Retriever, labeller: Labeller):
+        self.cfg = cfg
+        self.dense = dense
+        self.miner = miner
+        self.labeller = labeller
+        self.scale = nn.Parameter(torch.tensor(cfg.init_scale, device=dense.encoder.device))
+        self.bias = nn.Parameter(torch.tensor(cfg.init_bias, device=dense.encoder.device))
+        self.optimizer = torch.optim.AdamW([
+            {"params": dense.encoder.parameters(), "lr": cfg.lr},
+            {"params": [self.scale, self.bias], "lr": cfg.head_lr, "weight_decay": 0.0},
+        ])
+        self.replay: list[LabelledPair] = []
+        self.rng = random.Random(cfg.seed)
+        self.losses: list[float] = []
+
+    def label(self, accepted: Sequence[tuple[str, str, str, str, int]]) -> list[LabelledPair]:
+        """accepted: (agent, scope, X, Y, memory id of the new pair)."""
+        jobs, owners = [], []
+        for row, (agent, scope, x, y, memory_id) in enumerate(accepted):
+            for m in self.miner.retrieve(x, scope, self.cfg.candidates, exclude=[memory_id]):
+                jobs.append((agent, x, y, m))
+                owners.append(row)
+        p_not = self.labeller.p_not(jobs)
+        pairs = []
+        for row in range(len(accepted)):
+            idx = [i for i, owner in enumerate(owners) if owner == row]
+            positives, negatives = split_labels([p_not[i] for i in idx], self.cfg.labelled)
+            for local, label in [(p, 1.0) for p in positives] + [(n, 0.0) for n in negatives]:
+                _, x, _, m = jobs[idx[local]]
+                pairs.append(LabelledPair(x, memory_text(m), label, p_not[idx[local]]))
+        return pairs
+
+    def logits(self, queries: Sequence[str], memories: Sequence[str]) -> torch.Tensor:
+        cos = (self.dense.encoder(queries) * self.dense.encoder(memories)).sum(-1)
+        return self.scale * cos + self.bias
+
+    def step(self, pairs: Sequence[LabelledPair]) -> float | None:
+        """BCE steps on the new pairs plus a replay sample; returns the last loss."""
+        if not pairs:
+            return None
+        replayed = self.rng.sample(self.replay, min(self.cfg.replay_per_step, len(self.replay)))
+        batch = list(pairs) + replayed
+        targets = torch.tensor([p.label for p in batch], device=self.dense.encoder.device)
+        encoder = self.dense.encoder
+        encoder.train()
+        for _ in range(self.cfg.steps):
+            loss = nn.functional.binary_cross_entropy_with_logits(
+                self.logits([p.query for p in batch], [p.memory for p in batch]), targets)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+        encoder.eval()
+        self.replay.extend(pairs)
+        del self.replay[:-self.cfg.replay_size]
+        self.dense.encoder_changed()
+        self.losses.append(loss.item())
+        return loss.item()
+
+    def update(self, accepted: Sequence[tuple[str, str, str, str, int]]) -> float | None:
+        return self.step(self.label(accepted)) if accepted else None
+
+    def save(self, folder: Path) -> None:
+        """The retriever checkpoint: the encoder in transformers format plus the (s, b) head."""
+        folder.mkdir(parents=True, exist_ok=True)
+        self.dense.encoder.net.save_pretrained(folder)
+        self.dense.encoder.tokenizer.save_pretrained(folder)
+        torch.save({"scale": self.scale.detach().cpu(), "bias": self.bias.detach().cpu(),
+                    "losses": self.losses}, folder / "head.pt")

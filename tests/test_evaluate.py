@@ -1,0 +1,65 @@
+import pytest
+
+from ms.evaluate import MINILM_LAYERS, BERTScore, EvalConfig, num_layers_for, summarize
+
+
+@pytest.fixture(scope="module")
+def bertscore():
+    return BERTScore(EvalConfig(device="cpu"))
+
+
+def test_identical_text_scores_near_one(bertscore):
+    [(p, r, f1)] = bertscore.score(["The train leaves at nine and reaches Kyoto by noon."],
+                                   ["The train leaves at nine and reaches Kyoto by noon."])
+    assert f1 > 0.99 and p > 0.99 and r > 0.99
+
+
+def test_paraphrase_beats_unrelated(bertscore):
+    reference = "Study for two hours every evening and review everything on Sunday."
+    paraphrase, unrelated = bertscore.score(
+        ["Spend two hours each night studying, with a full review on Sundays.",
+         "The volcano erupted and covered the village in grey ash."],
+        [reference, reference])
+    assert paraphrase[2] > unrelated[2]
+    assert all(0.0 <= x <= 1.0 for x in paraphrase + unrelated)
+
+
+def test_one_result_per_pair_and_empty_text_scores_zero(bertscore):
+    candidates = ["A shadow.", "", "   ", "It is a piano."]
+    references = ["The answer is a shadow.", "A map.", "A map.", ""]
+    scores = bertscore.score(candidates, references)
+    assert len(scores) == len(candidates)
+    assert scores[1] == scores[2] == scores[3] == (0.0, 0.0, 0.0)
+    assert scores[0][2] > 0.5
+    assert bertscore.score([], []) == []
+
+
+def test_mismatched_lengths_are_refused(bertscore):
+    with pytest.raises(ValueError, match="2 candidates but 1 references"):
+        bertscore.score(["a", "b"], ["a"])
+
+
+def test_describe_names_model_and_layer(bertscore):
+    described = bertscore.describe()
+    assert described["num_layers"] == MINILM_LAYERS
+    assert "MiniLM" in described["model"] and described["rescaled"] is False
+
+
+def test_layer_defaults():
+    assert num_layers_for(EvalConfig()) == MINILM_LAYERS
+    assert num_layers_for(EvalConfig(model="roberta-large")) == 17
+    assert num_layers_for(EvalConfig(model="microsoft/deberta-xlarge-mnli")) == 40
+    assert num_layers_for(EvalConfig(model="roberta-large", num_layers=9)) == 9
+    with pytest.raises(ValueError, match="num_layers"):
+        num_layers_for(EvalConfig(model="someone/unknown-model"))
+
+
+def test_summarize_means_per_agent_and_overall():
+    rows = [{"agent": "pun", "P": 0.8, "R": 0.6, "F1": 0.7},
+            {"agent": "pun", "P": 0.4, "R": 0.2, "F1": 0.3},
+            {"agent": "riddle", "P": 0.3, "R": 0.4, "F1": 0.2}]
+    summary = summarize(rows)
+    assert summary["per_agent"]["pun"] == pytest.approx({"P": 0.6, "R": 0.4, "F1": 0.5, "n": 2})
+    assert summary["per_agent"]["riddle"] == pytest.approx({"P": 0.3, "R": 0.4, "F1": 0.2, "n": 1})
+    assert summary["overall"] == pytest.approx({"P": 0.5, "R": 0.4, "F1": 0.4, "n": 3})
+    assert summarize([]) == {"overall": {"P": None, "R": None, "F1": None, "n": 0}, "per_agent": {}}

@@ -1,0 +1,252 @@
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ms.agents import AGENTS
+from ms.llm.base import LM
+from ms.scorer import (RETRY_PROMPT, SYSTEM_PROMPT, Decision, Scorer, ScorerConfig, append_decisions, load_rubric,
+                       load_rubrics, parse_score, rubric_for)
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+# ---- rubrics ------------------------------------------------------------------------------
+
+# Criteria per rubric in the paper's appendix A.1.
+PAPER_CRITERIA = {"literary": 11, "logic": 5, "plan": 5, "single": 5}
+
+
+@pytest.mark.parametrize("name", PAPER_CRITERIA)
+def test_rubric_totals_100_with_the_papers_criteria(name):
+    rubric = load_rubric(name)
+    assert rubric.name == name
+    assert rubric.total == 100
+    assert len(rubric.criteria) == PAPER_CRITERIA[name]
+    assert "2404.09982" in rubric.source
+    assert all(c.rewards for c in rubric.criteria)
+
+
+def test_single_rubric_has_bands_and_domain_rubrics_split_points():
+    single = load_rubric("single")
+    assert [c.points for c in single.criteria] == [25, 20, 20, 20, 15]
+    assert all(c.bands for c in single.criteria)
+    logic = {c.name: c for c in load_rubric("logic").criteria}
+    assert dict(logic["Creativity and originality"].parts) == {"question creativity": 15, "answer creativity": 15}
+    literary = {c.name: c for c in load_rubric("literary").criteria}
+    assert literary["Rhyme scheme adherence"].applies_to == ("limerick",)
+
+
+def test_rubric_with_wrong_total_names_its_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ntitle: Bad\nsource: test\ncriteria:\n"
+                   "  - {name: A, points: 60, rewards: a}\n  - {name: B, points: 30, rewards: b}\n")
+    with pytest.raises(ValueError, match=r"bad\.yaml.*total 90"):
+        load_rubric("bad", tmp_path)
+
+
+def test_unknown_rubric_lists_the_known_ones():
+    with pytest.raises(FileNotFoundError, match="literary"):
+        load_rubric("poetry")
+
+
+def test_rubric_for_pool_modes():
+    for agent in AGENTS.values():
+        assert rubric_for(agent.name, "domain").name == agent.domain
+        assert rubric_for(agent.name, "single").name == "single"
+    with pytest.raises(ValueError, match="pool mode"):
+        rubric_for("sonnet", "global")
+    with pytest.raises(KeyError, match="unknown agent"):
+        rubric_for("haiku", "domain")
+
+
+# ---- parsing ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("85", 85),
+    ("Score: 85/100", 85),
+    ("I'd give it 85 out of 100", 85),
+    ("eighty", 80),
+    ("eighty-five", 85),
+    ("Eighty five.", 85),
+    ("one hundred", 100),
+    ("zero", 0),
+    ("0", 0),
+    ("100/100", 100),
+    ("", None),
+    (None, None),
+    ("150", None),
+    ("-3", None),
+    ("Score: -3", None),
+    ("No score.", None),
+    ("N/A", None),
+    # a fraction beats an earlier bare number; the "100" of "/100" is never the score
+    ("Criterion 1 looks fine. Total: 72/100", 72),
+    ("Total 90/100 (accuracy 25/25)", 90),
+    # a labelled number beats an earlier bare one; digits beat number words
+    ("Rubric item 3 is weak. Score: 41", 41),
+    ("This one deserves 85.", 85),
+    ("8/10", 80),
+    ("7.5 out of ten", 75),
+    ("80-85", 80),
+    ("99.6", 100),
+])
+def test_parse_score(text, expected):
+    assert parse_score(text) == expected
+
+
+# ---- the gate, with a scripted grader ------------------------------------------------------
+
+class ScriptedLM(LM):
+    """Replies by the answer in the prompt: `first[answer]` to the grading prompt and
+    `retry[answer]` to the reminder; records the size of every batch it is sent."""
+
+    provider = "scripted"
+
+    def __init__(self, first: dict[str, str], retry: dict[str, str] | None = None):
+        super().__init__(model="scripted")
+        self.first, self.retry = first, retry or {}
+        self.batches: list[int] = []
+
+    def _generate(self, chats, *, max_new_tokens, temperature, stop):
+        self.batches.append(len(chats))
+        replies = []
+        for chat in chats:
+            answer = re.search(r"^Answer: (.*)$", chat[1]["content"], re.M).group(1)
+            replies.append((self.retry if chat[-1]["content"] == RETRY_PROMPT else self.first)[answer])
+        return replies
+
+
+def items(*answers):
+    return [("riddle", "logic", f"question for {a}", a) for a in answers]
+
+
+def scorer(lm, **cfg):
+    return Scorer(lm, load_rubrics(), ScorerConfig(**cfg))
+
+
+def test_gate_accepts_at_or_above_threshold_in_one_batch():
+    lm = ScriptedLM({"good": "72", "bad": "Score: 31/100", "edge": "50"})
+    decisions = scorer(lm).score(items("good", "bad", "edge"))
+    assert lm.batches == [3]
+    assert [(d.score, d.accepted, d.attempts) for d in decisions] == [(72, True, 1), (31, False, 1), (50, True, 1)]
+    assert decisions[0].reason == "score 72 >= threshold 50"
+    assert decisions[1].reason == "score 31 < threshold 50"
+    assert decisions[0].rubric == "logic" and decisions[0].answer == "good"
+
+
+def test_threshold_is_configurable():
+    decisions = scorer(ScriptedLM({"a": "72"}), threshold=80).score(items("a"))
+    assert not decisions[0].accepted and decisions[0].reason == "score 72 < threshold 80"
+
+
+def test_unparseable_reply_is_retried_once_in_a_batch():
+    lm = ScriptedLM({"fine": "64", "vague": "It is quite good", "shy": "Hmm"}, retry={"vague": "58", "shy": "70"})
+    decisions = scorer(lm).score(items("fine", "vague", "shy"))
+    assert lm.batches == [3, 2]
+    assert [(d.score, d.accepted, d.attempts) for d in decisions] == [(64, True, 1), (58, True, 2), (70, True, 2)]
+    assert decisions[1].raw == "58"
+
+
+def test_still_unparseable_pair_is_rejected_with_reason():
+    lm = ScriptedLM({"x": "I cannot grade this."}, retry={"x": "Sorry, no."})
+    [decision] = scorer(lm).score(items("x"))
+    assert lm.batches == [1, 1]
+    assert decision.score is None and not decision.accepted and decision.attempts == 2
+    assert decision.reason == "unparseable score: 'Sorry, no.'"
+
+
+def test_retries_zero_means_no_retry():
+    lm = ScriptedLM({"x": "great"})
+    [decision] = scorer(lm, retries=0).score(items("x"))
+    assert lm.batches == [1] and decision.reason.startswith("unparseable score:")
+
+
+def test_retry_keeps_the_failed_reply_in_the_chat():
+    seen = []
+
+    class Recording(ScriptedLM):
+        def _generate(self, chats, **params):
+            seen.extend(chats)
+            return super()._generate(chats, **params)
+
+    scorer(Recording({"x": "great"}, retry={"x": "61"})).score(items("x"))
+    first, retry = seen
+    assert retry[:2] == first
+    assert retry[2] == {"role": "assistant", "content": "great"}
+    assert retry[3]["content"] == RETRY_PROMPT
+
+
+def test_prompt_holds_rubric_question_and_answer():
+    chat = scorer(ScriptedLM({})).prompt("travel", "single", "Plan two days in Rome.", "Day 1: Colosseum.")
+    assert chat[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert "in-context example" in SYSTEM_PROMPT
+    user = chat[1]["content"]
+    for expected in ("Accuracy (0-25 points)", "15-24", "Plan two days in Rome.", "Day 1: Colosseum.", "0 to 100"):
+        assert expected in user
+
+
+def test_unknown_rubric_fails_before_any_call():
+    lm = ScriptedLM({})
+    with pytest.raises(KeyError, match="poetry"):
+        scorer(lm).score([("sonnet", "poetry", "q", "a")])
+    assert lm.batches == [] and scorer(lm).score([]) == []
+
+
+def test_bad_config_is_refused():
+    with pytest.raises(ValueError, match="threshold"):
+        scorer(ScriptedLM({}), threshold=150)
+
+
+def test_append_decisions_writes_one_line_each(tmp_path):
+    decisions = scorer(ScriptedLM({"a": "72", "b": "9"})).score(items("a", "b"))
+    path = append_decisions(tmp_path, decisions)
+    append_decisions(path, decisions[:1])
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert path.name == "decisions.jsonl" and len(rows) == 3
+    assert rows[0] == decisions[0].as_dict()
+    assert set(rows[0]) >= {"agent", "question", "answer", "score", "accepted", "reason", "attempts", "raw"}
+
+
+def test_scorer_config_is_a_structured_hydra_node():
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.structured(ScorerConfig)
+    assert node.threshold == 50 and node.retries == 1 and node.backbone is None
+    with pytest.raises(Exception, match="treshold"):
+        OmegaConf.merge(node, {"treshold": 40})
+
+
+# ---- the gate, with the real offline backbone -----------------------------------------------
+
+@pytest.mark.slow
+def test_real_backbone_grades_three_pairs(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from ms.config import register
+    from ms.llm import build_lm
+
+    register()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        cfg = compose("config")
+    lm = build_lm(cfg.backbone, tmp_path)
+    pairs = [
+        ("limerick", rubric_for("limerick", "domain").name, "Write a limerick about a cat who loves rain.",
+         "A cat who adored the wet rain\nWould dance by the drainpipe and lane\nShe'd splash in a puddle\n"
+         "Then curl up to cuddle\nAnd purr till it poured down again"),
+        ("riddle", rubric_for("riddle", "domain").name, "What has keys but can't open locks?",
+         "A piano: it has many keys, yet none of them open a lock."),
+        ("travel", rubric_for("travel", "single").name, "Plan one day in Paris on a small budget.",
+         "Morning: walk along the Seine to Notre-Dame. Noon: picnic in the Luxembourg Gardens. "
+         "Afternoon: free entry to the Petit Palais. Evening: sunset from Montmartre."),
+    ]
+    decisions = Scorer(lm, load_rubrics(), ScorerConfig()).score(pairs)
+    assert len(decisions) == 3
+    for decision, (agent, *_rest) in zip(decisions, pairs):
+        assert isinstance(decision, Decision) and decision.agent == agent
+        assert decision.attempts in (1, 2)
+        if decision.score is None:
+            assert not decision.accepted and decision.reason.startswith("unparseable score:")
+        else:
+            assert 0 <= decision.score <= 100
+            assert decision.accepted == (decision.score >= 50)
