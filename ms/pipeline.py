@@ -128,7 +128,11 @@ class Experiment:
         if self.trainer is not None:
             self.trainer.update([(q.agent, q.scope, q.example.question, d.answer, i)
                                  for (q, d), i in zip(admitted, ids) if i is not None])
-        append_decisions(self.out / "decisions.jsonl", decisions)
+        new_ids = iter(ids)
+        append_decisions(self.out / "decisions.jsonl", decisions,
+                         [{"step": self.step, "memory_id": next(new_ids) if d.accepted else None,
+                           "pool_size": self.pool.count(q.scope), "scope": q.scope}
+                          for q, d in zip(queries, decisions)])
         return decisions
 
     def evaluate(self, fill: int) -> list[dict]:

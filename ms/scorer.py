@@ -266,13 +266,16 @@ class Scorer:
                         reason=reason, attempts=attempts, raw=raw, rubric=rubric)
 
 
-def append_decisions(path: str | Path, decisions: Iterable[Decision]) -> Path:
-    """Append one JSON line per decision; `path` is the file, or a run folder to hold decisions.jsonl."""
+def append_decisions(path: str | Path, decisions: Iterable[Decision], extra: Iterable[dict] | None = None) -> Path:
+    """Append one JSON line per decision; `path` is the file, or a run folder to hold decisions.jsonl.
+    `extra`, one dict per decision, adds the caller's fields (stream step, whether the pool took it)."""
     path = Path(path)
     if path.is_dir():
         path = path / DECISIONS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
+    decisions = list(decisions)
+    extras = list(extra) if extra is not None else [{}] * len(decisions)
     with path.open("a", encoding="utf-8") as f:
-        for decision in decisions:
-            f.write(json.dumps(decision.as_dict(), ensure_ascii=False) + "\n")
+        for decision, more in zip(decisions, extras, strict=True):
+            f.write(json.dumps({**decision.as_dict(), **more}, ensure_ascii=False) + "\n")
     return path

@@ -153,9 +153,14 @@ class HFLM(LM):
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
             ids, mask, positions = self._left_padded([rows[i][0] for i in batch])
-            logits = self.net(input_ids=ids, attention_mask=mask, position_ids=positions).logits
-            logprobs = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-            token_lp = logprobs.gather(-1, ids[:, 1:, None]).squeeze(-1)
+            # Left padding puts every continuation at the end of its row, so logits are needed for
+            # the last (longest continuation + 1) positions only: the vocabulary projection over
+            # whole contexts would cost more time and memory than the rest of the forward pass.
+            keep = max(rows[i][1] for i in batch) + 1
+            logits = self.net(input_ids=ids, attention_mask=mask, position_ids=positions,
+                              logits_to_keep=keep).logits[:, :-1]
+            logprobs = torch.log_softmax(logits.float(), dim=-1)
+            token_lp = logprobs.gather(-1, ids[:, -(keep - 1):, None]).squeeze(-1)
             for row, i in enumerate(batch):
                 n = rows[i][1]
                 out[i] = (float(token_lp[row, -n:].sum()), n)

@@ -24,6 +24,11 @@ class Retriever(ABC):
     def __init__(self, pool: Pool):
         self.pool = pool
 
+    def searchable(self, scope: str) -> list[Memory]:
+        """What a search may return: long-term memories that were not folded into a summary. Under
+        the plain pool that is every memory; short-term memory is searched by its own policy."""
+        return self.pool.memories(scope, tier="long", include_consolidated=False)
+
     @abstractmethod
     def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
         """The k best memories of `scope` for `query`, best first, never one whose id is in `exclude`."""

@@ -14,15 +14,15 @@ from ms.retrieval.base import Retriever, memory_text, tokenize
 class BM25Retriever(Retriever):
     def __init__(self, pool):
         super().__init__(pool)
-        self._index: dict[str, tuple[int, list[Memory], BM25Okapi | None]] = {}
+        self._index: dict[str, tuple[tuple[int, ...], list[Memory], BM25Okapi | None]] = {}
 
     def _scope_index(self, scope: str) -> tuple[list[Memory], BM25Okapi | None]:
-        version = self.pool.version(scope)
+        memories = self.searchable(scope)
+        ids = tuple(m.id for m in memories)
         cached = self._index.get(scope)
-        if cached is None or cached[0] != version:  # the pool only grows, so its max id is its version
-            memories = self.pool.memories(scope)
+        if cached is None or cached[0] != ids:  # rebuilt only when the searchable set changed
             bm25 = BM25Okapi([tokenize(memory_text(m)) or ["<empty>"] for m in memories]) if memories else None
-            cached = self._index[scope] = (version, memories, bm25)
+            cached = self._index[scope] = (ids, memories, bm25)
         return cached[1], cached[2]
 
     def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:

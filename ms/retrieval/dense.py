@@ -1,8 +1,8 @@
-"""Dense retrieval with the bi-encoder, over cached pool embeddings.
+"""Dense retrieval with the bi-encoder, over cached memory embeddings.
 
-Embeddings are cached per scope and per encoder version: new memories are encoded as they
-arrive; a training step bumps the version, and the next retrieval re-encodes the scope once.
-Retrieval is then one matrix product and a top-k.
+Embeddings are cached by memory id for the current encoder version: a retrieval encodes only
+memories it has not seen; a training step bumps the version, and the next retrieval re-encodes
+the scope once. Retrieval is then one matrix product and a top-k.
 """
 
 from __future__ import annotations
@@ -21,36 +21,33 @@ class DenseRetriever(Retriever):
         super().__init__(pool)
         self.encoder = encoder
         self.encoder_version = 0  # bumped by whoever changes the encoder's weights
-        self._cache: dict[str, tuple[int, list[Memory], torch.Tensor]] = {}
+        self._cached_version = 0
+        self._embeddings: dict[int, torch.Tensor] = {}
         self.encoded = 0  # memories encoded so far, for the run's accounting
 
     def encoder_changed(self) -> None:
         self.encoder_version += 1
 
-    def _scope_embeddings(self, scope: str) -> tuple[list[Memory], torch.Tensor]:
-        cached = self._cache.get(scope)
-        if cached is not None and cached[0] == self.encoder_version:
-            memories, embeddings = cached[1], cached[2]
-            if memories and memories[-1].id == self.pool.version(scope):
-                return memories, embeddings
-            fresh = [m for m in self.pool.memories(scope) if m.id > (memories[-1].id if memories else 0)]
-        else:
-            memories, embeddings = [], torch.empty(0)
-            fresh = self.pool.memories(scope)
-        if fresh:
-            new = self.encoder.encode([memory_text(m) for m in fresh])
-            self.encoded += len(fresh)
-            memories = memories + fresh
-            embeddings = torch.cat([embeddings, new]) if len(embeddings) else new
-        self._cache[scope] = (self.encoder_version, memories, embeddings)
-        return memories, embeddings
+    def embed(self, memories: Sequence[Memory]) -> torch.Tensor:
+        """[M, d] embeddings of the memories' question + answer, encoding only what is not cached."""
+        if self._cached_version != self.encoder_version:
+            self._embeddings.clear()
+            self._cached_version = self.encoder_version
+        missing = [m for m in memories if m.id not in self._embeddings]
+        if missing:
+            fresh = self.encoder.encode([memory_text(m) for m in missing])
+            self._embeddings.update(zip((m.id for m in missing), fresh))
+            self.encoded += len(missing)
+        if not memories:
+            return torch.empty(0, 0)
+        return torch.stack([self._embeddings[m.id] for m in memories])
 
     def similarities(self, queries: Sequence[str], scope: str) -> tuple[list[Memory], torch.Tensor]:
         """Cosine of every query with every memory of the scope: ([M] memories, [Q, M] scores)."""
-        memories, embeddings = self._scope_embeddings(scope)
+        memories = self.searchable(scope)
         if not memories:
             return [], torch.empty(len(queries), 0)
-        return memories, self.encoder.encode(list(queries)) @ embeddings.T
+        return memories, self.encoder.encode(list(queries)) @ self.embed(memories).T
 
     def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
         return self._top(*self.similarities([query], scope), k, exclude)[0]

@@ -16,5 +16,5 @@ class RandomRetriever(Retriever):
 
     def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
         banned = set(exclude)
-        candidates = [m for m in self.pool.memories(scope) if m.id not in banned]
+        candidates = [m for m in self.searchable(scope) if m.id not in banned]
         return self.rng.sample(candidates, min(k, len(candidates))) if k > 0 else []

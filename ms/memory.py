@@ -1,0 +1,328 @@
+"""Memory policies: how admitted pairs enter the pool and how retrieval sees them.
+
+`plain`: a pair goes straight into long-term memory, searched by the configured retriever.
+
+`stm_ltm` (MORGAN / Lyfe Agents style): a pair first enters its agent's small short-term store,
+with an importance in [0, 1]. Each store is consolidated once it holds `capacity` items or its
+oldest item has waited `interval` steps: similar items are summarized by the LLM into one long-term
+memory (the originals are kept, marked consolidated, and stay readable by id), the rest move to
+long-term memory unchanged. Retrieval adds to the long-term results the short-term items that are
+similar enough to the query, or important enough to be pulled in anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ms.llm.base import LM, Message
+from ms.pool import Memory, Pool
+from ms.retrieval.base import Retriever, memory_text
+from ms.retrieval.composite import importance_of
+from ms.retrieval.encoder import Encoder
+
+log = logging.getLogger(__name__)
+
+POLICIES = ("plain", "stm_ltm")
+
+
+@dataclass
+class StmLtmConfig:
+    capacity: int = 5  # short-term items per agent before its store is consolidated
+    interval: int = 3  # steps an item may wait in short-term memory before consolidation
+    threshold: float = 0.5  # cosine a short-term item needs to be retrieved for a query...
+    importance_override: float = 0.8  # ...unless its importance is above this
+    group_similarity: float = 0.6  # cosine that puts short-term items in one group to summarize
+    default_importance: float = 0.5  # when the LLM's importance reply holds no readable number
+    importance_tokens: int = 8
+    summary_tokens: int = 256
+
+
+@dataclass
+class MemoryConfig:
+    policy: str = "plain"  # plain | stm_ltm
+    stm_ltm: StmLtmConfig = field(default_factory=StmLtmConfig)
+
+
+@dataclass
+class Consolidation:
+    """What one `maybe_consolidate` call did, by memory id."""
+
+    summaries: list[int] = field(default_factory=list)  # new long-term summary memories
+    summarized: list[int] = field(default_factory=list)  # originals folded into a summary
+    moved: list[int] = field(default_factory=list)  # moved to long-term memory unchanged
+    deferred: list[int] = field(default_factory=list)  # left short-term because the LLM call failed
+
+
+# ---- importance ------------------------------------------------------------------------------
+
+IMPORTANCE_PROMPT = (
+    "An AI agent keeps question-answer pairs in memory and shows them to itself as examples when it "
+    "answers similar questions later.\n\n"
+    "Question: {question}\nAnswer: {answer}\n\n"
+    "How important is it to remember this pair, from 0 (not worth keeping) to 1 (essential)? "
+    "Reply with one number between 0 and 1 only."
+)
+
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?|\.\d+)\s*(%|/\s*10\b|/\s*100\b|out of 10\b|out of 100\b)?",
+                     re.IGNORECASE)
+
+
+def parse_importance(text: str | None) -> float | None:
+    """The importance in [0, 1] that a reply states, or None. The first number is read; besides a
+    plain 0-1 value, "7/10", "70%" and bare 0-10 or 0-100 ratings are scaled down, because small
+    models often answer on the scale they have seen most."""
+    for match in _NUMBER.finditer(text or ""):
+        value, unit = float(match.group(1)), (match.group(2) or "").replace(" ", "").lower()
+        if unit in ("%", "/100", "outof100"):
+            value /= 100
+        elif unit in ("/10", "outof10"):
+            value /= 10
+        elif 1 < value <= 10:
+            value /= 10
+        elif 10 < value <= 100:
+            value /= 100
+        return value if 0 <= value <= 1 else None
+    return None
+
+
+# ---- summaries -------------------------------------------------------------------------------
+
+SUMMARY_SYSTEM = (
+    "You merge similar question-answer pairs from an AI agent's memory into a single pair. The agent "
+    "will later be shown your pair as a worked example when it answers a new question, so the pair must "
+    "read like a real question followed by a complete, high-quality answer to it."
+)
+SUMMARY_USER = (
+    "The {agent} agent answered these similar questions:\n\n{pairs}\n\n"
+    "Write one question that covers what these questions ask, and one answer to it that keeps the best, "
+    "most specific content of the answers above and has the same form (a poem stays a poem, a plan stays "
+    "a plan, a riddle answer stays short). Reply in exactly this format:\n"
+    "Question: <the question>\nAnswer: <the answer>"
+)
+_SUMMARY = re.compile(r"question\s*:\s*(?P<question>.*?)\s*answer\s*:\s*(?P<answer>.*)", re.IGNORECASE | re.DOTALL)
+_ANSWER_ONLY = re.compile(r"answer\s*:\s*(?P<answer>.*)", re.IGNORECASE | re.DOTALL)
+
+
+def summary_prompt(agent: str, group: Sequence[Memory]) -> list[Message]:
+    pairs = "\n\n".join(f"Pair {i}\nQuestion: {m.question}\nAnswer: {m.answer}" for i, m in enumerate(group, 1))
+    return [{"role": "system", "content": SUMMARY_SYSTEM},
+            {"role": "user", "content": SUMMARY_USER.format(agent=agent, pairs=pairs)}]
+
+
+def parse_summary(reply: str, fallback_question: str) -> tuple[str, str] | None:
+    """(question, answer) from a summary reply, or None when it holds no answer. A reply that
+    skips the requested labels still counts as the answer, to the group's most important question."""
+    found = _SUMMARY.search(reply) or _ANSWER_ONLY.search(reply)
+    question = found.groupdict().get("question") if found else None
+    answer = (found.group("answer") if found else reply).strip()
+    if not answer:
+        return None
+    return (question or "").strip() or fallback_question, answer
+
+
+# ---- policies --------------------------------------------------------------------------------
+
+class PlainPolicy:
+    """Admitted pairs go straight to long-term memory; nothing to consolidate."""
+
+    def __init__(self, pool: Pool):
+        self.pool = pool
+
+    def admit(self, items: list[dict[str, Any]], step: int) -> list[int | None]:
+        return self.pool.add(items, step)
+
+    def maybe_consolidate(self, step: int) -> Consolidation:
+        return Consolidation()
+
+    def wrap(self, retriever: Retriever) -> Retriever:
+        return retriever
+
+
+class StmLtmPolicy:
+    """`encoder` measures similarity for short-term retrieval and for grouping. Keep it frozen: the
+    thresholds are cosines of that encoder and lose their meaning if its weights move."""
+
+    def __init__(self, pool: Pool, lm: LM, encoder: Encoder, cfg: StmLtmConfig | None = None):
+        self.cfg = cfg = cfg or StmLtmConfig()
+        if cfg.capacity < 1 or cfg.interval < 1:
+            raise ValueError(f"stm_ltm.capacity and stm_ltm.interval must be at least 1, got {cfg.capacity}, {cfg.interval}")
+        for name in ("threshold", "importance_override", "group_similarity", "default_importance"):
+            if not 0 <= getattr(cfg, name) <= 1:
+                raise ValueError(f"stm_ltm.{name} must lie in [0, 1], got {getattr(cfg, name)}")
+        self.pool, self.lm, self.encoder = pool, lm, encoder
+
+    # ---- admission ---------------------------------------------------------------------------
+
+    def admit(self, items: list[dict[str, Any]], step: int) -> list[int | None]:
+        """Add `items` (as for Pool.add) to their agents' short-term stores, each with an importance:
+        the one given, else the rubric score / 100, else the LLM's rating."""
+        items = [dict(item, tier="short") for item in items]
+        for item in items:
+            if item.get("importance") is None and item.get("score") is not None:
+                item["importance"] = float(item["score"]) / 100.0
+        unrated = [item for item in items if item.get("importance") is None]
+        for item, value in zip(unrated, self.rate(unrated)):
+            item["importance"] = value
+        return self.pool.add(items, step)
+
+    def rate(self, items: Sequence[dict[str, Any]]) -> list[float]:
+        """LLM importance of each (question, answer) item, in [0, 1]."""
+        if not items:
+            return []
+        prompts = [IMPORTANCE_PROMPT.format(question=i["question"], answer=i["answer"]) for i in items]
+        try:
+            replies = self.lm.generate(prompts, max_new_tokens=self.cfg.importance_tokens, temperature=0.0)
+        except Exception as error:  # a rating is not worth losing the memory over
+            log.warning("importance rating failed (%s); using %g for %d items", error,
+                        self.cfg.default_importance, len(items))
+            return [self.cfg.default_importance] * len(items)
+        values = [parse_importance(r) for r in replies]
+        return [self.cfg.default_importance if v is None else v for v in values]
+
+    # ---- consolidation -----------------------------------------------------------------------
+
+    def due(self, step: int) -> dict[tuple[str, str], list[Memory]]:
+        """The short-term stores, by (scope, agent), that are full or whose oldest item has waited
+        `interval` steps. Read from the pool, so a failed consolidation is simply due again."""
+        stores: dict[tuple[str, str], list[Memory]] = {}
+        for scope in self.pool.scopes():
+            for m in self.pool.memories(scope, tier="short", include_consolidated=False):
+                stores.setdefault((scope, m.agent), []).append(m)
+        return {key: items for key, items in stores.items()
+                if len(items) >= self.cfg.capacity or step - min(m.added_step for m in items) >= self.cfg.interval}
+
+    def group(self, items: Sequence[Memory]) -> list[list[Memory]]:
+        """Greedy complete-linkage groups: an item joins the first group it is similar to in full,
+        so a group never chains together items that are unlike each other."""
+        if len(items) < 2:
+            return [list(items)]
+        embeddings = self.encoder.encode([memory_text(m) for m in items])
+        similar = (embeddings @ embeddings.T) >= self.cfg.group_similarity
+        groups: list[list[int]] = []
+        for i in range(len(items)):
+            home = next((g for g in groups if all(similar[i, j] for j in g)), None)
+            if home is None:
+                groups.append([i])
+            else:
+                home.append(i)
+        return [[items[i] for i in g] for g in groups]
+
+    def maybe_consolidate(self, step: int) -> Consolidation:
+        done = Consolidation()
+        due = self.due(step)
+        groups = [(scope, agent, g) for (scope, agent), items in due.items() for g in self.group(items)]
+        to_summarize = [(scope, agent, g) for scope, agent, g in groups if len(g) > 1]
+        try:
+            replies = self.lm.generate([summary_prompt(agent, g) for _, agent, g in to_summarize],
+                                       max_new_tokens=self.cfg.summary_tokens, temperature=0.0) if to_summarize else []
+        except Exception as error:
+            # Nothing has changed yet, so the stores stay as they are and are due again next step.
+            done.deferred = [m.id for items in due.values() for m in items]
+            log.warning("consolidation deferred: summary call failed (%s); %d short-term items wait for the "
+                        "next step", error, len(done.deferred))
+            return done
+        for (scope, agent, group), reply in zip(to_summarize, replies):
+            summary_id = self._store_summary(scope, agent, group, reply, step)
+            if summary_id is None:
+                self._move(group, done)
+                continue
+            for m in group:
+                self.pool.set_fields(m.id, tier="long", consolidated=True)
+            done.summaries.append(summary_id)
+            done.summarized += [m.id for m in group]
+        for _, _, group in groups:
+            if len(group) == 1:
+                self._move(group, done)
+        return done
+
+    def _store_summary(self, scope: str, agent: str, group: list[Memory], reply: str, step: int) -> int | None:
+        """Add the summary of `group` as one long-term memory; None when the reply is unusable or the
+        same pair is already in the scope (the group then moves to long-term memory unchanged)."""
+        importance = [importance_of(m, self.cfg.default_importance) for m in group]
+        lead = group[importance.index(max(importance))]
+        parsed = parse_summary(reply, fallback_question=lead.question)
+        if parsed is None:
+            log.warning("summary of %d %s items had no answer; moving them to long-term memory as they are",
+                        len(group), agent)
+            return None
+        question, answer = parsed
+        # A summary stands for all its sources, so it is as important as the most important of them.
+        [summary_id] = self.pool.add([{
+            "scope": scope, "agent": agent, "domain": lead.domain, "question": question, "answer": answer,
+            "origin": "summary", "importance": max(importance), "tier": "long", "sources": [m.id for m in group],
+        }], step)
+        return summary_id
+
+    def _move(self, group: list[Memory], done: Consolidation) -> None:
+        for m in group:
+            self.pool.set_fields(m.id, tier="long")
+        done.moved += [m.id for m in group]
+
+    # ---- retrieval ---------------------------------------------------------------------------
+
+    def short_term(self, queries: Sequence[str], scope: str) -> list[list[Memory]]:
+        """Per query, the scope's short-term items that qualify, best first. An item qualifies by
+        cosine >= threshold, or by importance > importance_override at any cosine; an item pulled in
+        by importance ranks by its importance where that beats its cosine, so an urgent memory is
+        not buried under merely similar ones."""
+        items = self.pool.memories(scope, tier="short", include_consolidated=False)
+        if not items:
+            return [[] for _ in queries]
+        cosines = self.encoder.encode(list(queries)) @ self.encoder.encode([memory_text(m) for m in items]).T
+        importance = [importance_of(m, self.cfg.default_importance) for m in items]
+        found = []
+        for row in cosines.tolist():
+            relevance = [max(c, imp) if imp > self.cfg.importance_override else c for c, imp in zip(row, importance)]
+            keep = [i for i, c in enumerate(row) if c >= self.cfg.threshold or importance[i] > self.cfg.importance_override]
+            keep.sort(key=lambda i: -relevance[i])
+            found.append([items[i] for i in keep])
+        return found
+
+    def wrap(self, retriever: Retriever) -> Retriever:
+        return StmLtmRetriever(retriever, self)
+
+
+class StmLtmRetriever(Retriever):
+    """Short-term qualifiers first (the agent's working memory, in `StmLtmPolicy.short_term`'s
+    order), then the inner retriever's long-term results, without repeats, cut to k."""
+
+    def __init__(self, inner: Retriever, policy: StmLtmPolicy):
+        super().__init__(inner.pool)
+        self.inner, self.policy = inner, policy
+
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
+        if k <= 0:
+            return []
+        banned = set(exclude)
+        short = [m for m in self.policy.short_term([query], scope)[0] if m.id not in banned]
+        return _merge(short, self.inner.retrieve(query, scope, k, exclude), k)
+
+    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int) -> list[list[Memory]]:
+        if k <= 0:
+            return [[] for _ in queries]
+        shorts = self.policy.short_term(queries, scope)
+        longs = self.inner.retrieve_batch(queries, scope, k)
+        return [_merge(s, l, k) for s, l in zip(shorts, longs)]
+
+
+def _merge(short: list[Memory], long: list[Memory], k: int) -> list[Memory]:
+    seen: set[int] = set()
+    merged = []
+    for m in short + long:
+        if m.id not in seen:
+            seen.add(m.id)
+            merged.append(m)
+    return merged[:k]
+
+
+def build_policy(cfg: MemoryConfig, pool: Pool, lm: LM,
+                 encoder: Callable[[], Encoder]) -> PlainPolicy | StmLtmPolicy:
+    """`encoder` is called only when the policy needs one."""
+    if cfg.policy == "plain":
+        return PlainPolicy(pool)
+    if cfg.policy == "stm_ltm":
+        return StmLtmPolicy(pool, lm, encoder(), cfg.stm_ltm)
+    raise ValueError(f"unknown memory.policy '{cfg.policy}'; choose one of {', '.join(POLICIES)}")

@@ -1,0 +1,162 @@
+"""Composite retrieval (Generative Agents / MemGPT style): a dense search proposes candidates, and
+a weighted sum of importance, recency and similarity decides their order.
+
+    score = importance_weight * importance + recency_weight * decay ** age
+            + similarity_weight * clamp(cosine, 0, 1)
+
+Every term lies in [0, 1] on an absolute scale. Generative Agents min-max normalizes each term per
+query instead; that makes a term's weight depend on how spread out the candidates happen to be
+(two near-identical cosines get stretched to 0 and 1), so it is not done here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence, Union
+
+import torch
+
+from ms.pool import Memory
+from ms.retrieval.base import Retriever, memory_text
+from ms.retrieval.dense import DenseRetriever
+
+log = logging.getLogger(__name__)
+
+AGE_UNITS = ("steps", "hours")
+
+
+@dataclass
+class CompositeConfig:
+    importance_weight: float = 1.0
+    recency_weight: float = 1.0
+    similarity_weight: float = 1.0
+    candidates: int = 20  # dense top-N re-ranked per query (raised to k when k is larger)
+    decay: float = 0.995  # recency = decay ** age
+    age_unit: str = "steps"  # steps: pool steps (stream batches) | hours: wall-clock time
+    # Importance of a memory with neither a rubric score nor an LLM-assigned importance (seed pairs
+    # under the plain policy): the middle of the scale, so it neither outranks nor trails graded
+    # memories by default.
+    default_importance: float = 0.5
+    debug: bool = False  # log every query's candidate table (see `format_ranking`)
+
+
+def importance_of(memory: Memory, default: float) -> float:
+    """The rubric score scaled to [0, 1] when the gate graded the memory, else the importance an
+    LLM assigned it, else `default`."""
+    if memory.score is not None:
+        return memory.score / 100.0
+    if memory.importance is not None:
+        return memory.importance
+    return default
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One candidate with the terms of its score (unweighted), for ranking and for `explain`."""
+
+    memory: Memory
+    cosine: float  # raw; the score uses it clamped to [0, 1]
+    recency: float
+    importance: float
+    total: float
+
+
+Step = Union[int, Callable[[], int]]
+
+
+class CompositeRetriever(Retriever):
+    """`dense` supplies the cosines (its encoder may be learned or frozen). `current_step` is the
+    pool step that ages count up to: an int the caller updates, or a function returning it."""
+
+    def __init__(self, dense: DenseRetriever, cfg: CompositeConfig | None = None, current_step: Step = 0):
+        super().__init__(dense.pool)
+        self.cfg = cfg = cfg or CompositeConfig()
+        if cfg.age_unit not in AGE_UNITS:
+            raise ValueError(f"composite.age_unit must be one of {', '.join(AGE_UNITS)}, got {cfg.age_unit!r}")
+        if min(cfg.importance_weight, cfg.recency_weight, cfg.similarity_weight) < 0:
+            raise ValueError("composite weights must be 0 or more (0 removes a term)")
+        if cfg.candidates < 1:
+            raise ValueError(f"composite.candidates must be at least 1, got {cfg.candidates}")
+        if not 0 < cfg.decay <= 1:
+            raise ValueError(f"composite.decay must lie in (0, 1], got {cfg.decay}")
+        if not 0 <= cfg.default_importance <= 1:
+            raise ValueError(f"composite.default_importance must lie in [0, 1], got {cfg.default_importance}")
+        self.dense = dense
+        self.current_step = current_step
+        # Retrieval refreshes the recency of what it returns. Evaluation turns this off, so that
+        # answering the test set does not change the pool the stream goes on to use.
+        self.mark = True
+
+    def step_now(self) -> int:
+        return int(self.current_step() if callable(self.current_step) else self.current_step)
+
+    def _ages(self, memories: Sequence[Memory]) -> torch.Tensor:
+        if self.cfg.age_unit == "steps":
+            now = self.step_now()
+            touched = [max(m.added_step, m.last_retrieved_step or m.added_step) for m in memories]
+        else:
+            now = time.time() / 3600.0
+            touched = [max(m.added_at, m.last_retrieved_at or m.added_at) / 3600.0 for m in memories]
+        # A memory touched "after now" (a caller that set current_step late) is as fresh as it gets.
+        return (now - torch.tensor(touched, dtype=torch.float64)).clamp(min=0)
+
+    def rank(self, queries: Sequence[str], scope: str, k: int,
+             exclude: Sequence[int] = ()) -> list[list[Ranked]]:
+        """Per query, the dense top-max(candidates, k) memories of `scope`, best composite score first."""
+        memories, cosines = self.dense.similarities(queries, scope)
+        if not memories:
+            return [[] for _ in queries]
+        cfg = self.cfg
+        recency = cfg.decay ** self._ages(memories)
+        importance = torch.tensor([importance_of(m, cfg.default_importance) for m in memories], dtype=torch.float64)
+        cosines = cosines.to(torch.float64)
+        # Importance and recency do not depend on the query: one [M] vector shared by every query.
+        static = cfg.importance_weight * importance + cfg.recency_weight * recency
+        totals = static + cfg.similarity_weight * cosines.clamp(0, 1)
+        banned = set(exclude)
+        take = min(len(memories), max(cfg.candidates, k) + len(banned))
+        ranked = []
+        for q in range(len(queries)):
+            top = [i for i in cosines[q].topk(take).indices.tolist() if memories[i].id not in banned]
+            top = top[:max(cfg.candidates, k)]
+            # Stable sort: equal totals keep the dense order.
+            top.sort(key=lambda i: -totals[q, i].item())
+            ranked.append([Ranked(memories[i], cosines[q, i].item(), recency[i].item(), importance[i].item(),
+                                  totals[q, i].item()) for i in top])
+        return ranked
+
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
+        return self._retrieve([query], scope, k, exclude)[0]
+
+    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int) -> list[list[Memory]]:
+        return self._retrieve(queries, scope, k, ())
+
+    def _retrieve(self, queries: Sequence[str], scope: str, k: int, exclude: Sequence[int]) -> list[list[Memory]]:
+        if k <= 0:
+            return [[] for _ in queries]
+        ranked = self.rank(queries, scope, k, exclude)
+        if self.cfg.debug:
+            for query, rows in zip(queries, ranked):
+                log.info("composite ranking for %r (step %d):\n%s", query, self.step_now(), format_ranking(rows))
+        found = [[row.memory for row in rows[:k]] for rows in ranked]
+        chosen = {m.id for memories in found for m in memories}
+        if self.mark and chosen:
+            self.pool.mark_retrieved(chosen, self.step_now())
+        return found
+
+    def explain(self, query: str, scope: str) -> list[Ranked]:
+        """Every candidate for `query` with its terms, best first; marks nothing as retrieved."""
+        return self.rank([query], scope, self.cfg.candidates)[0]
+
+
+def format_ranking(rows: Sequence[Ranked], width: int = 60) -> str:
+    """A table of `rows` (as `explain` returns them), one line per candidate, best first."""
+    lines = [f"{'#':>3} {'id':>6} {'total':>6} {'cos':>6} {'recency':>7} {'import':>6}  content"]
+    for rank, row in enumerate(rows, 1):
+        text = " ".join(memory_text(row.memory).split())
+        text = text if len(text) <= width else text[:width - 3] + "..."
+        lines.append(f"{rank:>3} {row.memory.id:>6} {row.total:6.3f} {row.cosine:6.3f} {row.recency:7.3f} "
+                     f"{row.importance:6.3f}  {text}")
+    return "\n".join(lines)

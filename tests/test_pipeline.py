@@ -1,0 +1,76 @@
+"""The Memory Sharing loop end to end on real parts: the packaged SmolLM2 (in-process, and behind a
+real llama.cpp server for the API path), the packaged MiniLM, a real SQLite pool."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ms.pipeline import fill_positions, interleave, run
+from ms.pool import Pool
+
+from conftest import REPO, compose_config
+
+TINY = ["data.agents=[limerick,riddle]", "data.max_seed=4", "data.max_stream=2", "data.max_test=1",
+        "fills=[50,100]", "micro_batch=4", "train.candidates=3", "train.labelled=2",
+        "backbone.generation.max_new_tokens=24", "scorer.threshold=0"]
+
+
+def test_interleave_and_fill_positions():
+    assert interleave({"a": [1, 2, 3], "b": [4]}) == [1, 4, 2, 3]
+    assert fill_positions([100, 20, 60], 10) == {20: 2, 60: 6, 100: 10}
+    with pytest.raises(ValueError, match="0-100"):
+        fill_positions([120], 10)
+
+
+@pytest.mark.slow
+def test_loop_on_the_default_model_writes_every_output_and_grows_the_pool(tmp_path, models_cache):
+    cfg = compose_config(TINY + [f"cache_dir={models_cache}"])
+    metrics = run(cfg, tmp_path)
+
+    for name in ("metrics.json", "predictions.jsonl", "decisions.jsonl", "pool.sqlite", "llm_usage.json",
+                 "retriever/head.pt", "retriever/config.json"):
+        assert (tmp_path / name).exists(), name
+    saved = json.loads((tmp_path / "metrics.json").read_text())
+    assert saved == json.loads(json.dumps(metrics)) and saved["complete"] is True
+    assert set(saved["fills"]) == {"50", "100"}
+    assert set(saved["fills"]["100"]["per_agent"]) == {"limerick", "riddle"}
+
+    predictions = [json.loads(line) for line in (tmp_path / "predictions.jsonl").open()]
+    assert len(predictions) == 2 * 2  # two test items, two fills
+    assert all(len(p["retrieved"]) == 3 and 0 <= p["P"] <= 1 for p in predictions)
+    decisions = [json.loads(line) for line in (tmp_path / "decisions.jsonl").open()]
+    assert len(decisions) == 4 and {d["agent"] for d in decisions} == {"limerick", "riddle"}
+
+    pool = Pool(tmp_path / "pool.sqlite")
+    admitted = sum(d["memory_id"] is not None for d in decisions)
+    assert admitted > 0, [d["reason"] for d in decisions]
+    assert pool.count() == saved["stream"]["seeded"] + admitted == 8 + admitted
+    assert pool.count_by("origin")["stream"] == admitted
+    assert saved["stream"]["train_losses"]  # memory train ran on the admitted pairs
+
+
+@pytest.mark.slow
+def test_api_backbone_run_keeps_the_key_out_of_every_file(tmp_path, llama_server):
+    secret = "sk-test-DO-NOT-LEAK-4242"
+    env = {**os.environ, "MS_TEST_SECRET": secret, "HF_HUB_OFFLINE": "1"}
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "ms", "backbone=openai-compatible", f"backbone.base_url={llama_server}/v1",
+           "backbone.api_key_env=MS_TEST_SECRET", f"hydra.run.dir={out}", f"cache_dir={tmp_path / 'cache'}",
+           *[o for o in TINY if not o.startswith("data.agents")], "data.agents=[riddle]"]
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert secret not in done.stdout + done.stderr
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.name == "config.yaml" for p in files) and (out / "metrics.json").exists()
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path
+    metrics = json.loads((out / "metrics.json").read_text())
+    # The API cannot score given text, so memory train fell back to the verbalized probability.
+    assert metrics["run"]["label_method"] == "verbalized"
+    assert "MS_TEST_SECRET" in (out / ".hydra" / "config.yaml").read_text()

