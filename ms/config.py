@@ -11,6 +11,8 @@ from omegaconf import MISSING
 
 from ms.data import DataConfig
 from ms.evaluate import EvalConfig
+from ms.memory import MemoryConfig
+from ms.retrieval.composite import CompositeConfig
 from ms.scorer import ScorerConfig
 from ms.training import TrainConfig
 
@@ -50,10 +52,11 @@ class PoolConfig:
 
 @dataclass
 class RetrieverConfig:
-    name: str = "dense"  # dense | bm25 | random
+    name: str = "dense"  # dense | composite | bm25 | random
     encoder: Optional[str] = None  # None: the packaged all-MiniLM-L6-v2; or any HF encoder
-    learn: bool = True  # dense only: keep fine-tuning with memory train
+    learn: bool = True  # dense and composite: keep fine-tuning the encoder with memory train
     seed: int = 0
+    composite: CompositeConfig = field(default_factory=CompositeConfig)
 
 
 @dataclass
@@ -73,15 +76,20 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     pool: PoolConfig = field(default_factory=PoolConfig)
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
-    k: int = 3  # memories retrieved per query
+    k: int = 3  # memories retrieved per test query
+    # Memories per stream query. None: k. A sweep over k fixes it, so all its cells grow the same
+    # pool from the same stream, and every cell after the first replays it from the response cache.
+    stream_k: Optional[int] = None
     fills: list[int] = field(default_factory=lambda: [20, 40, 60, 80, 100])  # % of the stream, evaluated
     micro_batch: int = 32  # stream questions answered, scored and trained on together
     cache_dir: str = ".cache/ms"  # response cache and converted models, shared by runs and sweep cells
     use_cache: bool = True
+    seed: int = 0  # torch's seed: dropout while training the retriever
 
 
 def register() -> None:

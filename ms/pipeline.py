@@ -11,7 +11,7 @@ import logging
 import os
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -24,7 +24,12 @@ from ms.data import Example, load_splits
 from ms.evaluate import BERTScore, summarize
 from ms.llm import LM, build_lm
 from ms.pool import Memory, Pool, scope_for
+from ms.memory import build_policy
 from ms.retrieval import build_retriever
+from ms.retrieval.bm25 import BM25Retriever
+from ms.retrieval.composite import CompositeRetriever
+from ms.retrieval.dense import DenseRetriever
+from ms.retrieval.encoder import Encoder
 from ms.scorer import Scorer, append_decisions, load_rubrics, rubric_for
 from ms.training import Labeller, RetrieverTrainer
 
@@ -72,22 +77,33 @@ def scorer_backbone(cfg: DictConfig, lm: LM) -> LM:
 
 class Experiment:
     def __init__(self, cfg: DictConfig, out_dir: Path):
+        import torch
+
+        torch.manual_seed(cfg.seed)
         self.cfg = cfg
         self.out = out_dir
+        self.stream_k = cfg.k if cfg.stream_k is None else cfg.stream_k
         self.template = PromptTemplate(**cfg.prompt)
         self.splits = load_splits(cfg.data)
         self.lm = build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)
         self.scorer = Scorer(scorer_backbone(cfg, self.lm), load_rubrics(), cfg.scorer)
         self.pool = Pool(cfg.pool.path or out_dir / "pool.sqlite")
-        self.retriever = build_retriever(cfg.retriever, self.pool)
-        self.trainer = None
-        if cfg.retriever.name == "dense" and cfg.retriever.learn:
-            from ms.retrieval.bm25 import BM25Retriever
-
-            labeller = Labeller(self.lm, self.template, cfg.train.label_method)
-            self.trainer = RetrieverTrainer(cfg.train, self.retriever, BM25Retriever(self.pool), labeller)
-        self.bertscore = BERTScore(cfg.eval)
         self.step = 0
+        self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred
+        retriever = build_retriever(cfg.retriever, self.pool)
+        dense = retriever if isinstance(retriever, DenseRetriever) else None
+        if isinstance(retriever, CompositeRetriever):
+            retriever.current_step = lambda: self.step
+            retriever.mark = False  # `answer` marks what the stream retrieves; evaluation must not
+            dense = retriever.dense
+        self.trainer = None
+        if dense is not None and cfg.retriever.learn:
+            labeller = Labeller(self.lm, self.template, cfg.train.label_method)
+            self.trainer = RetrieverTrainer(cfg.train, dense, BM25Retriever(self.pool), labeller)
+        # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
+        self.memory = build_policy(cfg.memory, self.pool, self.lm, encoder=lambda: Encoder(cfg.retriever.encoder))
+        self.retriever = self.memory.wrap(retriever)
+        self.bertscore = BERTScore(cfg.eval)
 
     def scope(self, agent: str) -> str:
         return scope_for(AGENTS[agent].domain, self.cfg.pool.mode)
@@ -99,14 +115,14 @@ class Experiment:
                   "answer": e.answer, "origin": "seed"} for a, s in self.splits.items() for e in s.seed]
         return sum(i is not None for i in self.pool.add(items, step=0))
 
-    def answer(self, queries: Sequence[Query], *, mark: bool) -> tuple[list[str], list[list[Memory]]]:
+    def answer(self, queries: Sequence[Query], k: int, *, mark: bool) -> tuple[list[str], list[list[Memory]]]:
         """Retrieve k memories per query (one batch per scope) and answer all queries in one batch."""
         retrieved: list[list[Memory]] = [[] for _ in queries]
         by_scope: dict[str, list[int]] = defaultdict(list)
         for i, q in enumerate(queries):
             by_scope[q.scope].append(i)
         for scope, idx in by_scope.items():
-            found = self.retriever.retrieve_batch([queries[i].example.question for i in idx], scope, self.cfg.k)
+            found = self.retriever.retrieve_batch([queries[i].example.question for i in idx], scope, k)
             for i, memories in zip(idx, found):
                 retrieved[i] = memories
         if mark:
@@ -118,16 +134,18 @@ class Experiment:
 
     def stream_batch(self, queries: Sequence[Query]) -> list:
         self.step += 1
-        answers, _ = self.answer(queries, mark=True)
+        answers, _ = self.answer(queries, self.stream_k, mark=True)
         decisions = self.scorer.score([(q.agent, rubric_for(q.agent, self.cfg.pool.mode).name,
                                         q.example.question, a) for q, a in zip(queries, answers)])
         admitted = [(q, d) for q, d in zip(queries, decisions) if d.accepted]
-        ids = self.pool.add([{"scope": q.scope, "agent": q.agent, "domain": AGENTS[q.agent].domain,
+        ids = self.memory.admit([{"scope": q.scope, "agent": q.agent, "domain": AGENTS[q.agent].domain,
                               "question": q.example.question, "answer": d.answer, "origin": "stream",
                               "score": d.score} for q, d in admitted], step=self.step)
         if self.trainer is not None:
             self.trainer.update([(q.agent, q.scope, q.example.question, d.answer, i)
                                  for (q, d), i in zip(admitted, ids) if i is not None])
+        for what, ids_ in asdict(self.memory.maybe_consolidate(self.step)).items():
+            self.consolidated[what] += len(ids_)
         new_ids = iter(ids)
         append_decisions(self.out / "decisions.jsonl", decisions,
                          [{"step": self.step, "memory_id": next(new_ids) if d.accepted else None,
@@ -140,7 +158,7 @@ class Experiment:
         answers, retrieved = [], []
         batch = self.cfg.micro_batch
         for start in tqdm(range(0, len(tests), batch), desc=f"evaluate @ {fill}% fill", unit="batch", leave=False):
-            a, r = self.answer(tests[start:start + batch], mark=False)
+            a, r = self.answer(tests[start:start + batch], self.cfg.k, mark=False)
             answers += a
             retrieved += r
         scores = self.bertscore.score(answers, [q.example.answer for q in tests])
@@ -155,14 +173,20 @@ class Experiment:
         stream = [Query(e.agent, self.scope(e.agent), e)
                   for e in interleave({a: s.stream for a, s in self.splits.items()})]
         checkpoints = fill_positions(self.cfg.fills, len(stream))
+        # Zero-shot answers never read the pool, so growing it would change nothing they measure.
+        skip_stream = self.cfg.k == 0
+        if skip_stream:
+            log.info("k=0: the stream is skipped (zero-shot answers do not read the pool)")
         accepted, rejected = Counter(), Counter()
         by_fill, pool_sizes = {}, {}
-        (self.out / PREDICTIONS_FILE).unlink(missing_ok=True)
-        (self.out / "decisions.jsonl").unlink(missing_ok=True)
         done = 0
-        with tqdm(total=len(stream), desc="stream", unit="question") as bar:
+        with tqdm(total=len(stream), desc="stream", unit="question", disable=skip_stream) as bar:
             for fill, until in checkpoints.items():
-                while done < until:
+                if skip_stream and by_fill:
+                    by_fill[str(fill)] = next(iter(by_fill.values()))
+                    pool_sizes[str(fill)] = self.pool.count_by("agent")
+                    continue
+                while done < until and not skip_stream:
                     batch = stream[done:min(until, done + self.cfg.micro_batch)]
                     for d in self.stream_batch(batch):
                         (accepted if d.accepted else rejected)[d.agent] += 1
@@ -184,13 +208,16 @@ class Experiment:
             "complete": True,
             "run": {"backbone": self.cfg.backbone.name, "k": self.cfg.k, "pool": self.cfg.pool.mode,
                     "retriever": self.cfg.retriever.name, "learned": self.trainer is not None,
+                    "memory": self.cfg.memory.policy,
                     "label_method": self.trainer.labeller.method if self.trainer else None,
                     "agents": list(self.splits), "fills": list(checkpoints)},
             "bertscore": self.bertscore.describe(),
             "fills": by_fill,
-            "stream": {"questions": len(stream), "seeded": seeded, "accepted": dict(accepted),
+            "stream": {"questions": 0 if skip_stream else len(stream), "k": self.stream_k, "seeded": seeded,
+                       "accepted": dict(accepted),
                        "rejected": dict(rejected), "pool_by_agent": pool_sizes,
                        "train_losses": self.trainer.losses if self.trainer else []},
+            "memory": {"policy": self.cfg.memory.policy, "consolidation": dict(self.consolidated)},
             "usage": usage,
             "wall_seconds": round(time.perf_counter() - started, 1),
         }
@@ -225,8 +252,33 @@ def format_table(metrics: dict) -> str:
     return "\n".join(lines)
 
 
+def completed(out_dir: Path) -> dict | None:
+    """The metrics of a finished run in this folder, or None."""
+    try:
+        metrics = json.loads((out_dir / METRICS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return metrics if metrics.get("complete") is True else None
+
+
+def clear_partial(out_dir: Path, cfg: DictConfig) -> None:
+    """Remove what an interrupted run left here, so a redo starts from an empty pool."""
+    names = [PREDICTIONS_FILE, "decisions.jsonl", "llm_usage.json"]
+    if not cfg.pool.path:
+        names += ["pool.sqlite", "pool.sqlite-wal", "pool.sqlite-shm"]
+    for name in names:
+        (out_dir / name).unlink(missing_ok=True)
+
+
 def run(cfg: DictConfig, out_dir: Path) -> dict:
+    """Run one configuration into out_dir. A folder that already holds a complete run is left as
+    it is, so re-running an interrupted sweep redoes only its unfinished cells."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    metrics = Experiment(cfg, out_dir).run()
+    metrics = completed(out_dir)
+    if metrics is not None:
+        log.info("%s already holds a complete run; skipping it", out_dir)
+    else:
+        clear_partial(out_dir, cfg)
+        metrics = Experiment(cfg, out_dir).run()
     print(format_table(metrics))
     return metrics

@@ -5,16 +5,21 @@ from __future__ import annotations
 from ms.pool import Pool
 from ms.retrieval.base import Retriever
 
-RETRIEVERS = ("dense", "bm25", "random")
+RETRIEVERS = ("dense", "composite", "bm25", "random")
 
 
 def build_retriever(cfg, pool: Pool) -> Retriever:
     """`cfg` is a RetrieverConfig."""
-    if cfg.name == "dense":
+    if cfg.name in ("dense", "composite"):
         from ms.retrieval.dense import DenseRetriever
         from ms.retrieval.encoder import Encoder
 
-        return DenseRetriever(pool, Encoder(cfg.encoder))
+        dense = DenseRetriever(pool, Encoder(cfg.encoder))
+        if cfg.name == "dense":
+            return dense
+        from ms.retrieval.composite import CompositeRetriever
+
+        return CompositeRetriever(dense, cfg.composite)
     if cfg.name == "bm25":
         from ms.retrieval.bm25 import BM25Retriever
 
