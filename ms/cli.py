@@ -18,6 +18,10 @@ register()
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
+    from transformers.utils import logging as transformers_logging
+
     from ms.pipeline import run
 
+    # Our own bars show progress; a loading bar per model load would only bury them.
+    transformers_logging.disable_progress_bar()
     run(cfg, Path(HydraConfig.get().runtime.output_dir))

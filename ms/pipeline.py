@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
+import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
@@ -77,8 +78,6 @@ def scorer_backbone(cfg: DictConfig, lm: LM) -> LM:
 
 class Experiment:
     def __init__(self, cfg: DictConfig, out_dir: Path):
-        import torch
-
         torch.manual_seed(cfg.seed)
         self.cfg = cfg
         self.out = out_dir
@@ -139,8 +138,8 @@ class Experiment:
                                         q.example.question, a) for q, a in zip(queries, answers)])
         admitted = [(q, d) for q, d in zip(queries, decisions) if d.accepted]
         ids = self.memory.admit([{"scope": q.scope, "agent": q.agent, "domain": AGENTS[q.agent].domain,
-                              "question": q.example.question, "answer": d.answer, "origin": "stream",
-                              "score": d.score} for q, d in admitted], step=self.step)
+                                  "question": q.example.question, "answer": d.answer, "origin": "stream",
+                                  "score": d.score} for q, d in admitted], step=self.step)
         if self.trainer is not None:
             self.trainer.update([(q.agent, q.scope, q.example.question, d.answer, i)
                                  for (q, d), i in zip(admitted, ids) if i is not None])
