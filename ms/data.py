@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from omegaconf import MISSING
 
@@ -71,28 +71,34 @@ def _check_record(record: Any, where: str, agent: str | None) -> str | None:
     return None
 
 
-def _parse_lines(path: Path, agent: str | None) -> list[dict]:
-    """Parse and validate every line ourselves first: `datasets` reports JSON and type errors
-    without line numbers, and it would turn a missing field into a silent null."""
-    records: list[dict] = []
-    first_line_of_id: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
+def json_lines(path: str | Path) -> Iterator[tuple[str, int, Any]]:
+    """("file:line", line number, parsed JSON) for every non-blank line; malformed JSON is a
+    DataError naming the file and line (numbers count blank lines too, as editors do)."""
+    with Path(path).open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             where = f"{path}:{number}"
             try:
-                record = json.loads(line.rstrip("\r\n"))  # keeps error columns on this line
+                yield where, number, json.loads(line.rstrip("\r\n"))  # keeps error columns on this line
             except json.JSONDecodeError as err:
                 raise DataError(f"{where}: malformed JSON ({err.msg} at column {err.colno})") from None
-            problem = _check_record(record, where, agent)
-            if problem:
-                raise DataError(problem)
-            if record["id"] in first_line_of_id:
-                raise DataError(f"{where}: duplicate id {record['id']!r} (first on line "
-                                f"{first_line_of_id[record['id']]})")
-            first_line_of_id[record["id"]] = number
-            records.append(record)
+
+
+def _parse_lines(path: Path, agent: str | None) -> list[dict]:
+    """Parse and validate every line ourselves first: `datasets` reports JSON and type errors
+    without line numbers, and it would turn a missing field into a silent null."""
+    records: list[dict] = []
+    first_line_of_id: dict[str, int] = {}
+    for where, number, record in json_lines(path):
+        problem = _check_record(record, where, agent)
+        if problem:
+            raise DataError(problem)
+        if record["id"] in first_line_of_id:
+            raise DataError(f"{where}: duplicate id {record['id']!r} (first on line "
+                            f"{first_line_of_id[record['id']]})")
+        first_line_of_id[record["id"]] = number
+        records.append(record)
     return records
 
 
@@ -394,23 +400,18 @@ def _file_role(stem: str) -> str | None:
 def _read_messages(path: Path, split: str) -> list[tuple[int, str, str]]:
     """(line number, question, answer) per line; an answer is required except in stream files."""
     items = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                messages = json.loads(line)["messages"]
-                by_role = {m["role"]: m["content"] for m in messages}
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise DataError(f"{where}: malformed line, expected {{\"messages\": [{{\"role\", \"content\"}}, "
-                                f"...]}} ({type(err).__name__}: {err})") from None
-            question, answer = by_role.get("user"), by_role.get("assistant", "")
-            if not isinstance(question, str) or not question.strip():
-                raise DataError(f"{where}: no user message with the question")
-            if not isinstance(answer, str) or (split != "stream" and not answer.strip()):
-                raise DataError(f"{where}: no assistant message with the answer")
-            items.append((number, question.strip(), answer.strip()))
+    for where, number, record in json_lines(path):
+        try:
+            by_role = {m["role"]: m["content"] for m in record["messages"]}
+        except (KeyError, TypeError) as err:
+            raise DataError(f"{where}: malformed line, expected {{\"messages\": [{{\"role\", \"content\"}}, "
+                            f"...]}} ({type(err).__name__}: {err})") from None
+        question, answer = by_role.get("user"), by_role.get("assistant", "")
+        if not isinstance(question, str) or not question.strip():
+            raise DataError(f"{where}: no user message with the question")
+        if not isinstance(answer, str) or (split != "stream" and not answer.strip()):
+            raise DataError(f"{where}: no assistant message with the answer")
+        items.append((number, question.strip(), answer.strip()))
     return items
 
 

@@ -56,6 +56,28 @@ def import_paper_cmd(args: argparse.Namespace) -> None:
         print(f"skipped {skipped}")
 
 
+def invert_cmd(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from hydra import compose, initialize_config_dir
+
+    from ms.cli import CONF_DIR
+    from ms.invert import invert, read_answers
+    from ms.llm import build_lm
+
+    rows = read_answers(args.answers, args.agent)[: args.limit]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        cfg = compose("config", overrides=[f"backbone={args.backbone}", *args.overrides])
+    made, empty = invert(build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache), rows)
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(asdict(e), ensure_ascii=False) + "\n" for e in made)
+    print(f"wrote {len(made)} stream questions to {args.out}")
+    if empty:
+        print(f"no question came back for {len(empty)} answer(s): {', '.join(empty)}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ms-data", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -76,6 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
     paper.add_argument("path", help="a checkout of the authors' repository")
     paper.add_argument("out", help="output folder for <agent>.jsonl and import_report.json")
     paper.set_defaults(handler=import_paper_cmd)
+
+    inv = commands.add_parser("invert", help="let an agent write the question each answer responds to")
+    inv.add_argument("answers", help="JSONL with an 'answer' (and 'agent', unless --agent) per line")
+    inv.add_argument("out", help="JSONL of new stream examples in the project's schema")
+    inv.add_argument("--agent", help="the agent of every line without an 'agent' field")
+    inv.add_argument("--backbone", default="smollm2", help="a conf/backbone option")
+    inv.add_argument("--limit", type=int, default=None, help="invert only the first N answers")
+    inv.add_argument("overrides", nargs="*", help="more Hydra overrides, e.g. backbone.batch_size=4")
+    inv.set_defaults(handler=invert_cmd)
     return parser
 
 

@@ -4,8 +4,8 @@
 
 Everything is read from what runs leave in their folders (metrics.json, decisions.jsonl,
 .hydra/overrides.yaml); nothing is recomputed. Writes into --out (default: SWEEP_DIR/report):
-table1/table2 as .md/.csv/.tex, runs.md, figure4_<backbone>.png/.pdf, pool_growth_<run>.png and
-summary.md. Functions that render take data and return text or a Figure, so tests can check them.
+table1/table2 as .md/.csv/.tex, runs.md, figure4_<backbone>.png/.pdf, pool_growth_<run>.png,
+ablation.md/.csv (when the runs hold more than one retriever/memory combination) and summary.md. Functions that render take data and return text or a Figure, so tests can check them.
 """
 
 from __future__ import annotations
@@ -39,9 +39,15 @@ OURS, PAPER, DIFF = "ours", "paper", "ours - paper"
 FIGURE4_K, FIGURE4_POOL = 3, "domain"  # the paper's Figure 4 setting
 DOMAIN_TITLES = {"literary": "Literary creation", "logic": "Unconventional logic", "plan": "Plan generation"}
 SELECTION_RULE = (
-    "Tables 1-2 and Figure 4 use only runs with retriever=dense. When several of those claim the same "
+    "Tables 1-2 and Figure 4 use only runs with retriever=dense and plain memory (memory=plain, or no memory "
+    "field: runs from before it existed). When several of those claim the same "
     "(backbone, k, pool) cell, a run with memory train on (learned) beats a frozen one, then the most "
-    "recently finished one (metrics.json time) wins. Every other run is listed under 'Other runs' in runs.md.")
+    "recently finished one (metrics.json time) wins. Every other run is listed under 'Other runs' in runs.md, "
+    "and retriever/memory variants of a cell are compared in ablation.md.")
+TABLE_RETRIEVER, TABLE_MEMORY = "dense", "plain"
+# Ablation rows, in this order; a label or policy not listed here follows, sorted.
+RETRIEVER_LABELS = ("random", "bm25", "dense-frozen", "dense-learned", "composite-frozen", "composite")
+MEMORY_POLICIES = ("plain", "stm_ltm")
 
 Cell = tuple[str, int, str]  # (backbone, k, pool)
 
@@ -98,6 +104,33 @@ class Run:
     @property
     def cell(self) -> Cell:
         return self.fields["backbone"], int(self.fields["k"]), self.fields["pool"]
+
+    @property
+    def memory(self) -> str:
+        """The memory policy; runs from before the field existed used plain memory."""
+        policy = self.fields.get("memory") or (self.metrics.get("memory") or {}).get("policy")
+        return str(policy or "plain")
+
+    @property
+    def retriever_label(self) -> str:
+        """random, bm25, dense-frozen/dense-learned, composite-frozen/composite (learned), or the raw name."""
+        name = str(self.fields.get("retriever"))
+        learned = bool(self.fields.get("learned"))
+        if name == "dense":
+            return "dense-learned" if learned else "dense-frozen"
+        if name == "composite":
+            return "composite" if learned else "composite-frozen"
+        return name
+
+    @property
+    def accepted(self) -> Optional[int]:
+        """Stream questions whose answers the gate admitted to the pool; None where not recorded."""
+        counts = (self.metrics.get("stream") or {}).get("accepted")
+        return sum(int(n) for n in counts.values()) if isinstance(counts, dict) else None
+
+    @property
+    def consolidation(self) -> Optional[dict]:
+        return (self.metrics.get("memory") or {}).get("consolidation") or None
 
     @property
     def last_fill(self) -> str:
@@ -186,14 +219,19 @@ def select(runs: Sequence[Run]) -> tuple[dict[Cell, Run], dict[str, str]]:
     def rank(run: Run):
         return bool(run.fields.get("learned")), run.finished, run.name
 
+    def eligible(run: Run) -> bool:
+        return run.fields.get("retriever") == TABLE_RETRIEVER and run.memory == TABLE_MEMORY
+
     chosen: dict[Cell, Run] = {}
     for run in runs:
-        if run.fields.get("retriever") == "dense" and (run.cell not in chosen or rank(run) > rank(chosen[run.cell])):
+        if eligible(run) and (run.cell not in chosen or rank(run) > rank(chosen[run.cell])):
             chosen[run.cell] = run
     why_not = {}
     for run in runs:
-        if run.fields.get("retriever") != "dense":
+        if run.fields.get("retriever") != TABLE_RETRIEVER:
             why_not[run.name] = f"retriever={run.fields.get('retriever')} (the tables use dense only)"
+        elif run.memory != TABLE_MEMORY:
+            why_not[run.name] = f"memory={run.memory} (the tables use plain memory only; see ablation.md)"
         elif chosen[run.cell] is not run:
             why_not[run.name] = f"its cell is taken by {chosen[run.cell].name}"
     return chosen, why_not
@@ -345,6 +383,119 @@ def to_latex(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- ablation: retriever x memory policy within a cell ---------------------------------------
+
+ABLATION_INDEX = ("retriever", "memory", "run")
+
+
+@dataclass
+class AblationRow:
+    retriever: str  # Run.retriever_label
+    memory: str
+    run: str
+    scores: dict[str, Optional[float]]  # agent -> metric at the run's last fill
+    overall: Optional[float]
+    accepted: Optional[int]  # stream questions admitted to the pool
+
+
+@dataclass
+class Ablation:
+    cell: Cell
+    agents: list[str]  # the paper's order, only agents some row has
+    rows: list[AblationRow]  # RETRIEVER_LABELS order, then MEMORY_POLICIES order
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        backbone, k, pool = self.cell
+        return f"{backbone}, k = {k}, {pool} pool"
+
+
+def _rank_of(value: str, order: Sequence[str]) -> tuple[int, str]:
+    return (order.index(value), "") if value in order else (len(order), value)
+
+
+def combinations(runs: Sequence[Run]) -> set[tuple[str, str]]:
+    """The distinct (retriever label, memory policy) pairs among the runs."""
+    return {(r.retriever_label, r.memory) for r in runs}
+
+
+def ablation_tables(runs: Sequence[Run], metric: str, agent_order: Sequence[str]) -> tuple[list[Ablation], list[Cell]]:
+    """One table per (backbone, k, pool) cell holding more than one (retriever, memory) combination, and the
+    cells left out because all their runs share one. Where two runs share a combination, the most recently
+    finished one speaks for it and the other is named in the notes."""
+    by_cell: dict[Cell, dict[tuple[str, str], list[Run]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        by_cell[run.cell][(run.retriever_label, run.memory)].append(run)
+    tables, single = [], []
+    for cell in sorted(by_cell, key=lambda c: (c[1] != FIGURE4_K, c)):  # the paper's k = 3 first
+        combos = by_cell[cell]
+        if len(combos) < 2:
+            single.append(cell)
+            continue
+        rows, notes = [], []
+        for retriever, memory in sorted(combos, key=lambda c: (_rank_of(c[0], RETRIEVER_LABELS),
+                                                              _rank_of(c[1], MEMORY_POLICIES))):
+            newest, *older = sorted(combos[(retriever, memory)], key=lambda r: (r.finished, r.name), reverse=True)
+            rows.append(AblationRow(retriever, memory, newest.name, newest.per_agent(metric),
+                                    newest.overall(metric), newest.accepted))
+            if older:
+                notes.append(f"{retriever} / {memory}: {newest.name} is the most recent of "
+                             f"{1 + len(older)} runs; not shown: {', '.join(r.name for r in older)}.")
+            if newest.last_fill != "100":
+                notes.append(f"{newest.name} stops at {newest.last_fill}% fill.")
+            if newest.consolidation:
+                notes.append(f"{newest.name} consolidation: "
+                             + ", ".join(f"{k} {v}" for k, v in newest.consolidation.items()) + ".")
+        found = {a for row in rows for a in row.scores}
+        agents = [a for a in _order(found, agent_order) if a in found]
+        tables.append(Ablation(cell, agents, rows, notes))
+    return tables, single
+
+
+def _score_text(value: Optional[float]) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def ablation_markdown(tables: Sequence[Ablation], metric: str, single: Sequence[Cell] = (), level: int = 1) -> str:
+    """Headed tables, one per cell; `level` is the Markdown heading level of the top heading."""
+    h = "#" * level
+    out = [f"{h} Ablation: retriever x memory policy (BERTScore {metric})\n",
+           f"Runs of the same backbone, k and pool, one row per retriever (random, bm25, dense-frozen, "
+           f"dense-learned, composite; -frozen = no memory train) and memory policy (plain, stm_ltm). Scores are "
+           f"BERTScore {metric} at each run's last memory fill; 'accepted' counts the stream questions whose "
+           f"answers the gate admitted to the pool.\n"]
+    for table in tables:
+        header = [*ABLATION_INDEX, *table.agents, "overall", "accepted"]
+        rows = [[row.retriever, row.memory, row.run, *(_score_text(row.scores.get(a)) for a in table.agents),
+                 _score_text(row.overall), "–" if row.accepted is None else str(row.accepted)]
+                for row in table.rows]
+        out += [f"{h}# {table.title}\n", markdown_grid(header, rows, len(ABLATION_INDEX)) + "\n"]
+        out += [f"- {n}" for n in table.notes]
+        if table.notes:
+            out.append("")
+    if single:
+        out.append("Not tabled, as all their runs share one combination: "
+                   + "; ".join(f"{b}, k = {k}, {p} pool" for b, k, p in single) + ".\n")
+    return "\n".join(out)
+
+
+def ablation_csv(tables: Sequence[Ablation], agent_order: Sequence[str] = ()) -> str:
+    """All cells in one long table; full precision, blank where a value is missing."""
+    found = {a for t in tables for a in t.agents}
+    agents = [a for a in _order(found, agent_order) if a in found]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["backbone", "k", "pool", *ABLATION_INDEX, *agents, "overall", "accepted"])
+    for table in tables:
+        for row in table.rows:
+            writer.writerow([*table.cell, row.retriever, row.memory, row.run,
+                             *("" if row.scores.get(a) is None else repr(row.scores[a]) for a in agents),
+                             "" if row.overall is None else repr(row.overall),
+                             "" if row.accepted is None else row.accepted])
+    return buf.getvalue()
+
+
 # ---- figures ---------------------------------------------------------------------------------
 
 def _figure(width: float, height: float) -> Figure:
@@ -446,8 +597,9 @@ def runs_markdown(runs: Sequence[Run], why_not: dict[str, str], paper: PaperTabl
 
 def summary_markdown(roots: Sequence[Path], metric: str, runs: Sequence[Run], skipped: Sequence[Skipped],
                      tables: dict[str, Table], figure4s: dict[str, str], growth: dict[str, str],
-                     why_not: dict[str, str], paper: PaperTables) -> str:
-    """The report's front page: what was found, what was left out, and every table and figure."""
+                     why_not: dict[str, str], paper: PaperTables, ablation: Optional[str] = None) -> str:
+    """The report's front page: what was found, what was left out, and every table and figure.
+    `ablation` is ablation_markdown(..., level=2) where ablation.md was written, else None."""
     out = ["# ms report\n",
            f"Sweep dirs: {', '.join(f'`{r}`' for r in roots)}. Metric: BERTScore {metric} "
            f"(the paper's code reported {paper.metric_key}). Published numbers: {paper.source}.\n",
@@ -458,7 +610,7 @@ def summary_markdown(roots: Sequence[Path], metric: str, runs: Sequence[Run], sk
         use = (f"not used: {why_not[r.name]}" if r.name in why_not
                else f"used in {', '.join(used_in(r.cell, paper)) or 'no table (none shows this k and pool)'}")
         out.append(f"- `{r.name}`: backbone {r.fields['backbone']}, k={r.cell[1]}, pool {r.cell[2]}, "
-                   f"retriever {r.fields.get('retriever')}; overall {metric} "
+                   f"retriever {r.retriever_label}, memory {r.memory}; overall {metric} "
                    f"{'–' if overall is None else f'{overall:.3f}'} at {r.last_fill}% fill; {use}")
     if skipped:
         out.append("\n### Skipped (incomplete cells)\n")
@@ -466,6 +618,8 @@ def summary_markdown(roots: Sequence[Path], metric: str, runs: Sequence[Run], sk
     for stem, table in tables.items():
         out += [f"\n## {table.title}\n", f"Files: [{stem}.md]({stem}.md), [{stem}.csv]({stem}.csv), "
                                          f"[{stem}.tex]({stem}.tex)\n", to_markdown(table)]
+    if ablation is not None:
+        out += ["", "Files: [ablation.md](ablation.md), [ablation.csv](ablation.csv)\n", ablation]
     out.append(f"\n## Figure 4: BERTScore {metric} against memory fill (k = {FIGURE4_K}, Domain-pool)\n")
     out += [f"![Figure 4, {b}]({png}) ([pdf]({Path(png).with_suffix('.pdf')}))\n" for b, png in figure4s.items()]
     if not figure4s:
@@ -493,6 +647,15 @@ def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Opt
         for suffix, render in ((".md", to_markdown), (".csv", to_csv), (".tex", to_latex)):
             (out / f"{stem}{suffix}").write_text(render(table), encoding="utf-8")
 
+    ablation = None
+    for stale in ("ablation.md", "ablation.csv"):  # a rerun into the same --out must not keep an old one
+        (out / stale).unlink(missing_ok=True)
+    if len(combinations(runs)) > 1:
+        ablations, single = ablation_tables(runs, metric, paper.agents)
+        (out / "ablation.md").write_text(ablation_markdown(ablations, metric, single), encoding="utf-8")
+        (out / "ablation.csv").write_text(ablation_csv(ablations, paper.agents), encoding="utf-8")
+        ablation = ablation_markdown(ablations, metric, single, level=2)
+
     figure4s = {}
     for (backbone, k, pool), run in sorted(chosen.items()):
         if (k, pool) == (FIGURE4_K, FIGURE4_POOL):
@@ -518,8 +681,8 @@ def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Opt
 
     (out / "runs.md").write_text(runs_markdown(runs, why_not, paper, metric, skipped), encoding="utf-8")
     summary = out / "summary.md"
-    summary.write_text(summary_markdown(list(roots), metric, runs, skipped, tables, figure4s, growth, why_not, paper),
-                       encoding="utf-8")
+    summary.write_text(summary_markdown(list(roots), metric, runs, skipped, tables, figure4s, growth, why_not, paper,
+                                        ablation), encoding="utf-8")
     return summary
 
 

@@ -217,7 +217,7 @@ def test_import_paper_reports_a_malformed_line(tmp_path):
     shutil.copytree(PAPER_FIXTURE, source)
     puns = source / "Logic Problem_Solving" / "punsTest.jsonl"
     puns.write_text(puns.read_text(encoding="utf-8") + '{"messages": [{"role": "user"\n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"punsTest\.jsonl:3: malformed line"):
+    with pytest.raises(DataError, match=r"punsTest\.jsonl:3: malformed JSON"):
         import_paper(source, tmp_path / "out")
 
 
@@ -273,3 +273,31 @@ def test_real_data_has_no_near_duplicate_questions(agent, encoder):
     pairs = {(data[i].id, data[int(j)].id, round(float(s), 3))
              for i, (s, j) in enumerate(zip(best.values, best.indices)) if s > 0.95}
     assert not pairs
+
+
+# ---- ms-data invert ---------------------------------------------------------------------------
+
+def test_read_answers_names_file_and_line(tmp_path):
+    from ms.invert import read_answers
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text('{"answer": "A piano."}\n{"answer": ""}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"answers.jsonl:2: needs a non-empty string 'answer'"):
+        read_answers(path, "riddle")
+    path.write_text('{"answer": "A piano."}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"answers.jsonl:1: unknown or missing agent"):
+        read_answers(path)
+    assert read_answers(path, "riddle") == [("answers-1", "riddle", "A piano.")]
+
+
+@pytest.mark.slow
+def test_invert_writes_stream_questions_with_the_real_model(smollm2):
+    from ms.invert import invert
+
+    rows = [("r1", "riddle", "An echo: it repeats what you say without a mouth."),
+            ("t1", "travel", "Day 1: Louvre in the morning, Seine walk at dusk. Day 2: Versailles by RER C.")]
+    made, empty = invert(smollm2, rows)
+    assert len(made) + len(empty) == 2 and made
+    for example in made:
+        assert example.split == "stream" and example.question.strip()
+        assert example.answer in {r[2] for r in rows} and example.id.endswith("-inv")

