@@ -78,6 +78,7 @@ def scorer_backbone(cfg: DictConfig, lm: LM) -> LM:
 
 class Experiment:
     def __init__(self, cfg: DictConfig, out_dir: Path):
+        scope_for("literary", cfg.pool.mode)  # a bad pool mode fails here, before any model loads
         torch.manual_seed(cfg.seed)
         self.cfg = cfg
         self.out = out_dir

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ms.agents import PromptTemplate, chat, get_agent
-from ms.llm import LM, LoglikelihoodUnsupported
+from ms.llm import LM
 from ms.pool import Memory
 from ms.retrieval.base import memory_text
 from ms.retrieval.bm25 import BM25Retriever
@@ -77,6 +77,10 @@ class Labeller:
     def __init__(self, lm: LM, template: PromptTemplate, method: str = "likelihood"):
         if method not in ("likelihood", "verbalized"):
             raise ValueError(f"train.label_method must be 'likelihood' or 'verbalized', not '{method}'")
+        if method == "likelihood" and not lm.scores_text:
+            log.warning("backbone provider '%s' cannot score given text; memory train labels candidates "
+                        "with the verbalized probability instead", lm.provider)
+            method = "verbalized"
         self.lm = lm
         self.template = template
         self.method = method
@@ -85,13 +89,7 @@ class Labeller:
         """jobs: (agent, X, Y, candidate memory)."""
         if not jobs:
             return []
-        if self.method == "likelihood":
-            try:
-                return self._likelihood(jobs)
-            except LoglikelihoodUnsupported as error:
-                log.warning("%s; labelling with the verbalized probability from now on", error)
-                self.method = "verbalized"
-        return self._verbalized(jobs)
+        return self._likelihood(jobs) if self.method == "likelihood" else self._verbalized(jobs)
 
     def _likelihood(self, jobs) -> list[float]:
         contexts = [self.lm.chat_context(chat(get_agent(agent), self.template.render(x, [{"question": m.question, "answer": m.answer}])))

@@ -16,13 +16,30 @@ import pytest
 
 from conftest import REPO
 
-TINY = ["data.agents=[riddle,pun]", "data.max_seed=4", "data.max_stream=1", "data.max_test=1", "fills=[100]",
-        "micro_batch=4", "train.candidates=3", "train.labelled=2", "backbone.generation.max_new_tokens=16"]
+TINY_EXPERIMENT = """# @package _global_
+data:
+  agents: [riddle, pun]
+  max_seed: 4
+  max_stream: 1
+  max_test: 1
+fills: [100]
+micro_batch: 4
+train:
+  candidates: 3
+  labelled: 2
+backbone:
+  generation:
+    max_new_tokens: 16
+"""
 
 
 def sweep(tmp_path: Path, sweep_dir: Path, *params: str, **popen) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "ms", "-m", *TINY, f"cache_dir={tmp_path / 'cache'}",
-           f"hydra.sweep.dir={sweep_dir}", *params]
+    """A real multirun of a tiny experiment, which a search-path folder adds to conf/experiment/."""
+    extra = tmp_path / "conf"
+    (extra / "experiment").mkdir(parents=True, exist_ok=True)
+    (extra / "experiment" / "tiny.yaml").write_text(TINY_EXPERIMENT)
+    cmd = [sys.executable, "-m", "ms", "-m", f"--config-dir={extra}", "experiment=tiny",
+           f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={sweep_dir}", *params]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             **popen)
@@ -31,11 +48,11 @@ def sweep(tmp_path: Path, sweep_dir: Path, *params: str, **popen) -> subprocess.
 @pytest.mark.slow
 def test_two_cell_sweep_and_report(tmp_path):
     sweep_dir = tmp_path / "multirun"
-    proc = sweep(tmp_path, sweep_dir, "k=0,1")
+    proc = sweep(tmp_path, sweep_dir, "k=0,3")
     out, _ = proc.communicate(timeout=1200)
     assert proc.returncode == 0, out[-3000:]
     cells = sorted(p.parent for p in sweep_dir.rglob("metrics.json"))
-    assert [c.name for c in cells] == ["k=0", "k=1"]  # folders named from the overrides
+    assert [c.name for c in cells] == ["k=0", "k=3"]  # folders named from the overrides
 
     from ms.report import main as report
 

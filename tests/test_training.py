@@ -48,8 +48,8 @@ def test_labeller_falls_back_to_verbalized(tmp_path):
                "origin": "seed"}], step=0)
     memory = pool.memories("s")[0]
     labeller = Labeller(_NoScores("fake"), TEMPLATE, "likelihood")
-    p = labeller.p_not([("riddle", "What has keys?", "A piano", memory)])
-    assert labeller.method == "verbalized" and p == [pytest.approx(0.2)]
+    assert labeller.method == "verbalized"
+    assert labeller.p_not([("riddle", "What has keys?", "A piano", memory)]) == [pytest.approx(0.2)]
 
 
 def test_likelihood_labels_follow_the_model(smollm2, tmp_path):

@@ -44,6 +44,7 @@ class Usage:
 
 class LM(ABC):
     provider: str = "?"
+    scores_text: bool = False  # whether `loglikelihood` works (token log-probs of given text)
 
     def __init__(self, model: str, cache: ResponseCache | None = None, max_new_tokens: int = 128,
                  temperature: float = 0.0, stop: Sequence[str] = ()):

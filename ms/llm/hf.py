@@ -56,6 +56,7 @@ def resolve_device(device: str) -> torch.device:
 
 class HFLM(LM):
     provider = "hf"
+    scores_text = True
 
     def __init__(self, model: str | None = None, *, gguf_file: str | None = None, gguf_package: str | None = None,
                  device: str = "auto", dtype: str = "auto", batch_size: int = 8, max_length: int = 2048,
