@@ -31,7 +31,7 @@ from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.composite import CompositeRetriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
-from ms.scorer import Scorer, append_decisions, load_rubrics, rubric_for
+from ms.scorer import DECISIONS_FILE, Scorer, append_decisions, load_rubrics, rubric_for
 from ms.training import Labeller, RetrieverTrainer
 
 log = logging.getLogger(__name__)
@@ -147,9 +147,10 @@ class Experiment:
         for what, ids_ in asdict(self.memory.maybe_consolidate(self.step)).items():
             self.consolidated[what] += len(ids_)
         new_ids = iter(ids)
-        append_decisions(self.out / "decisions.jsonl", decisions,
+        pool_sizes = {scope: self.pool.count(scope) for scope in {q.scope for q in queries}}
+        append_decisions(self.out / DECISIONS_FILE, decisions,
                          [{"step": self.step, "memory_id": next(new_ids) if d.accepted else None,
-                           "pool_size": self.pool.count(q.scope), "scope": q.scope}
+                           "pool_size": pool_sizes[q.scope], "scope": q.scope}
                           for q, d in zip(queries, decisions)])
         return decisions
 
@@ -173,7 +174,8 @@ class Experiment:
         stream = [Query(e.agent, self.scope(e.agent), e)
                   for e in interleave({a: s.stream for a, s in self.splits.items()})]
         checkpoints = fill_positions(self.cfg.fills, len(stream))
-        # Zero-shot answers never read the pool, so growing it would change nothing they measure.
+        # Zero-shot answers never read the pool, so growing it would change nothing they measure;
+        # their evaluation at each later fill repeats the same prompts, which the response cache answers.
         skip_stream = self.cfg.k == 0
         if skip_stream:
             log.info("k=0: the stream is skipped (zero-shot answers do not read the pool)")
@@ -182,10 +184,6 @@ class Experiment:
         done = 0
         with tqdm(total=len(stream), desc="stream", unit="question", disable=skip_stream) as bar:
             for fill, until in checkpoints.items():
-                if skip_stream and by_fill:
-                    by_fill[str(fill)] = next(iter(by_fill.values()))
-                    pool_sizes[str(fill)] = self.pool.count_by("agent")
-                    continue
                 while done < until and not skip_stream:
                     batch = stream[done:min(until, done + self.cfg.micro_batch)]
                     for d in self.stream_batch(batch):
@@ -263,7 +261,7 @@ def completed(out_dir: Path) -> dict | None:
 
 def clear_partial(out_dir: Path, cfg: DictConfig) -> None:
     """Remove what an interrupted run left here, so a redo starts from an empty pool."""
-    names = [PREDICTIONS_FILE, "decisions.jsonl", "llm_usage.json"]
+    names = [PREDICTIONS_FILE, DECISIONS_FILE, "llm_usage.json"]
     if not cfg.pool.path:
         names += ["pool.sqlite", "pool.sqlite-wal", "pool.sqlite-shm"]
     for name in names:

@@ -28,11 +28,11 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ms.agents import DOMAINS
+from ms.scorer import DECISIONS_FILE
 
 log = logging.getLogger(__name__)
 
 METRICS_FILE = "metrics.json"
-DECISIONS_FILE = "decisions.jsonl"
 PAPER_TABLES = Path(__file__).with_name("paper_tables.yaml")
 METRICS = ("P", "R", "F1")
 OURS, PAPER, DIFF = "ours", "paper", "ours - paper"

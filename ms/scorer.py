@@ -19,11 +19,11 @@ import yaml
 
 from ms.agents import DOMAINS, get_agent
 from ms.llm.base import LM, Message
+from ms.pool import scope_for
 
 RUBRIC_DIR = Path(__file__).resolve().parent.parent / "conf" / "rubric"
 SINGLE_RUBRIC = "single"
 RUBRIC_NAMES = (*DOMAINS, SINGLE_RUBRIC)
-POOL_MODES = ("domain", "single")
 RUBRIC_TOTAL = 100
 DECISIONS_FILE = "decisions.jsonl"
 
@@ -114,13 +114,9 @@ def load_rubrics(names: Iterable[str] = RUBRIC_NAMES) -> dict[str, Rubric]:
 
 
 def rubric_for(agent_name: str, pool_mode: str) -> Rubric:
-    """Domain pools grade with their domain's rubric; the single pool grades everyone alike."""
-    agent = get_agent(agent_name)
-    if pool_mode == "domain":
-        return load_rubric(agent.domain)
-    if pool_mode == "single":
-        return load_rubric(SINGLE_RUBRIC)
-    raise ValueError(f"unknown pool mode '{pool_mode}'; choose one of {', '.join(POOL_MODES)}")
+    """Domain pools grade with their domain's rubric; the single pool grades everyone alike. The
+    rubric files are named after the pool scopes they guard, so the scope names the rubric."""
+    return load_rubric(scope_for(get_agent(agent_name).domain, pool_mode))
 
 
 # ---- reading a score out of free text -------------------------------------------------------
