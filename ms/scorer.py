@@ -1,9 +1,12 @@
 """The gate in front of the shared pool: an LLM grades each new question-answer pair against a
 rubric, and only pairs scoring at or above a threshold become memories.
 
-Rubrics are data (conf/rubric/*.yaml, from the paper's appendix A.1). Scores come back as free
-text, so `parse_score` reads a number out of whatever the grader says; a reply with no readable
-number gets one stricter retry, and a pair that still has none is rejected, never raised on.
+Rubrics are data (conf/rubric/*.yaml, from the paper's appendix A.1). Where the backbone exposes
+token probabilities, the score is read without decoding, in the manner of G-Eval: the expected
+value of the grader's own distribution over the replies "0" to "100", so every pair gets a score.
+Elsewhere scores come back as free text, so `parse_score` reads a number out of whatever the grader
+says; a reply with no readable number gets one stricter retry, and a pair that still has none is
+rejected ("unscored"), never raised on.
 """
 
 from __future__ import annotations
@@ -181,11 +184,19 @@ def parse_score(text: str | None) -> int | None:
 
 # ---- the gate -------------------------------------------------------------------------------
 
+READS = ("auto", "probabilities", "text")
+SCORE_OPTIONS = [str(v) for v in range(RUBRIC_TOTAL + 1)]
+
+
 @dataclass
 class ScorerConfig:
     threshold: float = 50  # the paper's code admits pairs scoring 50 or more
-    max_new_tokens: int = 16  # a number, perhaps with a few words around it
-    retries: int = 1  # batched re-asks for replies with no readable score
+    # auto: the probability-weighted score where the backbone exposes token probabilities, else text
+    read: str = "auto"
+    # Below this much probability on "0".."100" the grader is not answering with a score at all.
+    min_mass: float = 1e-4
+    max_new_tokens: int = 16  # text read: a number, perhaps with a few words around it
+    retries: int = 1  # text read: batched re-asks for replies with no readable score
     backbone: Optional[str] = None  # None: grade with the agents' own backbone
 
 
@@ -194,12 +205,18 @@ class Decision:
     agent: str
     question: str
     answer: str
-    score: Optional[int]
+    score: Optional[float]  # 0-100; None: no score could be read (the pair is rejected, "unscored")
     accepted: bool
     reason: str
     attempts: int  # grader calls made for this pair
-    raw: str  # the grader's last reply
+    raw: str  # text read: the grader's last reply; probability read: the most likely scores
     rubric: str = ""
+    read: str = "text"  # how the score was read: probabilities | text
+    mass: Optional[float] = None  # probability read: the probability the reply starts with a score
+
+    @property
+    def unscored(self) -> bool:
+        return self.score is None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -211,9 +228,15 @@ class Scorer:
             raise ValueError(f"scorer.threshold must lie in 0-{RUBRIC_TOTAL}, got {cfg.threshold}")
         if cfg.retries < 0:
             raise ValueError(f"scorer.retries must be 0 or more, got {cfg.retries}")
+        if cfg.read not in READS:
+            raise ValueError(f"scorer.read must be one of {', '.join(READS)}, got '{cfg.read}'")
+        if cfg.read == "probabilities" and not lm.reads_probabilities:
+            raise ValueError(f"scorer.read=probabilities, but provider '{lm.provider}' exposes no token "
+                             "probabilities; use scorer.read=text or auto")
         self.lm = lm
         self.rubrics = dict(rubrics)
         self.cfg = cfg
+        self.read = "probabilities" if cfg.read != "text" and lm.reads_probabilities else "text"
 
     def prompt(self, agent: str, rubric_name: str, question: str, answer: str) -> list[Message]:
         rubric = self.rubrics[rubric_name]
@@ -231,6 +254,9 @@ class Scorer:
         if not items:
             return []
         chats = [self.prompt(*item) for item in items]
+        if self.read == "probabilities":
+            return [self._weighted(item, probs) for item, probs in
+                    zip(items, self.lm.option_probabilities(chats, SCORE_OPTIONS))]
         raws = self._ask(chats)
         scores = [parse_score(r) for r in raws]
         attempts = [1] * len(items)
@@ -249,17 +275,31 @@ class Scorer:
         # Greedy, so the same pair always gets the same grade and the response cache applies.
         return self.lm.generate(chats, max_new_tokens=self.cfg.max_new_tokens, temperature=0.0)
 
-    def _decide(self, item: tuple[str, str, str, str], score: int | None, attempts: int, raw: str) -> Decision:
+    def _weighted(self, item: tuple[str, str, str, str], probs: Sequence[float]) -> Decision:
+        """The expected score under the grader's distribution over "0".."100", renormalized over
+        those replies (G-Eval's probability-weighted score)."""
+        mass = sum(probs)
+        likely = sorted(range(len(probs)), key=lambda v: -probs[v])[:3]
+        raw = ", ".join(f"P({v})={probs[v]:.3f}" for v in likely)
+        if mass < self.cfg.min_mass:
+            return self._decide(item, None, 1, raw, read="probabilities", mass=mass,
+                                why=f"only {mass:.2g} probability on any score")
+        score = round(sum(v * p for v, p in enumerate(probs)) / mass, 2)
+        return self._decide(item, score, 1, raw, read="probabilities", mass=mass)
+
+    def _decide(self, item: tuple[str, str, str, str], score: float | None, attempts: int, raw: str,
+                read: str = "text", mass: float | None = None, why: str = "") -> Decision:
         agent, rubric, question, answer = item
         threshold = self.cfg.threshold
         if score is None:
-            accepted, reason = False, f"unparseable score: {' '.join(raw.split())[:80]!r}"
+            accepted, reason = False, f"unscored: {why or 'unparseable reply ' + repr(' '.join(raw.split())[:80])}"
         elif score >= threshold:
-            accepted, reason = True, f"score {score} >= threshold {threshold:g}"
+            accepted, reason = True, f"score {score:g} >= threshold {threshold:g}"
         else:
-            accepted, reason = False, f"score {score} < threshold {threshold:g}"
+            accepted, reason = False, f"score {score:g} < threshold {threshold:g}"
         return Decision(agent=agent, question=question, answer=answer, score=score, accepted=accepted,
-                        reason=reason, attempts=attempts, raw=raw, rubric=rubric)
+                        reason=reason, attempts=attempts, raw=raw, rubric=rubric, read=read,
+                        mass=None if mass is None else round(mass, 6))
 
 
 def append_decisions(path: str | Path, decisions: Iterable[Decision], extra: Iterable[dict] | None = None) -> Path:

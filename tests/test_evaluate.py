@@ -54,12 +54,20 @@ def test_layer_defaults():
         num_layers_for(EvalConfig(model="someone/unknown-model"))
 
 
-def test_summarize_means_per_agent_and_overall():
-    rows = [{"agent": "pun", "P": 0.8, "R": 0.6, "F1": 0.7},
-            {"agent": "pun", "P": 0.4, "R": 0.2, "F1": 0.3},
+def test_summarize_means_per_agent_and_overall_with_cis():
+    from ms.stats import mean_ci
+
+    rows = [{"agent": "pun", "P": 0.8, "R": 0.6, "F1": 0.7, "ref_logprob": -1.5},
+            {"agent": "pun", "P": 0.4, "R": 0.2, "F1": 0.3, "ref_logprob": -2.5},
             {"agent": "riddle", "P": 0.3, "R": 0.4, "F1": 0.2}]
     summary = summarize(rows)
-    assert summary["per_agent"]["pun"] == pytest.approx({"P": 0.6, "R": 0.4, "F1": 0.5, "n": 2})
-    assert summary["per_agent"]["riddle"] == pytest.approx({"P": 0.3, "R": 0.4, "F1": 0.2, "n": 1})
-    assert summary["overall"] == pytest.approx({"P": 0.5, "R": 0.4, "F1": 0.4, "n": 3})
-    assert summarize([]) == {"overall": {"P": None, "R": None, "F1": None, "n": 0}, "per_agent": {}}
+    pun = summary["per_agent"]["pun"]
+    assert {m: pun[m] for m in ("P", "R", "F1", "ref_logprob", "n")} == pytest.approx(
+        {"P": 0.6, "R": 0.4, "F1": 0.5, "ref_logprob": -2.0, "n": 2})
+    estimate = mean_ci([0.8, 0.4])
+    assert pun["ci"]["P"] == [estimate.lo, estimate.hi] and estimate.lo < 0.6 < estimate.hi
+    riddle = summary["per_agent"]["riddle"]
+    assert "ref_logprob" not in riddle  # not measured: absent, never 0
+    assert riddle["ci"]["P"] == [None, None]  # one question: no interval
+    assert summary["overall"]["n"] == 3 and summary["overall"]["ref_logprob"] == pytest.approx(-2.0)
+    assert summarize([]) == {"overall": {"n": 0, "ci": {}}, "per_agent": {}}

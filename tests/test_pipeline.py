@@ -73,3 +73,28 @@ def test_api_backbone_run_keeps_the_key_out_of_every_file(tmp_path, llama_server
     # The API cannot score given text, so memory train fell back to the verbalized probability.
     assert metrics["run"]["label_method"] == "verbalized"
     assert "MS_TEST_SECRET" in (out / ".hydra" / "config.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_ref_logprob_only_evaluation_scores_the_reference_given_the_exact_prompt(tmp_path, models_cache):
+    from ms.agents import AGENTS, PromptTemplate, chat
+    from ms.llm import build_lm
+
+    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "eval.metrics=[ref_logprob]", "data.agents=[riddle]"])
+    metrics = run(cfg, tmp_path)
+    rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").open()]
+    assert len(rows) == 2 and all("answer" not in r and "P" not in r for r in rows)  # nothing decoded
+    assert metrics["bertscore"] is None and metrics["run"]["metrics"] == ["ref_logprob"]
+    assert metrics["stream"]["unscored"] == 0  # the default backbone's gate reads probabilities
+    cell = metrics["fills"]["100"]["per_agent"]["riddle"]
+    assert cell["n"] == 1 and cell["ref_logprob"] == pytest.approx(rows[-1]["ref_logprob"])
+
+    # The same number by hand: the prompt rebuilt from the retrieved memories, then loglikelihood.
+    row = rows[-1]
+    memories = {m.id: m for m in Pool(tmp_path / "pool.sqlite").get(row["retrieved"])}
+    shown = [{"question": memories[i].question, "answer": memories[i].answer} for i in row["retrieved"]]
+    prompt = chat(AGENTS["riddle"], PromptTemplate(**cfg.prompt).render(row["question"], shown))
+    lm = build_lm(cfg.backbone, models_cache, use_response_cache=False)
+    [(total, n)] = lm.loglikelihood([lm.chat_context(prompt)], [row["reference"]])
+    assert row["ref_tokens"] == n and row["ref_logprob"] == pytest.approx(total / n, abs=1e-4)
+    assert len(row["retrieved"]) == 3 and row["ref_logprob"] < 0

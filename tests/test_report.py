@@ -1,24 +1,30 @@
 """ms-report on synthetic run folders shaped like the pipeline's: the tables carry the runs'
-numbers and the paper's (from ms/paper_tables.yaml), incomplete cells are skipped, figures exist."""
+per-question numbers with their CIs beside the paper's (from ms/paper_tables.yaml), seed replicates
+are pooled, claims get verdicts, incomplete cells are skipped, figures exist."""
 
 from __future__ import annotations
 
 import csv
 import json
 import logging
+import os
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from statistics import fmean
+from typing import Callable, Optional
 
+import numpy as np
 import pytest
 import yaml
 
 from ms.agents import AGENTS, DOMAINS
 from ms.report import (DIFF, PAPER_TABLES, find_runs, figure4, load_paper_tables, main, pool_growth, select,
                        write_report)
+from ms.stats import Estimate, mean_ci
 
 FILLS = [20, 60, 100]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+Predict = Callable[[str, int, int], dict]  # (agent, question index, fill) -> metric values
 
 
 def score(base: float, agent_index: int, fill: int) -> float:
@@ -26,11 +32,28 @@ def score(base: float, agent_index: int, fill: int) -> float:
     return round(base + agent_index / 100 + fill / 10_000, 6)
 
 
+def spread(base: float, questions: int) -> Predict:
+    """Questions spread evenly around score(): the agent's mean is score(), and CIs have a width."""
+    index = {a: i for i, a in enumerate(AGENTS)}
+
+    def predict(agent: str, q: int, fill: int) -> dict:
+        p = score(base, index[agent], fill) + (q - (questions - 1) / 2) / 100
+        return {"P": p, "R": p - 0.05, "F1": p - 0.02}
+    return predict
+
+
+def summarize(rows: list[dict]) -> dict:
+    """metrics.json's means, as the pipeline computes them from the same rows."""
+    keys = [m for m in ("P", "R", "F1", "ref_logprob") if any(m in r for r in rows)]
+    return {m: fmean(r[m] for r in rows if m in r) for m in keys} | {"n": len(rows)}
+
+
 def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str = "domain",
              retriever: str = "dense", learned: bool = True, base: float = 0.3, complete: bool = True,
-             with_metrics: bool = True, memory: Optional[str] = None,
-             agents: Optional[list[str]] = None) -> Path:
-    """memory=None writes no memory fields, as runs from before memory policies did."""
+             with_metrics: bool = True, memory: Optional[str] = None, agents: Optional[list[str]] = None,
+             seed: Optional[int] = 0, questions: int = 3, predict: Optional[Predict] = None,
+             with_predictions: bool = True) -> Path:
+    """memory=None writes no memory fields, and seed=None no seed, as older runs did."""
     run = sweep / folder
     (run / ".hydra").mkdir(parents=True)
     overrides = [f"backbone={backbone}", f"k={k}", f"pool={pool}", f"retriever={retriever}"]
@@ -53,12 +76,16 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
                                 "pool_size": sizes[scopes[agent]], "scope": scopes[agent]}) + "\n")
     if not with_metrics:
         return run
+    predict = predict or spread(base, questions)
+    rows = [{"agent": a, "test_id": f"{a}-{q}", "k": k, "fill": fill, **predict(a, q, fill)}
+            for fill in FILLS for a in agents for q in range(questions)]
+    if with_predictions:
+        (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     def summary(fill: int) -> dict:
-        per_agent = {a: {m: score(base + shift, i, fill) for m, shift in (("P", 0.0), ("R", -0.05), ("F1", -0.02))}
-                     | {"n": 2} for i, a in enumerate(agents)}
-        return {"overall": {m: sum(s[m] for s in per_agent.values()) / len(agents) for m in ("P", "R", "F1")}
-                | {"n": 18}, "per_agent": per_agent}
+        at = [r for r in rows if r["fill"] == fill]
+        return {"overall": summarize(at), "per_agent": {a: summarize([r for r in at if r["agent"] == a])
+                                                        for a in agents}}
 
     metrics = {"complete": complete,
                "run": {"backbone": backbone, "k": k, "pool": pool, "retriever": retriever, "learned": learned,
@@ -67,12 +94,29 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
                "fills": {str(f): summary(f) for f in FILLS},
                "stream": {"questions": 18, "seeded": 45, "accepted": dict(accepted_by_agent)},
                "wall_seconds": 1.0}
+    if seed is not None:
+        metrics["run"]["seed"] = seed
     if memory is not None:
         metrics["run"]["memory"] = memory
         metrics["memory"] = {"policy": memory, "consolidation": {"summaries": 2, "summarized": 6, "moved": 3,
                                                                  "deferred": 1} if memory == "stm_ltm" else {}}
     (run / "metrics.json").write_text(json.dumps(metrics))
     return run
+
+
+def predicted(run: Path, metric: str = "P", agent: Optional[str] = None, fill: int = 100) -> list[float]:
+    """The values a run wrote to predictions.jsonl, in file order."""
+    rows = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    return [r[metric] for r in rows if r["fill"] == fill and agent in (None, r["agent"]) and metric in r]
+
+
+def assert_estimate(row: dict, column: str, expected: Estimate, replicates: Optional[int] = 1) -> None:
+    """The CSV's value, ci_lo, ci_hi and n columns hold exactly the expected estimate."""
+    assert float(row[column]) == expected.mean
+    assert float(row[f"{column} ci_lo"]) == expected.lo and float(row[f"{column} ci_hi"]) == expected.hi
+    assert int(row[f"{column} n"]) == expected.n
+    if replicates is not None:
+        assert int(row[f"{column} replicates"]) == replicates
 
 
 @pytest.fixture(scope="module")
@@ -103,16 +147,32 @@ def metrics_of(sweep: Path, folder: str) -> dict:
     return json.loads((sweep / folder / "metrics.json").read_text())
 
 
-def test_table1_cells_are_the_runs_last_fill_scores(sweep, report):
+def test_table1_cells_are_the_runs_per_question_means_with_cis(sweep, report):
     rows = {r["agent"]: r for r in read_csv(report / "table1.csv")}
-    assert list(rows) == list(load_paper_tables().agents)  # the paper's row order
+    assert list(rows) == [*load_paper_tables().agents, "overall"]  # the paper's row order, then overall
     for folder, backbone in [("backbone=smollm2,k=3", "smollm2"), ("backbone=gpt-3.5-turbo,k=3", "gpt-3.5-turbo")]:
         per_agent = metrics_of(sweep, folder)["fills"]["100"]["per_agent"]
-        for agent, row in rows.items():
-            assert float(row[f"3-shot {backbone} ours"]) == per_agent[agent]["P"]
+        column = f"3-shot {backbone} ours"
+        for agent in AGENTS:
+            expected = mean_ci(predicted(sweep / folder, agent=agent))
+            assert_estimate(rows[agent], column, expected)
+            assert expected.lo < expected.mean < expected.hi and expected.n == 3
+            assert float(rows[agent][column]) == pytest.approx(per_agent[agent]["P"])  # metrics.json agrees
+        assert_estimate(rows["overall"], column, mean_ci(predicted(sweep / folder)))
+        assert int(rows["overall"][f"{column} n"]) == 27
+    # The paper's columns are published numbers: no CI columns for them.
+    assert "3-shot gpt-3.5-turbo paper ci_lo" not in rows["limerick"] and rows["overall"]["3-shot gpt-4o paper"] == ""
     # The bm25 run shares smollm2's cell but only dense runs feed the tables.
     bm25 = metrics_of(sweep, "backbone=smollm2,retriever=bm25")["fills"]["100"]["per_agent"]
-    assert float(rows["limerick"]["3-shot smollm2 ours"]) != bm25["limerick"]["P"]
+    assert float(rows["limerick"]["3-shot smollm2 ours"]) != pytest.approx(bm25["limerick"]["P"])
+
+
+def test_markdown_cells_show_the_ci_and_notes_the_n(report):
+    markdown = (report / "table1.md").read_text()
+    limerick = next(line for line in markdown.splitlines() if line.startswith("| limerick"))
+    assert "0.32 [0.31, 0.33]" in limerick  # smollm2: 0.3 + agent 1 / 100 + 0.01, questions 0.01 apart
+    assert "n: 3 test questions in each agent cell, 27 in each overall cell." in markdown
+    assert "95% bootstrap CI" in markdown
 
 
 def test_paper_numbers_come_from_the_yaml(sweep, report, tmp_path):
@@ -134,15 +194,17 @@ def test_paper_numbers_come_from_the_yaml(sweep, report, tmp_path):
 
 def test_differences_only_for_the_papers_backbones(sweep, report):
     rows = {r["agent"]: r for r in read_csv(report / "table1.csv")}
-    ours = metrics_of(sweep, "backbone=gpt-3.5-turbo,k=3")["fills"]["100"]["per_agent"]
     paper = load_paper_tables().table1[(3, "gpt-3.5-turbo")]
-    for agent, row in rows.items():
-        assert float(row[f"3-shot gpt-3.5-turbo {DIFF}"]) == pytest.approx(ours[agent]["P"] - paper[agent])
+    for agent in paper:
+        ours = mean_ci(predicted(sweep / "backbone=gpt-3.5-turbo,k=3", agent=agent))
+        column = f"3-shot gpt-3.5-turbo {DIFF}"
+        assert float(rows[agent][column]) == pytest.approx(ours.mean - paper[agent])
+        assert float(rows[agent][f"{column} ci_hi"]) == pytest.approx(ours.hi - paper[agent])
     header = list(rows["limerick"])
     assert f"3-shot smollm2 {DIFF}" not in header and "3-shot smollm2 ours" in header
     markdown = (report / "table1.md").read_text()
     assert "smollm2 is not among the paper's backbones" in markdown
-    assert "| -0.35 |" in markdown  # limerick (agent 1): 0.5 + 0.01 + 0.01 - 0.87, with its sign
+    assert "| -0.35 [-0.36, -0.34] |" in markdown  # limerick: 0.5 + 0.01 + 0.01 - 0.87, with its sign
 
 
 def test_latex_has_a_tabular_with_spanning_headers(report):
@@ -152,7 +214,8 @@ def test_latex_has_a_tabular_with_spanning_headers(report):
     tex = (report / "table1.tex").read_text()
     assert r"\multicolumn" in tex and "3-shot" in tex
     body = tex.split(r"\midrule")[1].split(r"\bottomrule")[0].strip().splitlines()
-    assert len(body) == 9 and all(line.count("&") == body[0].count("&") for line in body)
+    assert len(body) == 10 and all(line.count("&") == body[0].count("&") for line in body)  # 9 agents, overall
+    assert body[-1].startswith("overall") and "[" in body[-1]
 
 
 def test_incomplete_cells_are_skipped_and_unused(sweep, report, caplog):
@@ -172,10 +235,13 @@ def test_incomplete_cells_are_skipped_and_unused(sweep, report, caplog):
 
 def test_table2_has_domain_and_single_rows(sweep, report):
     rows = {(r["pool"], r["backbone"], r["source"]): r for r in read_csv(report / "table2.csv")}
-    single = metrics_of(sweep, "backbone=smollm2,pool=single")["fills"]["100"]["per_agent"]
+    single = sweep / "backbone=smollm2,pool=single"
     assert {k[0] for k in rows} == {"Domain", "Single"}
-    assert all(float(rows[("Single", "smollm2", "ours")][a]) == single[a]["P"] for a in AGENTS)
+    for agent in AGENTS:
+        assert_estimate(rows[("Single", "smollm2", "ours")], agent, mean_ci(predicted(single, agent=agent)))
+    assert_estimate(rows[("Single", "smollm2", "ours")], "overall", mean_ci(predicted(single)))
     assert float(rows[("Single", "gpt-3.5-turbo", "paper")]["riddle"]) == 0.80
+    assert rows[("Single", "gpt-3.5-turbo", "paper")]["riddle ci_lo"] == ""  # published: no CI
     assert float(rows[("Domain", "open-mistral-7b", "paper")]["limerick"]) == 0.93
     assert ("Domain", "gpt-3.5-turbo", DIFF) in rows and ("Single", "smollm2", DIFF) not in rows
     assert list(rows)[0][0] == "Domain"  # the paper's order: Domain rows first
@@ -207,10 +273,17 @@ def test_learned_dense_run_wins_its_cell(tmp_path):
     assert why_not == {"frozen": "its cell is taken by learned"}
 
 
-def test_figure_renderers_draw_one_curve_per_agent_and_scope():
-    curves = {a: {20: 0.1 * i, 100: 0.2 * i} for i, a in enumerate(AGENTS)}
+def test_figure_renderers_draw_one_curve_and_band_per_agent_and_scope():
+    curves = {a: {20: Estimate(0.1 * i, 0.1 * i - 0.02, 0.1 * i + 0.02, 10), 100: Estimate(0.2 * i, None, None, 1)}
+              for i, a in enumerate(AGENTS)}
     fig = figure4(curves, "t", "BERTScore P")
     assert [len(ax.lines) for ax in fig.axes] == [len(agents) for agents in DOMAINS.values()]
+    assert [len(ax.collections) for ax in fig.axes] == [len(agents) for agents in DOMAINS.values()]  # CI bands
+    band = fig.axes[0].collections[0].get_paths()[0].vertices
+    sonnet = list(AGENTS).index(DOMAINS["literary"][0])
+    assert band[:, 1].min() == pytest.approx(0.1 * sonnet - 0.02)  # drawn only where a fill has a CI
+    no_ci = figure4({a: {20: Estimate(0.5, None, None, 1)} for a in AGENTS}, "t", "P")
+    assert all(not ax.collections for ax in no_ci.axes) and all(ax.lines for ax in no_ci.axes)
     decisions = [{"agent": a, "scope": s, "pool_size": n, "accepted": ok}
                  for a, s, n, ok in [("limerick", "literary", 6, True), ("puzzle", "logic", 5, False),
                                      ("limerick", "literary", 6, False)]]
@@ -224,12 +297,12 @@ def test_cli_main(sweep, tmp_path, capsys):
     out = tmp_path / "cli"
     assert main([str(sweep), "--out", str(out), "--metric", "F1"]) == 0
     assert str(out / "summary.md") in capsys.readouterr().out
-    expected = metrics_of(sweep, "backbone=smollm2,k=3")["fills"]["100"]["per_agent"]["sonnet"]["F1"]
     rows = {r["agent"]: r for r in read_csv(out / "table1.csv")}
-    assert float(rows["sonnet"]["3-shot smollm2 ours"]) == expected
+    assert_estimate(rows["sonnet"], "3-shot smollm2 ours",
+                    mean_ci(predicted(sweep / "backbone=smollm2,k=3", "F1", agent="sonnet")))
     assert not any(DIFF in c for c in rows["sonnet"])  # the paper reports P: no F1 differences
-    for name in ("table1.md", "table1.tex", "table2.md", "table2.csv", "table2.tex", "runs.md",
-                 "figure4_smollm2.png", "figure4_smollm2.pdf"):
+    for name in ("table1.md", "table1.tex", "table2.md", "table2.csv", "table2.tex", "runs.md", "claims.md",
+                 "claims.csv", "figure4_smollm2.png", "figure4_smollm2.pdf"):
         assert (out / name).stat().st_size > 0
 
 
@@ -277,14 +350,16 @@ def test_ablation_rows_in_order_with_the_runs_numbers(ablation_sweep):
                   ("dense-frozen", "plain", "dense-frozen"), ("dense-learned", "plain", "dense"),
                   ("dense-learned", "stm_ltm", "dense-stm"), ("composite-frozen", "stm_ltm", "composite-frozen-stm"),
                   ("composite", "plain", "composite")]
-    assert list(rows[0])[6:] == [*load_paper_tables().agents, "overall", "accepted"]
+    agents = [*load_paper_tables().agents, "overall"]
+    assert list(rows[0])[6:] == ["replicates", *(c for a in agents for c in (a, f"{a} ci_lo", f"{a} ci_hi", f"{a} n")),
+                                 "accepted"]
     for row in rows:
-        metrics = metrics_of(ablation_sweep, row["run"])
-        last = metrics["fills"]["100"]
-        for agent, scores in last["per_agent"].items():
-            assert float(row[agent]) == scores["P"]
-        assert float(row["overall"]) == last["overall"]["P"]
-        assert int(row["accepted"]) == sum(metrics["stream"]["accepted"].values())
+        run = ablation_sweep / row["run"]
+        for agent in metrics_of(ablation_sweep, row["run"])["fills"]["100"]["per_agent"]:
+            assert_estimate(row, agent, mean_ci(predicted(run, agent=agent)), replicates=None)
+        assert_estimate(row, "overall", mean_ci(predicted(run)), replicates=None)
+        assert row["replicates"] == "1"
+        assert int(row["accepted"]) == sum(metrics_of(ablation_sweep, row["run"])["stream"]["accepted"].values())
     # The k = 2 cell has one combination only: no table for it.
     assert not any(r["k"] == "2" for r in rows)
 
@@ -297,6 +372,8 @@ def test_ablation_markdown_has_a_headed_table_per_cell(ablation_sweep):
     header = next(line for line in single.splitlines() if line.startswith("| retriever"))
     assert header == "| retriever | memory | run | limerick | sonnet | overall | accepted |"  # only agents present
     assert "dense-stm consolidation: summaries 2, summarized 6, moved 3, deferred 1." in text
+    dense = next(line for line in single.splitlines() if line.startswith("| dense-learned"))
+    assert dense.count(" [") == 3  # limerick, sonnet and overall, each with its CI
     assert "smollm2, k = 2, domain pool" in text.split("Not tabled")[1]
     summary = (ablation_sweep / "report" / "summary.md").read_text()
     assert "(ablation.md)" in summary and "(ablation.csv)" in summary and "### smollm2, k = 3, domain pool" in summary
@@ -308,8 +385,8 @@ def test_stm_ltm_dense_runs_stay_out_of_the_tables(ablation_sweep, tmp_path):
     assert chosen[("smollm2", 3, "domain")].name == "dense"  # learned, plain (no memory field)
     assert "memory=stm_ltm" in why_not["dense-stm"]
     rows = {r["agent"]: r for r in read_csv(ablation_sweep / "report" / "table1.csv")}
-    plain = metrics_of(ablation_sweep, "dense")["fills"]["100"]["per_agent"]
-    assert all(float(rows[a]["3-shot smollm2 ours"]) == plain[a]["P"] for a in AGENTS)
+    assert all(float(rows[a]["3-shot smollm2 ours"]) == mean_ci(predicted(ablation_sweep / "dense", agent=a)).mean
+               for a in AGENTS)
     others = (ablation_sweep / "report" / "runs.md").read_text().split("## Other runs")[1]
     assert "dense-stm" in others
     # A cell whose only dense run uses stm_ltm has no column of ours at all, and no Figure 4.
@@ -331,3 +408,118 @@ def test_no_ablation_when_all_runs_share_one_combination(tmp_path):
     assert not (out / "ablation.md").exists() and not (out / "ablation.csv").exists()
     summary = (out / "summary.md").read_text()
     assert "(ablation.md)" not in summary and "## Ablation" not in summary
+
+
+# ---- seed replicates, old runs, ref_logprob ----------------------------------------------------
+
+def test_seed_replicates_are_pooled_per_question(tmp_path):
+    sweep = tmp_path / "sweep"
+    for seed, base in [(0, 0.30), (1, 0.34), (2, 0.38)]:
+        make_run(sweep, f"seed={seed}", backbone="smollm2", seed=seed, base=base)
+    # A second run with seed 2, finished earlier: a duplicate, not a replicate; the newer one is kept.
+    older = make_run(sweep, "seed=2-older", backbone="smollm2", seed=2, base=0.9) / "metrics.json"
+    os.utime(older, (older.stat().st_mtime - 100,) * 2)
+    chosen, why_not = select(find_runs([sweep])[0])
+    assert chosen[("smollm2", 3, "domain")].name == "seed=0 + seed=1 + seed=2"
+    assert "same run fields and seed" in why_not["seed=2-older"] and set(why_not) == {"seed=2-older"}
+    write_report([sweep], tmp_path / "report")
+    rows = {r["agent"]: r for r in read_csv(tmp_path / "report" / "table1.csv")}
+    for agent in AGENTS:
+        replicates = [predicted(sweep / f"seed={s}", agent=agent) for s in (0, 1, 2)]
+        pooled = mean_ci([fmean(values) for values in zip(*replicates)])
+        assert_estimate(rows[agent], "3-shot smollm2 ours", pooled, replicates=3)
+        assert pooled.n == 3  # replicates average each question; they do not multiply n
+    assert "replicates: 3 (seeds 0, 1, 2)" in (tmp_path / "report" / "table1.md").read_text()
+
+
+def test_runs_without_predictions_fall_back_to_metrics_means(tmp_path):
+    make_run(tmp_path / "sweep", "old", backbone="smollm2", seed=None, with_predictions=False)
+    write_report([tmp_path / "sweep"], tmp_path / "report")
+    rows = {r["agent"]: r for r in read_csv(tmp_path / "report" / "table1.csv")}
+    means = metrics_of(tmp_path / "sweep", "old")["fills"]["100"]["per_agent"]
+    for agent in AGENTS:
+        assert float(rows[agent]["3-shot smollm2 ours"]) == means[agent]["P"]
+        assert rows[agent]["3-shot smollm2 ours ci_lo"] == "" and rows[agent]["3-shot smollm2 ours n"] == "3"
+    assert "old has no predictions.jsonl" in (tmp_path / "report" / "table1.md").read_text()
+    assert "(a) k = 1, 2 and 3 each beat k = 0" in (tmp_path / "report" / "claims.md").read_text().split(
+        "## Not tested here")[1]
+
+
+# ---- claims --------------------------------------------------------------------------------------
+
+def paired_predictors(effect: float, questions: int = 20, ref_logprob: bool = True) -> tuple[Predict, Predict]:
+    """k = 0 and k = 3 values on the same questions: k = 3 is k = 0 plus `effect` plus noise that
+    sums to 0 within each agent (so effect = 0 is exactly no effect)."""
+    rng = np.random.default_rng(0)
+    base = {a: rng.uniform(0.3, 0.6, questions) for a in AGENTS}
+    half = {a: rng.normal(0, 0.05, questions // 2) for a in AGENTS}
+    noise = {a: np.concatenate([h, -h]) for a, h in half.items()}
+
+    def values(p: float) -> dict:
+        return {"P": p, "R": p - 0.05, "F1": p - 0.02} | ({"ref_logprob": p - 3} if ref_logprob else {})
+
+    def k0(agent: str, q: int, fill: int) -> dict:
+        return values(float(base[agent][q]))
+
+    def k3(agent: str, q: int, fill: int) -> dict:
+        return values(float(base[agent][q] + effect + noise[agent][q]))
+    return k0, k3
+
+
+def claim_rows(out: Path, claim: str) -> dict[tuple[str, str], dict]:
+    """(comparison, metric) -> claims.csv row, for one claim."""
+    return {(r["comparison"], r["metric"]): r for r in read_csv(out / "claims.csv") if r["claim"] == claim}
+
+
+@pytest.fixture(scope="module")
+def effect_report(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("effect")
+    k0, k3 = paired_predictors(0.2)
+    make_run(root, "k=0", backbone="smollm2", k=0, questions=20, predict=k0)
+    make_run(root, "k=3", backbone="smollm2", k=3, questions=20, predict=k3)
+    # A k = 1 run evaluated without ref_logprob: that metric is absent for it, not 0.
+    make_run(root, "k=1", backbone="smollm2", k=1, questions=20, predict=paired_predictors(0.2, ref_logprob=False)[1])
+    write_report([root], root / "report")
+    return root / "report"
+
+
+def test_a_big_effect_supports_claim_a(effect_report):
+    rows = claim_rows(effect_report, "a")
+    for metric in ("P", "ref_logprob"):
+        row = rows[("k=3 vs k=0", metric)]
+        assert row["verdict"] == "supported" and row["n"] == "180" and row["agent_wins"] == "9/9"
+        assert float(row["estimate"]) == pytest.approx(0.2) and 0 < float(row["ci_lo"]) < 0.2 < float(row["ci_hi"])
+        assert float(row["p"]) < 0.05 and (row["runs_a"], row["runs_b"]) == ("k=3", "k=0")
+    assert ("k=1 vs k=0", "P") in rows and ("k=1 vs k=0", "ref_logprob") not in rows  # not measured: no row
+    fills = claim_rows(effect_report, "c")[("fill 100% vs 20%", "P")]  # k = 3 values do not change with fill
+    assert fills["verdict"] == "inconclusive" and float(fills["estimate"]) == 0
+    text = (effect_report / "claims.md").read_text()
+    assert text.startswith("Numbers: the mean paired difference") and "sign-flip permutation p" in text.splitlines()[0]
+    assert "alpha = 0.05" in text.splitlines()[0] and str(effect_report.parent / "k=3") in text
+    untested = text.split("## Not tested here (no runs)")[1]
+    assert "(b) Domain-pool" in untested and "(d) learned dense" in untested and "(a)" not in untested
+    assert "includes 'no detectable difference'" in text
+    summary = (effect_report / "summary.md").read_text()
+    assert "(claims.md)" in summary and "**supported**" in summary
+
+
+def test_no_effect_leaves_claim_a_inconclusive(tmp_path):
+    k0, k3 = paired_predictors(0.0, ref_logprob=False)
+    make_run(tmp_path, "k=0", backbone="smollm2", k=0, questions=20, predict=k0)
+    make_run(tmp_path, "k=3", backbone="smollm2", k=3, questions=20, predict=k3)
+    write_report([tmp_path], tmp_path / "report")
+    rows = claim_rows(tmp_path / "report", "a")
+    assert list(rows) == [("k=3 vs k=0", "P")]  # no ref_logprob in these runs: no row for it
+    row = rows[("k=3 vs k=0", "P")]
+    assert row["verdict"] == "inconclusive" and float(row["ci_lo"]) < 0 < float(row["ci_hi"])
+
+
+def test_ref_logprob_tables_show_only_ours(effect_report, tmp_path):
+    sweep = effect_report.parent
+    assert main([str(sweep), "--out", str(tmp_path), "--metric", "ref_logprob"]) == 0
+    rows = {r["agent"]: r for r in read_csv(tmp_path / "table1.csv")}
+    assert not any("paper" in c for c in rows["limerick"])
+    assert_estimate(rows["limerick"], "3-shot smollm2 ours", mean_ci(predicted(sweep / "k=3", "ref_logprob",
+                                                                                  agent="limerick")))
+    assert rows["limerick"]["1-shot smollm2 ours"] == ""  # the k = 1 run has no ref_logprob: blank, not 0
+    assert "The paper published no such number" in (tmp_path / "table1.md").read_text()

@@ -6,7 +6,7 @@ import pytest
 
 from ms.agents import AGENTS
 from ms.llm.base import LM
-from ms.scorer import (RETRY_PROMPT, SYSTEM_PROMPT, Decision, Scorer, ScorerConfig, append_decisions, load_rubric,
+from ms.scorer import (RETRY_PROMPT, SCORE_OPTIONS, SYSTEM_PROMPT, Decision, Scorer, ScorerConfig, append_decisions, load_rubric,
                        load_rubrics, parse_score, rubric_for)
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -153,13 +153,13 @@ def test_still_unparseable_pair_is_rejected_with_reason():
     [decision] = scorer(lm).score(items("x"))
     assert lm.batches == [1, 1]
     assert decision.score is None and not decision.accepted and decision.attempts == 2
-    assert decision.reason == "unparseable score: 'Sorry, no.'"
+    assert decision.reason == "unscored: unparseable reply 'Sorry, no.'" and decision.unscored
 
 
 def test_retries_zero_means_no_retry():
     lm = ScriptedLM({"x": "great"})
     [decision] = scorer(lm, retries=0).score(items("x"))
-    assert lm.batches == [1] and decision.reason.startswith("unparseable score:")
+    assert lm.batches == [1] and decision.reason.startswith("unscored: unparseable reply")
 
 
 def test_retry_keeps_the_failed_reply_in_the_chat():
@@ -219,8 +219,50 @@ def test_scorer_config_is_a_structured_hydra_node():
 
 # ---- the gate, with the real offline backbone -----------------------------------------------
 
-@pytest.mark.slow
-def test_real_backbone_grades_three_pairs(tmp_path):
+class FixedDistributionLM(LM):
+    """Exposes a fixed distribution over the score options; generating would be a bug."""
+
+    provider = "fixed"
+    reads_probabilities = True
+
+    def __init__(self, probs: dict[int, float]):
+        super().__init__(model="fixed")
+        self.probs = probs
+
+    def _generate(self, chats, **params):
+        raise AssertionError("a probability read must not decode")
+
+    def _option_probabilities(self, chats, options):
+        return [[self.probs.get(int(o), 0.0) for o in options] for _ in chats]
+
+
+def test_probability_read_is_the_expected_score_renormalized_over_scores():
+    lm = FixedDistributionLM({80: 0.3, 40: 0.1, 90: 0.1})  # half the mass is on replies that are no score
+    [decision] = scorer(lm).score(items("a"))
+    assert decision.read == "probabilities" and decision.attempts == 1
+    assert decision.score == pytest.approx((80 * 0.3 + 40 * 0.1 + 90 * 0.1) / 0.5)
+    assert decision.mass == pytest.approx(0.5) and decision.accepted
+    assert decision.raw.startswith("P(80)=0.300")
+
+
+def test_probability_read_with_no_mass_on_any_score_is_unscored():
+    [decision] = scorer(FixedDistributionLM({}), min_mass=1e-4).score(items("a"))
+    assert decision.unscored and not decision.accepted and decision.reason.startswith("unscored: only 0")
+
+
+def test_read_mode_follows_the_backbone_and_the_config():
+    assert scorer(FixedDistributionLM({50: 1.0})).read == "probabilities"
+    assert scorer(FixedDistributionLM({50: 1.0}), read="text").read == "text"
+    assert scorer(ScriptedLM({})).read == "text"  # no probabilities: text parse plus retry
+    with pytest.raises(ValueError, match="exposes no token probabilities"):
+        scorer(ScriptedLM({}), read="probabilities")
+    with pytest.raises(ValueError, match="scorer.read"):
+        scorer(ScriptedLM({}), read="vibes")
+
+
+# ---- the gate, with the real offline backbone -----------------------------------------------
+
+def _default_backbone(tmp_path):
     from hydra import compose, initialize_config_dir
 
     from ms.config import register
@@ -229,7 +271,58 @@ def test_real_backbone_grades_three_pairs(tmp_path):
     register()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         cfg = compose("config")
-    lm = build_lm(cfg.backbone, tmp_path)
+    return build_lm(cfg.backbone, tmp_path, use_response_cache=False)
+
+
+@pytest.mark.slow
+def test_option_probabilities_equal_a_hand_computation_from_the_logits(tmp_path):
+    import torch
+
+    lm = _default_backbone(tmp_path)
+    chat = [{"role": "user", "content": "How good is this haiku, from 0 to 100? Reply with the number only.\n"
+                                        "An old silent pond / a frog jumps into the pond / splash! Silence again."}]
+    probs = lm.option_probabilities([chat], SCORE_OPTIONS)[0]
+
+    context = lm._encode(lm.chat_context(chat))
+    digit = {}
+    for d in range(10):
+        [digit[d]] = lm.tokenizer(str(d), add_special_tokens=False)["input_ids"]  # one token per digit
+
+    @torch.inference_mode()
+    def next_token(after: list[int]) -> torch.Tensor:  # full forward passes, no cache
+        return torch.softmax(lm.net(torch.tensor([context + after])).logits[0, -1].double(), -1)
+
+    root, hand = next_token([]), {}
+    hand[0] = float(root[digit[0]])  # no score starts with 0 and goes on
+    for d1 in range(1, 10):
+        after = next_token([digit[d1]])
+        hand[d1] = float(root[digit[d1]] * (1 - sum(after[digit[d]] for d in range(10))))
+        for d2 in range(10):
+            hand[10 * d1 + d2] = float(root[digit[d1]] * after[digit[d2]])
+    after10 = next_token([digit[1], digit[0]])
+    hand[100] = hand[10] * float(after10[digit[0]])
+    hand[10] -= hand[100]
+    assert probs == pytest.approx([hand[v] for v in range(101)], abs=2e-5)
+    assert 0.0 < sum(probs) <= 1.0 + 1e-6
+
+
+@pytest.mark.slow
+def test_default_backbone_scores_every_seed_pair_of_an_agent(tmp_path):
+    from ms.data import DataConfig, load_splits
+
+    lm = _default_backbone(tmp_path)
+    seeds = load_splits(DataConfig(agents=["riddle"]))["riddle"].seed
+    decisions = Scorer(lm, load_rubrics(), ScorerConfig()).score(
+        [("riddle", "logic", e.question, e.answer) for e in seeds])
+    assert len(decisions) == len(seeds) >= 10
+    assert [d for d in decisions if d.unscored] == []
+    assert all(d.read == "probabilities" and 0 <= d.score <= 100 and d.mass > 1e-4 for d in decisions)
+    assert len({round(d.score, 2) for d in decisions}) > 1  # a grade, not a constant
+
+
+@pytest.mark.slow
+def test_real_backbone_grades_three_pairs_by_text(tmp_path):
+    lm = _default_backbone(tmp_path)
     pairs = [
         ("limerick", rubric_for("limerick", "domain").name, "Write a limerick about a cat who loves rain.",
          "A cat who adored the wet rain\nWould dance by the drainpipe and lane\nShe'd splash in a puddle\n"
@@ -240,13 +333,13 @@ def test_real_backbone_grades_three_pairs(tmp_path):
          "Morning: walk along the Seine to Notre-Dame. Noon: picnic in the Luxembourg Gardens. "
          "Afternoon: free entry to the Petit Palais. Evening: sunset from Montmartre."),
     ]
-    decisions = Scorer(lm, load_rubrics(), ScorerConfig()).score(pairs)
+    decisions = Scorer(lm, load_rubrics(), ScorerConfig(read="text")).score(pairs)
     assert len(decisions) == 3
     for decision, (agent, *_rest) in zip(decisions, pairs):
-        assert isinstance(decision, Decision) and decision.agent == agent
+        assert isinstance(decision, Decision) and decision.agent == agent and decision.read == "text"
         assert decision.attempts in (1, 2)
         if decision.score is None:
-            assert not decision.accepted and decision.reason.startswith("unparseable score:")
+            assert not decision.accepted and decision.reason.startswith("unscored: unparseable reply")
         else:
             assert 0 <= decision.score <= 100
             assert decision.accepted == (decision.score >= 50)

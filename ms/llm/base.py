@@ -45,6 +45,7 @@ class Usage:
 class LM(ABC):
     provider: str = "?"
     scores_text: bool = False  # whether `loglikelihood` works (token log-probs of given text)
+    reads_probabilities: bool = False  # whether `option_probabilities` works (next-token distributions)
 
     def __init__(self, model: str, cache: ResponseCache | None = None, max_new_tokens: int = 128,
                  temperature: float = 0.0, stop: Sequence[str] = ()):
@@ -77,6 +78,16 @@ class LM(ABC):
                                lambda todo: self._loglikelihood([p[0] for p in todo], [p[1] for p in todo]))
         return [(float(s), int(n)) for s, n in results]
 
+    def option_probabilities(self, prompts: Sequence[Prompt], options: Sequence[str]) -> list[list[float]]:
+        """For each prompt, the probability that the model's reply begins with each option and
+        with no longer option: P("8") excludes replies that go on to "85" when "85" is an option.
+        Nothing is decoded; the options' probabilities sum to at most 1 (the rest of the mass is
+        on replies that start with no option)."""
+        chats = [as_messages(p) for p in prompts]
+        options = list(options)
+        return self._cached("options", chats, {"options": options}, self.cache is not None,
+                            lambda todo: self._option_probabilities(todo, options))
+
     def chat_context(self, prompt: Prompt) -> str:
         """The text the model sees before its answer to `prompt`, for scoring an answer with
         `loglikelihood`. Plain concatenation unless a provider knows its chat template."""
@@ -93,6 +104,9 @@ class LM(ABC):
         raise LoglikelihoodUnsupported(
             f"provider '{self.provider}' cannot score given text (no token log-probs); "
             "use the verbalized probability method instead")
+
+    def _option_probabilities(self, chats: list[list[Message]], options: list[str]) -> list[list[float]]:
+        raise BackendError(f"provider '{self.provider}' exposes no token probabilities; read replies as text")
 
     # ---- internals --------------------------------------------------------------------------
 

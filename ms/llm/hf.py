@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import math
 import shutil
 import tempfile
 from pathlib import Path
@@ -57,6 +59,7 @@ def resolve_device(device: str) -> torch.device:
 class HFLM(LM):
     provider = "hf"
     scores_text = True
+    reads_probabilities = True
 
     def __init__(self, model: str | None = None, *, gguf_file: str | None = None, gguf_package: str | None = None,
                  device: str = "auto", dtype: str = "auto", batch_size: int = 8, max_length: int = 2048,
@@ -167,6 +170,54 @@ class HFLM(LM):
                 out[i] = (float(token_lp[row, -n:].sum()), n)
                 self.usage.prompt_tokens += len(rows[i][0])
         return out
+
+    # ---- reading a distribution over options ------------------------------------------------
+
+    @torch.inference_mode()
+    def _option_probabilities(self, chats: list[list[Message]], options: list[str]) -> list[list[float]]:
+        paths = [tuple(self.tokenizer(o, add_special_tokens=False)["input_ids"]) for o in options]
+        if not all(paths) or len(set(paths)) != len(paths):
+            raise ValueError("options must be non-empty and tokenize differently")
+        # The distribution is needed after every proper prefix of an option: the empty prefix
+        # (the prompt itself), then e.g. "1" on the way to "10" and "10" on the way to "100".
+        prefixes = sorted({p[:i] for p in paths for i in range(len(p))}, key=lambda p: (len(p), p))
+        extensions: dict[tuple, set[int]] = {p: set() for p in prefixes}
+        for path in paths:
+            for i in range(len(path)):
+                extensions[path[:i]].add(path[i])
+        out = []
+        for chat in chats:
+            context = self._encode(self.chat_context(chat))[-self.max_length:]
+            logprobs = self._next_token_logprobs(context, prefixes)
+            row = []
+            for path in paths:
+                logp = sum(float(logprobs[path[:i]][t]) for i, t in enumerate(path))
+                # A reply that goes on into a longer option belongs to that option, not to this one.
+                longer = sum(math.exp(float(logprobs[path][t])) for t in extensions.get(path, ()))
+                row.append(math.exp(logp) * max(0.0, 1.0 - longer))
+            out.append(row)
+            self.usage.prompt_tokens += len(context)
+        return out
+
+    def _next_token_logprobs(self, context: list[int], prefixes: list[tuple]) -> dict[tuple, torch.Tensor]:
+        """Next-token log-probs after context + each prefix: one pass over the context, then one
+        short pass per prefix length that reuses the context's key-value cache."""
+        ids = torch.tensor([context], device=self.device)
+        first = self.net(input_ids=ids, use_cache=True, logits_to_keep=1)
+        found = {(): torch.log_softmax(first.logits[0, -1].float(), -1)}
+        by_length: dict[int, list[tuple]] = {}
+        for prefix in prefixes:
+            if prefix:
+                by_length.setdefault(len(prefix), []).append(prefix)
+        for length, rows in by_length.items():
+            cache = copy.deepcopy(first.past_key_values)
+            cache.batch_repeat_interleave(len(rows))
+            positions = torch.arange(len(context), len(context) + length, device=self.device).expand(len(rows), -1)
+            mask = torch.ones(len(rows), len(context) + length, dtype=torch.long, device=self.device)
+            logits = self.net(input_ids=torch.tensor(rows, device=self.device), past_key_values=cache,
+                              attention_mask=mask, position_ids=positions, logits_to_keep=1).logits[:, -1]
+            found.update(zip(rows, torch.log_softmax(logits.float(), -1)))
+        return found
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> str:

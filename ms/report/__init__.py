@@ -1,0 +1,24 @@
+"""Tables, claims and figures from finished runs, set beside the paper's published numbers.
+
+    ms-report SWEEP_DIR... [--out DIR] [--metric P|R|F1|ref_logprob]
+
+Everything is read from what runs leave in their folders: metrics.json says what a run was,
+predictions.jsonl what it scored on each test question (every mean and 95% CI is drawn from it),
+decisions.jsonl how its pool grew. Writes into --out (default: SWEEP_DIR/report): table1/table2 as
+.md/.csv/.tex, claims.md/.csv, runs.md, figure4_<backbone>.png/.pdf, pool_growth_<run>.png,
+ablation.md/.csv (when the runs hold more than one retriever/memory combination) and summary.md.
+
+Modules: runs (run folders), conditions (seed replicates, which run speaks for a cell), paper (the
+published numbers), tables and render (Tables 1-2 and their formats), ablation, claims, figures,
+pages (runs.md, summary.md) and cli (write_report, main).
+"""
+
+from ms.report.cli import main, write_report
+from ms.report.conditions import select
+from ms.report.figures import figure4, pool_growth
+from ms.report.paper import PAPER_TABLES, load_paper_tables
+from ms.report.render import DIFF
+from ms.report.runs import find_runs
+
+__all__ = ["DIFF", "PAPER_TABLES", "figure4", "find_runs", "load_paper_tables", "main", "pool_growth", "select",
+           "write_report"]

@@ -1,0 +1,211 @@
+"""The paper's claims, each tested as paired differences on the same test questions: claims.md and
+claims.csv. A row is one (claim, comparison, metric); its verdict comes from ms.stats."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import fmean
+from typing import Optional, Sequence
+
+from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, Condition
+from ms.report.render import csv_number, markdown_grid
+from ms.report.runs import Cell
+from ms.stats import ALPHA, CONFIDENCE, RESAMPLES, Paired, paired
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    text: str
+    how: str  # how its pairs are formed and judged, for claims.md
+    needs: str  # the runs it needs, said where there are none
+
+
+CLAIMS = {c.id: c for c in [
+    Claim("a", "k = 1, 2 and 3 each beat k = 0 (Table 1)",
+          "each k against k = 0 at the same backbone, pool, retriever and memory policy; each run at its last fill.",
+          "a k = 0 run and a k = 1, 2 or 3 run that share backbone, pool, retriever and memory policy"),
+    Claim("b", "Domain-pool is at least as good as Single-pool at k = 3 (Table 2)",
+          "Domain minus Single at k = 3, the same backbone, retriever and memory policy, each at its last fill. "
+          "'At least as good' is judged as: supported if Domain is significantly better, contradicted if it is "
+          "significantly worse, inconclusive otherwise. Inconclusive here includes 'no detectable difference': "
+          "this test cannot show that the two are equal.",
+          "a Domain-pool and a Single-pool run at k = 3 that share backbone, retriever and memory policy"),
+    Claim("c", "100% fill beats 20% fill (Figure 4)",
+          "within one condition (Figure 4's: k = 3, Domain-pool, dense, plain memory), its last fill against its "
+          "20% fill; where it has no 20% (or no 100%) fill, its smallest (largest) one, as the comparison says.",
+          "a Figure 4 run (k = 3, Domain-pool, dense, plain memory) with two or more fills"),
+    Claim("d", "learned dense beats frozen dense, BM25 and random (ablation)",
+          "dense-learned against dense-frozen, bm25 and random at the same backbone, k and pool, plain memory, "
+          "each at its last fill.",
+          "a dense-learned run and a dense-frozen, bm25 or random run of the same backbone, k and pool, plain memory"),
+]}
+BASELINES = ("dense-frozen", "bm25", "random")  # claim (d)'s opponents, in its order
+METRIC_WORDS = {"P": "BERTScore precision", "R": "BERTScore recall", "F1": "BERTScore F1",
+                "ref_logprob": "the reference answer's mean log-prob per token given the agent's prompt, in nats"}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    claim: Claim
+    label: str  # what differs, e.g. "k=1 vs k=0"
+    setting: str  # what is held fixed
+    a: Condition  # the claim says a beats b (higher is better)
+    b: Condition
+    fill_a: int
+    fill_b: int
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    comparison: Comparison
+    metric: str
+    result: Paired
+    wins: int  # agents whose mean difference is above 0
+    agents: int
+
+
+def _setting(backbone: str, k: Optional[int], pool: Optional[str], retriever: Optional[str], memory: str) -> str:
+    parts = [backbone, None if k is None else f"k={k}", None if pool is None else f"{pool} pool", retriever,
+             f"{memory} memory"]
+    return ", ".join(p for p in parts if p)
+
+
+def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> list[Comparison]:
+    """Every comparison the conditions allow, claim by claim. Where two conditions share
+    (backbone, k, pool, retriever, memory), the most recently finished one is used."""
+    index: dict[tuple, Condition] = {}
+    for c in sorted(conds, key=lambda c: (c.finished, c.name)):
+        index[(*c.cell, c.retriever_label, c.memory)] = c
+    out = []
+    for (backbone, k, pool, retriever, memory), c in sorted(index.items(), key=lambda kv: kv[0]):
+        if k == 0:
+            setting = _setting(backbone, None, pool, retriever, memory)
+            for k_ in (1, 2, 3):
+                if (other := index.get((backbone, k_, pool, retriever, memory))) is not None:
+                    out.append(Comparison(CLAIMS["a"], f"k={k_} vs k=0", setting, other, c, other.last_fill,
+                                          c.last_fill))
+        if (k, pool) == (3, "domain") and (other := index.get((backbone, 3, "single", retriever, memory))) is not None:
+            out.append(Comparison(CLAIMS["b"], "Domain vs Single", _setting(backbone, 3, None, retriever, memory),
+                                  c, other, c.last_fill, other.last_fill))
+        if retriever == "dense-learned" and memory == "plain":
+            for baseline in BASELINES:
+                if (other := index.get((backbone, k, pool, baseline, memory))) is not None:
+                    out.append(Comparison(CLAIMS["d"], f"dense-learned vs {baseline}",
+                                          _setting(backbone, k, pool, None, memory), c, other,
+                                          c.last_fill, other.last_fill))
+    for (backbone, k, pool), c in sorted(chosen.items()):
+        if (k, pool) == (FIGURE4_K, FIGURE4_POOL) and len(c.fills) > 1:
+            top, low = c.last_fill, 20 if 20 in c.fills else c.fills[0]
+            caveats = []
+            if low != 20:
+                caveats.append("no 20% fill: its smallest")
+            if top != 100:
+                caveats.append("no 100% fill: its largest")
+            label = f"fill {top}% vs {low}%" + (f" ({'; '.join(caveats)})" if caveats else "")
+            out.append(Comparison(CLAIMS["c"], label, _setting(backbone, k, pool, c.retriever_label, c.memory),
+                                  c, c, top, low))
+    return sorted(out, key=lambda cmp: cmp.claim.id)
+
+
+def compare(comparison: Comparison, metric: str) -> Optional[ClaimRow]:
+    """The paired difference a - b over the test questions both sides measured; None where there are none
+    (a run without predictions.jsonl, or a metric one side never recorded)."""
+    a = comparison.a.values(metric, comparison.fill_a)
+    b = comparison.b.values(metric, comparison.fill_b)
+    if a is None or b is None or not (items := sorted(a.keys() & b.keys())):
+        return None
+    by_agent: dict[str, list[float]] = defaultdict(list)
+    for item in items:
+        by_agent[item[0]].append(a[item] - b[item])
+    wins = sum(fmean(d) > 0 for d in by_agent.values())
+    return ClaimRow(comparison, metric, paired([a[i] for i in items], [b[i] for i in items]), wins, len(by_agent))
+
+
+def test_all(comps: Sequence[Comparison], metrics: Sequence[str]) -> tuple[list[ClaimRow], list[Comparison]]:
+    """Rows for every comparison and metric with data, and the comparisons that had none for any metric."""
+    rows, empty = [], []
+    for comp in comps:
+        found = [row for metric in metrics if (row := compare(comp, metric)) is not None]
+        rows += found
+        if not found:
+            empty.append(comp)
+    return rows, empty
+
+
+CSV_HEADER = ["claim", "claim_text", "comparison", "setting", "metric", "estimate", "ci_lo", "ci_hi", "p", "n",
+              "agent_wins", "verdict", "runs_a", "runs_b", "fill_a", "fill_b"]
+
+
+def claims_csv(rows: Sequence[ClaimRow]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    for row in rows:
+        c, r = row.comparison, row.result
+        writer.writerow([c.claim.id, c.claim.text, c.label, c.setting, row.metric, csv_number(r.estimate),
+                         csv_number(r.lo), csv_number(r.hi), csv_number(r.p), r.n, f"{row.wins}/{row.agents}",
+                         r.verdict, c.a.name, c.b.name, c.fill_a, c.fill_b])
+    return buf.getvalue()
+
+
+def _signed(x: Optional[float]) -> str:
+    return "–" if x is None else f"{x:+.3f}"
+
+
+def claims_grid(rows: Sequence[ClaimRow]) -> str:
+    """The claims table in Markdown, as claims.md and summary.md show it."""
+    header = ["claim", "comparison", "setting", "metric", "a - b [95% CI]", "p", "n", "agents ahead", "verdict",
+              "runs (a vs b)"]
+    cells = [[f"({c.claim.id})", c.label, c.setting, row.metric,
+              f"{_signed(r.estimate)} [{_signed(r.lo)}, {_signed(r.hi)}]" if r.lo is not None else _signed(r.estimate),
+              "–" if r.p is None else f"{r.p:.3g}", str(r.n), f"{row.wins}/{row.agents}", f"**{r.verdict}**",
+              f"{c.a.name} vs {c.b.name}" if c.a is not c.b else c.a.name]
+             for row in rows for c, r in [(row.comparison, row.result)]]
+    return markdown_grid(header, cells, len(header))  # left-aligned: verdicts and run names read better so
+
+
+def untested(rows: Sequence[ClaimRow], empty: Sequence[Comparison]) -> list[str]:
+    """One line per claim with no row, saying why."""
+    tested = {row.comparison.claim.id for row in rows}
+    lines = []
+    for claim in CLAIMS.values():
+        if claim.id in tested:
+            continue
+        without = [c for c in empty if c.claim is claim]
+        why = (f"runs found ({'; '.join(f'{c.label}: {c.a.name} vs {c.b.name}' for c in without)}) but without "
+               "per-question values for these metrics (no predictions.jsonl, or the metric not recorded)"
+               if without else f"no runs: it needs {claim.needs}")
+        lines.append(f"({claim.id}) {claim.text}: {why}.")
+    return lines
+
+
+def claims_markdown(rows: Sequence[ClaimRow], empty: Sequence[Comparison], metrics: Sequence[str],
+                    folders: Sequence[Path]) -> str:
+    """claims.md: how the numbers were made and from which run folders, the table, how each claim is
+    judged, and the claims no run could test."""
+    out = [f"Numbers: the mean paired difference a - b over the test questions both sides measured (matched on "
+           f"agent and test id), its {CONFIDENCE:.0%} bootstrap CI (scipy BCa, {RESAMPLES} resamples), a two-sided "
+           f"sign-flip permutation p ({RESAMPLES} resamples), and a verdict at alpha = {ALPHA}: supported where the "
+           f"CI lies above 0 and p < alpha, contradicted where it lies below 0 and p < alpha, inconclusive "
+           f"otherwise. Seed replicates are averaged per question first. Run folders read: {len(folders)}, "
+           f"listed at the end.\n",
+           "# Claims\n",
+           f"Metrics, where the runs have them: {'; '.join(f'{m}, {METRIC_WORDS[m]}' for m in metrics)}. Higher is "
+           "better for all. 'agents ahead': agents whose mean difference is above 0, of those compared.\n",
+           claims_grid(rows) if rows else "No claim could be tested on these runs.", "",
+           "## How each claim is tested\n",
+           *(f"- ({c.id}) {c.text}: {c.how}" for c in CLAIMS.values()), ""]
+    tested = {row.comparison.claim.id for row in rows}
+    partial = [c for c in empty if c.claim.id in tested]
+    if partial:
+        out += ["## Comparisons without per-question values\n",
+                *(f"- ({c.claim.id}) {c.label}, {c.setting}: {c.a.name} vs {c.b.name}" for c in partial), ""]
+    missing = [f"- {line}" for line in untested(rows, empty)]
+    out += ["## Not tested here (no runs)\n", *(missing or ["None."]), "",
+            "## Run folders read\n", *([f"- `{f}`" for f in folders] or ["None."])]
+    return "\n".join(out) + "\n"

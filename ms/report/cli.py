@@ -1,0 +1,110 @@
+"""ms-report: every table, claim and figure for the runs under some sweep dirs, written into one folder."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ms.evaluate import METRICS, REF_LOGPROB
+from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
+from ms.report.claims import claims_csv, claims_grid, claims_markdown, comparisons, test_all, untested
+from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
+from ms.report.figures import figure4, pool_growth
+from ms.report.paper import PaperTables, load_paper_tables
+from ms.report.pages import runs_markdown, summary_markdown
+from ms.report.render import to_csv, to_latex, to_markdown
+from ms.report.runs import find_runs, metric_label, read_jsonl, slug
+from ms.report.tables import table1, table2
+from ms.scorer import DECISIONS_FILE
+
+log = logging.getLogger(__name__)
+
+CLAIM_METRICS = ("P", REF_LOGPROB)  # the headline metric and the cheap, sensitive one (DESIGN.md section 5)
+
+
+def _write_claims(out: Path, conds, chosen, runs, metric: str) -> str:
+    """claims.md and claims.csv; returns the part summary.md shows."""
+    metrics = list(dict.fromkeys([*CLAIM_METRICS, metric]))
+    rows, empty = test_all(comparisons(conds, chosen), metrics)
+    (out / "claims.md").write_text(claims_markdown(rows, empty, metrics, [r.path for r in runs]), encoding="utf-8")
+    (out / "claims.csv").write_text(claims_csv(rows), encoding="utf-8")
+    missing = "".join(f"\n- not tested here: {line}" for line in untested(rows, empty))
+    return (claims_grid(rows) if rows else "No claim could be tested on these runs.") + "\n" + missing
+
+
+def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Optional[PaperTables] = None) -> Path:
+    """Write every table, claim and figure for the runs under `roots` into `out`; returns summary.md."""
+    paper = paper or load_paper_tables()
+    runs, skipped = find_runs(roots)
+    if not runs and not skipped:
+        log.warning("no run folders (metrics.json or .hydra/) under %s", ", ".join(map(str, roots)))
+    conds, replaced = conditions(runs)
+    chosen, why_not = choose(conds, replaced)
+    out.mkdir(parents=True, exist_ok=True)
+
+    tables = {"table1": table1(chosen, paper, metric), "table2": table2(chosen, paper, metric)}
+    for stem, table in tables.items():
+        for suffix, render in ((".md", to_markdown), (".csv", to_csv), (".tex", to_latex)):
+            (out / f"{stem}{suffix}").write_text(render(table), encoding="utf-8")
+
+    ablation = None
+    for stale in ("ablation.md", "ablation.csv"):  # a rerun into the same --out must not keep an old one
+        (out / stale).unlink(missing_ok=True)
+    if len(combinations(conds)) > 1:
+        ablations, single = ablation_tables(conds, metric, paper.agents)
+        (out / "ablation.md").write_text(ablation_markdown(ablations, metric, single), encoding="utf-8")
+        (out / "ablation.csv").write_text(ablation_csv(ablations, paper.agents), encoding="utf-8")
+        ablation = ablation_markdown(ablations, metric, single, level=2)
+
+    claims = _write_claims(out, conds, chosen, runs, metric)
+
+    figure4s = {}
+    for (backbone, k, pool), cond in sorted(chosen.items()):
+        if (k, pool) == (FIGURE4_K, FIGURE4_POOL):
+            scorer = f"\nBERTScore model {cond.scorer}" if metric != REF_LOGPROB else ""
+            fig = figure4(cond.curves(metric), f"{metric_label(metric)} vs memory fill: {backbone}, k = {k}, "
+                          f"Domain-pool (band: 95% CI){scorer}", metric_label(metric))
+            stem = f"figure4_{slug(backbone)}"
+            for suffix in (".png", ".pdf"):
+                fig.savefig(out / f"{stem}{suffix}", dpi=150)
+            figure4s[backbone] = f"{stem}.png"
+
+    growth = {}
+    for run in runs:
+        path = run.path / DECISIONS_FILE
+        decisions = read_jsonl(path) if path.exists() else []
+        if not decisions:
+            log.warning("no pool-growth plot for %s: %s missing or empty", run.name, path)
+            continue
+        f = run.fields
+        png = f"pool_growth_{run.name}.png"
+        pool_growth(decisions, f"Pool growth: {run.name}\n{f['backbone']}, k = {f['k']}, pool {f['pool']}, "
+                               f"retriever {f.get('retriever')}").savefig(out / png, dpi=120)
+        growth[run.name] = png
+
+    (out / "runs.md").write_text(runs_markdown(runs, why_not, paper, metric, skipped), encoding="utf-8")
+    summary = out / "summary.md"
+    summary.write_text(summary_markdown(list(roots), metric, runs, skipped, tables, figure4s, growth, why_not, paper,
+                                        claims, ablation), encoding="utf-8")
+    return summary
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="ms-report", description="Tables, claims and figures from ms runs, "
+                                     "beside the paper's published numbers.")
+    parser.add_argument("sweep_dirs", nargs="+", type=Path, metavar="SWEEP_DIR",
+                        help="folders searched recursively for run folders (metrics.json or .hydra/)")
+    parser.add_argument("--out", type=Path, help="where to write (default: the first SWEEP_DIR/report)")
+    parser.add_argument("--metric", choices=METRICS, default="P",
+                        help="a BERTScore component (P by default, as the paper's code reported precision), or "
+                             f"{REF_LOGPROB}: the reference answer's mean log-prob per token (nats; no paper numbers)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    missing = [str(d) for d in args.sweep_dirs if not d.is_dir()]
+    if missing:
+        parser.error(f"not a folder: {', '.join(missing)}")
+    summary = write_report(args.sweep_dirs, args.out or args.sweep_dirs[0] / "report", args.metric)
+    print(f"report written: {summary}")
+    return 0

@@ -1,0 +1,190 @@
+"""Run folders as the pipeline leaves them: what each run was (metrics.json, .hydra/overrides.yaml)
+and what it measured on each test question (predictions.jsonl)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Optional, Sequence
+
+import yaml
+
+from ms.evaluate import REF_LOGPROB
+
+log = logging.getLogger(__name__)
+
+# The pipeline's file names (ms.pipeline holds the same constants; importing it would load torch).
+METRICS_FILE = "metrics.json"
+PREDICTIONS_FILE = "predictions.jsonl"
+
+Cell = tuple[str, int, str]  # (backbone, k, pool)
+Item = tuple[str, str]  # (agent, test_id): one test question, the unit every CI resamples
+
+def metric_label(metric: str) -> str:
+    """How titles and axes name a metric."""
+    return "ref log-prob (nats/token)" if metric == REF_LOGPROB else f"BERTScore {metric}"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Every JSON line of the file; a line that does not parse (a crash mid-write) is left out, with a warning."""
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                log.warning("%s line %d is not JSON; left out", path, n)
+    return rows
+
+
+@dataclass
+class Run:
+    name: str  # unique and file-name safe: the folder's path under its sweep dir
+    path: Path
+    metrics: dict
+    overrides: list[str]
+    finished: float  # metrics.json mtime: the most recent of two otherwise equal runs wins
+
+    @property
+    def fields(self) -> dict:
+        return self.metrics["run"]
+
+    @property
+    def cell(self) -> Cell:
+        return self.fields["backbone"], int(self.fields["k"]), self.fields["pool"]
+
+    @property
+    def seed(self):
+        """None for runs from before the seed was recorded."""
+        return self.fields.get("seed")
+
+    @property
+    def memory(self) -> str:
+        """The memory policy; runs from before the field existed used plain memory."""
+        policy = self.fields.get("memory") or (self.metrics.get("memory") or {}).get("policy")
+        return str(policy or "plain")
+
+    @property
+    def retriever_label(self) -> str:
+        """random, bm25, dense-frozen/dense-learned, composite-frozen/composite (learned), or the raw name."""
+        name = str(self.fields.get("retriever"))
+        learned = bool(self.fields.get("learned"))
+        if name == "dense":
+            return "dense-learned" if learned else "dense-frozen"
+        if name == "composite":
+            return "composite" if learned else "composite-frozen"
+        return name
+
+    @property
+    def accepted(self) -> Optional[int]:
+        """Stream questions whose answers the gate admitted to the pool; None where not recorded."""
+        counts = (self.metrics.get("stream") or {}).get("accepted")
+        return sum(int(n) for n in counts.values()) if isinstance(counts, dict) else None
+
+    @property
+    def consolidation(self) -> Optional[dict]:
+        return (self.metrics.get("memory") or {}).get("consolidation") or None
+
+    @property
+    def fills(self) -> list[int]:
+        return sorted(int(f) for f in self.metrics["fills"])
+
+    @property
+    def last_fill(self) -> int:
+        return self.fills[-1]
+
+    @property
+    def agents(self) -> list[str]:
+        return list(self.metrics["fills"][str(self.last_fill)]["per_agent"])
+
+    @property
+    def scorer(self) -> str:
+        """The BERTScore model and layer, as notes name them (runs that skipped BERTScore have none)."""
+        b = self.metrics.get("bertscore") or {}
+        return f"{b.get('model', 'unknown model')}, layer {b.get('num_layers', '?')}"
+
+    @cached_property
+    def predictions(self) -> Optional[dict[int, dict[Item, dict]]]:
+        """fill -> test question -> its prediction row; None for a run without predictions.jsonl
+        (runs from before it was written). A question written twice at one fill keeps its last row."""
+        path = self.path / PREDICTIONS_FILE
+        if not path.exists():
+            return None
+        out: dict[int, dict[Item, dict]] = {}
+        for row in read_jsonl(path):
+            out.setdefault(int(row["fill"]), {})[(row["agent"], str(row["test_id"]))] = row
+        return out
+
+    def values(self, metric: str, fill: int) -> Optional[dict[Item, float]]:
+        """Each test question's value at the fill. A question without the metric key was not measured
+        on it and is left out (never counted as 0); None where the run has no predictions.jsonl."""
+        if self.predictions is None:
+            return None
+        rows = self.predictions.get(fill, {})
+        return {item: float(row[metric]) for item, row in rows.items() if row.get(metric) is not None}
+
+    def summary(self, metric: str, fill: int, agent: Optional[str] = None) -> tuple[Optional[float], int]:
+        """metrics.json's mean and n (for runs without predictions.jsonl); agent None: over all agents."""
+        fill_summary = self.metrics["fills"][str(fill)]
+        scores = fill_summary["overall"] if agent is None else fill_summary["per_agent"].get(agent, {})
+        return scores.get(metric), int(scores.get("n") or 0)
+
+
+@dataclass
+class Skipped:
+    path: Path
+    reason: str
+
+
+def _read_metrics(folder: Path) -> tuple[Optional[dict], str]:
+    """A run's metrics, or None and why the folder is an incomplete cell."""
+    path = folder / METRICS_FILE
+    if not path.exists():
+        return None, "no metrics.json (still running, or failed)"
+    try:
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        return None, f"unreadable metrics.json ({e})"
+    if not isinstance(metrics, dict) or metrics.get("complete") is not True:
+        return None, "metrics.json does not say complete: true"
+    if not {"backbone", "k", "pool"} <= set(metrics.get("run") or {}) or not metrics.get("fills"):
+        return None, "metrics.json lacks its run fields (backbone, k, pool) or fill results"
+    return metrics, ""
+
+
+def _read_overrides(folder: Path) -> list[str]:
+    path = folder / ".hydra" / "overrides.yaml"
+    return [str(o) for o in yaml.safe_load(path.read_text(encoding="utf-8")) or []] if path.exists() else []
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^\w.,=+-]", "_", text)
+
+
+def find_runs(roots: Sequence[Path]) -> tuple[list[Run], list[Skipped]]:
+    """Every run folder under the roots: one holding metrics.json or a Hydra .hydra folder."""
+    runs, skipped, seen = [], [], set()
+    for root in (Path(r).resolve() for r in roots):
+        folders = {p.parent for p in root.rglob(METRICS_FILE)} | {p.parent for p in root.rglob(".hydra") if p.is_dir()}
+        for folder in sorted(folders - seen):
+            seen.add(folder)
+            metrics, problem = _read_metrics(folder)
+            if metrics is None:
+                log.warning("skipped incomplete run %s: %s", folder, problem)
+                skipped.append(Skipped(folder, problem))
+                continue
+            # Sweep folders are named by their overrides, so the relative path says what the run is;
+            # the same name under two sweep dirs gets its sweep dir's name in front.
+            name = slug("__".join(folder.relative_to(root).parts) or folder.name)
+            taken = {r.name for r in runs}
+            if name in taken:
+                name = slug(f"{root.name}__{name}")
+            base, i = name, 2
+            while name in taken:
+                name, i = f"{base}_{i}", i + 1
+            runs.append(Run(name, folder, metrics, _read_overrides(folder), (folder / METRICS_FILE).stat().st_mtime))
+    return runs, skipped

@@ -1,0 +1,115 @@
+"""Uncertainty for every number ms prints: a mean with its n and a 95% bootstrap CI over test
+questions, and a paired comparison (two conditions on the same test questions) with a CI, a
+p-value and a verdict. Resampling is scipy.stats' own (bootstrap, permutation_test).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+ALPHA = 0.05
+RESAMPLES = 9999
+SEED = 0  # fixed, so the same inputs always print the same interval
+SUPPORTED, CONTRADICTED, INCONCLUSIVE = "supported", "contradicted", "inconclusive"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over n values and its 95% CI; lo and hi are None where n < 2 (no interval exists)."""
+
+    mean: Optional[float]
+    lo: Optional[float]
+    hi: Optional[float]
+    n: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def text(self, digits: int = 3) -> str:
+        """Compact: '0.412 [0.380, 0.444] n=20'."""
+        if self.mean is None:
+            return "–"
+        ci = f" [{self.lo:.{digits}f}, {self.hi:.{digits}f}]" if self.lo is not None else ""
+        return f"{self.mean:.{digits}f}{ci} n={self.n}"
+
+
+def _interval(values: np.ndarray) -> tuple[Optional[float], Optional[float]]:
+    if len(values) < 2:
+        return None, None
+    if np.ptp(values) == 0:  # every resample has the same mean: the interval is that point
+        return float(values[0]), float(values[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # BCa warns on skewed small samples; it falls back below
+        ci = stats.bootstrap((values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
+                             method="BCa", random_state=SEED).confidence_interval
+        if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+            ci = stats.bootstrap((values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
+                                 method="percentile", random_state=SEED).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def mean_ci(values: Sequence[float]) -> Estimate:
+    """The mean of the values with a 95% bootstrap CI (BCa; percentile where BCa is undefined)."""
+    array = np.asarray([v for v in values if v is not None], dtype=float)
+    if not len(array):
+        return Estimate(None, None, None, 0)
+    lo, hi = _interval(array)
+    return Estimate(float(array.mean()), lo, hi, len(array))
+
+
+@dataclass(frozen=True)
+class Paired:
+    """mean(a - b) over the same n items, its 95% CI, a two-sided p-value, and the verdict on
+    'a beats b' (higher is better)."""
+
+    estimate: Optional[float]
+    lo: Optional[float]
+    hi: Optional[float]
+    p: Optional[float]
+    n: int
+    verdict: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def verdict(lo: Optional[float], hi: Optional[float], p: Optional[float], alpha: float = ALPHA) -> str:
+    """'a beats b' is supported when the difference is significantly above 0, contradicted when it
+    is significantly below 0, and inconclusive otherwise (including when there is too little data)."""
+    if p is None or lo is None or hi is None or p >= alpha:
+        return INCONCLUSIVE
+    if lo > 0:
+        return SUPPORTED
+    if hi < 0:
+        return CONTRADICTED
+    return INCONCLUSIVE  # p and the interval disagree at the margin: do not claim either way
+
+
+def paired(a: Sequence[float], b: Sequence[float]) -> Paired:
+    """Compare two conditions measured on the same items (a[i] and b[i] belong to item i). The CI
+    is a bootstrap of the mean difference; the p-value is a sign-flip permutation test on it."""
+    if len(a) != len(b):
+        raise ValueError(f"paired comparison needs the same items on both sides: {len(a)} vs {len(b)}")
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    n = len(diff)
+    if n == 0:
+        return Paired(None, None, None, None, 0, INCONCLUSIVE)
+    lo, hi = _interval(diff)
+    p = None
+    if n >= 2:
+        if np.all(diff == 0):
+            p = 1.0
+        else:
+            result = stats.permutation_test((np.asarray(a, float), np.asarray(b, float)),
+                                            lambda x, y, axis: np.mean(x - y, axis=axis),
+                                            permutation_type="samples", n_resamples=RESAMPLES,
+                                            alternative="two-sided", random_state=SEED, vectorized=True)
+            p = float(result.pvalue)
+    return Paired(float(diff.mean()), lo, hi, p, n, verdict(lo, hi, p))
