@@ -55,6 +55,9 @@ class RetrieverConfig:
     name: str = "dense"  # dense | composite | bm25 | random
     encoder: Optional[str] = None  # None: the packaged all-MiniLM-L6-v2; or any HF encoder
     learn: bool = True  # dense and composite: keep fine-tuning the encoder with memory train
+    # Test questions retrieve with this instead (bm25 | random | dense_frozen), over the same pool the
+    # stream grew: a retriever ablation that holds the pool fixed. None: the stream's retriever.
+    at_test: Optional[str] = None
     seed: int = 0
     composite: CompositeConfig = field(default_factory=CompositeConfig)
 

@@ -26,7 +26,7 @@ from ms.evaluate import METRICS, REF_LOGPROB, BERTScore, summarize, validate_met
 from ms.llm import LM, build_lm
 from ms.pool import Memory, Pool, scope_for
 from ms.memory import build_policy
-from ms.retrieval import build_retriever
+from ms.retrieval import build_retriever, build_test_retriever
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.composite import CompositeRetriever
 from ms.retrieval.dense import DenseRetriever
@@ -110,6 +110,8 @@ class Experiment:
         # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
         self.memory = build_policy(cfg.memory, self.pool, self.lm, encoder=lambda: Encoder(cfg.retriever.encoder))
         self.retriever = self.memory.wrap(retriever)
+        self.test_retriever = (self.memory.wrap(build_test_retriever(cfg.retriever, self.pool))
+                               if cfg.retriever.at_test else self.retriever)
         self.bertscore = BERTScore(cfg.eval) if "bertscore" in self.metrics else None
 
     def scope(self, agent: str) -> str:
@@ -122,14 +124,16 @@ class Experiment:
                   "answer": e.answer, "origin": "seed"} for a, s in self.splits.items() for e in s.seed]
         return sum(i is not None for i in self.pool.add(items, step=0))
 
-    def prompts(self, queries: Sequence[Query], k: int, *, mark: bool) -> tuple[list[list], list[list[Memory]]]:
+    def prompts(self, queries: Sequence[Query], k: int, *, mark: bool,
+                retriever=None) -> tuple[list[list], list[list[Memory]]]:
         """Retrieve k memories per query (one batch per scope) and render each query's chat."""
+        retriever = retriever or self.retriever
         retrieved: list[list[Memory]] = [[] for _ in queries]
         by_scope: dict[str, list[int]] = defaultdict(list)
         for i, q in enumerate(queries):
             by_scope[q.scope].append(i)
         for scope, idx in by_scope.items():
-            found = self.retriever.retrieve_batch([queries[i].example.question for i in idx], scope, k)
+            found = retriever.retrieve_batch([queries[i].example.question for i in idx], scope, k)
             for i, memories in zip(idx, found):
                 retrieved[i] = memories
         if mark:
@@ -174,7 +178,8 @@ class Experiment:
         batch = self.cfg.micro_batch
         for start in tqdm(range(0, len(tests), batch), desc=f"evaluate @ {fill}% fill", unit="batch", leave=False):
             part = rows[start:start + batch]
-            prompts, retrieved = self.prompts(tests[start:start + batch], self.cfg.k, mark=False)
+            prompts, retrieved = self.prompts(tests[start:start + batch], self.cfg.k, mark=False,
+                                              retriever=self.test_retriever)
             for row, memories in zip(part, retrieved):
                 row["retrieved"] = [m.id for m in memories]
             if self.bertscore is not None:
@@ -224,10 +229,15 @@ class Experiment:
         if self.scorer.lm is not self.lm:
             usage["scorer"] = self.scorer.lm.usage.as_dict()
         (self.out / "llm_usage.json").write_text(json.dumps(usage, indent=2))
+        at_test = self.cfg.retriever.at_test
         metrics = {
             "complete": True,
+            # retriever and learned describe what the test questions retrieved with; the stream's own
+            # retriever is stream_retriever (they differ under retriever.at_test).
             "run": {"backbone": self.cfg.backbone.name, "k": self.cfg.k, "pool": self.cfg.pool.mode,
-                    "retriever": self.cfg.retriever.name, "learned": self.trainer is not None,
+                    "retriever": "dense" if at_test == "dense_frozen" else at_test or self.cfg.retriever.name,
+                    "learned": self.trainer is not None and not at_test,
+                    "stream_retriever": self.cfg.retriever.name + " (learned)" * (self.trainer is not None),
                     "memory": self.cfg.memory.policy,
                     "label_method": self.trainer.labeller.method if self.trainer else None,
                     "agents": list(self.splits), "fills": list(checkpoints), "seed": self.cfg.seed,

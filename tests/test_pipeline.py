@@ -77,10 +77,13 @@ def test_api_backbone_run_keeps_the_key_out_of_every_file(tmp_path, llama_server
 
 @pytest.mark.slow
 def test_ref_logprob_only_evaluation_scores_the_reference_given_the_exact_prompt(tmp_path, models_cache):
+    """Also: retriever.at_test=bm25 evaluates with BM25 over the pool the learned stream grew."""
     from ms.agents import AGENTS, PromptTemplate, chat
     from ms.llm import build_lm
+    from ms.retrieval.bm25 import BM25Retriever
 
-    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "eval.metrics=[ref_logprob]", "data.agents=[riddle]"])
+    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "eval.metrics=[ref_logprob]", "data.agents=[riddle]",
+                                 "retriever.at_test=bm25"])
     metrics = run(cfg, tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").open()]
     assert len(rows) == 2 and all("answer" not in r and "P" not in r for r in rows)  # nothing decoded
@@ -89,9 +92,14 @@ def test_ref_logprob_only_evaluation_scores_the_reference_given_the_exact_prompt
     cell = metrics["fills"]["100"]["per_agent"]["riddle"]
     assert cell["n"] == 1 and cell["ref_logprob"] == pytest.approx(rows[-1]["ref_logprob"])
 
+    assert (metrics["run"]["retriever"], metrics["run"]["learned"]) == ("bm25", False)
+    assert metrics["run"]["stream_retriever"] == "dense (learned)" and metrics["stream"]["train_losses"]
+
     # The same number by hand: the prompt rebuilt from the retrieved memories, then loglikelihood.
     row = rows[-1]
-    memories = {m.id: m for m in Pool(tmp_path / "pool.sqlite").get(row["retrieved"])}
+    pool = Pool(tmp_path / "pool.sqlite")
+    assert [m.id for m in BM25Retriever(pool).retrieve(row["question"], "logic", 3)] == row["retrieved"]
+    memories = {m.id: m for m in pool.get(row["retrieved"])}
     shown = [{"question": memories[i].question, "answer": memories[i].answer} for i in row["retrieved"]]
     prompt = chat(AGENTS["riddle"], PromptTemplate(**cfg.prompt).render(row["question"], shown))
     lm = build_lm(cfg.backbone, models_cache, use_response_cache=False)
