@@ -184,17 +184,25 @@ def untested(rows: Sequence[ClaimRow], empty: Sequence[Comparison]) -> list[str]
     return lines
 
 
+def _shown(folder: Path) -> str:
+    """Relative to the working folder where it lies below it, so committed reports name no machine's paths."""
+    try:
+        return str(Path(folder).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(folder)
+
+
 def claims_markdown(rows: Sequence[ClaimRow], empty: Sequence[Comparison], metrics: Sequence[str],
                     folders: Sequence[Path]) -> str:
     """claims.md: how the numbers were made and from which run folders, the table, how each claim is
     judged, and the claims no run could test."""
-    out = [f"Numbers: the mean paired difference a - b over the test questions both sides measured (matched on "
+    out = ["# Claims\n",
+           f"Numbers: the mean paired difference a - b over the test questions both sides measured (matched on "
            f"agent and test id), its {CONFIDENCE:.0%} bootstrap CI (scipy BCa, {RESAMPLES} resamples), a two-sided "
            f"sign-flip permutation p ({RESAMPLES} resamples), and a verdict at alpha = {ALPHA}: supported where the "
            f"CI lies above 0 and p < alpha, contradicted where it lies below 0 and p < alpha, inconclusive "
            f"otherwise. Seed replicates are averaged per question first. Run folders read: {len(folders)}, "
            f"listed at the end.\n",
-           "# Claims\n",
            f"Metrics, where the runs have them: {'; '.join(f'{m}, {METRIC_WORDS[m]}' for m in metrics)}. Higher is "
            "better for all. 'agents ahead': agents whose mean difference is above 0, of those compared.\n",
            claims_grid(rows) if rows else "No claim could be tested on these runs.", "",
@@ -207,5 +215,5 @@ def claims_markdown(rows: Sequence[ClaimRow], empty: Sequence[Comparison], metri
                 *(f"- ({c.claim.id}) {c.label}, {c.setting}: {c.a.name} vs {c.b.name}" for c in partial), ""]
     missing = [f"- {line}" for line in untested(rows, empty)]
     out += ["## Not tested here (no runs)\n", *(missing or ["None."]), "",
-            "## Run folders read\n", *([f"- `{f}`" for f in folders] or ["None."])]
+            "## Run folders read\n", *([f"- `{_shown(f)}`" for f in folders] or ["None."])]
     return "\n".join(out) + "\n"
