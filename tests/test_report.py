@@ -494,7 +494,7 @@ def test_a_big_effect_supports_claim_a(effect_report):
     fills = claim_rows(effect_report, "c")[("fill 100% vs 20%", "P")]  # k = 3 values do not change with fill
     assert fills["verdict"] == "inconclusive" and float(fills["estimate"]) == 0
     text = (effect_report / "claims.md").read_text()
-    assert text.startswith("Numbers: the mean paired difference") and "sign-flip permutation p" in text.splitlines()[0]
+    assert text.startswith("# Claims\n\nNumbers: the mean paired difference") and "sign-flip permutation p" in text.splitlines()[2]
     assert "alpha = 0.05" in text.splitlines()[0] and str(effect_report.parent / "k=3") in text
     untested = text.split("## Not tested here (no runs)")[1]
     assert "(b) Domain-pool" in untested and "(d) learned dense" in untested and "(a)" not in untested
