@@ -495,7 +495,7 @@ def test_a_big_effect_supports_claim_a(effect_report):
     assert fills["verdict"] == "inconclusive" and float(fills["estimate"]) == 0
     text = (effect_report / "claims.md").read_text()
     assert text.startswith("# Claims\n\nNumbers: the mean paired difference") and "sign-flip permutation p" in text.splitlines()[2]
-    assert "alpha = 0.05" in text.splitlines()[0] and str(effect_report.parent / "k=3") in text
+    assert "alpha = 0.05" in text.splitlines()[2] and str(effect_report.parent / "k=3") in text
     untested = text.split("## Not tested here (no runs)")[1]
     assert "(b) Domain-pool" in untested and "(d) learned dense" in untested and "(a)" not in untested
     assert "includes 'no detectable difference'" in text
