@@ -85,17 +85,22 @@ def auc_with_ci(good: Sequence[float], bad: Sequence[float]) -> tuple[float, flo
 
 def summarize(decisions: Sequence[tuple[str, str, Decision]]) -> list[AgentAUC]:
     """decisions: (agent, kind, decision). An unscored pair counts as score 0: the gate rejects it."""
+    def score(d: Decision) -> float:
+        return 0.0 if d.score is None else float(d.score)
+
     out = []
     for agent in dict.fromkeys(a for a, _, _ in decisions):
-        mine = [(kind, d) for a, kind, d in decisions if a == agent]
-        value = {id(d): 0.0 if d.score is None else float(d.score) for _, d in mine}
-        good = [value[id(d)] for kind, d in mine if kind == "good"]
-        bad = [value[id(d)] for kind, d in mine if kind != "good"]
+        by_kind: dict[str, list[float]] = {}
+        for a, kind, d in decisions:
+            if a == agent:
+                by_kind.setdefault(kind, []).append(score(d))
+        good = by_kind.get("good", [])
+        bad = [v for kind in CORRUPTIONS for v in by_kind.get(kind, [])]
         point, lo, hi = auc_with_ci(good, bad)
-        means = {kind: float(np.mean([value[id(d)] for k, d in mine if k == kind]))
-                 for kind in CORRUPTIONS if any(k == kind for k, _ in mine)}
-        out.append(AgentAUC(agent, point, lo, hi, len(good), len(bad), sum(d.score is None for _, d in mine),
-                            float(np.mean(good)) if good else None, means))
+        unscored = sum(d.score is None for a, _, d in decisions if a == agent)
+        out.append(AgentAUC(agent, point, lo, hi, len(good), len(bad), unscored,
+                            float(np.mean(good)) if good else None,
+                            {kind: float(np.mean(by_kind[kind])) for kind in CORRUPTIONS if kind in by_kind}))
     return out
 
 
