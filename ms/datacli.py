@@ -6,7 +6,9 @@ import argparse
 import sys
 from statistics import mean
 
-from ms.data import Example, form_problem, import_paper, load_dir, split_examples
+from ms.data import (Example, drop_leaked_tests, form_problem, format_hygiene, hygiene_report, import_paper,
+                     line_numbers, load_dir, split_examples, with_splits, write_dir, write_hygiene)
+from ms.errors import UserError
 
 
 def _lengths(texts: list[str]) -> str:
@@ -23,7 +25,10 @@ def stats(args: argparse.Namespace) -> None:
     data = load_dir(args.data_dir)
     rows, every, totals = [], [], [0, 0, 0]
     for agent, examples in data.items():
-        parts = split_examples(examples, args.fractions, args.seed)
+        try:
+            parts = split_examples(examples, args.fractions, args.seed)
+        except ValueError as err:  # bad --fractions
+            raise UserError(f"--fractions: {err}") from None
         sizes = [len(parts.seed), len(parts.stream), len(parts.test)]
         totals = [t + s for t, s in zip(totals, sizes)]
         every += examples
@@ -42,18 +47,40 @@ def validate(args: argparse.Namespace) -> int:
         print(f"form: {line}")
     print(f"{args.data_dir}: {len(data)} files, {sum(map(len, data.values()))} pairs valid; "
           f"{len(problems)} form problem(s)")
+    try:  # examples without a split fall where ms-run would put them
+        framed = with_splits(data, args.fractions, args.seed)
+    except ValueError as err:  # bad --fractions
+        raise UserError(f"--fractions: {err}") from None
+    report = hygiene_report(framed, line_numbers(args.data_dir))
+    print(format_hygiene(report, args.data_dir))
+    if args.report:
+        print(f"hygiene report: {write_hygiene(report, args.report)}")
+    if args.drop_leaked_tests:
+        _write_clean(framed, report, args.drop_leaked_tests)
     return 1 if problems and args.strict else 0
 
 
+def _write_clean(data: dict, report: dict, folder: str) -> None:
+    """The clean variant of `data`, with its own hygiene report beside it."""
+    clean = drop_leaked_tests(data, report)
+    write_dir(folder, clean)
+    write_hygiene(hygiene_report(clean, line_numbers(folder)), folder)
+    kept = ", ".join(f"{agent} {row['kept']}/{row['test']}" for agent, row in report["kept_tests"].items())
+    print(f"clean variant in {folder}; test items kept per agent: {kept}")
+
+
 def import_paper_cmd(args: argparse.Namespace) -> None:
-    report = import_paper(args.path, args.out)
-    for agent, counts in report["counts"].items():
-        if any(counts.values()):
-            print(f"{agent:<11} " + " ".join(f"{split}={n}" for split, n in counts.items()))
-    print(f"imported {report['total']} items into {args.out}; unassigned: {report['unassigned']} "
-          f"{report['unassigned_by_reason'] or ''} (see unassigned.jsonl)")
-    for skipped in report["skipped_files"]:
-        print(f"skipped {skipped}")
+    from ms.data.paper import ONEPOOL, format_import
+
+    report = import_paper(args.path, args.out, args.drop_leaked_tests)
+    print(format_import(report, args.out))
+    for group, hygiene in report["hygiene"].items():
+        print(format_hygiene(hygiene, str(args.out if group == "." else f"{args.out}/{group}")))
+    if args.drop_leaked_tests:
+        for group, hygiene in report["hygiene"].items():
+            kept = ", ".join(f"{a} {row['kept']}/{row['test']}" for a, row in hygiene["kept_tests"].items())
+            where = args.drop_leaked_tests if group == "." else f"{args.drop_leaked_tests}/{ONEPOOL}"
+            print(f"clean variant in {where}; test items kept per agent: {kept}")
 
 
 def invert_cmd(args: argparse.Namespace) -> int:
@@ -101,17 +128,57 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def pool_stats_cmd(args: argparse.Namespace) -> int:
+    """Memories per run (oldest first, with its run folder), scope and agent, split by origin."""
+    from pathlib import Path
+
+    from ms.pool import ORIGINS, Pool
+
+    path = Path(args.pool)
+    if not path.is_file():
+        raise UserError(f"{path}: no such pool file (a run's pool is <run folder>/pool.sqlite, or its pool.path)")
+    with Pool(path) as pool:
+        counts = pool.tally(("run_id", "scope", "agent", "origin"))
+        labels = pool.runs()
+    origins = [o for o in ORIGINS if any(key[3] == o for key in counts)]
+    runs = {key[0] for key in counts}
+    print(f"{path}: {sum(counts.values())} memories, {len(runs)} run(s)")
+    run_order = ([r for r in labels if r in runs] + sorted(r for r in runs if r not in labels and r)
+                 + [None] * (None in runs))  # None: memories from before runs were recorded
+    sections = {"run": (0, run_order, lambda r: f"{r} {labels.get(r) or ''}".rstrip() if r else "(before run ids)"),
+                "scope": (1, sorted({k[1] for k in counts}), str), "agent": (2, sorted({k[2] for k in counts}), str)}
+    for title, (index, values, name) in sections.items():
+        rows = {value: [sum(n for k, n in counts.items() if k[index] == value and k[3] == o) for o in origins]
+                for value in values}
+        width = max(len(name(v)) for v in [*values, ""]) if values else 0
+        width = max(width, len(title) + 3)
+        print(f"\n{'by ' + title:<{width}}" + "".join(f" {o:>8}" for o in origins) + f" {'total':>8}")
+        for value, row in rows.items():
+            print(f"{name(value):<{width}}" + "".join(f" {n:>8}" for n in row) + f" {sum(row):>8}")
+    return 0
+
+
 def _compose(overrides):
+    """The config ms-run would compose from these overrides, checked as ms-run checks it."""
     from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
 
     from ms.cli import CONF_DIR
+    from ms.errors import one_line
+    from ms.validation import validate
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        return compose("config", overrides=list(overrides))
+        try:
+            cfg = compose("config", overrides=list(overrides))
+        except HydraException as err:  # a misspelt key or option
+            raise UserError(one_line(f"{err} {err.__cause__ or ''}", 500)) from err
+    validate(cfg)
+    return cfg
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ms-data", description=__doc__)
+    parser = argparse.ArgumentParser(prog="ms-data", description=__doc__,
+                                     epilog="--debug: show the traceback of errors that are reported in one line")
     commands = parser.add_subparsers(dest="command", required=True)
 
     show = commands.add_parser("stats", help="pairs per agent and split, and text lengths")
@@ -121,14 +188,26 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--seed", type=int, default=0, help="split seed")
     show.set_defaults(handler=stats)
 
-    check = commands.add_parser("validate", help="check the schema of every file, and the poetic forms")
+    check = commands.add_parser("validate", help="check the schema of every file and the poetic forms, and "
+                                                 "report duplicates, test leaks and empty answers")
     check.add_argument("--data-dir", default="data")
+    check.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4],
+                       metavar=("SEED", "STREAM", "TEST"), help="the split of examples that carry none")
+    check.add_argument("--seed", type=int, default=0, help="split seed")
+    check.add_argument("--report", metavar="DIR", help="write the full hygiene report to DIR/hygiene.json")
+    check.add_argument("--drop-leaked-tests", metavar="DIR",
+                       help="write a clean variant to DIR: test items that leak from seed or stream, or repeat "
+                            "an earlier test item, removed; every item keeps its split")
     check.add_argument("--strict", action="store_true", help="fail on form problems too")
     check.set_defaults(handler=validate)
 
     paper = commands.add_parser("import-paper", help="convert the paper authors' repository layout")
     paper.add_argument("path", help="a checkout of the authors' repository")
-    paper.add_argument("out", help="output folder for <agent>.jsonl and import_report.json")
+    paper.add_argument("out", help="output folder: <agent>.jsonl (domain folders), onepool/<agent>.jsonl "
+                                   "(single-pool files), import_report.json, hygiene.json")
+    paper.add_argument("--drop-leaked-tests", metavar="DIR",
+                       help="also write the clean variant to DIR (and DIR/onepool): test items that leak from "
+                            "seed or stream, or repeat an earlier test item, removed")
     paper.set_defaults(handler=import_paper_cmd)
 
     inv = commands.add_parser("invert", help="let an agent write the question each answer responds to")
@@ -146,16 +225,21 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--out", default="gate_check", help="folder for gate_check.{md,csv} and the decisions")
     gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
     gate.set_defaults(handler=gate_check_cmd)
+
+    stats_pool = commands.add_parser("pool-stats", help="memories in a pool file per run, scope and agent, "
+                                                        "split by origin (seed, stream, summary)")
+    stats_pool.add_argument("pool", help="a pool file: <run folder>/pool.sqlite, or a shared pool.path")
+    stats_pool.set_defaults(handler=pool_stats_cmd)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args) or 0
-    except ValueError as err:  # DataError is one; so are bad split fractions
-        print(f"ms-data: error: {err}", file=sys.stderr)
-        return 1
+    """User errors (bad data or settings, missing or damaged files) print one line and exit 2;
+    --debug (or HYDRA_FULL_ERROR=1) shows their traceback."""
+    from ms.errors import report_user_errors, take_debug_flag
+
+    args = build_parser().parse_args(take_debug_flag(list(sys.argv[1:] if argv is None else argv)))
+    return report_user_errors("ms-data", lambda: args.handler(args) or 0)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,11 @@ a machine that can reach it (or a warm HF cache). Scores are raw: no baseline re
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Iterable, Mapping, Optional, Sequence
+
+from ms.validation import setting
 
 # The layer used for the packaged MiniLM, which bert-score has no default for. all-MiniLM-L6-v2 was trained for sentence
 # similarity on mean-pooled last-layer token vectors, so that layer is the one shaped for semantic
@@ -33,10 +35,10 @@ EVAL_METRICS = ("bertscore", REF_LOGPROB)  # what eval.metrics may name
 class EvalConfig:
     # bertscore needs generated answers; ref_logprob alone skips generation and BERTScore entirely.
     # ref_logprob is measured only on backbones that score given text (absent elsewhere, never 0).
-    metrics: list[str] = field(default_factory=lambda: list(EVAL_METRICS))
+    metrics: list[str] = setting(factory=lambda: list(EVAL_METRICS), choices=EVAL_METRICS, nonempty=True)
     model: Optional[str] = None  # None: the packaged MiniLM; or e.g. roberta-large, microsoft/deberta-xlarge-mnli
-    num_layers: Optional[int] = None  # None: MINILM_LAYERS for MiniLM, bert-score's own table otherwise
-    batch_size: int = 32
+    num_layers: Optional[int] = setting(None, ge=1)  # None: MINILM_LAYERS for MiniLM, bert-score's own table otherwise
+    batch_size: int = setting(32, ge=1)
     lang: str = "en"
     device: str = "auto"
 

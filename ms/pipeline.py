@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
@@ -22,9 +21,9 @@ from tqdm.auto import tqdm
 from ms.agents import AGENTS, PromptTemplate, chat
 from ms.config import BackboneConfig
 from ms.data import Example, load_splits
-from ms.evaluate import METRICS, REF_LOGPROB, BERTScore, summarize, validate_metrics
+from ms.evaluate import REF_LOGPROB, BERTScore, summarize, validate_metrics
 from ms.llm import LM, build_lm
-from ms.pool import Memory, Pool, scope_for
+from ms.pool import Memory, scope_for
 from ms.memory import build_policy
 from ms.retrieval import build_retriever, build_test_retriever
 from ms.retrieval.bm25 import BM25Retriever
@@ -33,11 +32,12 @@ from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
 from ms.scorer import DECISIONS_FILE, Scorer, append_decisions, load_rubrics, rubric_for
 from ms.training import Labeller, RetrieverTrainer
+from ms.printout import format_table
+from ms.run_folder import METRICS_FILE, PREDICTIONS_FILE, clear_partial, completed, open_run_pool, write_atomic
+from ms.validation import validate
 
 log = logging.getLogger(__name__)
 
-METRICS_FILE = "metrics.json"
-PREDICTIONS_FILE = "predictions.jsonl"
 
 
 @dataclass
@@ -86,6 +86,7 @@ class Experiment:
         self.template = PromptTemplate(**cfg.prompt)
         self.metrics = validate_metrics(cfg.eval.metrics)
         self.splits = load_splits(cfg.data)
+        self.pool = open_run_pool(cfg, out_dir)  # before any model loads: a bad pool file fails fast
         self.lm = build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)
         if REF_LOGPROB in self.metrics and not self.lm.scores_text:
             if self.metrics == [REF_LOGPROB]:
@@ -94,7 +95,6 @@ class Experiment:
             log.info("provider '%s' cannot score given text: predictions carry no %s", self.lm.provider, REF_LOGPROB)
             self.metrics.remove(REF_LOGPROB)
         self.scorer = Scorer(scorer_backbone(cfg, self.lm), load_rubrics(), cfg.scorer)
-        self.pool = Pool(cfg.pool.path or out_dir / "pool.sqlite")
         self.step = 0
         self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred
         retriever = build_retriever(cfg.retriever, self.pool)
@@ -105,7 +105,7 @@ class Experiment:
             dense = retriever.dense
         self.trainer = None
         if dense is not None and cfg.retriever.learn:
-            labeller = Labeller(self.lm, self.template, cfg.train.label_method)
+            labeller = Labeller(self.lm, self.template, cfg.train.label_method, cfg.train.verbalized_prompt)
             self.trainer = RetrieverTrainer(cfg.train, dense, BM25Retriever(self.pool), labeller)
         # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
         self.memory = build_policy(cfg.memory, self.pool, self.lm, encoder=lambda: Encoder(cfg.retriever.encoder))
@@ -139,8 +139,8 @@ class Experiment:
         if mark:
             self.pool.mark_retrieved({m.id for ms in retrieved for m in ms}, self.step)
         prompts = [chat(AGENTS[q.agent], self.template.render(
-            q.example.question, [{"question": m.question, "answer": m.answer} for m in memories]))
-            for q, memories in zip(queries, retrieved)]
+            q.example.question, [{"question": m.question, "answer": m.answer} for m in memories]),
+            self.template.system) for q, memories in zip(queries, retrieved)]
         return prompts, retrieved
 
     def ref_logprobs(self, prompts: Sequence[list], references: Sequence[str]) -> list[tuple[float, int]]:
@@ -150,15 +150,21 @@ class Experiment:
 
     def stream_batch(self, queries: Sequence[Query]) -> list:
         self.step += 1
-        answers = self.lm.generate(self.prompts(queries, self.stream_k, mark=True)[0])
-        decisions = self.scorer.score([(q.agent, rubric_for(q.agent, self.cfg.pool.mode).name,
-                                        q.example.question, a) for q, a in zip(queries, answers)])
+        prompts = self.prompts(queries, self.stream_k, mark=True)[0]
+        answers = self.lm.generate(prompts)
+        # memory.question=prompt, as the authors' code: the question a new memory stores (and the
+        # scorer grades, and memory train mines with) is the whole prompt the agent saw.
+        asked = [p[-1]["content"] if self.cfg.memory.question == "prompt" else q.example.question
+                 for q, p in zip(queries, prompts)]
+        used = {q.scope: self.retriever.state(q.scope) for q in queries}  # before this step trains it
+        decisions = self.scorer.score([(q.agent, rubric_for(q.agent, self.cfg.pool.mode).name, x, a)
+                                       for q, x, a in zip(queries, asked, answers)])
         admitted = [(q, d) for q, d in zip(queries, decisions) if d.accepted]
         ids = self.memory.admit([{"scope": q.scope, "agent": q.agent, "domain": AGENTS[q.agent].domain,
-                                  "question": q.example.question, "answer": d.answer, "origin": "stream",
+                                  "question": d.question, "answer": d.answer, "origin": "stream",
                                   "score": d.score} for q, d in admitted], step=self.step)
         if self.trainer is not None:
-            self.trainer.update([(q.agent, q.scope, q.example.question, d.answer, i)
+            self.trainer.update([(q.agent, q.scope, d.question, d.answer, i)
                                  for (q, d), i in zip(admitted, ids) if i is not None])
         for what, ids_ in asdict(self.memory.maybe_consolidate(self.step)).items():
             self.consolidated[what] += len(ids_)
@@ -166,7 +172,7 @@ class Experiment:
         pool_sizes = {scope: self.pool.count(scope) for scope in {q.scope for q in queries}}
         append_decisions(self.out / DECISIONS_FILE, decisions,
                          [{"step": self.step, "memory_id": next(new_ids) if d.accepted else None,
-                           "pool_size": pool_sizes[q.scope], "scope": q.scope}
+                           "pool_size": pool_sizes[q.scope], "scope": q.scope, **used[q.scope]}
                           for q, d in zip(queries, decisions)])
         return decisions
 
@@ -180,8 +186,9 @@ class Experiment:
             part = rows[start:start + batch]
             prompts, retrieved = self.prompts(tests[start:start + batch], self.cfg.k, mark=False,
                                               retriever=self.test_retriever)
-            for row, memories in zip(part, retrieved):
+            for row, q, memories in zip(part, tests[start:start + batch], retrieved):
                 row["retrieved"] = [m.id for m in memories]
+                row.update(self.test_retriever.state(q.scope))  # retriever_version, index_staleness
             if self.bertscore is not None:
                 for row, answer in zip(part, self.lm.generate(prompts)):
                     row["answer"] = answer
@@ -239,6 +246,7 @@ class Experiment:
                     "learned": self.trainer is not None and not at_test,
                     "stream_retriever": self.cfg.retriever.name + " (learned)" * (self.trainer is not None),
                     "memory": self.cfg.memory.policy,
+                    "refresh": self.cfg.retriever.refresh if self.trainer is not None else None,
                     "label_method": self.trainer.labeller.method if self.trainer else None,
                     "agents": list(self.splits), "fills": list(checkpoints), "seed": self.cfg.seed,
                     "metrics": self.metrics, "scorer_read": self.scorer.read},
@@ -259,69 +267,10 @@ class Experiment:
         return metrics
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """A reader never sees half a file: write beside it, then rename over it."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def format_table(metrics: dict) -> str:
-    """Per agent, at the last fill: each metric's mean with its 95% CI and n; the headline metric
-    at every fill; and the gate's accepted/rejected/unscored counts."""
-    fills = list(metrics["fills"])
-    last = metrics["fills"][fills[-1]]
-    present = [m for m in METRICS if m in last["overall"]]
-    headline = present[0] if present else None
-    stream = metrics["stream"]
-    accepted, rejected = stream["accepted"], stream["rejected"]
-    unscored = stream.get("unscored_by_agent", {})
-    bert = metrics.get("bertscore")
-    run = metrics["run"]
-    head = (f"{'agent':<11}" + "".join(f" {m + ' [95% CI]':>24}" for m in present) + f" {'n':>3} |"
-            + "".join(f" {headline}@{f}%" for f in fills) + " | accepted/rejected/unscored")
-    lines = [f"k={run['k']}, pool={run['pool']}, retriever={run['retriever']}, backbone={run['backbone']}"
-             + (f"; BERTScore {bert['model']}, layer {bert['num_layers']}" if bert else "")
-             + f"; {REF_LOGPROB} in nats per token" * (REF_LOGPROB in present), head, "-" * len(head)]
-    for name in [*last["per_agent"], "overall"]:
-        def at(fill: str) -> dict:
-            summary = metrics["fills"][fill]
-            return summary["overall"] if name == "overall" else summary["per_agent"][name]
-        cell = at(fills[-1])
-        counts = ([sum(accepted.values()), sum(rejected.values()), sum(unscored.values())] if name == "overall"
-                  else [accepted.get(name, 0), rejected.get(name, 0), unscored.get(name, 0)])
-        lines.append(f"{name:<11}" + "".join(f" {_with_ci(cell, m):>24}" for m in present) + f" {cell['n']:>3} |"
-                     + "".join(f" {at(f).get(headline, float('nan')):{len(headline) + len(f) + 2}.3f}" for f in fills)
-                     + " | " + "/".join(map(str, counts)))
-    return "\n".join(lines)
-
-
-def _with_ci(cell: dict, metric: str) -> str:
-    lo, hi = cell.get("ci", {}).get(metric, (None, None))
-    return f"{cell[metric]:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
-
-
-def completed(out_dir: Path) -> dict | None:
-    """The metrics of a finished run in this folder, or None."""
-    try:
-        metrics = json.loads((out_dir / METRICS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return metrics if metrics.get("complete") is True else None
-
-
-def clear_partial(out_dir: Path, cfg: DictConfig) -> None:
-    """Remove what an interrupted run left here, so a redo starts from an empty pool."""
-    names = [PREDICTIONS_FILE, DECISIONS_FILE, "llm_usage.json"]
-    if not cfg.pool.path:
-        names += ["pool.sqlite", "pool.sqlite-wal", "pool.sqlite-shm"]
-    for name in names:
-        (out_dir / name).unlink(missing_ok=True)
-
-
 def run(cfg: DictConfig, out_dir: Path) -> dict:
     """Run one configuration into out_dir. A folder that already holds a complete run is left as
     it is, so re-running an interrupted sweep redoes only its unfinished cells."""
+    validate(cfg)  # every setting, before any model, pool or cache opens
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics = completed(out_dir)
     if metrics is not None:

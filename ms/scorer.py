@@ -23,6 +23,7 @@ import yaml
 from ms.agents import DOMAINS, get_agent
 from ms.llm.base import LM, Message
 from ms.pool import scope_for
+from ms.validation import setting
 
 RUBRIC_DIR = Path(__file__).resolve().parent.parent / "conf" / "rubric"
 SINGLE_RUBRIC = "single"
@@ -190,13 +191,13 @@ SCORE_OPTIONS = [str(v) for v in range(RUBRIC_TOTAL + 1)]
 
 @dataclass
 class ScorerConfig:
-    threshold: float = 50  # the paper's code admits pairs scoring 50 or more
+    threshold: float = setting(50, ge=0, le=RUBRIC_TOTAL)  # the paper's code admits pairs scoring 50 or more
     # auto: the probability-weighted score where the backbone exposes token probabilities, else text
-    read: str = "auto"
+    read: str = setting("auto", choices=READS)
     # Below this much probability on "0".."100" the grader is not answering with a score at all.
-    min_mass: float = 1e-4
-    max_new_tokens: int = 16  # text read: a number, perhaps with a few words around it
-    retries: int = 1  # text read: batched re-asks for replies with no readable score
+    min_mass: float = setting(1e-4, ge=0.0, le=1.0)
+    max_new_tokens: int = setting(16, ge=1)  # text read: a number, perhaps with a few words around it
+    retries: int = setting(1, ge=0)  # text read: batched re-asks for replies with no readable score
     backbone: Optional[str] = None  # None: grade with the agents' own backbone
 
 

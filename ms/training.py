@@ -3,7 +3,8 @@
 For each accepted pair: mine the top-n BM25 candidates (x_i, y_i) from its scope (never the pair
 itself), label each by p_i = P(not Y | (x_i, y_i), X), take the v/2 lowest as positives and the
 v/2 highest as negatives, and take a BCE step on logit = s * cos(E(X), E(x_i + y_i)) + b. The
-trained score is the retrieval score, so training moves what retrieval ranks by.
+trained score is the retrieval score, so training moves what retrieval ranks by. Under
+retriever.refresh=query_tower, E(X) is a separate query encoder and only it is trained.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 from torch import nn
@@ -25,24 +26,35 @@ from ms.pool import Memory
 from ms.retrieval.base import memory_text
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
+from ms.validation import setting
 
 log = logging.getLogger(__name__)
+
+LABEL_METHODS = ("likelihood", "verbalized")
 
 
 @dataclass
 class TrainConfig:
     enabled: bool = True  # false: the dense retriever stays frozen
-    candidates: int = 10  # n: BM25 candidates mined per accepted pair
-    labelled: int = 6  # v: v/2 positives + v/2 negatives
-    label_method: str = "likelihood"  # likelihood | verbalized
-    lr: float = 2e-5  # encoder
-    head_lr: float = 1e-2  # s and b
+    candidates: int = setting(10, ge=2)  # n: BM25 candidates mined per accepted pair
+    labelled: int = setting(6, ge=2)  # v: v/2 positives + v/2 negatives
+    label_method: str = setting("likelihood", choices=LABEL_METHODS)
+    lr: float = setting(2e-5, gt=0.0)  # encoder
+    head_lr: float = setting(1e-2, gt=0.0)  # s and b
     init_scale: float = 10.0
     init_bias: float = -5.0
-    replay_size: int = 2048  # labelled pairs kept for replay
-    replay_per_step: int = 24  # replayed pairs mixed into each step
-    steps: int = 1  # optimizer steps per update
+    replay_size: int = setting(2048, ge=0)  # labelled pairs kept for replay
+    replay_per_step: int = setting(24, ge=0)  # replayed pairs mixed into each step
+    steps: int = setting(1, ge=1)  # optimizer steps per update
     seed: int = 0
+    # The verbalized label prompt, with {example}, {query} and {answer}; None: VERBALIZED_PROMPT.
+    verbalized_prompt: Optional[str] = None
+
+    def problems(self):
+        """Cross-field limits (see ms.validation): v labelled candidates are picked from the n mined."""
+        if self.labelled > self.candidates:
+            yield "labelled", (f"must be at most train.candidates ({self.candidates}): "
+                               f"v labelled are picked from n mined")
 
 
 @dataclass(frozen=True)
@@ -74,8 +86,8 @@ def parse_probability(text: str) -> float | None:
 class Labeller:
     """p_i = P(not Y | one-shot prompt from (x_i, y_i), X), for every candidate in one batched call."""
 
-    def __init__(self, lm: LM, template: PromptTemplate, method: str = "likelihood"):
-        if method not in ("likelihood", "verbalized"):
+    def __init__(self, lm: LM, template: PromptTemplate, method: str = "likelihood", prompt: str | None = None):
+        if method not in LABEL_METHODS:
             raise ValueError(f"train.label_method must be 'likelihood' or 'verbalized', not '{method}'")
         if method == "likelihood" and not lm.scores_text:
             log.warning("backbone provider '%s' cannot score given text; memory train labels candidates "
@@ -84,6 +96,7 @@ class Labeller:
         self.lm = lm
         self.template = template
         self.method = method
+        self.prompt = prompt or VERBALIZED_PROMPT
 
     def p_not(self, jobs: Sequence[tuple[str, str, str, Memory]]) -> list[float]:
         """jobs: (agent, X, Y, candidate memory)."""
@@ -92,13 +105,14 @@ class Labeller:
         return self._likelihood(jobs) if self.method == "likelihood" else self._verbalized(jobs)
 
     def _likelihood(self, jobs) -> list[float]:
-        contexts = [self.lm.chat_context(chat(get_agent(agent), self.template.render(x, [{"question": m.question, "answer": m.answer}])))
+        contexts = [self.lm.chat_context(chat(get_agent(agent), self.template.render(x, [{"question": m.question, "answer": m.answer}]),
+                                              self.template.system))
                     for agent, x, _, m in jobs]
         scored = self.lm.loglikelihood(contexts, [y for _, _, y, _ in jobs])
         return [1.0 - math.exp(total / n) for total, n in scored]
 
     def _verbalized(self, jobs) -> list[float]:
-        prompts = [VERBALIZED_PROMPT.format(example=self.template.example.format(question=m.question, answer=m.answer),
+        prompts = [self.prompt.format(example=self.template.example.format(question=m.question, answer=m.answer),
                                             query=x, answer=y) for _, x, y, m in jobs]
         replies = self.lm.generate(prompts, max_new_tokens=8)
         # An unreadable reply says nothing about the candidate: 0.5 sorts it to the middle.
@@ -124,7 +138,8 @@ class RetrieverTrainer:
         self.scale = nn.Parameter(torch.tensor(cfg.init_scale, device=dense.encoder.device))
         self.bias = nn.Parameter(torch.tensor(cfg.init_bias, device=dense.encoder.device))
         self.optimizer = torch.optim.AdamW([
-            {"params": dense.encoder.parameters(), "lr": cfg.lr},
+            # The encoder that is trained: the shared one, or the query tower alone (retriever.refresh).
+            {"params": dense.query_encoder.parameters(), "lr": cfg.lr},
             {"params": [self.scale, self.bias], "lr": cfg.head_lr, "weight_decay": 0.0},
         ])
         self.replay: list[LabelledPair] = []
@@ -149,7 +164,7 @@ class RetrieverTrainer:
         return pairs
 
     def logits(self, queries: Sequence[str], memories: Sequence[str]) -> torch.Tensor:
-        cos = (self.dense.encoder(queries) * self.dense.encoder(memories)).sum(-1)
+        cos = (self.dense.query_encoder(queries) * self.dense.memory_side(memories)).sum(-1)
         return self.scale * cos + self.bias
 
     def step(self, pairs: Sequence[LabelledPair]) -> float | None:
@@ -159,7 +174,7 @@ class RetrieverTrainer:
         replayed = self.rng.sample(self.replay, min(self.cfg.replay_per_step, len(self.replay)))
         batch = list(pairs) + replayed
         targets = torch.tensor([p.label for p in batch], device=self.dense.encoder.device)
-        encoder = self.dense.encoder
+        encoder = self.dense.query_encoder
         encoder.train()
         for _ in range(self.cfg.steps):
             loss = nn.functional.binary_cross_entropy_with_logits(
@@ -180,7 +195,7 @@ class RetrieverTrainer:
     def save(self, folder: Path) -> None:
         """The retriever checkpoint: the encoder in transformers format plus the (s, b) head."""
         folder.mkdir(parents=True, exist_ok=True)
-        self.dense.encoder.net.save_pretrained(folder)
-        self.dense.encoder.tokenizer.save_pretrained(folder)
+        self.dense.query_encoder.net.save_pretrained(folder)  # under query_tower, memories use the untrained encoder
+        self.dense.query_encoder.tokenizer.save_pretrained(folder)
         torch.save({"scale": self.scale.detach().cpu(), "bias": self.bias.detach().cpu(),
-                    "losses": self.losses}, folder / "head.pt")
+                    "losses": self.losses, "refresh": self.dense.refresh}, folder / "head.pt")

@@ -1,5 +1,5 @@
 """Datasets: schema errors point at file and line, splits are deterministic and per agent, the
-paper importer copes with the authors' layout, and the project's own data keeps its forms."""
+paper importer reports malformed lines, and the project's own data keeps its forms."""
 
 from __future__ import annotations
 
@@ -183,34 +183,7 @@ def test_load_splits_reads_a_hf_dataset_when_configured(tmp_path):
 
 # ---- importer of the authors' repository -----------------------------------------------------
 
-def test_import_paper_fixture(tmp_path):
-    report = import_paper(PAPER_FIXTURE, tmp_path)
-    counts = report["counts"]
-    # File-name variants: lvshi, Limerick, puns, riddles, Puzzle.
-    assert counts["wuyanlvshi"] == {"seed": 1, "stream": 1, "test": 1}
-    assert counts["limerick"] == {"seed": 1, "stream": 1, "test": 1}
-    assert counts["pun"]["test"] == 2 and counts["riddle"]["test"] == 3 and counts["puzzle"]["test"] == 1
-    # Mixed files: assigned by script, form name, line shape and vocabulary.
-    assert counts["sonnet"]["seed"] == 1 and counts["riddle"]["seed"] == 2
-    assert counts["pun"] == {"seed": 1, "stream": 1, "test": 2}
-    assert counts["puzzle"]["seed"] == 1 and counts["study"] == {"seed": 1, "stream": 1, "test": 1}
-    assert counts["travel"]["stream"] == 1 and counts["fitness"]["seed"] == 1
-    # OnePool repeats a pool item and a test item: counted once, the copies reported.
-    assert report["duplicates_skipped"] == {"OnePool/SinglePool.jsonl": 1, "OnePool/sonnetTest.jsonl": 1}
-    assert report["test_questions_also_in_seed"] == {"riddle": 1}
-    assert any("scores.jsonl" in s for s in report["skipped_files"])
-
-    unassigned = [json.loads(x) for x in (tmp_path / "unassigned.jsonl").read_text().splitlines()]
-    assert report["unassigned"] == len(unassigned) == 2
-    assert {(u["file"], u["line"]) for u in unassigned} == {
-        ("Literal Creation/LiteralPool.jsonl", 4), ("Logic Problem_Solving/LogicPool.jsonl", 4)}
-    assert all(u["reason"] for u in unassigned)
-
-    written = load_dir(tmp_path)
-    assert sum(map(len, written.values())) + report["unassigned"] == 27 + 2
-    assert all(e.split in ("seed", "stream", "test") for part in written.values() for e in part)
-    assert json.loads((tmp_path / "import_report.json").read_text()) == report
-
+# Agent blocks, hygiene and the clean variant: tests/test_paper.py.
 
 def test_import_paper_reports_a_malformed_line(tmp_path):
     source = tmp_path / "repo"

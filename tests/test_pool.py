@@ -155,3 +155,81 @@ def test_memory_round_trips_every_field(pool):
     assert (d["score"], d["importance"], d["origin"], d["sources"]) == (72.5, 0.4, "summary", [1, 2])
     assert (d["added_step"], d["tier"], d["consolidated"]) == (5, "long", False)
     assert pool.count_by("origin") == {"summary": 1}
+
+
+# ---- runs: every memory records the run that admitted it (issue 12) ------------------------------
+
+def items(tag: str, n: int, **overrides) -> list[dict]:
+    return [item(question=f"{tag} question {i}", answer=f"{tag} answer {i}", **overrides) for i in range(n)]
+
+
+def test_removed_ids_are_never_given_again(tmp_path):
+    with Pool(tmp_path / "p.sqlite", run_id="first") as pool:
+        ids = pool.add(items("first", 3), step=1)
+        assert pool.forget_run("first") == 3
+    with Pool(tmp_path / "p.sqlite", run_id="second") as pool:
+        [new] = pool.add(items("second", 1), step=1)
+    assert new > max(ids)  # a reader that held the old ids cannot mistake a new memory for one
+
+
+def test_forget_run_keeps_seeds_and_other_runs(tmp_path):
+    with Pool(tmp_path / "p.sqlite", run_id="a") as a:
+        a.add(items("seed", 2, origin="seed") + items("a", 2), step=1)
+    with Pool(tmp_path / "p.sqlite", run_id="b") as b:
+        b.add(items("b", 1), step=1)
+        assert b.forget_run("a") == 2
+        assert b.tally(["run_id", "origin"]) == {("a", "seed"): 2, ("b", "stream"): 1}
+
+
+def test_forgetting_a_summary_restores_the_other_runs_memories_it_folded_in(tmp_path):
+    with Pool(tmp_path / "p.sqlite", run_id="b") as b:
+        folded = b.add(items("b", 2, tier="short"), step=1)
+    with Pool(tmp_path / "p.sqlite", run_id="a") as a:  # a's stm_ltm consolidates b's short-term items
+        [summary] = a.add([item(question="summary", answer="both", origin="summary", sources=folded)], step=2)
+        for memory_id in folded:
+            a.set_fields(memory_id, tier="long", consolidated=True)
+        assert a.forget_run("a") == 1
+        assert [(m.tier, m.consolidated) for m in a.get(folded)] == [("long", False)] * 2
+        with pytest.raises(KeyError):
+            a.get([summary])
+
+
+def test_pool_stats_counts_per_run_scope_agent_and_origin(tmp_path, capsys):
+    from ms.datacli import main as ms_data
+    from ms.errors import USER_ERROR_EXIT
+
+    path = tmp_path / "p.sqlite"
+    with Pool(path, run_id="run-1", run_label="outputs/one") as pool:
+        pool.add(items("seed", 4, origin="seed") + items("one", 2), step=0)
+    with Pool(path, run_id="run-2", run_label="outputs/two") as pool:
+        pool.add(items("two", 3, agent="sonnet"), step=1)
+    assert ms_data(["pool-stats", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{path}: 9 memories, 2 run(s)"
+    rows = {line.split()[0]: line.split()[1:] for line in out[1:] if line.strip() and not line.startswith("by ")}
+    assert rows["run-1"] == ["outputs/one", "4", "2", "6"] and rows["run-2"] == ["outputs/two", "0", "3", "3"]
+    assert rows["literary"] == ["4", "5", "9"]
+    assert rows["limerick"] == ["4", "2", "6"] and rows["sonnet"] == ["0", "3", "3"]
+    assert ms_data(["pool-stats", str(tmp_path / "missing.sqlite")]) == USER_ERROR_EXIT
+
+
+def test_a_schema_1_pool_is_migrated_in_place(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as old:  # the schema-1 table, as files written before run ids have it
+        old.execute("""CREATE TABLE memories (id INTEGER PRIMARY KEY, scope TEXT NOT NULL, agent TEXT NOT NULL,
+            domain TEXT NOT NULL, question TEXT NOT NULL, answer TEXT NOT NULL, score REAL, importance REAL,
+            origin TEXT NOT NULL, added_step INTEGER NOT NULL, added_at REAL NOT NULL, last_retrieved_step INTEGER,
+            last_retrieved_at REAL, content_hash TEXT NOT NULL, tier TEXT NOT NULL DEFAULT 'long',
+            consolidated INTEGER NOT NULL DEFAULT 0, sources TEXT, UNIQUE (scope, content_hash))""")
+        old.execute("INSERT INTO memories (id, scope, agent, domain, question, answer, origin, added_step, added_at,"
+                    " content_hash) VALUES (7, 'logic', 'pun', 'logic', 'q', 'a', 'seed', 0, 0, 'h')")
+        old.execute("PRAGMA user_version = 1")
+    with Pool(path, run_id="new") as pool:
+        [kept] = pool.get([7])
+        assert (kept.question, kept.run_id) == ("q", None)
+        [added] = pool.add(items("new", 1), step=1)
+        assert added > 7 and pool.get([added])[0].run_id == "new"
+    with sqlite3.connect(path) as check:
+        assert check.execute("PRAGMA user_version").fetchone()[0] == 2

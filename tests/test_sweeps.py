@@ -96,3 +96,60 @@ def test_resuming_an_interrupted_sweep_redoes_only_unfinished_cells(tmp_path):
     assert metrics["complete"] is True
     decisions = (second / "decisions.jsonl").read_text().splitlines()
     assert len(decisions) == 2  # the redo started from an empty stream, not on top of the killed one
+
+
+def cell_results(sweep_dir: Path) -> dict[str, dict]:
+    """What a launcher must not change: each cell's admissions, per-agent results and losses."""
+    out = {}
+    for path in sorted(sweep_dir.rglob("metrics.json")):
+        metrics = json.loads(path.read_text())
+        stream = metrics["stream"]
+        out[path.parent.name] = {
+            "accepted": stream["accepted"], "rejected": stream["rejected"],
+            "P": {a: r["P"] for a, r in metrics["fills"]["100"]["per_agent"].items()},
+            "losses": stream["train_losses"],
+        }
+    return out
+
+
+def kill_worker_of(cell: Path, parent: int) -> bool:
+    """SIGKILL the launcher's worker process that has `cell`'s pool open; False if none has yet."""
+    import psutil
+
+    for child in psutil.Process(parent).children(recursive=True):
+        try:
+            if any(Path(f.path).parent == cell for f in child.open_files()):
+                child.kill()
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
+@pytest.mark.slow
+def test_joblib_launcher_runs_cells_in_parallel_resumes_and_matches_the_basic_launcher(tmp_path):
+    parallel = tmp_path / "joblib"
+    proc = sweep(tmp_path, parallel, "k=0,3", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                 start_new_session=True)
+    deadline = time.time() + 1200
+    # Kill the worker running k=3 once its stream has begun, as a crashed or preempted job would.
+    while not kill_worker_of(parallel / "k=3", proc.pid):
+        assert proc.poll() is None and time.time() < deadline, proc.stdout.read()[-3000:]
+        time.sleep(0.2)
+    proc.communicate(timeout=600)
+    assert not (parallel / "k=3" / "metrics.json").exists()
+
+    again = sweep(tmp_path, parallel, "k=0,3", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    out, _ = again.communicate(timeout=1200)
+    assert again.returncode == 0, out[-3000:]
+
+    basic = tmp_path / "basic"
+    proc = sweep(tmp_path, basic, "k=0,3")  # same response cache: the answers are replayed
+    out, _ = proc.communicate(timeout=1200)
+    assert proc.returncode == 0, out[-3000:]
+    got, want = cell_results(parallel), cell_results(basic)
+    assert set(got) == set(want) == {"k=0", "k=3"}
+    for cell in got:  # floats approximately: a worker process may sum in another thread order
+        assert (got[cell]["accepted"], got[cell]["rejected"]) == (want[cell]["accepted"], want[cell]["rejected"])
+        assert got[cell]["P"] == pytest.approx(want[cell]["P"], rel=1e-4)
+        assert got[cell]["losses"] == pytest.approx(want[cell]["losses"], rel=1e-3)

@@ -11,14 +11,16 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence, Union
 
+from ms.errors import UserError
 from ms.llm.cache import ResponseCache, request_key
 
 Message = dict[str, str]
 Prompt = Union[str, list[Message]]  # a user message, or a full chat
 
 
-class BackendError(RuntimeError):
-    """A backend failed for good (after retries) or is misconfigured."""
+class BackendError(UserError, RuntimeError):
+    """A backend failed for good (after retries) or is misconfigured: the message names the endpoint
+    or setting, so the CLIs report it as a user error."""
 
 
 class LoglikelihoodUnsupported(BackendError):
@@ -37,6 +39,7 @@ class Usage:
     cache_hits: int = 0
     cache_misses: int = 0
     backend_seconds: float = 0.0
+    retries: int = 0  # API requests sent again after a transient failure or an unusable reply
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

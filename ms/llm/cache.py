@@ -9,6 +9,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ms.errors import UserError
+
+CACHE_FILENAME = "responses.sqlite"  # inside cache_dir
+
+
+class CacheFileError(UserError):
+    """The response cache file cannot be opened or is damaged."""
+
+
+def damaged_cache_message(path: Path, reason: object) -> str:
+    return (f"the response cache {path} is damaged ({reason}). Deleting it is safe: it only saves model "
+            f"replies, which are asked again (delete {path} and any -wal/-shm file beside it)")
+
 
 def request_key(payload: dict[str, Any]) -> str:
     """sha256 of a canonical JSON encoding, so equal requests hash equal across processes."""
@@ -22,6 +35,16 @@ class ResponseCache:
 
     def __init__(self, path: str | Path, timeout_s: float = 60.0):
         self.path = Path(path)
+        try:
+            self._open(timeout_s)
+        except (OSError, sqlite3.DatabaseError) as error:
+            if isinstance(error, sqlite3.DatabaseError) and not isinstance(error, sqlite3.OperationalError):
+                raise CacheFileError(damaged_cache_message(self.path, error)) from error
+            raise CacheFileError(f"cannot open the response cache {self.path} ({error}): make cache_dir writable, "
+                                 f"set cache_dir to another folder, or turn the cache off with use_cache=false"
+                                 ) from error
+
+    def _open(self, timeout_s: float) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
                                      check_same_thread=False)

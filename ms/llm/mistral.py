@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ms.llm.api import ChatAPILM
+from ms.errors import one_line
+from ms.llm.api import ChatAPILM, UnusableReply, reply_text
 
 
 class MistralLM(ChatAPILM):
@@ -14,12 +15,21 @@ class MistralLM(ChatAPILM):
         self.client = Mistral(api_key=api_key, server_url=self.base_url, timeout_ms=int(self.timeout_s * 1000))
 
     def _complete(self, messages, max_new_tokens, temperature, stop):
-        response = self.client.chat.complete(
-            model=self.model, messages=messages, max_tokens=max_new_tokens, temperature=temperature,
-            stop=stop or None)
-        usage = response.usage
-        return (response.choices[0].message.content or "",
-                usage.prompt_tokens or 0 if usage else 0, usage.completion_tokens or 0 if usage else 0)
+        from mistralai.client import errors
+
+        try:
+            response = self.client.chat.complete(
+                model=self.model, messages=messages, max_tokens=max_new_tokens, temperature=temperature,
+                stop=stop or None)
+        except errors.MistralError as error:
+            # The client raises on a 2xx reply it cannot read (not JSON, or not a chat completion).
+            if not 200 <= error.status_code < 300:
+                raise
+            kind = error.headers.get("content-type") or "no Content-Type"
+            if "json" not in kind:
+                raise UnusableReply(f"the reply is not JSON ({kind}): {one_line(error.body, 80)!r}") from error
+            raise UnusableReply(f"the reply is not a chat completion: {one_line(error.message, 200)}") from error
+        return reply_text(response)
 
     def _is_transient(self, error: Exception) -> bool:
         import httpx2  # the HTTP library mistralai 3.x is built on

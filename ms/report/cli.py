@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ms.errors import DEBUG_ENV, USER_ERROR_EXIT, report_user_errors
 from ms.evaluate import METRICS, REF_LOGPROB
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
 from ms.report.claims import claims_csv, claims_grid, claims_markdown, comparisons, test_all, untested
@@ -100,11 +102,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--metric", choices=METRICS, default="P",
                         help="a BERTScore component (P by default, as the paper's code reported precision), or "
                              f"{REF_LOGPROB}: the reference answer's mean log-prob per token (nats; no paper numbers)")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of errors that are otherwise reported in one line")
     args = parser.parse_args(argv)
+    if args.debug:
+        os.environ[DEBUG_ENV] = "1"
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     missing = [str(d) for d in args.sweep_dirs if not d.is_dir()]
     if missing:
         parser.error(f"not a folder: {', '.join(missing)}")
-    summary = write_report(args.sweep_dirs, args.out or args.sweep_dirs[0] / "report", args.metric)
+    # A user error (e.g. a damaged results file) prints one line and exits 2; a bug keeps its traceback.
+    summary = report_user_errors("ms-report", lambda: write_report(args.sweep_dirs, args.out or args.sweep_dirs[0]
+                                                                   / "report", args.metric))
+    if summary == USER_ERROR_EXIT:
+        return USER_ERROR_EXIT
     print(f"report written: {summary}")
     return 0

@@ -7,16 +7,24 @@ from ms.retrieval.base import Retriever
 
 RETRIEVERS = ("dense", "composite", "bm25", "random")
 AT_TEST = ("bm25", "random", "dense_frozen")
+# How memory vectors follow a trained encoder (see ms.retrieval.dense): re-encoded after every step,
+# after every n steps, or never, because only a separate query encoder is trained.
+REFRESH_POLICIES = ("full", "every_n", "query_tower")
 
 
-def build_retriever(cfg, pool: Pool, name: str | None = None) -> Retriever:
-    """`cfg` is a RetrieverConfig; `name`, when given, replaces its name."""
+def build_retriever(cfg, pool: Pool, name: str | None = None, learned: bool | None = None) -> Retriever:
+    """`cfg` is a RetrieverConfig; `name`, when given, replaces its name, and `learned` its `learn`
+    (an encoder that is never trained needs no refresh policy)."""
     name = name or cfg.name
+    learned = cfg.learn if learned is None else learned
     if name in ("dense", "composite"):
         from ms.retrieval.dense import DenseRetriever
         from ms.retrieval.encoder import Encoder
 
-        dense = DenseRetriever(pool, Encoder(cfg.encoder))
+        refresh = cfg.refresh if learned else "full"
+        if refresh not in REFRESH_POLICIES:  # before the encoder loads
+            raise ValueError(f"unknown retriever.refresh '{refresh}'; choose one of {', '.join(REFRESH_POLICIES)}")
+        dense = DenseRetriever(pool, Encoder(cfg.encoder), refresh, cfg.refresh_every)
         if name == "dense":
             return dense
         from ms.retrieval.composite import CompositeRetriever
@@ -37,4 +45,4 @@ def build_test_retriever(cfg, pool: Pool) -> Retriever:
     """The retriever `retriever.at_test` names; dense_frozen is the encoder as shipped, untrained."""
     if cfg.at_test not in AT_TEST:
         raise ValueError(f"unknown retriever.at_test '{cfg.at_test}'; choose one of {', '.join(AT_TEST)}")
-    return build_retriever(cfg, pool, name="dense" if cfg.at_test == "dense_frozen" else cfg.at_test)
+    return build_retriever(cfg, pool, name="dense" if cfg.at_test == "dense_frozen" else cfg.at_test, learned=False)

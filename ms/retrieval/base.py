@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from typing import Sequence
 
 from ms.pool import Memory, Pool
+from ms.retrieval.snapshot import ScopeSnapshot, snapshot
 
 _WORD = re.compile(r"[\u3400-\u9fff]|[^\W_]+", re.UNICODE)  # CJK one character per token, else words
 
@@ -24,10 +25,19 @@ class Retriever(ABC):
     def __init__(self, pool: Pool):
         self.pool = pool
 
+    def snapshot(self, scope: str) -> ScopeSnapshot:
+        """`scope`'s memories as they stand in the pool file now, without re-reading it."""
+        return snapshot(self.pool, scope)
+
     def searchable(self, scope: str) -> list[Memory]:
-        """What a search may return: long-term memories that were not folded into a summary. Under
-        the plain pool that is every memory; short-term memory is searched by its own policy."""
-        return self.pool.memories(scope, tier="long", include_consolidated=False)
+        """What a search may return (see `is_searchable`), oldest first."""
+        return self.snapshot(scope).searchable_memories()
+
+    def state(self, scope: str) -> dict[str, int]:
+        """What a retrieval from `scope` just used: the retriever's version (training steps it has
+        taken) and how many steps stale its memory index was. A retriever that never trains has
+        version 0 and is never stale."""
+        return {"retriever_version": 0, "index_staleness": 0}
 
     @abstractmethod
     def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:

@@ -21,6 +21,7 @@ import torch
 from ms.pool import Memory
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.dense import DenseRetriever
+from ms.validation import setting
 
 log = logging.getLogger(__name__)
 
@@ -29,17 +30,22 @@ AGE_UNITS = ("steps", "hours")
 
 @dataclass
 class CompositeConfig:
-    importance_weight: float = 1.0
-    recency_weight: float = 1.0
-    similarity_weight: float = 1.0
-    candidates: int = 20  # dense top-N re-ranked per query (raised to k when k is larger)
-    decay: float = 0.995  # recency = decay ** age
-    age_unit: str = "steps"  # steps: pool steps (stream batches) | hours: wall-clock time
+    importance_weight: float = setting(1.0, ge=0.0)
+    recency_weight: float = setting(1.0, ge=0.0)
+    similarity_weight: float = setting(1.0, ge=0.0)
+    candidates: int = setting(20, ge=1)  # dense top-N re-ranked per query (raised to k when k is larger)
+    decay: float = setting(0.995, gt=0.0, le=1.0)  # recency = decay ** age
+    age_unit: str = setting("steps", choices=AGE_UNITS)  # steps: pool steps (stream batches) | hours: wall-clock time
     # Importance of a memory with neither a rubric score nor an LLM-assigned importance (seed pairs
     # under the plain policy): the middle of the scale, so it neither outranks nor trails graded
     # memories by default.
-    default_importance: float = 0.5
+    default_importance: float = setting(0.5, ge=0.0, le=1.0)
     debug: bool = False  # log every query's candidate table (see `format_ranking`)
+
+    def problems(self):
+        """Cross-field limits (see ms.validation): with every weight 0 all candidates tie."""
+        if self.importance_weight == self.recency_weight == self.similarity_weight == 0:
+            yield "similarity_weight", "the three weights are all 0; give at least one a positive weight"
 
 
 def importance_of(memory: Memory, default: float) -> float:
@@ -92,6 +98,9 @@ class CompositeRetriever(Retriever):
     def step_now(self) -> int:
         return int(self.current_step() if callable(self.current_step) else self.current_step)
 
+    def state(self, scope: str) -> dict[str, int]:
+        return self.dense.state(scope)
+
     def _ages(self, memories: Sequence[Memory]) -> torch.Tensor:
         if self.cfg.age_unit == "steps":
             now = self.step_now()
@@ -105,26 +114,28 @@ class CompositeRetriever(Retriever):
     def rank(self, queries: Sequence[str], scope: str, k: int,
              exclude: Sequence[int] = ()) -> list[list[Ranked]]:
         """Per query, the dense top-max(candidates, k) memories of `scope`, best composite score first."""
-        memories, cosines = self.dense.similarities(queries, scope)
-        if not memories:
+        if not self.dense.snapshot(scope).searchable_count:
             return [[] for _ in queries]
+        snap, cosines = self.dense.scores(self.dense.query_vectors(queries), scope)
         cfg = self.cfg
-        recency = cfg.decay ** self._ages(memories)
-        importance = torch.tensor([importance_of(m, cfg.default_importance) for m in memories], dtype=torch.float64)
-        cosines = cosines.to(torch.float64)
-        # Importance and recency do not depend on the query: one [M] vector shared by every query.
-        static = cfg.importance_weight * importance + cfg.recency_weight * recency
-        totals = static + cfg.similarity_weight * cosines.clamp(0, 1)
         banned = set(exclude)
-        take = min(len(memories), max(cfg.candidates, k) + len(banned))
+        want = max(cfg.candidates, k)
+        take = min(snap.searchable_count, want + len(banned))
         ranked = []
-        for q in range(len(queries)):
-            top = [i for i in cosines[q].topk(take).indices.tolist() if memories[i].id not in banned]
-            top = top[:max(cfg.candidates, k)]
+        # Only the dense candidates are re-ranked, so importance and recency are computed for them alone.
+        for q, top in enumerate(cosines.topk(take, dim=-1).indices.tolist()):
+            top = [i for i in top if snap.memories[i].id not in banned][:want]
+            memories = [snap.memories[i] for i in top]
+            cos = cosines[q, top].to(torch.float64)
+            recency = cfg.decay ** self._ages(memories)
+            importance = torch.tensor([importance_of(m, cfg.default_importance) for m in memories],
+                                      dtype=torch.float64)
+            totals = cfg.importance_weight * importance + cfg.recency_weight * recency
+            totals = totals + cfg.similarity_weight * cos.clamp(0, 1)
             # Stable sort: equal totals keep the dense order.
-            top.sort(key=lambda i: -totals[q, i].item())
-            ranked.append([Ranked(memories[i], cosines[q, i].item(), recency[i].item(), importance[i].item(),
-                                  totals[q, i].item()) for i in top])
+            order = sorted(range(len(top)), key=lambda i: -totals[i].item())
+            ranked.append([Ranked(memories[i], cos[i].item(), recency[i].item(), importance[i].item(),
+                                  totals[i].item()) for i in order])
         return ranked
 
     def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:

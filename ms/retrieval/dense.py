@@ -1,67 +1,185 @@
-"""Dense retrieval with the bi-encoder, over cached memory embeddings.
+"""Dense retrieval with the bi-encoder, over memory vectors kept per scope.
 
-Embeddings are cached by memory id for the current encoder version: a retrieval encodes only
-memories it has not seen; a training step bumps the version, and the next retrieval re-encodes
-the scope once. Retrieval is then one matrix product and a top-k.
+Each scope keeps one contiguous [memories, d] tensor whose row i embeds the scope snapshot's
+memory at position i. A search catches the snapshot up, encodes only searchable memories that
+have no vector yet, and is then one matrix product and a top-k; query vectors are cached by
+(encoder version, text).
+
+Memory train changes the encoder after every step (`encoder_changed`). How the memory vectors
+follow is the refresh policy:
+  full         re-encode the scope at the next search after every step (the reference: vectors
+               always match the encoder; a step costs an encoding of the whole pool);
+  every_n      re-encode once `refresh_every` steps have passed; until then the stale vectors are
+               used, and new memories are encoded by the encoder of the moment;
+  query_tower  train a separate copy of the encoder for queries only; the memory encoder stays
+               frozen, so memory vectors never go stale and are never re-encoded.
+`state(scope)` says which version a search used and how many steps stale its vectors were.
 """
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass, field
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from ms.pool import Memory
+from ms.retrieval import REFRESH_POLICIES
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.encoder import Encoder
+from ms.retrieval.snapshot import ScopeSnapshot
+
+QUERY_CACHE_SIZE = 8192  # query vectors kept; an evaluation's test questions fit many times over
+
+
+@dataclass
+class _ScopeIndex:
+    snapshot: ScopeSnapshot
+    vectors: torch.Tensor | None = None  # [capacity, d]; rows past len(snapshot) are unused
+    encoded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # row holds a vector
+    version: int = 0  # encoder version at which every vector was last (re)computed
 
 
 class DenseRetriever(Retriever):
-    def __init__(self, pool, encoder: Encoder):
+    def __init__(self, pool, encoder: Encoder, refresh: str = "full", refresh_every: int = 1):
         super().__init__(pool)
-        self.encoder = encoder
-        self.encoder_version = 0  # bumped by whoever changes the encoder's weights
-        self._cached_version = 0
-        self._embeddings: dict[int, torch.Tensor] = {}
+        if refresh not in REFRESH_POLICIES:
+            raise ValueError(f"unknown retriever.refresh '{refresh}'; choose one of {', '.join(REFRESH_POLICIES)}")
+        if refresh_every < 1:
+            raise ValueError(f"retriever.refresh_every must be at least 1, got {refresh_every}")
+        self.refresh, self.refresh_every = refresh, refresh_every
+        self.encoder = encoder  # the memory side
+        self.query_encoder = encoder  # the query side: the same encoder, except under query_tower
+        if refresh == "query_tower":
+            self.query_encoder = copy.deepcopy(encoder)
+            self.encoder.requires_grad_(False)
+        self.encoder_version = 0  # training steps taken: bumped by whoever changes the weights
         self.encoded = 0  # memories encoded so far, for the run's accounting
+        self.refreshes = 0  # times a scope's vectors were all thrown away to be re-encoded
+        self._indexes: dict[str, _ScopeIndex] = {}
+        self._queries: dict[str, torch.Tensor] = {}
+        self._queries_version = 0
 
     def encoder_changed(self) -> None:
         self.encoder_version += 1
 
-    def embed(self, memories: Sequence[Memory]) -> torch.Tensor:
-        """[M, d] embeddings of the memories' question + answer, encoding only what is not cached."""
-        if self._cached_version != self.encoder_version:
-            self._embeddings.clear()
-            self._cached_version = self.encoder_version
-        missing = [m for m in memories if m.id not in self._embeddings]
-        if missing:
-            fresh = self.encoder.encode([memory_text(m) for m in missing])
-            self._embeddings.update(zip((m.id for m in missing), fresh))
+    def memory_side(self, texts: Sequence[str]) -> torch.Tensor:
+        """Memory embeddings for a training step: through the shared encoder, with gradients; under
+        query_tower through the frozen memory encoder, without."""
+        if self.refresh != "query_tower":
+            return self.encoder(texts)
+        with torch.no_grad():
+            return self.encoder(texts)
+
+    # ---- the memory index ------------------------------------------------------------------
+
+    def _refresh_due(self, index: _ScopeIndex) -> bool:
+        if self.refresh == "full":
+            return index.version != self.encoder_version
+        if self.refresh == "every_n":
+            return self.encoder_version - index.version >= self.refresh_every
+        return False  # query_tower: the memory encoder never changes
+
+    def index(self, scope: str) -> _ScopeIndex:
+        """`scope`'s vectors, caught up: every searchable memory has one."""
+        index = self._indexes.get(scope)
+        if index is None:
+            index = self._indexes[scope] = _ScopeIndex(self.snapshot(scope), version=self.encoder_version)
+        snap = index.snapshot.sync()
+        if len(index.encoded) < len(snap):
+            index.encoded = np.concatenate([index.encoded, np.zeros(len(snap) - len(index.encoded), dtype=bool)])
+        if self._refresh_due(index):
+            if index.encoded.any():
+                self.refreshes += 1
+            index.encoded[:] = False
+            index.version = self.encoder_version
+        missing = np.flatnonzero(snap.searchable & ~index.encoded)
+        if missing.size:
+            fresh = self.encoder.encode([memory_text(snap.memories[i]) for i in missing])
+            self._reserve(index, len(snap), fresh.shape[1])
+            index.vectors[torch.from_numpy(missing)] = fresh.to(index.vectors.dtype)
+            index.encoded[missing] = True
             self.encoded += len(missing)
-        if not memories:
-            return torch.empty(0, 0)
-        return torch.stack([self._embeddings[m.id] for m in memories])
-
-    def similarities(self, queries: Sequence[str], scope: str) -> tuple[list[Memory], torch.Tensor]:
-        """Cosine of every query with every memory of the scope: ([M] memories, [Q, M] scores)."""
-        memories = self.searchable(scope)
-        if not memories:
-            return [], torch.empty(len(queries), 0)
-        return memories, self.encoder.encode(list(queries)) @ self.embed(memories).T
-
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
-        return self._top(*self.similarities([query], scope), k, exclude)[0]
-
-    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int) -> list[list[Memory]]:
-        if k <= 0:
-            return [[] for _ in queries]
-        return self._top(*self.similarities(queries, scope), k, ())
+        elif index.vectors is not None:  # rows for memories that are not searchable yet
+            self._reserve(index, len(snap), index.vectors.shape[1])
+        return index
 
     @staticmethod
-    def _top(memories: list[Memory], scores: torch.Tensor, k: int, exclude: Sequence[int]) -> list[list[Memory]]:
-        if k <= 0 or not memories:
-            return [[] for _ in range(len(scores))]
+    def _reserve(index: _ScopeIndex, rows: int, dim: int) -> None:
+        """Room for `rows` vectors; capacity doubles, so adding memories one by one stays linear."""
+        have = 0 if index.vectors is None else index.vectors.shape[0]
+        if have >= rows:
+            return
+        grown = torch.zeros(max(rows, 2 * have, 64), dim)
+        if index.vectors is not None:
+            grown[:have] = index.vectors
+        index.vectors = grown
+
+    def state(self, scope: str) -> dict[str, int]:
+        index = self._indexes.get(scope)
+        # Under query_tower the memory vectors come from an encoder that never changes: never stale.
+        stale = 0 if index is None or self.refresh == "query_tower" else self.encoder_version - index.version
+        return {"retriever_version": self.encoder_version, "index_staleness": stale}
+
+    # ---- queries ---------------------------------------------------------------------------
+
+    def query_vectors(self, queries: Sequence[str]) -> torch.Tensor:
+        """[Q, d] query embeddings by the current query encoder, each text encoded once per version."""
+        if self._queries_version != self.encoder_version:
+            self._queries.clear()
+            self._queries_version = self.encoder_version
+        missing = list(dict.fromkeys(q for q in queries if q not in self._queries))
+        if missing:
+            for text, vector in zip(missing, self.query_encoder.encode(missing)):
+                self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE_SIZE:  # oldest first: dicts keep insertion order
+                del self._queries[next(iter(self._queries))]
+        return torch.stack([self._queries[q] for q in queries])
+
+    # ---- search ----------------------------------------------------------------------------
+
+    def scores(self, query_vectors: torch.Tensor, scope: str) -> tuple[ScopeSnapshot, torch.Tensor]:
+        """Cosine of each query with each snapshot position: [Q, len(snapshot)], -inf wherever the
+        memory is not searchable (short-term, consolidated or deleted)."""
+        index = self.index(scope)
+        snap = index.snapshot
+        if snap.searchable_count == 0:
+            return snap, torch.full((len(query_vectors), len(snap)), float("-inf"))
+        cosines = query_vectors.to(index.vectors.dtype) @ index.vectors[:len(snap)].T
+        if snap.searchable_count < len(snap):
+            cosines.masked_fill_(~torch.from_numpy(snap.searchable), float("-inf"))
+        return snap, cosines
+
+    def search(self, query_vectors: torch.Tensor, scope: str, k: int,
+               exclude: Sequence[int] = ()) -> list[list[Memory]]:
+        """Per query vector, the k most similar searchable memories, never one in `exclude`."""
+        if k <= 0:
+            return [[] for _ in range(len(query_vectors))]
+        snap, cosines = self.scores(query_vectors, scope)
         banned = set(exclude)
-        take = min(len(memories), k + len(banned))
-        top = scores.topk(take, dim=-1).indices.tolist()
-        return [[memories[i] for i in row if memories[i].id not in banned][:k] for row in top]
+        take = min(snap.searchable_count, k + len(banned))
+        if take == 0:
+            return [[] for _ in range(len(query_vectors))]
+        top = cosines.topk(take, dim=-1).indices.tolist()
+        found = [[snap.memories[i] for i in row] for row in top]
+        return [[m for m in row if m.id not in banned][:k] for row in found] if banned else found
+
+    def similarities(self, queries: Sequence[str], scope: str) -> tuple[list[Memory], torch.Tensor]:
+        """Cosine of every query with every searchable memory: ([M] memories, [Q, M] scores)."""
+        if not self.snapshot(scope).searchable_count:
+            return [], torch.empty(len(queries), 0)
+        snap, cosines = self.scores(self.query_vectors(queries), scope)
+        positions = snap.searchable_positions()
+        return [snap.memories[i] for i in positions], cosines[:, torch.from_numpy(positions)]
+
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
+        if k <= 0 or not self.snapshot(scope).searchable_count:
+            return []
+        return self.search(self.query_vectors([query]), scope, k, exclude)[0]
+
+    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int) -> list[list[Memory]]:
+        if k <= 0 or not self.snapshot(scope).searchable_count:
+            return [[] for _ in queries]
+        return self.search(self.query_vectors(queries), scope, k)

@@ -1,0 +1,134 @@
+"""Seed/stream/test splits, decided per agent, and the Hydra data config that loads them."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from omegaconf import MISSING
+
+from ms.agents import DOMAINS
+
+from .load import SPLITS, DataError, Example, load_dir
+
+
+@dataclass
+class Splits:
+    seed: list[Example]  # the part that seeds the pool
+    stream: list[Example]  # queries answered live, growing the pool
+    test: list[Example]
+
+
+def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
+    fractions = tuple(float(f) for f in fractions)
+    if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
+        raise ValueError(f"fractions must be three non-negative numbers (seed, stream, test) summing to 1, "
+                         f"got {list(fractions)}")
+    return fractions
+
+
+def _part_sizes(n: int, fractions: tuple[float, float, float]) -> list[int]:
+    """Largest-remainder rounding, so the sizes always add up to n and follow the fractions."""
+    exact = [n * f for f in fractions]
+    sizes = [int(x) for x in exact]
+    by_remainder = sorted(range(3), key=lambda i: (-(exact[i] - sizes[i]), i))
+    for i in by_remainder[:n - sum(sizes)]:
+        sizes[i] += 1
+    return sizes
+
+
+def _order_key(seed: int, example_id: str) -> str:
+    # A hash of the id alone (not a shuffle of the list) keeps each example's place independent of
+    # file order and of every other agent's data.
+    return hashlib.sha256(f"{seed}\0{example_id}".encode()).hexdigest()
+
+
+def split_examples(examples: Sequence[Example], fractions: Sequence[float] = (0.2, 0.4, 0.4),
+                   seed: int = 0) -> Splits:
+    """Seed/stream/test parts, disjoint and covering all examples, decided per agent. Examples
+    that carry a split keep it; the others are cut by `fractions` in hash order."""
+    fractions = _check_fractions(fractions)
+    parts: dict[str, list[Example]] = {name: [] for name in SPLITS}
+    by_agent: dict[str, list[Example]] = defaultdict(list)
+    for example in examples:
+        by_agent[example.agent].append(example)
+    for group in by_agent.values():
+        for example in group:
+            if example.split is not None:
+                parts[example.split].append(example)
+        free = sorted((e for e in group if e.split is None), key=lambda e: _order_key(seed, e.id))
+        n_seed, n_stream, _ = _part_sizes(len(free), fractions)
+        parts["seed"] += free[:n_seed]
+        parts["stream"] += free[n_seed:n_seed + n_stream]
+        parts["test"] += free[n_seed + n_stream:]
+    return Splits(**parts)
+
+
+def with_splits(data: dict[str, list[Example]], fractions: Sequence[float] = (0.2, 0.4, 0.4),
+                seed: int = 0) -> dict[str, list[Example]]:
+    """The same examples, each carrying the split it falls in: a frozen copy of the split, so a
+    variant with some examples removed keeps every other example where it was."""
+    framed = {}
+    for agent, examples in data.items():
+        parts = split_examples(examples, fractions, seed)
+        split_of = {e.id: name for name in SPLITS for e in getattr(parts, name)}
+        framed[agent] = [Example(**{**e.__dict__, "split": split_of[e.id]}) for e in examples]
+    return framed
+
+
+# --------------------------------------------------------------------------------------------
+# Hydra config (conf/data/*.yaml fill it)
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class HFDataConfig:
+    name: str = MISSING  # hub name, local folder or file (.json/.jsonl/.csv/.tsv/.parquet)
+    split: str = "train"
+    question: str = "question"
+    answer: str = "answer"
+    agent: Optional[str] = None  # every row belongs to this agent ...
+    agent_column: Optional[str] = None  # ... or each row names its agent in this column
+
+
+@dataclass
+class DataConfig:
+    dir: str = "data"
+    agents: list[str] = field(default_factory=lambda: [a for names in DOMAINS.values() for a in names])
+    fractions: list[float] = field(default_factory=lambda: [0.2, 0.4, 0.4])  # for examples without a split
+    split_seed: int = 0
+    # Per-agent caps for quick runs: the first n of each part after splitting.
+    max_seed: Optional[int] = None
+    max_stream: Optional[int] = None
+    max_test: Optional[int] = None
+    hf: Optional[HFDataConfig] = None  # when set, read this dataset instead of `dir`
+    # The command that creates `dir`, named in the error when the folder is missing (data=paper).
+    created_by: Optional[str] = None
+
+
+def load_splits(cfg: DataConfig) -> dict[str, Splits]:
+    """The splits of every configured agent. From `hf`, only the configured agents that occur in
+    the dataset are returned; from `dir`, every configured agent must have its file."""
+    from .hf import load_hf
+
+    agents = list(cfg.agents)
+    if cfg.hf is not None:
+        rows = load_hf(cfg.hf.name, question=cfg.hf.question, answer=cfg.hf.answer, agent=cfg.hf.agent,
+                       split=cfg.hf.split, agent_column=cfg.hf.agent_column)
+        by_agent = {name: [r for r in rows if r.agent == name] for name in agents}
+        by_agent = {name: group for name, group in by_agent.items() if group}
+        if not by_agent:
+            raise DataError(f"{cfg.hf.name}: none of the configured agents ({', '.join(agents)}) occurs in it")
+    else:
+        by_agent = load_dir(cfg.dir, agents, created_by=cfg.created_by)
+
+    def cap(part: list[Example], limit: Optional[int]) -> list[Example]:
+        return part if limit is None else part[:limit]
+
+    result = {}
+    for name, group in by_agent.items():
+        parts = split_examples(group, cfg.fractions, cfg.split_seed)
+        result[name] = Splits(cap(parts.seed, cfg.max_seed), cap(parts.stream, cfg.max_stream),
+                              cap(parts.test, cfg.max_test))
+    return result

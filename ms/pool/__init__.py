@@ -1,0 +1,15 @@
+"""The shared memory pool: prompt-answer pairs in one SQLite file that several agents, threads and
+processes read and grow together.
+
+A *scope* is the pool an agent shares: its domain name under the Domain-pool, or "single" under the
+Single-pool. One file can hold every scope, and `(scope, content_hash)` is unique, so adding a memory
+that is already there is a no-op instead of a duplicate that would skew retrieval and training.
+"""
+
+from ms.pool.records import (COUNTABLE, ORIGINS, POOL_FILENAME, POOL_MODES, TIERS, Memory, ScopeChanges,
+                             content_hash, scope_for)
+from ms.pool.schema import SCHEMA_VERSION, PoolFileError, damaged_pool_message
+from ms.pool.store import Pool
+
+__all__ = ["COUNTABLE", "ORIGINS", "POOL_FILENAME", "POOL_MODES", "SCHEMA_VERSION", "TIERS", "Memory", "Pool",
+           "PoolFileError", "ScopeChanges", "content_hash", "damaged_pool_message", "scope_for"]

@@ -1,0 +1,130 @@
+"""What a memory is: the row type, its content identity, the scopes, and the checks every
+written row passes."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+POOL_FILENAME = "pool.sqlite"
+POOL_MODES = ("domain", "single")
+ORIGINS = ("seed", "stream", "imported", "summary")
+TIERS = ("short", "long")
+
+_REQUIRED = ("scope", "agent", "domain", "question", "answer", "origin")
+_OPTIONAL = ("score", "importance", "tier", "sources")
+# Everything else about a memory is fixed once written: its content is what the hash vouches for.
+MUTABLE = ("tier", "consolidated", "importance")
+COUNTABLE = ("scope", "agent", "domain", "origin", "tier", "consolidated", "run_id")
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: int
+    scope: str
+    agent: str
+    domain: str
+    question: str
+    answer: str
+    score: float | None
+    importance: float | None
+    origin: str
+    added_step: int
+    added_at: float
+    last_retrieved_step: int | None
+    last_retrieved_at: float | None
+    content_hash: str
+    tier: str
+    consolidated: bool
+    sources: list[int] | None
+    run_id: str | None = None  # the run that admitted it; None in files from before runs were recorded
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+COLUMNS = ", ".join(f.name for f in dataclasses.fields(Memory))
+
+
+def scope_for(domain: str, pool_mode: str) -> str:
+    """The scope an agent of `domain` reads and writes under `pool_mode`."""
+    if pool_mode == "domain":
+        return domain
+    if pool_mode == "single":
+        return "single"
+    raise ValueError(f"unknown pool mode {pool_mode!r}; allowed: {', '.join(POOL_MODES)}")
+
+
+def _normalize(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip())
+
+
+def content_hash(question: str, answer: str) -> str:
+    """Identity of a memory's content; whitespace-only differences hash equal."""
+    blob = _normalize(question) + "\x1f" + _normalize(answer)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def check_mutable(field: str, value: Any) -> Any:
+    """The one place that validates the columns a caller may set, on add and on update."""
+    if field == "tier":
+        if value not in TIERS:
+            raise ValueError(f"tier must be one of {TIERS}, got {value!r}")
+        return value
+    if field == "importance":
+        if value is not None and not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"importance must lie in [0, 1], got {value!r}")
+        return None if value is None else float(value)
+    if field == "consolidated":
+        return int(bool(value))
+    raise ValueError(f"{field!r} cannot be changed; mutable fields: {', '.join(MUTABLE)}")
+
+
+def row_for_insert(item: dict[str, Any], step: int, now: float) -> tuple:
+    unknown = set(item) - set(_REQUIRED) - set(_OPTIONAL)
+    if unknown:  # a misspelt key would otherwise be dropped without a word
+        raise ValueError(f"unknown memory keys: {', '.join(sorted(unknown))}")
+    for key in _REQUIRED:
+        value = item.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"memory is missing required key {key!r} (or it is empty)")
+    if item["origin"] not in ORIGINS:
+        raise ValueError(f"origin must be one of {ORIGINS}, got {item['origin']!r}")
+    score = item.get("score")
+    if score is not None and not 0.0 <= float(score) <= 100.0:
+        raise ValueError(f"score is a rubric score in [0, 100], got {score!r}")
+    sources = item.get("sources")
+    return (
+        item["scope"], item["agent"], item["domain"], item["question"], item["answer"],
+        None if score is None else float(score),
+        check_mutable("importance", item.get("importance")),
+        item["origin"], step, now,
+        content_hash(item["question"], item["answer"]),
+        check_mutable("tier", item.get("tier", "long")),
+        None if sources is None else json.dumps([int(s) for s in sources]),
+    )
+
+
+def memory_from_row(row: sqlite3.Row) -> Memory:
+    values = dict(row)
+    values["consolidated"] = bool(values["consolidated"])
+    if values["sources"] is not None:
+        values["sources"] = json.loads(values["sources"])
+    return Memory(**values)
+
+
+@dataclass(frozen=True)
+class ScopeChanges:
+    """What `Pool.changes` found in a scope since a reader last looked."""
+
+    new: list[Memory]  # id above the reader's last id, oldest first
+    changed: list[Memory]  # current rows of memories the reader holds that were updated
+    deleted: list[int]  # ids the reader holds that are gone
+    last_change: int  # position in the change log to ask from next time
+
+

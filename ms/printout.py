@@ -1,0 +1,40 @@
+"""The table a run prints when it ends: per agent, each metric with its 95% CI and n."""
+
+from __future__ import annotations
+
+from ms.evaluate import METRICS, REF_LOGPROB
+
+
+def format_table(metrics: dict) -> str:
+    """Per agent, at the last fill: each metric's mean with its 95% CI and n; the headline metric
+    at every fill; and the gate's accepted/rejected/unscored counts."""
+    fills = list(metrics["fills"])
+    last = metrics["fills"][fills[-1]]
+    present = [m for m in METRICS if m in last["overall"]]
+    headline = present[0] if present else None
+    stream = metrics["stream"]
+    accepted, rejected = stream["accepted"], stream["rejected"]
+    unscored = stream.get("unscored_by_agent", {})
+    bert = metrics.get("bertscore")
+    run = metrics["run"]
+    head = (f"{'agent':<11}" + "".join(f" {m + ' [95% CI]':>24}" for m in present) + f" {'n':>3} |"
+            + "".join(f" {headline}@{f}%" for f in fills) + " | accepted/rejected/unscored")
+    lines = [f"k={run['k']}, pool={run['pool']}, retriever={run['retriever']}, backbone={run['backbone']}"
+             + (f"; BERTScore {bert['model']}, layer {bert['num_layers']}" if bert else "")
+             + f"; {REF_LOGPROB} in nats per token" * (REF_LOGPROB in present), head, "-" * len(head)]
+    for name in [*last["per_agent"], "overall"]:
+        def at(fill: str) -> dict:
+            summary = metrics["fills"][fill]
+            return summary["overall"] if name == "overall" else summary["per_agent"][name]
+        cell = at(fills[-1])
+        counts = ([sum(accepted.values()), sum(rejected.values()), sum(unscored.values())] if name == "overall"
+                  else [accepted.get(name, 0), rejected.get(name, 0), unscored.get(name, 0)])
+        lines.append(f"{name:<11}" + "".join(f" {_with_ci(cell, m):>24}" for m in present) + f" {cell['n']:>3} |"
+                     + "".join(f" {at(f).get(headline, float('nan')):{len(headline) + len(f) + 2}.3f}" for f in fills)
+                     + " | " + "/".join(map(str, counts)))
+    return "\n".join(lines)
+
+
+def _with_ci(cell: dict, metric: str) -> str:
+    lo, hi = cell.get("ci", {}).get(metric, (None, None))
+    return f"{cell[metric]:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")

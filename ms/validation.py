@@ -1,0 +1,220 @@
+"""One pass over the composed config, before any model, pool or cache is opened.
+
+Each config dataclass declares the limits of its fields next to them, with `setting(...)`:
+
+    k: int = setting(3, ge=0)
+    fills: list[int] = setting(factory=lambda: [20, 40], ge=0, le=100, increasing=True)
+
+A dataclass with rules that span several fields adds a `problems(self)` method yielding
+(field, message) pairs. `validate` walks the config along its dataclass types, applies every rule,
+adds the checks that look outside the config (data files, writable folders), and raises one
+ConfigError that lists every violation with its full key.
+
+Hydra has already checked types and unknown keys at composition; this pass checks values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from ms.errors import UserError
+
+CHECK = "ms_check"  # the dataclass field metadata key `setting` writes and `validate` reads
+_NO_DEFAULT = object()
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class ConfigError(UserError):
+    """Settings that break their declared limits: one line per violation, each naming its key."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Check:
+    """Limits of one field; for a list, each item must meet the bounds and choices."""
+
+    ge: Optional[float] = None
+    gt: Optional[float] = None
+    le: Optional[float] = None
+    lt: Optional[float] = None
+    choices: Optional[tuple] = None
+    increasing: bool = False  # a list: strictly increasing
+    nonempty: bool = False  # a list: at least one item
+
+    def problems(self, value: Any) -> Iterator[str]:
+        if value is None:  # Optional fields mean "use the default behaviour"
+            return
+        if isinstance(value, (list, tuple, ListConfig)):
+            items = list(value)
+            if self.nonempty and not items:
+                yield "must list at least one value"
+            if self.increasing and any(b <= a for a, b in zip(items, items[1:])):
+                yield "must be strictly increasing"
+            for item in items:
+                yield from (f"{item!r} {problem}" for problem in self._item_problems(item))
+            return
+        yield from self._item_problems(value)
+
+    def _item_problems(self, value: Any) -> Iterator[str]:
+        if self.choices is not None and value not in self.choices:
+            yield f"must be one of {', '.join(map(str, self.choices))}"
+            return
+        if self.ge is not None and value < self.ge:
+            yield f"must be at least {_number(self.ge)}"
+        if self.gt is not None and value <= self.gt:
+            yield f"must be greater than {_number(self.gt)}"
+        if self.le is not None and value > self.le:
+            yield f"must be at most {_number(self.le)}"
+        if self.lt is not None and value >= self.lt:
+            yield f"must be less than {_number(self.lt)}"
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def setting(default: Any = _NO_DEFAULT, *, factory: Optional[Callable[[], Any]] = None, **limits: Any) -> Any:
+    """A dataclass field with its limits (see Check); `factory` for mutable defaults."""
+    if "choices" in limits:
+        limits["choices"] = tuple(limits["choices"])
+    metadata = {CHECK: Check(**limits)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    if default is _NO_DEFAULT:
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (DictConfig, ListConfig)):
+        value = OmegaConf.to_container(value, resolve=True)
+    if isinstance(value, list):
+        return "[" + ",".join(map(str, value)) + "]"
+    return str(value)
+
+
+def _walk(node: DictConfig, prefix: str) -> Iterator[str]:
+    """Every violation under `node`, a config node of some dataclass type."""
+    kind = OmegaConf.get_type(node)
+    if kind is None or not dataclasses.is_dataclass(kind):
+        return
+    for f in dataclasses.fields(kind):
+        key = f"{prefix}{f.name}"
+        if OmegaConf.is_missing(node, f.name):
+            yield f"{key} is not set: give it a value (it is ??? in the config)"
+            continue
+        value = node[f.name]
+        if isinstance(value, DictConfig):
+            yield from _walk(value, key + ".")
+            continue
+        check = f.metadata.get(CHECK)
+        if check is not None:
+            yield from (f"invalid setting {key}={_shown(value)}: {problem}" for problem in check.problems(value))
+    problems = getattr(kind, "problems", None)
+    if problems is not None:  # cross-field rules, read through the node (attribute access only)
+        for name, problem in problems(node):
+            yield f"invalid setting {prefix}{name}={_shown(node[name])}: {problem}"
+
+
+def _writable_folder(path: Path) -> Optional[str]:
+    """Why files cannot be created in folder `path` (created on first use), or None if they can."""
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"the folder {existing} is not writable"
+    return None
+
+
+def _not_sqlite(path: Path) -> bool:
+    """Whether an existing, non-empty file lacks SQLite's header: the damage seen most, checked
+    without opening the file as a database (deeper damage is caught when it is opened)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:  # missing (created on first use) or unreadable (reported when opened)
+        return False
+    return bool(head) and head != SQLITE_HEADER
+
+
+def _outside_problems(cfg: DictConfig) -> Iterator[str]:
+    """Checks that read the file system or other modules: the data, and where files will be written."""
+    from ms.agents import AGENTS
+
+    data = cfg.data
+    unknown = [a for a in data.agents if a not in AGENTS]
+    if unknown:
+        yield (f"invalid setting data.agents: unknown agent(s) {', '.join(unknown)}; "
+               f"the agents are: {', '.join(AGENTS)}")
+    elif not data.agents:
+        yield "invalid setting data.agents=[]: name at least one agent"
+    elif data.get("hf") is None:
+        folder = Path(data.dir)
+        if not folder.is_dir():
+            made_by = data.get("created_by")  # data configs whose folder a command makes (data=paper)
+            yield (f"invalid setting data.dir={data.dir}: no such folder (the <agent>.jsonl files are read there)"
+                   + (f"; create it with: {made_by}" if made_by else ""))
+        else:
+            missing = [a for a in data.agents if not (folder / f"{a}.jsonl").is_file()]
+            if missing:
+                yield (f"invalid setting data.agents: no data file for {', '.join(missing)} in {folder} "
+                       f"(expected <agent>.jsonl; set data.dir or data.agents)")
+    fractions = list(data.fractions)
+    if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
+        yield (f"invalid setting data.fractions={_shown(data.fractions)}: must be three non-negative numbers "
+               f"(seed, stream, test) summing to 1")
+    for cap in ("max_seed", "max_stream", "max_test"):
+        if data.get(cap) is not None and data[cap] < 0:
+            yield f"invalid setting data.{cap}={data[cap]}: must be at least 0"
+    if cfg.pool.path:
+        why = _writable_folder(Path(cfg.pool.path).parent)
+        if why:
+            yield f"invalid setting pool.path={cfg.pool.path}: {why}; point pool.path at a writable folder"
+    why = _writable_folder(Path(cfg.cache_dir))
+    if why:
+        yield f"invalid setting cache_dir={cfg.cache_dir}: {why}; point cache_dir at a writable folder"
+    from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
+    from ms.pool import damaged_pool_message
+
+    if cfg.pool.path and _not_sqlite(Path(cfg.pool.path)):
+        yield damaged_pool_message(Path(cfg.pool.path), "file is not a database")
+    if cfg.use_cache and _not_sqlite(Path(cfg.cache_dir) / CACHE_FILENAME):
+        yield damaged_cache_message(Path(cfg.cache_dir) / CACHE_FILENAME, "file is not a database")
+    metrics = list(cfg.eval.metrics)
+    if metrics == ["ref_logprob"] and cfg.backbone.provider != "hf":
+        yield (f"invalid setting eval.metrics=[ref_logprob]: provider '{cfg.backbone.provider}' cannot score "
+               f"given text; use eval.metrics=[bertscore]")
+    if cfg.scorer.backbone:
+        conf = Path(__file__).resolve().parent.parent / "conf" / "backbone" / f"{cfg.scorer.backbone}.yaml"
+        if not conf.is_file():
+            options = sorted(p.stem for p in conf.parent.glob("*.yaml"))
+            yield (f"invalid setting scorer.backbone={cfg.scorer.backbone}: no such backbone; "
+                   f"choose one of {', '.join(options)}")
+
+
+def problems(cfg: DictConfig) -> list[str]:
+    """Every violation in `cfg`, one line each, in the order the keys appear."""
+    found = list(_walk(cfg, ""))
+    found += _outside_problems(cfg)
+    return found
+
+
+def validate(cfg: DictConfig) -> None:
+    """Raise ConfigError listing every violation in `cfg`; return quietly when there is none."""
+    found = problems(cfg)
+    if found:
+        raise ConfigError(found)
+

@@ -1,0 +1,297 @@
+"""Fault injection, as a new user meets faults: every row of issue 12's table is a test here or,
+for API replies, in test_api_faults.py.
+
+Bad settings and damaged files run `ms-run` as typed and must exit with status 2 in one line that
+names the key or file, before any model loads. The interrupted run on a shared pool runs the pipeline's own
+redo step on a real pool file; the slow test at the end kills a real run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, compose_config
+from ms.errors import USER_ERROR_EXIT, report_user_errors
+from ms.llm import BackendError, ResponseCache
+from ms.llm.cache import CacheFileError
+from ms.pool import Pool, PoolFileError
+
+BIN = Path(sys.executable).parent
+GARBAGE = b"this file was overwritten by something else entirely; it is no database\n" * 4
+
+
+@pytest.fixture
+def ms_run(tmp_path, capsys, monkeypatch):
+    """`ms-run ARGS` in this process (no interpreter and torch start-up per case): (exit status,
+    the non-empty lines it wrote to stderr). Hydra's logging setup is left out so pytest keeps its own."""
+    import ms.cli
+
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")  # so that it is restored after the test: --debug sets it
+
+    def call(*args: str) -> tuple[int, list[str]]:
+        monkeypatch.setattr(sys, "argv", ["ms-run", *args, f"hydra.run.dir={tmp_path / 'run'}",
+                                          f"cache_dir={tmp_path / 'cache'}", "hydra/job_logging=none",
+                                          "hydra/hydra_logging=none"])
+        monkeypatch.setattr(ms.cli, "_composed", False)
+        capsys.readouterr()
+        try:
+            ms.cli.main()
+            code = 0
+        except SystemExit as done:
+            code = done.code
+        return code, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+    return call
+
+
+# ---- bad settings: exit 2, one line per violation naming the key, before any model loads ----------
+
+def test_the_tables_bad_settings_exit_2_before_anything_opens_naming_each_key(tmp_path):
+    """As typed, in a fresh process: all of them at once, each on its own line; neither the shared
+    pool they name nor the cache (where the model is converted on first load) is ever created.
+    How long this takes is measured in the closing note of issue 12, not asserted here."""
+    shared = tmp_path / "shared" / "pool.sqlite"
+    cache = tmp_path / "cache"
+    done = subprocess.run([str(BIN / "ms-run"), "k=-1", "micro_batch=0", "fills=[120]", "scorer.threshold=150",
+                           f"pool.path={shared}", f"cache_dir={cache}", f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == USER_ERROR_EXIT, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert sorted(lines) == sorted(f"ms-run: error: invalid setting {says}" for says in (
+        "k=-1: must be at least 0", "micro_batch=0: must be at least 1", "fills=[120]: 120 must be at most 100",
+        "scorer.threshold=150.0: must be at most 100"))
+    assert not shared.exists() and not cache.exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["k=-1"], "invalid setting k=-1: must be at least 0"),
+    (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),
+    (["fills=[20,120]"], "invalid setting fills=[20,120]: 120 must be at most 100"),
+    (["fills=[60,40]"], "invalid setting fills=[60,40]: must be strictly increasing"),
+    (["scorer.threshold=150"], "invalid setting scorer.threshold=150.0: must be at most 100"),
+    (["train.candidates=4", "train.labelled=6"], "invalid setting train.labelled=6: must be at most train.candidates"),
+    (["stream_k=-1"], "invalid setting stream_k=-1: must be at least 0"),
+    (["backbone.max_retries=-1"], "invalid setting backbone.max_retries=-1: must be at least 0"),
+    (["memory=stm_ltm", "memory.stm_ltm.threshold=1.5"], "invalid setting memory.stm_ltm.threshold=1.5: must be"),
+    (["data.agents=[pun,limerik]"], "invalid setting data.agents: unknown agent(s) limerik"),
+])
+def test_a_bad_setting_exits_2_in_one_line_naming_the_key(ms_run, args, says):
+    code, lines = ms_run(*args)
+    assert code == USER_ERROR_EXIT
+    assert len(lines) == 1 and lines[0].startswith(f"ms-run: error: {says}"), lines
+
+
+def test_a_misspelt_key_exits_2(ms_run):
+    code, lines = ms_run("retriever.nam=bm25")
+    assert code == USER_ERROR_EXIT and any("retriever.nam" in line for line in lines)
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder no file can be created in. Root ignores permission bits, so for root it is a
+    read-only tmpfs; where that cannot be mounted, the test is skipped."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+        return
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"running as root and cannot mount a read-only folder: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_pool_path_in_a_read_only_folder_names_the_path_and_the_key(ms_run, read_only_folder):
+    pool = read_only_folder / "pool.sqlite"
+    code, lines = ms_run(f"pool.path={pool}")
+    assert code == USER_ERROR_EXIT
+    assert lines == [f"ms-run: error: invalid setting pool.path={pool}: the folder {read_only_folder} is not "
+                     f"writable; point pool.path at a writable folder"]
+    # Opened directly (not through ms-run), the pool says the same about its path.
+    with pytest.raises(PoolFileError, match=f"cannot open the pool {pool}"):
+        Pool(pool)
+
+
+# ---- damaged files: named with their path, and what deleting them means --------------------------
+
+def test_a_damaged_pool_is_named_with_what_it_means(ms_run, tmp_path):
+    shared = tmp_path / "pool.sqlite"
+    shared.write_bytes(GARBAGE)
+    code, lines = ms_run(f"pool.path={shared}")
+    assert code == USER_ERROR_EXIT
+    [line] = lines
+    assert f"the pool {shared} is damaged" in line and "cannot be resumed or redone" in line
+    assert shared.read_bytes() == GARBAGE  # left as it was, for whoever restores it
+
+
+def test_a_damaged_response_cache_is_named_and_safe_to_delete(ms_run, tmp_path):
+    cache = tmp_path / "cache" / "responses.sqlite"
+    cache.parent.mkdir()
+    cache.write_bytes(GARBAGE)
+    code, lines = ms_run()
+    assert code == USER_ERROR_EXIT
+    [line] = lines
+    assert f"the response cache {cache} is damaged" in line and "Deleting it is safe" in line
+    with pytest.raises(CacheFileError, match="Deleting it is safe"):  # and when opened directly
+        ResponseCache(cache)
+
+
+def test_damage_past_the_header_is_named_when_the_pool_opens(tmp_path):
+    path = tmp_path / "pool.sqlite"
+    with Pool(path) as pool:
+        pool.add([{"scope": "logic", "agent": "pun", "domain": "logic", "question": "q", "answer": "a",
+                   "origin": "seed"}], step=0)
+    data = bytearray(path.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)  # keep SQLite's 100-byte header, wreck the schema page
+    path.write_bytes(bytes(data))
+    with pytest.raises(PoolFileError, match=f"the pool {path} is damaged"):
+        Pool(path)
+
+
+# ---- errors: user errors in one line, bugs with their traceback ---------------------------------
+
+def test_a_missing_api_key_is_one_line_and_debug_shows_its_traceback(ms_run, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    code, lines = ms_run("backbone=gpt-4o")
+    assert code == USER_ERROR_EXIT
+    assert lines == ["ms-run: error: openai backbone needs an API key: set the environment variable "
+                     "OPENAI_API_KEY (or point backbone.api_key_env at the variable that holds it)"]
+
+    code, lines = ms_run("k=-1", "--debug")
+    assert code == USER_ERROR_EXIT and lines[0].startswith("Traceback") and "k=-1" in lines[-1]
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    code, lines = ms_run("k=-1")
+    assert code == USER_ERROR_EXIT and lines[0].startswith("Traceback")
+
+
+def test_bad_data_names_file_and_line_and_exits_2(tmp_path, capsys, monkeypatch):
+    from ms.datacli import main as ms_data
+
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+
+    good = '{"id": "pun-1", "agent": "pun", "domain": "logic", "question": "q", "answer": "a"}'
+    (tmp_path / "pun.jsonl").write_text(good + '\n{"id": oops}\n')
+    assert ms_data(["validate", "--data-dir", str(tmp_path)]) == USER_ERROR_EXIT
+    assert capsys.readouterr().err.startswith(f"ms-data: error: {tmp_path / 'pun.jsonl'}:2: malformed JSON")
+
+
+def test_a_bug_keeps_its_traceback_while_a_user_error_is_one_line(capsys, monkeypatch):
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+    with pytest.raises(ZeroDivisionError):
+        report_user_errors("ms-test", lambda: 1 / 0)
+
+    def bad_key():
+        raise BackendError("openai request to http://127.0.0.1:9 failed: refused")
+
+    assert report_user_errors("ms-test", bad_key) == USER_ERROR_EXIT
+    assert capsys.readouterr().err == "ms-test: error: openai request to http://127.0.0.1:9 failed: refused\n"
+
+
+# ---- shared pool: a redone run first removes what its killed attempt admitted -------------------
+
+def stream_items(agent: str, tag: str, n: int) -> list[dict]:
+    return [{"scope": "logic", "agent": agent, "domain": "logic", "question": f"{tag} question {i}",
+             "answer": f"{tag} answer {i}", "origin": "stream", "score": 60} for i in range(n)]
+
+
+SEEDS = [{"scope": "logic", "agent": "pun", "domain": "logic", "question": f"seed {i}", "answer": f"seed answer {i}",
+          "origin": "seed"} for i in range(4)]
+
+
+def test_a_redo_on_a_shared_pool_leaves_exactly_one_runs_worth(tmp_path, caplog):
+    from ms.run_folder import RUN_ID_FILE, open_run_pool
+
+    shared = tmp_path / "shared.sqlite"
+    cfg = compose_config([f"pool.path={shared}"])
+    run_a, run_b = tmp_path / "a", tmp_path / "b"
+    run_a.mkdir(), run_b.mkdir()
+
+    killed = open_run_pool(cfg, run_a)  # A seeds first, so it owns the seeds, then is killed mid-stream
+    killed.add(SEEDS, step=0)
+    killed.add(stream_items("pun", "A", 3), step=1)
+    killed.close()
+    with open_run_pool(cfg, run_b) as b:  # B shares the pool and completes
+        assert b.add(SEEDS, step=0) == [None] * 4
+        b.add(stream_items("riddle", "B", 2), step=1)
+    run_id = (run_a / RUN_ID_FILE).read_text().strip()
+
+    with caplog.at_level(logging.INFO, logger="ms.run_folder"):
+        redo = open_run_pool(cfg, run_a)
+    assert redo.run_id == run_id
+    assert any(f"redoing interrupted run {run_id}: removed the 3 memories" in r.message for r in caplog.records)
+    redo.add(SEEDS, step=0)
+    redo.add(stream_items("pun", "A", 3), step=1)
+    by_run = {(run, origin): n for (run, origin), n in redo.tally(("run_id", "origin")).items()}
+    b_id = (run_b / RUN_ID_FILE).read_text().strip()
+    assert by_run == {(run_id, "seed"): 4, (run_id, "stream"): 3, (b_id, "stream"): 2}
+    assert redo.runs() == {run_id: str(run_a), b_id: str(run_b)}
+    redo.close()
+
+
+# ---- the same, end to end: a real run killed mid-stream, then redone (slow) ----------------------
+
+TINY = ["data.agents=[riddle,pun]", "data.max_seed=4", "data.max_stream=2", "data.max_test=1", "fills=[100]",
+        "micro_batch=2", "train.candidates=3", "train.labelled=2", "backbone.generation.max_new_tokens=16",
+        "scorer.threshold=0", "eval.metrics=[ref_logprob]"]
+
+
+def contents(path: Path) -> list[tuple]:
+    with sqlite3.connect(path) as db:
+        return sorted(db.execute("SELECT scope, origin, question, answer FROM memories"))
+
+
+def stream_added_at(path: Path) -> list[float]:
+    with sqlite3.connect(path) as db:
+        return [row[0] for row in db.execute("SELECT added_at FROM memories WHERE origin = 'stream'")]
+
+
+@pytest.mark.slow
+def test_a_killed_run_on_a_shared_pool_redone_matches_a_clean_run(tmp_path):
+    cache = f"cache_dir={tmp_path / 'cache'}"
+
+    def start(run: str, pool: Path) -> subprocess.Popen:
+        return subprocess.Popen([str(BIN / "ms-run"), *TINY, cache, f"pool.path={pool}", f"hydra.run.dir={run}"],
+                                cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    clean = start(str(tmp_path / "clean"), tmp_path / "clean.sqlite")
+    assert clean.wait(timeout=1200) == 0, clean.stdout.read()[-3000:]
+
+    shared = tmp_path / "shared.sqlite"
+    killed_dir = tmp_path / "killed"
+    killed = start(str(killed_dir), shared)
+    deadline = time.time() + 1200
+    while not (killed_dir / "decisions.jsonl").exists():  # its first stream batch is admitted
+        assert killed.poll() is None and time.time() < deadline, killed.stdout.read()[-3000:]
+        time.sleep(0.2)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert not (killed_dir / "metrics.json").exists()
+    assert stream_added_at(shared), "the killed attempt admitted nothing, so there is nothing to clean"
+
+    redo_started = time.time()
+    redo = start(str(killed_dir), shared)
+    out, _ = redo.communicate(timeout=1200)
+    assert redo.returncode == 0, out[-3000:]
+    assert "redoing interrupted run" in out
+    assert contents(shared) == contents(tmp_path / "clean.sqlite")
+    # The redo admitted every stream memory itself: had the killed attempt's stayed, re-admitting the
+    # same pairs would have been a no-op and left them with their earlier times.
+    assert min(stream_added_at(shared)) >= redo_started
