@@ -18,7 +18,8 @@ Fields of the JSON object written per size:
   matmul_topk_p50_ms    a bare torch matmul + top-k over the same vectors in the same run: the floor
   query_encode_p50_ms   the packaged MiniLM encoding one question
   refresh_s_per_step    per refresh policy: memories the index re-encodes per training step
-                        (counted on this size's index over `--steps` steps) x encode_s_per_memory
+                        (counted on this size's index over `--steps` steps, or one whole budget
+                        cycle of ceil(size / --refresh-budget) steps) x encode_s_per_memory
   bm25_mine_p50_ms      BM25Retriever.retrieve as memory train mines: a question, top 10, itself excluded
   bm25_reference_mine_p50_ms   the same through rank-bm25 (sizes up to --reference-upto; else null)
   rss_mb                resident memory of the size's process at the end
@@ -91,6 +92,7 @@ def measure(size: int, args) -> dict:
     import torch
 
     from ms.pool import Pool
+    from ms.retrieval import REFRESH_POLICIES
     from ms.retrieval.bm25 import BM25Retriever, RankBM25Retriever
     from ms.retrieval.dense import DenseRetriever
     from ms.retrieval.encoder import Encoder
@@ -129,18 +131,22 @@ def measure(size: int, args) -> dict:
         out["encode_s_per_memory"] = round(per_memory, 5)
 
         re_encoded, per_step = {}, {}
-        for policy in ("full", "every_n", "query_tower"):
-            stepped = DenseRetriever(pool, synthetic_encoder(), refresh=policy, refresh_every=args.refresh_every)
+        for policy in REFRESH_POLICIES:
+            stepped = DenseRetriever(pool, synthetic_encoder(), refresh=policy, refresh_every=args.refresh_every,
+                                     refresh_budget=args.refresh_budget)
             stepped.index(SCOPE)  # the first encoding is adding, not refreshing
             before = stepped.encoded
-            for _ in range(args.steps):
+            # Count whole refresh cycles: budget re-encodes once every ceil(size / budget) steps.
+            steps = max(args.steps, -(-size // args.refresh_budget)) if policy == "budget" else args.steps
+            for _ in range(steps):
                 stepped.encoder_changed()  # what RetrieverTrainer calls after each step
                 stepped.search(queries[:1], SCOPE, K)
-            re_encoded[policy] = (stepped.encoded - before) / args.steps
+            re_encoded[policy] = (stepped.encoded - before) / steps
             per_step[policy] = round(re_encoded[policy] * per_memory, 4)
         out["refresh_s_per_step"] = per_step
         out["refresh_re_encoded_per_step"] = re_encoded
         out["refresh_every"] = args.refresh_every
+        out["refresh_budget"] = args.refresh_budget
 
         memories = pool.memories(SCOPE)[::max(1, size // args.queries)][:args.queries]
         picked = iter(range(10 ** 9))
@@ -169,6 +175,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="timed searches per measurement")
     parser.add_argument("--steps", type=int, default=8, help="training steps counted per refresh policy")
     parser.add_argument("--refresh-every", type=int, default=8, help="n of the every_n policy")
+    parser.add_argument("--refresh-budget", type=int, default=1000,
+                        help="memories re-encoded per step by the budget policy (retriever.refresh_budget)")
     parser.add_argument("--encode-sample", type=int, default=128, help="memories MiniLM encodes to time it")
     parser.add_argument("--reference-upto", type=int, default=10000, help="largest size timed with rank-bm25")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
@@ -181,7 +189,7 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         child = [sys.executable, __file__, "--one-size", str(size)] + [
             f"--{name.replace('_', '-')}={getattr(args, name)}"
-            for name in ("queries", "steps", "refresh_every", "encode_sample", "reference_upto", "threads")]
+            for name in ("queries", "steps", "refresh_every", "refresh_budget", "encode_sample", "reference_upto", "threads")]
         done = subprocess.run(child, capture_output=True, text=True,
                               env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"})
         if done.returncode != 0:

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Copy a finished sweep's evidence (each cell's metrics, predictions, decisions, usage and config)
-# into results/<sweep>/runs, then draw its report from those copies, so anyone can redraw it:
+# Copy a finished sweep's evidence (each cell's metrics, predictions, decisions, usage and config,
+# and memories.csv: who wrote each memory of its pool) into results/<sweep>/runs, then draw its
+# report from those copies, so anyone can redraw it:
 #   bash experiments/publish.sh table1_offline --metric ref_logprob
 set -euo pipefail
 sweep=$1; shift
+report=${MS_REPORT:-ms-report}
+# The Python that runs ms-report (a venv's, beside it) exports memories.csv, unless PYTHON names one.
+python=${PYTHON:-$(dirname "$(command -v "$report" || echo .)")/python}
+[ -x "$python" ] || python=python3
 src=multirun/$sweep
 dst=results/$sweep
 [ -d "$src" ] || { echo "no sweep folder $src: run ms-run -m experiment=$sweep first" >&2; exit 2; }
@@ -16,5 +21,8 @@ for cell in "$src"/*/; do
     [ -f "$cell/$f" ] && cp "$cell/$f" "$out/"
   done
   cp "$cell"/.hydra/config.yaml "$cell"/.hydra/overrides.yaml "$out/.hydra/"
+  # results/ keeps no pool files: the writers table lets the sharing matrices be redrawn from the copy.
+  "$python" -m ms.report.export "$cell" "$out/memories.csv" ||
+    echo "no memories.csv for $cell: its sharing matrix cannot be redrawn from $dst" >&2
 done
-"${MS_REPORT:-ms-report}" "$dst/runs" --out "$dst" "$@"
+"$report" "$dst/runs" --out "$dst" "$@"

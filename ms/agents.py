@@ -1,11 +1,41 @@
-"""The nine domain agents: what each is asked to do, and how it prompts its backbone."""
+"""The agents: what each is asked to do, in which domain, graded by which rubric, on which backbone,
+and how it prompts its backbone.
+
+Agents are configuration, not code: the `agents` config group maps each agent's name to an
+`AgentConfig` entry. Its default, conf/agents/paper.yaml, holds the paper's nine agents; tools that
+run without Hydra (ms-data, ms-report, the importers) read that same file through `default_agents`.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
+from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ms.errors import UserError, one_line
 from ms.llm.base import Message
+
+AGENTS_DIR = Path(__file__).resolve().parent.parent / "conf" / "agents"
+DEFAULT_AGENTS = "paper"  # the group's default option, AGENTS_DIR / "paper.yaml"
+SINGLE_SCOPE = "single"  # the Single-pool's scope and rubric, so no domain may take the name
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # agent and domain names become file names
+
+
+@dataclass
+class AgentConfig:
+    """One entry of `agents`; the entry's key is the agent's name (and its data file's stem)."""
+
+    domain: str = MISSING
+    instruction: str = MISSING  # sent as the system message
+    # A conf/rubric name, or a path to a rubric file. None: the domain's, conf/rubric/<domain>.yaml.
+    # The Single-pool grades every agent with the single rubric instead.
+    rubric: Optional[str] = None
+    backbone: Optional[str] = None  # a conf/backbone name; None: the run's `backbone`
 
 
 @dataclass(frozen=True)
@@ -13,43 +43,73 @@ class Agent:
     name: str
     domain: str
     instruction: str  # sent as the system message
+    rubric: str  # what its pairs are graded with in a domain pool
+    backbone: Optional[str] = None  # a conf/backbone name; None: the run's default backbone
 
 
-DOMAINS: dict[str, tuple[str, ...]] = {
-    "literary": ("wuyanlvshi", "limerick", "sonnet"),
-    "logic": ("puzzle", "riddle", "pun"),
-    "plan": ("study", "travel", "fitness"),
-}
-
-_INSTRUCTIONS = {
-    "wuyanlvshi": "You write classical Chinese five-character regulated verse (五言律诗): exactly eight lines "
-                  "of five characters, even lines rhyming, the middle two couplets parallel. Reply with the poem only.",
-    "limerick": "You write limericks: five lines rhyming AABBA, lines three and four shorter, with a funny "
-                "twist in the last line. Reply with the limerick only.",
-    "sonnet": "You write sonnets: fourteen lines in iambic pentameter, Shakespearean (ABAB CDCD EFEF GG) or "
-              "Petrarchan (ABBAABBA then CDECDE), with a clear turn. Reply with the sonnet only.",
-    "puzzle": "You solve lateral-thinking and logic puzzles. Give the solution, then briefly explain why it works.",
-    "riddle": "You solve riddles. Name the answer, then briefly show how each clue fits.",
-    "pun": "You are a pun expert. Write the requested pun, or explain the wordplay of a given pun, concisely.",
-    "study": "You write concrete study plans that fit the learner's time, level and goal: sessions, topics, "
-             "breaks and review, ending with a one-line rationale.",
-    "travel": "You write concrete travel itineraries that fit the traveller's budget, dates and interests: "
-              "transport, lodging and day-by-day activities, ending with a one-line rationale.",
-    "fitness": "You write safe, concrete fitness plans that fit the person's level, time and limits: workouts, "
-               "rest days, progression and nutrition notes, ending with a one-line rationale.",
-}
-
-AGENTS: dict[str, Agent] = {
-    name: Agent(name=name, domain=domain, instruction=_INSTRUCTIONS[name])
-    for domain, names in DOMAINS.items() for name in names
-}
+def _plain(entries: Mapping[str, Any]) -> dict[str, dict]:
+    """Entries as plain dicts; an unset field reads as MISSING ("???")."""
+    return OmegaConf.to_container(entries) if OmegaConf.is_config(entries) else {k: dict(v) for k, v in entries.items()}
 
 
-def get_agent(name: str) -> Agent:
+def agent_problems(entries: Mapping[str, Any], key: str = "agents") -> Iterator[str]:
+    """What keeps config entries from being agents, one line each naming its key. Rubric and
+    backbone files are checked by their readers (ms.scorer, ms.backbones)."""
+    entries = _plain(entries)
+    if not entries:
+        yield f"invalid setting {key}: no agents are configured, so no domain has an agent; add one (see README)"
+    for name, entry in entries.items():
+        where = f"{key}.{name}"
+        if not _NAME.fullmatch(name):
+            yield f"invalid setting {where}: an agent's name is letters, digits, _ and - (it names <agent>.jsonl)"
+        for field in ("domain", "instruction"):
+            if entry.get(field) in (None, "", MISSING):
+                yield f"{where}.{field} is not set: every agent needs a {field}"
+        domain = entry.get("domain")
+        if domain in (None, "", MISSING):
+            continue
+        if not _NAME.fullmatch(domain):
+            yield f"invalid setting {where}.domain={domain}: a domain's name is letters, digits, _ and -"
+        elif domain == SINGLE_SCOPE:
+            yield (f"invalid setting {where}.domain={domain}: '{SINGLE_SCOPE}' names the Single-pool; "
+                   f"give the domain another name")
+
+
+def agents_from(entries: Mapping[str, Any]) -> dict[str, Agent]:
+    """Agents from config entries (name -> AgentConfig fields), in the entries' order. Entries
+    should have passed `agent_problems`; any that did not is a UserError here."""
+    found = list(agent_problems(entries))
+    if found:
+        raise UserError("\n".join(found))
+    return {name: Agent(name=name, domain=e["domain"], instruction=e["instruction"],
+                        rubric=e.get("rubric") or e["domain"], backbone=e.get("backbone") or None)
+            for name, e in _plain(entries).items()}
+
+
+@cache
+def _load_default() -> tuple[Agent, ...]:
+    path = AGENTS_DIR / f"{DEFAULT_AGENTS}.yaml"
     try:
-        return AGENTS[name]
-    except KeyError:
-        raise KeyError(f"unknown agent '{name}'; the agents are: {', '.join(AGENTS)}") from None
+        entries = OmegaConf.merge(DictConfig({}, key_type=str, element_type=AgentConfig), OmegaConf.load(path))
+    except (OSError, OmegaConfBaseException) as err:
+        raise UserError(one_line(f"the agent config {path} cannot be read: {err}")) from err
+    try:
+        return tuple(agents_from(entries).values())
+    except UserError as err:
+        raise UserError(f"{path}: {err}") from None
+
+
+def default_agents() -> dict[str, Agent]:
+    """The `agents` group's default (the paper's nine agents), for tools that run without Hydra."""
+    return {a.name: a for a in _load_default()}
+
+
+def domains(agents: Mapping[str, Agent]) -> dict[str, tuple[str, ...]]:
+    """domain -> its agents, both in the order the agents are configured."""
+    out: dict[str, tuple[str, ...]] = {}
+    for agent in agents.values():
+        out[agent.domain] = out.get(agent.domain, ()) + (agent.name,)
+    return out
 
 
 @dataclass(frozen=True)

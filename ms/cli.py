@@ -51,9 +51,19 @@ def hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    """`ms-run`: Hydra's command line, plus --debug."""
+    """`ms-run`: Hydra's command line, plus --debug, and plan mode (+plan=true, see ms.plancli)."""
     sys.argv = take_debug_flag(sys.argv)
     multirun = any(arg in ("-m", "--multirun") for arg in sys.argv[1:])
+    from ms.plancli import plan_main, take_plan_flags
+
+    try:
+        args, plan, accept = take_plan_flags(sys.argv[1:])
+        if plan:  # composed here, not by a Hydra job: a job would make its output folder
+            sys.exit(plan_main([a for a in args if a not in ("-m", "--multirun")], multirun, accept))
+    except user_errors() as error:
+        print_user_error(PROG, error)
+        sys.exit(USER_ERROR_EXIT)
+    sys.argv = [sys.argv[0], *args]
     try:
         hydra_main()
     except SystemExit as done:

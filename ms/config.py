@@ -9,15 +9,17 @@ from typing import Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from ms.agents import AgentConfig
 from ms.data import DataConfig
 from ms.evaluate import EvalConfig
-from ms.llm import PROVIDERS
+from ms.llm import PROMPT_LOGPROBS, PROVIDERS
 from ms.memory import MemoryConfig
 from ms.pool import POOL_MODES
 from ms.retrieval import AT_TEST, REFRESH_POLICIES, RETRIEVERS
 from ms.retrieval.composite import CompositeConfig
 from ms.scorer import ScorerConfig
 from ms.training import TrainConfig
+from ms.usage import PriceConfig
 from ms.validation import setting
 
 
@@ -47,13 +49,24 @@ class BackboneConfig:
     backoff_s: float = setting(1.0, ge=0.0)  # first wait between attempts; doubles with each retry
     # The longest wait between two attempts, also when a 429 reply's Retry-After asks for more.
     max_retry_wait_s: float = setting(60.0, ge=0.0)
+    # openai only: echo scores given text and reads answer probabilities through a server whose
+    # /completions endpoint returns prompt log-probs (llama-cpp-python's server, vLLM); none: the
+    # verbalized fallback. See the README, "Exact scores from a served model".
+    prompt_logprobs: str = setting("none", choices=PROMPT_LOGPROBS)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
+    # List price per million input and output tokens: llm_usage.json, metrics.json and ms-report
+    # then estimate each run's cost. Unset: no cost is reported.
+    price: PriceConfig = field(default_factory=PriceConfig)
 
     def problems(self):
-        """Cross-field limits (see ms.validation): every provider needs to know which model to run."""
+        """Cross-field limits (see ms.validation): every provider needs to know which model to run,
+        and only an OpenAI-compatible server gives prompt log-probs."""
         if not self.model and not (self.provider == "hf" and self.gguf_package):
             yield "model", (f"backbone '{self.name}' ({self.provider}) needs backbone.model"
                             + (" or backbone.gguf_package" if self.provider == "hf" else ""))
+        if self.prompt_logprobs != "none" and self.provider != "openai":
+            yield "prompt_logprobs", (f"backbone '{self.name}' ({self.provider}): prompt_logprobs="
+                                      f"{self.prompt_logprobs} needs provider openai (an OpenAI-compatible server)")
 
 
 @dataclass
@@ -73,9 +86,14 @@ class RetrieverConfig:
     at_test: Optional[str] = setting(None, choices=AT_TEST)
     # How memory vectors follow memory train (dense, composite; see ms.retrieval.dense): full
     # re-encodes the pool after every step; every_n after every `refresh_every` steps, using stale
-    # vectors meanwhile; query_tower trains a separate query encoder, so memory vectors never go stale.
-    refresh: str = setting("full", choices=REFRESH_POLICIES)
+    # vectors meanwhile; budget once the steps since the last refresh x `refresh_budget` cover the
+    # scope (full while a scope holds <= refresh_budget memories, bounded cost per step beyond);
+    # query_tower trains a separate query encoder, so memory vectors never go stale.
+    # budget is the default: it is full at every pool size whose quality was measured
+    # (results/refresh_offline) and keeps a step's cost flat as the pool grows (results/benchmarks).
+    refresh: str = setting("budget", choices=REFRESH_POLICIES)
     refresh_every: int = setting(8, ge=1)
+    refresh_budget: int = setting(1000, ge=1)  # memories re-encoded per training step, on average
     seed: int = 0
     composite: CompositeConfig = field(default_factory=CompositeConfig)
 
@@ -94,7 +112,8 @@ class PromptConfig:
 
 @dataclass
 class Config:
-    backbone: BackboneConfig = MISSING
+    backbone: BackboneConfig = MISSING  # the default backbone: every role that names no other runs on it
+    agents: dict[str, AgentConfig] = field(default_factory=dict)  # name -> entry (the `agents` group)
     data: DataConfig = field(default_factory=DataConfig)
     pool: PoolConfig = field(default_factory=PoolConfig)
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)

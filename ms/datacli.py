@@ -21,8 +21,17 @@ def _row(name: str, examples: list[Example], sizes: list[int]) -> str:
             f"{_lengths([e.question for e in examples])}   {_lengths([e.answer for e in examples])}")
 
 
+def _agents(args: argparse.Namespace) -> dict:
+    """The agents of `--agents NAME` (conf/agents/NAME.yaml), composed as `ms-run agents=NAME` composes them."""
+    from ms.agents import DEFAULT_AGENTS, agents_from, default_agents
+
+    if args.agents == DEFAULT_AGENTS:
+        return default_agents()
+    return agents_from(_compose([f"agents={args.agents}"], check=False).agents)
+
+
 def stats(args: argparse.Namespace) -> None:
-    data = load_dir(args.data_dir)
+    data = load_dir(args.data_dir, agents=_agents(args))
     rows, every, totals = [], [], [0, 0, 0]
     for agent, examples in data.items():
         try:
@@ -40,7 +49,7 @@ def stats(args: argparse.Namespace) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
-    data = load_dir(args.data_dir)
+    data = load_dir(args.data_dir, agents=_agents(args))
     problems = [f"{e.id}: {problem}" for examples in data.values() for e in examples
                 if (problem := form_problem(e))]
     for line in problems:
@@ -87,12 +96,14 @@ def invert_cmd(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
+    from ms.agents import agents_from
     from ms.invert import invert, read_answers
     from ms.llm import build_lm
 
-    rows = read_answers(args.answers, args.agent)[: args.limit]
     cfg = _compose([f"backbone={args.backbone}", *args.overrides])
-    made, empty = invert(build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache), rows)
+    agents = agents_from(cfg.agents)
+    rows = read_answers(args.answers, args.agent, agents)[: args.limit]
+    made, empty = invert(build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache), rows, agents)
     with open(args.out, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(asdict(e), ensure_ascii=False) + "\n" for e in made)
     print(f"wrote {len(made)} stream questions to {args.out}")
@@ -105,19 +116,22 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
+    from ms.agents import agents_from
+    from ms.backbones import backbone_config
     from ms.data import load_splits
     from ms.gatecheck import format_results, run_gate_check
     from ms.llm import build_lm
-    from ms.pipeline import scorer_backbone
-    from ms.scorer import Scorer, load_rubrics
+    from ms.scorer import Scorer, load_rubrics, rubric_ref
 
     cfg = _compose(args.overrides)
-    seeds = {agent: parts.seed[:args.per_agent] for agent, parts in load_splits(cfg.data).items()}
+    agents = agents_from(cfg.agents)
+    seeds = {agent: parts.seed[:args.per_agent] for agent, parts in load_splits(cfg.data, agents).items()}
+    rubric_of = {agent: rubric_ref(agents[agent], cfg.pool.mode) for agent in seeds}
     started = time.perf_counter()
-    scorer = Scorer(scorer_backbone(cfg, build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)), load_rubrics(),
-                    cfg.scorer)
+    scorer = Scorer(build_lm(backbone_config(cfg, cfg.scorer.backbone), cfg.cache_dir, cfg.use_cache),
+                    load_rubrics(set(rubric_of.values())), cfg.scorer)
     out = Path(args.out)
-    results = run_gate_check(scorer, seeds, cfg.pool.mode, out)
+    results = run_gate_check(scorer, seeds, rubric_of, out)
     header = (f"Gate check: backbone {cfg.scorer.backbone or cfg.backbone.name}, score read from "
               f"{scorer.read}, {cfg.pool.mode} rubrics, up to {args.per_agent} seed pairs per agent from "
               f"{cfg.data.dir}; AUC of good vs corrupted (swapped, truncated, empty), 95% bootstrap CI; "
@@ -158,8 +172,8 @@ def pool_stats_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compose(overrides):
-    """The config ms-run would compose from these overrides, checked as ms-run checks it."""
+def _compose(overrides, check: bool = True):
+    """The config ms-run would compose from these overrides, checked as ms-run checks it (`check`)."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
@@ -172,7 +186,8 @@ def _compose(overrides):
             cfg = compose("config", overrides=list(overrides))
         except HydraException as err:  # a misspelt key or option
             raise UserError(one_line(f"{err} {err.__cause__ or ''}", 500)) from err
-    validate(cfg)
+    if check:
+        validate(cfg)
     return cfg
 
 
@@ -186,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4],
                       metavar=("SEED", "STREAM", "TEST"))
     show.add_argument("--seed", type=int, default=0, help="split seed")
+    show.add_argument("--agents", default="paper", help="the agent set, a conf/agents option (default paper)")
     show.set_defaults(handler=stats)
 
     check = commands.add_parser("validate", help="check the schema of every file and the poetic forms, and "
@@ -194,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4],
                        metavar=("SEED", "STREAM", "TEST"), help="the split of examples that carry none")
     check.add_argument("--seed", type=int, default=0, help="split seed")
+    check.add_argument("--agents", default="paper", help="the agent set, a conf/agents option (default paper)")
     check.add_argument("--report", metavar="DIR", help="write the full hygiene report to DIR/hygiene.json")
     check.add_argument("--drop-leaked-tests", metavar="DIR",
                        help="write a clean variant to DIR: test items that leak from seed or stream, or repeat "

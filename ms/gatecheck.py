@@ -13,13 +13,13 @@ import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from scipy import stats
 
 from ms.data import Example
-from ms.scorer import Decision, Scorer, rubric_for
+from ms.scorer import Decision, Scorer, load_rubric
 from ms.stats import CONFIDENCE, RESAMPLES, SEED
 
 CORRUPTIONS = ("swapped", "truncated", "empty")
@@ -104,15 +104,16 @@ def summarize(decisions: Sequence[tuple[str, str, Decision]]) -> list[AgentAUC]:
     return out
 
 
-def run_gate_check(scorer: Scorer, seeds: dict[str, list[Example]], pool_mode: str,
+def run_gate_check(scorer: Scorer, seeds: dict[str, list[Example]], rubric_of: Mapping[str, str],
                    out: Path, batch: int = 16) -> list[AgentAUC]:
+    """`rubric_of`: agent -> the rubric its pairs are graded with (ms.scorer.rubric_ref)."""
     from tqdm.auto import tqdm
 
     jobs = corrupted_copies(seeds)
     decisions = []
     for start in tqdm(range(0, len(jobs), batch), desc="gate-check", unit="batch"):
         part = jobs[start:start + batch]
-        graded = scorer.score([(agent, rubric_for(agent, pool_mode).name, e.question, answer)
+        graded = scorer.score([(agent, load_rubric(rubric_of[agent]).name, e.question, answer)
                                for agent, _, e, answer in part])
         decisions += [(agent, kind, d) for (agent, kind, _, _), d in zip(part, graded)]
     out.mkdir(parents=True, exist_ok=True)

@@ -178,7 +178,8 @@ class StmLtmPolicy:
             return []
         prompts = [IMPORTANCE_PROMPT.format(question=i["question"], answer=i["answer"]) for i in items]
         try:
-            replies = self.lm.generate(prompts, max_new_tokens=self.cfg.importance_tokens, temperature=0.0)
+            with self.lm.acting_as("importance"):
+                replies = self.lm.generate(prompts, max_new_tokens=self.cfg.importance_tokens, temperature=0.0)
         except Exception as error:  # a rating is not worth losing the memory over
             log.warning("importance rating failed (%s); using %g for %d items", error,
                         self.cfg.default_importance, len(items))
@@ -220,8 +221,9 @@ class StmLtmPolicy:
         groups = [(scope, agent, g) for (scope, agent), items in due.items() for g in self.group(items)]
         to_summarize = [(scope, agent, g) for scope, agent, g in groups if len(g) > 1]
         try:
-            replies = self.lm.generate([summary_prompt(agent, g) for _, agent, g in to_summarize],
-                                       max_new_tokens=self.cfg.summary_tokens, temperature=0.0) if to_summarize else []
+            with self.lm.acting_as("summarize"):
+                replies = self.lm.generate([summary_prompt(agent, g) for _, agent, g in to_summarize],
+                                           max_new_tokens=self.cfg.summary_tokens, temperature=0.0) if to_summarize else []
         except Exception as error:
             # Nothing has changed yet, so the stores stay as they are and are due again next step.
             done.deferred = [m.id for items in due.values() for m in items]
@@ -257,6 +259,7 @@ class StmLtmPolicy:
         [summary_id] = self.pool.add([{
             "scope": scope, "agent": agent, "domain": lead.domain, "question": question, "answer": answer,
             "origin": "summary", "importance": max(importance), "tier": "long", "sources": [m.id for m in group],
+            "backbone": self.lm.name,  # the summarizer wrote it
         }], step)
         return summary_id
 

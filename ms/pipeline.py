@@ -12,17 +12,17 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from ms.agents import AGENTS, PromptTemplate, chat
-from ms.config import BackboneConfig
+from ms.agents import PromptTemplate, agents_from, chat
+from ms.backbones import build_backbones, resolve
 from ms.data import Example, load_splits
 from ms.evaluate import REF_LOGPROB, BERTScore, summarize, validate_metrics
-from ms.llm import LM, build_lm
+from ms.llm import LM
 from ms.pool import Memory, scope_for
 from ms.memory import build_policy
 from ms.retrieval import build_retriever, build_test_retriever
@@ -30,9 +30,10 @@ from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.composite import CompositeRetriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
-from ms.scorer import DECISIONS_FILE, Scorer, append_decisions, load_rubrics, rubric_for
+from ms.scorer import DECISIONS_FILE, Scorer, append_decisions, load_rubrics, rubric_for, rubric_ref
 from ms.training import Labeller, RetrieverTrainer
 from ms.printout import format_table
+from ms.usage import USAGE_FILE, usage_report
 from ms.run_folder import METRICS_FILE, PREDICTIONS_FILE, clear_partial, completed, open_run_pool, write_atomic
 from ms.validation import validate
 
@@ -64,18 +65,6 @@ def fill_positions(fills: Sequence[int], n: int) -> dict[int, int]:
     return {int(f): round(n * f / 100) for f in sorted(fills)}
 
 
-def scorer_backbone(cfg: DictConfig, lm: LM) -> LM:
-    """The scorer grades with the agents' backbone unless `scorer.backbone` names another."""
-    if not cfg.scorer.backbone:
-        return lm
-    path = Path(__file__).resolve().parent.parent / "conf" / "backbone" / f"{cfg.scorer.backbone}.yaml"
-    if not path.exists():
-        raise FileNotFoundError(f"scorer.backbone={cfg.scorer.backbone}: no such file {path}")
-    raw = OmegaConf.load(path)
-    raw.pop("defaults", None)
-    return build_lm(OmegaConf.merge(OmegaConf.structured(BackboneConfig), raw), cfg.cache_dir, cfg.use_cache)
-
-
 class Experiment:
     def __init__(self, cfg: DictConfig, out_dir: Path):
         scope_for("literary", cfg.pool.mode)  # a bad pool mode fails here, before any model loads
@@ -85,16 +74,19 @@ class Experiment:
         self.stream_k = cfg.k if cfg.stream_k is None else cfg.stream_k
         self.template = PromptTemplate(**cfg.prompt)
         self.metrics = validate_metrics(cfg.eval.metrics)
-        self.splits = load_splits(cfg.data)
+        self.agents = agents_from(cfg.agents)
+        self.splits = load_splits(cfg.data, self.agents)
         self.pool = open_run_pool(cfg, out_dir)  # before any model loads: a bad pool file fails fast
-        self.lm = build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)
-        if REF_LOGPROB in self.metrics and not self.lm.scores_text:
-            if self.metrics == [REF_LOGPROB]:
-                raise ValueError(f"eval.metrics=[{REF_LOGPROB}] needs a backbone that scores given text; "
-                                 f"provider '{self.lm.provider}' cannot. Use eval.metrics=[bertscore]")
-            log.info("provider '%s' cannot score given text: predictions carry no %s", self.lm.provider, REF_LOGPROB)
-            self.metrics.remove(REF_LOGPROB)
-        self.scorer = Scorer(scorer_backbone(cfg, self.lm), load_rubrics(), cfg.scorer)
+        # The backbone each agent that runs answers on; each distinct backbone is built once, and
+        # self.backbones (name -> LM) holds every one the run uses, the default first.
+        self.agent_backbone = {a: resolve(cfg, self.agents[a].backbone) for a in self.splits}
+        self.backbones = build_backbones(cfg, [*self.agent_backbone.values(), cfg.scorer.backbone,
+                                               cfg.train.backbone])
+        self.lm = self.backbones[cfg.backbone.name]
+        self._drop_ref_logprob_where_unscorable()
+        self.scorer = Scorer(self.backbones[resolve(cfg, cfg.scorer.backbone)],
+                             load_rubrics({rubric_ref(self.agents[a], cfg.pool.mode) for a in self.splits}),
+                             cfg.scorer)
         self.step = 0
         self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred
         retriever = build_retriever(cfg.retriever, self.pool)
@@ -105,7 +97,8 @@ class Experiment:
             dense = retriever.dense
         self.trainer = None
         if dense is not None and cfg.retriever.learn:
-            labeller = Labeller(self.lm, self.template, cfg.train.label_method, cfg.train.verbalized_prompt)
+            labeller = Labeller(self.backbones[resolve(cfg, cfg.train.backbone)], self.template,
+                                cfg.train.label_method, cfg.train.verbalized_prompt, agents=self.agents)
             self.trainer = RetrieverTrainer(cfg.train, dense, BM25Retriever(self.pool), labeller)
         # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
         self.memory = build_policy(cfg.memory, self.pool, self.lm, encoder=lambda: Encoder(cfg.retriever.encoder))
@@ -114,13 +107,46 @@ class Experiment:
                                if cfg.retriever.at_test else self.retriever)
         self.bertscore = BERTScore(cfg.eval) if "bertscore" in self.metrics else None
 
+    def _drop_ref_logprob_where_unscorable(self) -> None:
+        """ref_logprob is left out of the predictions of agents whose backbone cannot score given
+        text (never 0); with no such backbone left to score, it leaves eval.metrics."""
+        if REF_LOGPROB not in self.metrics:
+            return
+        blind = sorted(a for a, name in self.agent_backbone.items() if not self.backbones[name].scores_text)
+        if blind and self.metrics == [REF_LOGPROB]:
+            raise ValueError(f"eval.metrics=[{REF_LOGPROB}] needs backbones that score given text; those of "
+                             f"{', '.join(blind)} cannot. Use eval.metrics=[bertscore]")
+        if blind:
+            log.info("the backbones of %s cannot score given text: their predictions carry no %s",
+                     ", ".join(blind), REF_LOGPROB)
+        if len(blind) == len(self.agent_backbone):
+            self.metrics.remove(REF_LOGPROB)
+
     def scope(self, agent: str) -> str:
-        return scope_for(AGENTS[agent].domain, self.cfg.pool.mode)
+        return scope_for(self.agents[agent].domain, self.cfg.pool.mode)
+
+    def by_backbone(self, queries: Sequence[Query], role: str, call: Callable[[LM, list[int]], list]) -> list[Any]:
+        """`call(lm, indices)` once per backbone the queries' agents run on, with the indices of its
+        queries, counted under `role`; the results come back in query order."""
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, q in enumerate(queries):
+            groups[self.agent_backbone[q.agent]].append(i)
+        out: list[Any] = [None] * len(queries)
+        for name, idx in groups.items():
+            lm = self.backbones[name]
+            with lm.acting_as(role):
+                for i, value in zip(idx, call(lm, idx), strict=True):
+                    out[i] = value
+        return out
+
+    def answer(self, queries: Sequence[Query], prompts: Sequence[list], role: str) -> list[str]:
+        """Each query's answer, generated by its agent's backbone."""
+        return self.by_backbone(queries, role, lambda lm, idx: lm.generate([prompts[i] for i in idx]))
 
     # ---- the loop ---------------------------------------------------------------------------
 
     def seed_pool(self) -> int:
-        items = [{"scope": self.scope(a), "agent": a, "domain": AGENTS[a].domain, "question": e.question,
+        items = [{"scope": self.scope(a), "agent": a, "domain": self.agents[a].domain, "question": e.question,
                   "answer": e.answer, "origin": "seed"} for a, s in self.splits.items() for e in s.seed]
         return sum(i is not None for i in self.pool.add(items, step=0))
 
@@ -138,31 +164,39 @@ class Experiment:
                 retrieved[i] = memories
         if mark:
             self.pool.mark_retrieved({m.id for ms in retrieved for m in ms}, self.step)
-        prompts = [chat(AGENTS[q.agent], self.template.render(
+        prompts = [chat(self.agents[q.agent], self.template.render(
             q.example.question, [{"question": m.question, "answer": m.answer} for m in memories]),
             self.template.system) for q, memories in zip(queries, retrieved)]
         return prompts, retrieved
 
-    def ref_logprobs(self, prompts: Sequence[list], references: Sequence[str]) -> list[tuple[float, int]]:
-        """(mean log-prob per token, tokens) of each reference given exactly the prompt the agent saw."""
-        scored = self.lm.loglikelihood([self.lm.chat_context(p) for p in prompts], list(references))
-        return [(total / n, n) for total, n in scored]
+    def ref_logprobs(self, queries: Sequence[Query], prompts: Sequence[list],
+                     references: Sequence[str]) -> list[tuple[float, int] | None]:
+        """(mean log-prob per token, tokens) of each reference given exactly the prompt the agent saw,
+        on the agent's backbone; None where that backbone cannot score given text."""
+        def score(lm: LM, idx: list[int]) -> list:
+            if not lm.scores_text:
+                return [None] * len(idx)
+            scored = lm.loglikelihood([lm.chat_context(prompts[i]) for i in idx], [references[i] for i in idx])
+            return [(total / n, n) for total, n in scored]
+
+        return self.by_backbone(queries, "evaluate", score)
 
     def stream_batch(self, queries: Sequence[Query]) -> list:
         self.step += 1
         prompts = self.prompts(queries, self.stream_k, mark=True)[0]
-        answers = self.lm.generate(prompts)
+        answers = self.answer(queries, prompts, "answer")
         # memory.question=prompt, as the authors' code: the question a new memory stores (and the
         # scorer grades, and memory train mines with) is the whole prompt the agent saw.
         asked = [p[-1]["content"] if self.cfg.memory.question == "prompt" else q.example.question
                  for q, p in zip(queries, prompts)]
         used = {q.scope: self.retriever.state(q.scope) for q in queries}  # before this step trains it
-        decisions = self.scorer.score([(q.agent, rubric_for(q.agent, self.cfg.pool.mode).name, x, a)
+        decisions = self.scorer.score([(q.agent, rubric_for(self.agents[q.agent], self.cfg.pool.mode).name, x, a)
                                        for q, x, a in zip(queries, asked, answers)])
         admitted = [(q, d) for q, d in zip(queries, decisions) if d.accepted]
-        ids = self.memory.admit([{"scope": q.scope, "agent": q.agent, "domain": AGENTS[q.agent].domain,
+        ids = self.memory.admit([{"scope": q.scope, "agent": q.agent, "domain": self.agents[q.agent].domain,
                                   "question": d.question, "answer": d.answer, "origin": "stream",
-                                  "score": d.score} for q, d in admitted], step=self.step)
+                                  "score": d.score, "backbone": self.agent_backbone[q.agent]}
+                                 for q, d in admitted], step=self.step)
         if self.trainer is not None:
             self.trainer.update([(q.agent, q.scope, d.question, d.answer, i)
                                  for (q, d), i in zip(admitted, ids) if i is not None])
@@ -183,18 +217,18 @@ class Experiment:
                  "question": q.example.question, "reference": q.example.answer} for q in tests]
         batch = self.cfg.micro_batch
         for start in tqdm(range(0, len(tests), batch), desc=f"evaluate @ {fill}% fill", unit="batch", leave=False):
-            part = rows[start:start + batch]
-            prompts, retrieved = self.prompts(tests[start:start + batch], self.cfg.k, mark=False,
-                                              retriever=self.test_retriever)
-            for row, q, memories in zip(part, tests[start:start + batch], retrieved):
+            part, queries = rows[start:start + batch], tests[start:start + batch]
+            prompts, retrieved = self.prompts(queries, self.cfg.k, mark=False, retriever=self.test_retriever)
+            for row, q, memories in zip(part, queries, retrieved):
                 row["retrieved"] = [m.id for m in memories]
                 row.update(self.test_retriever.state(q.scope))  # retriever_version, index_staleness
             if self.bertscore is not None:
-                for row, answer in zip(part, self.lm.generate(prompts)):
+                for row, answer in zip(part, self.answer(queries, prompts, "evaluate")):
                     row["answer"] = answer
             if REF_LOGPROB in self.metrics:
-                for row, (mean, n) in zip(part, self.ref_logprobs(prompts, [r["reference"] for r in part])):
-                    row[REF_LOGPROB], row["ref_tokens"] = mean, n
+                for row, scored in zip(part, self.ref_logprobs(queries, prompts, [r["reference"] for r in part])):
+                    if scored is not None:
+                        row[REF_LOGPROB], row["ref_tokens"] = scored
         if self.bertscore is not None:
             scores = self.bertscore.score([r["answer"] for r in rows], [r["reference"] for r in rows])
             for row, (p, r, f) in zip(rows, scores):
@@ -232,10 +266,8 @@ class Experiment:
                 pool_sizes[str(fill)] = self.pool.count_by("agent")
         if self.trainer is not None:
             self.trainer.save(self.out / "retriever")
-        usage = {"agents": self.lm.usage.as_dict()}
-        if self.scorer.lm is not self.lm:
-            usage["scorer"] = self.scorer.lm.usage.as_dict()
-        (self.out / "llm_usage.json").write_text(json.dumps(usage, indent=2))
+        usage = usage_report(self.backbones.values())
+        (self.out / USAGE_FILE).write_text(json.dumps(usage, indent=2))
         at_test = self.cfg.retriever.at_test
         metrics = {
             "complete": True,
@@ -249,7 +281,10 @@ class Experiment:
                     "refresh": self.cfg.retriever.refresh if self.trainer is not None else None,
                     "label_method": self.trainer.labeller.method if self.trainer else None,
                     "agents": list(self.splits), "fills": list(checkpoints), "seed": self.cfg.seed,
-                    "metrics": self.metrics, "scorer_read": self.scorer.read},
+                    "metrics": self.metrics, "scorer_read": self.scorer.read,
+                    # only where some agent runs on a backbone other than the default
+                    **({"agent_backbones": self.agent_backbone}
+                       if set(self.agent_backbone.values()) != {self.cfg.backbone.name} else {})},
             "bertscore": self.bertscore.describe() if self.bertscore is not None else None,
             "fills": by_fill,
             "stream": {"questions": 0 if skip_stream else len(stream), "k": self.stream_k, "seeded": seeded,

@@ -1,13 +1,15 @@
-"""The table a run prints when it ends: per agent, each metric with its 95% CI and n."""
+"""The table a run prints when it ends: per agent, each metric with its 95% CI and n; then what
+its LLM calls cost, per role."""
 
 from __future__ import annotations
 
 from ms.evaluate import METRICS, REF_LOGPROB
+from ms.usage import format_usage
 
 
 def format_table(metrics: dict) -> str:
     """Per agent, at the last fill: each metric's mean with its 95% CI and n; the headline metric
-    at every fill; and the gate's accepted/rejected/unscored counts."""
+    at every fill; the gate's accepted/rejected/unscored counts; and the LLM usage per role."""
     fills = list(metrics["fills"])
     last = metrics["fills"][fills[-1]]
     present = [m for m in METRICS if m in last["overall"]]
@@ -32,6 +34,9 @@ def format_table(metrics: dict) -> str:
         lines.append(f"{name:<11}" + "".join(f" {_with_ci(cell, m):>24}" for m in present) + f" {cell['n']:>3} |"
                      + "".join(f" {at(f).get(headline, float('nan')):{len(headline) + len(f) + 2}.3f}" for f in fills)
                      + " | " + "/".join(map(str, counts)))
+    usage = metrics.get("usage") or {}
+    if "backbones" in usage:  # runs written before usage was kept per role have no such table
+        lines += ["", format_usage(usage)]
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 
 from ms.pool import Pool
 from ms.scorer import DECISIONS_FILE
+from ms.usage import USAGE_FILE
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def completed(out_dir: Path) -> dict | None:
 
 def clear_partial(out_dir: Path, cfg: DictConfig) -> None:
     """Remove what an interrupted run left here, so a redo starts from an empty pool."""
-    names = [PREDICTIONS_FILE, DECISIONS_FILE, "llm_usage.json"]
+    names = [PREDICTIONS_FILE, DECISIONS_FILE, USAGE_FILE]
     if not cfg.pool.path:
         names += ["pool.sqlite", "pool.sqlite-wal", "pool.sqlite-shm"]
     for name in names:

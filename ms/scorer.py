@@ -20,14 +20,14 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import yaml
 
-from ms.agents import DOMAINS, get_agent
+from ms.agents import SINGLE_SCOPE, Agent
+from ms.errors import UserError
 from ms.llm.base import LM, Message
 from ms.pool import scope_for
 from ms.validation import setting
 
 RUBRIC_DIR = Path(__file__).resolve().parent.parent / "conf" / "rubric"
-SINGLE_RUBRIC = "single"
-RUBRIC_NAMES = (*DOMAINS, SINGLE_RUBRIC)
+SINGLE_RUBRIC = SINGLE_SCOPE  # the rubric files are named after the pool scopes they guard
 RUBRIC_TOTAL = 100
 DECISIONS_FILE = "decisions.jsonl"
 
@@ -104,23 +104,41 @@ class Rubric:
         return rubric
 
 
+class RubricNotFound(UserError, FileNotFoundError):
+    """A rubric that an agent or the pool mode asks for has no file."""
+
+
+def rubric_path(name: str, directory: Path = RUBRIC_DIR) -> Path:
+    """A rubric's file: `name` is a file's name in conf/rubric without .yaml, or a path to a .yaml file."""
+    return Path(name) if name.endswith((".yaml", ".yml")) else Path(directory) / f"{name}.yaml"
+
+
 @cache
 def load_rubric(name: str, directory: Path = RUBRIC_DIR) -> Rubric:
-    path = Path(directory) / f"{name}.yaml"
+    path = rubric_path(name, directory)
     if not path.is_file():
         known = sorted(p.stem for p in Path(directory).glob("*.yaml"))
-        raise FileNotFoundError(f"no rubric '{name}' ({path}); the rubrics are: {', '.join(known)}")
+        raise RubricNotFound(f"no rubric '{name}' ({path}); the rubrics are: {', '.join(known)}")
     return Rubric.from_file(path)
 
 
-def load_rubrics(names: Iterable[str] = RUBRIC_NAMES) -> dict[str, Rubric]:
-    return {name: load_rubric(name) for name in names}
+def load_rubrics(names: Iterable[str] | None = None) -> dict[str, Rubric]:
+    """Rubrics by the name their file gives them; None: every file in conf/rubric."""
+    if names is None:
+        names = sorted(p.stem for p in RUBRIC_DIR.glob("*.yaml"))
+    return {rubric.name: rubric for rubric in map(load_rubric, names)}
 
 
-def rubric_for(agent_name: str, pool_mode: str) -> Rubric:
-    """Domain pools grade with their domain's rubric; the single pool grades everyone alike. The
-    rubric files are named after the pool scopes they guard, so the scope names the rubric."""
-    return load_rubric(scope_for(get_agent(agent_name).domain, pool_mode))
+def rubric_ref(agent: Agent, pool_mode: str) -> str:
+    """The rubric (a conf/rubric name or a file's path) the agent's pairs are graded with. Domain
+    pools grade with the agent's rubric, by default its domain's; the single pool grades every agent
+    alike, with the single rubric. The scorer knows rubrics by the name their file gives them:
+    `rubric_for(...).name`."""
+    return SINGLE_RUBRIC if scope_for(agent.domain, pool_mode) == SINGLE_SCOPE else agent.rubric
+
+
+def rubric_for(agent: Agent, pool_mode: str) -> Rubric:
+    return load_rubric(rubric_ref(agent, pool_mode))
 
 
 # ---- reading a score out of free text -------------------------------------------------------
@@ -254,6 +272,10 @@ class Scorer:
             raise KeyError(f"no rubric named {', '.join(unknown)}; the scorer has: {', '.join(self.rubrics)}")
         if not items:
             return []
+        with self.lm.acting_as("score"):
+            return self._score(items)
+
+    def _score(self, items: list[tuple[str, str, str, str]]) -> list[Decision]:
         chats = [self.prompt(*item) for item in items]
         if self.read == "probabilities":
             return [self._weighted(item, probs) for item, probs in

@@ -15,12 +15,12 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import torch
 from torch import nn
 
-from ms.agents import PromptTemplate, chat, get_agent
+from ms.agents import Agent, PromptTemplate, chat, default_agents
 from ms.llm import LM
 from ms.pool import Memory
 from ms.retrieval.base import memory_text
@@ -49,6 +49,7 @@ class TrainConfig:
     seed: int = 0
     # The verbalized label prompt, with {example}, {query} and {answer}; None: VERBALIZED_PROMPT.
     verbalized_prompt: Optional[str] = None
+    backbone: Optional[str] = None  # a conf/backbone name to label with; None: the run's `backbone`
 
     def problems(self):
         """Cross-field limits (see ms.validation): v labelled candidates are picked from the n mined."""
@@ -86,7 +87,8 @@ def parse_probability(text: str) -> float | None:
 class Labeller:
     """p_i = P(not Y | one-shot prompt from (x_i, y_i), X), for every candidate in one batched call."""
 
-    def __init__(self, lm: LM, template: PromptTemplate, method: str = "likelihood", prompt: str | None = None):
+    def __init__(self, lm: LM, template: PromptTemplate, method: str = "likelihood", prompt: str | None = None,
+                 agents: Mapping[str, Agent] | None = None):
         if method not in LABEL_METHODS:
             raise ValueError(f"train.label_method must be 'likelihood' or 'verbalized', not '{method}'")
         if method == "likelihood" and not lm.scores_text:
@@ -97,15 +99,17 @@ class Labeller:
         self.template = template
         self.method = method
         self.prompt = prompt or VERBALIZED_PROMPT
+        self.agents = default_agents() if agents is None else agents  # whose instructions the prompts carry
 
     def p_not(self, jobs: Sequence[tuple[str, str, str, Memory]]) -> list[float]:
         """jobs: (agent, X, Y, candidate memory)."""
         if not jobs:
             return []
-        return self._likelihood(jobs) if self.method == "likelihood" else self._verbalized(jobs)
+        with self.lm.acting_as("label"):
+            return self._likelihood(jobs) if self.method == "likelihood" else self._verbalized(jobs)
 
     def _likelihood(self, jobs) -> list[float]:
-        contexts = [self.lm.chat_context(chat(get_agent(agent), self.template.render(x, [{"question": m.question, "answer": m.answer}]),
+        contexts = [self.lm.chat_context(chat(self.agents[agent], self.template.render(x, [{"question": m.question, "answer": m.answer}]),
                                               self.template.system))
                     for agent, x, _, m in jobs]
         scored = self.lm.loglikelihood(contexts, [y for _, _, y, _ in jobs])

@@ -152,14 +152,14 @@ def _not_sqlite(path: Path) -> bool:
 
 def _outside_problems(cfg: DictConfig) -> Iterator[str]:
     """Checks that read the file system or other modules: the data, and where files will be written."""
-    from ms.agents import AGENTS
-
+    yield from _agent_problems(cfg)
     data = cfg.data
-    unknown = [a for a in data.agents if a not in AGENTS]
+    running = list(cfg.agents) if data.agents is None else list(data.agents)
+    unknown = [a for a in running if a not in cfg.agents]
     if unknown:
-        yield (f"invalid setting data.agents: unknown agent(s) {', '.join(unknown)}; "
-               f"the agents are: {', '.join(AGENTS)}")
-    elif not data.agents:
+        yield (f"invalid setting data.agents: unknown agent(s) {', '.join(unknown)}; the agents are: "
+               f"{', '.join(cfg.agents)} (add one to the agents config: README, \"Adding an agent\")")
+    elif not running and cfg.agents:  # no agents at all is reported with the agents
         yield "invalid setting data.agents=[]: name at least one agent"
     elif data.get("hf") is None:
         folder = Path(data.dir)
@@ -168,7 +168,7 @@ def _outside_problems(cfg: DictConfig) -> Iterator[str]:
             yield (f"invalid setting data.dir={data.dir}: no such folder (the <agent>.jsonl files are read there)"
                    + (f"; create it with: {made_by}" if made_by else ""))
         else:
-            missing = [a for a in data.agents if not (folder / f"{a}.jsonl").is_file()]
+            missing = [a for a in running if not (folder / f"{a}.jsonl").is_file()]
             if missing:
                 yield (f"invalid setting data.agents: no data file for {', '.join(missing)} in {folder} "
                        f"(expected <agent>.jsonl; set data.dir or data.agents)")
@@ -193,16 +193,57 @@ def _outside_problems(cfg: DictConfig) -> Iterator[str]:
         yield damaged_pool_message(Path(cfg.pool.path), "file is not a database")
     if cfg.use_cache and _not_sqlite(Path(cfg.cache_dir) / CACHE_FILENAME):
         yield damaged_cache_message(Path(cfg.cache_dir) / CACHE_FILENAME, "file is not a database")
-    metrics = list(cfg.eval.metrics)
-    if metrics == ["ref_logprob"] and cfg.backbone.provider != "hf":
-        yield (f"invalid setting eval.metrics=[ref_logprob]: provider '{cfg.backbone.provider}' cannot score "
-               f"given text; use eval.metrics=[bertscore]")
-    if cfg.scorer.backbone:
-        conf = Path(__file__).resolve().parent.parent / "conf" / "backbone" / f"{cfg.scorer.backbone}.yaml"
-        if not conf.is_file():
-            options = sorted(p.stem for p in conf.parent.glob("*.yaml"))
-            yield (f"invalid setting scorer.backbone={cfg.scorer.backbone}: no such backbone; "
-                   f"choose one of {', '.join(options)}")
+    if list(cfg.eval.metrics) == ["ref_logprob"] and not unknown:
+        yield from _unscorable(cfg, running)
+
+
+def _agent_problems(cfg: DictConfig) -> Iterator[str]:
+    """The agents' entries, the rubric files they are graded with, and every backbone a role names
+    (agents.NAME.backbone, scorer.backbone, train.backbone): a conf/backbone file that passes its checks."""
+    from ms.agents import agent_problems, agents_from
+    from ms.backbones import backbone_config, named_backbones
+    from ms.scorer import rubric_path
+
+    found = list(agent_problems(cfg.agents))
+    yield from found
+    if found:
+        return
+    agents = agents_from(cfg.agents)
+    for agent in agents.values():
+        path = rubric_path(agent.rubric)
+        if not path.is_file():
+            key = "rubric" if cfg.agents[agent.name].rubric else "domain"
+            yield (f"invalid setting agents.{agent.name}.{key}={cfg.agents[agent.name][key]}: no rubric file {path} "
+                   f"(a domain's rubric is conf/rubric/<domain>.yaml); add it, or set agents.{agent.name}.rubric")
+    for key, name in named_backbones(cfg, agents):
+        try:
+            node = backbone_config(cfg, name)
+        except UserError as error:
+            yield f"invalid setting {key}={name}: {error}"
+            continue
+        yield from _walk(node, f"{key}={name}: backbone.")
+
+
+def _unscorable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
+    """eval.metrics=[ref_logprob] leaves an agent whose backbone cannot score given text with no metric."""
+    from ms.backbones import backbone_config
+    from ms.llm import provider_class
+
+    blind: dict[str, list[str]] = {}
+    for agent in running:
+        try:
+            backbone = backbone_config(cfg, cfg.agents[agent].backbone)
+            scores = provider_class(backbone).scores_text
+        except UserError:  # reported with the agent's backbone
+            continue
+        if not scores:
+            blind.setdefault(backbone.provider, []).append(agent)
+    for provider, agents in blind.items():
+        whose = "" if len(agents) == len(running) else f" (the backbone of {', '.join(agents)})"
+        served = (" (or backbone.prompt_logprobs=echo, on a server that returns prompt log-probs)"
+                  if provider == "openai" else "")
+        yield (f"invalid setting eval.metrics=[ref_logprob]: provider '{provider}' cannot score given text{whose}; "
+               f"use eval.metrics=[bertscore]{served}")
 
 
 def problems(cfg: DictConfig) -> list[str]:

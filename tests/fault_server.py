@@ -1,8 +1,8 @@
 """A small OpenAI-compatible HTTP server on 127.0.0.1 that answers from a script of faults, for
 tests of how the API backbones retry and report. Both clients (openai, mistralai) post to
-`.../chat/completions`; the server answers every POST with the next reply of its script and
-repeats the last one when the script runs out. A reply may be a function, called when it is sent
-(for headers that depend on the time)."""
+`.../chat/completions`, the echo scorer to `.../completions`; the server answers every POST with
+the next reply of its script and repeats the last one when the script runs out. A reply may be
+a function, called when it is sent (for headers that depend on the time)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,19 @@ def rate_limited(retry_after: str | None) -> tuple:
         headers["retry-after"] = retry_after
     body = {"error": {"message": "rate limited", "type": "rate_limit", "code": "429"}}
     return 429, headers, json.dumps(body).encode()
+
+
+def refused(status: int = 404) -> tuple:
+    """How a server answers a request or an endpoint it does not support."""
+    body = {"error": {"message": "not supported", "type": "invalid_request_error", "code": str(status)}}
+    return status, {"content-type": "application/json"}, json.dumps(body).encode()
+
+
+def text_completion(text: str, logprobs: dict | None = None) -> tuple:
+    """A legacy /completions reply: `text` and, if given, its tokens' log-probs."""
+    body = completion([{"index": 0, "finish_reason": "length", "text": text, "logprobs": logprobs}])
+    body["object"] = "text_completion"
+    return 200, {"content-type": "application/json"}, json.dumps(body).encode()
 
 
 def http_date(seconds_from_now: float) -> str:

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from ms.agents import AGENTS
+from ms.agents import default_agents
 from ms.data import (DataConfig, DataError, Example, HFDataConfig, form_problem, import_paper,
                      load_dir, load_hf, load_jsonl, load_splits, split_examples)
+
+AGENTS = default_agents()
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "data"

@@ -29,30 +29,6 @@ BIN = Path(sys.executable).parent
 GARBAGE = b"this file was overwritten by something else entirely; it is no database\n" * 4
 
 
-@pytest.fixture
-def ms_run(tmp_path, capsys, monkeypatch):
-    """`ms-run ARGS` in this process (no interpreter and torch start-up per case): (exit status,
-    the non-empty lines it wrote to stderr). Hydra's logging setup is left out so pytest keeps its own."""
-    import ms.cli
-
-    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")  # so that it is restored after the test: --debug sets it
-
-    def call(*args: str) -> tuple[int, list[str]]:
-        monkeypatch.setattr(sys, "argv", ["ms-run", *args, f"hydra.run.dir={tmp_path / 'run'}",
-                                          f"cache_dir={tmp_path / 'cache'}", "hydra/job_logging=none",
-                                          "hydra/hydra_logging=none"])
-        monkeypatch.setattr(ms.cli, "_composed", False)
-        capsys.readouterr()
-        try:
-            ms.cli.main()
-            code = 0
-        except SystemExit as done:
-            code = done.code
-        return code, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-
-    return call
-
-
 # ---- bad settings: exit 2, one line per violation naming the key, before any model loads ----------
 
 def test_the_tables_bad_settings_exit_2_before_anything_opens_naming_each_key(tmp_path):

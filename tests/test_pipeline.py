@@ -11,6 +11,8 @@ import sys
 import pytest
 
 from ms.pipeline import fill_positions, interleave, run
+from ms.plan import plan_run
+from ms.printout import format_table
 from ms.pool import Pool
 
 from conftest import REPO, compose_config
@@ -53,6 +55,22 @@ def test_loop_on_the_default_model_writes_every_output_and_grows_the_pool(tmp_pa
     assert pool.count_by("origin")["stream"] == admitted
     assert saved["stream"]["train_losses"]  # memory train ran on the admitted pairs
 
+    # Usage per role adds up to the total; plan mode, which loads nothing, foresaw every role's
+    # requests (calls plus cache hits): exactly for answer and evaluate, within 25% for the others.
+    usage = json.loads((tmp_path / "llm_usage.json").read_text())
+    assert usage == saved["usage"] and list(usage["backbones"]) == ["smollm2"]
+    roles = usage["backbones"]["smollm2"]["roles"]
+    for field, value in usage["total"].items():
+        assert sum(u[field] for u in roles.values()) == pytest.approx(value), field
+    made = {role: u["calls"] + u["cache_hits"] for role, u in roles.items()}
+    planned = {r.role: r.calls for r in plan_run(cfg).rows}
+    assert made["answer"] == planned["answer"] == 4 and made["evaluate"] == planned["evaluate"] == 8
+    for role in ("score", "label", "summarize", "importance", "invert"):
+        assert made[role] == pytest.approx(planned[role], rel=0.25), role
+    assert made["other"] == 0 and made["label"] > 0
+    printed = format_table(saved).splitlines()  # the run's printout ends with the usage per role
+    assert [line.split()[0] for line in printed[-5:]] == ["answer", "score", "label", "evaluate", "total"]
+
 
 @pytest.mark.slow
 def test_api_backbone_run_keeps_the_key_out_of_every_file(tmp_path, llama_server):
@@ -78,7 +96,7 @@ def test_api_backbone_run_keeps_the_key_out_of_every_file(tmp_path, llama_server
 @pytest.mark.slow
 def test_ref_logprob_only_evaluation_scores_the_reference_given_the_exact_prompt(tmp_path, models_cache):
     """Also: retriever.at_test=bm25 evaluates with BM25 over the pool the learned stream grew."""
-    from ms.agents import AGENTS, PromptTemplate, chat
+    from ms.agents import PromptTemplate, chat, default_agents
     from ms.llm import build_lm
     from ms.retrieval.bm25 import BM25Retriever
 
@@ -101,7 +119,7 @@ def test_ref_logprob_only_evaluation_scores_the_reference_given_the_exact_prompt
     assert [m.id for m in BM25Retriever(pool).retrieve(row["question"], "logic", 3)] == row["retrieved"]
     memories = {m.id: m for m in pool.get(row["retrieved"])}
     shown = [{"question": memories[i].question, "answer": memories[i].answer} for i in row["retrieved"]]
-    prompt = chat(AGENTS["riddle"], PromptTemplate(**cfg.prompt).render(row["question"], shown))
+    prompt = chat(default_agents()["riddle"], PromptTemplate(**cfg.prompt).render(row["question"], shown))
     lm = build_lm(cfg.backbone, models_cache, use_response_cache=False)
     [(total, n)] = lm.loglikelihood([lm.chat_context(prompt)], [row["reference"]])
     assert row["ref_tokens"] == n and row["ref_logprob"] == pytest.approx(total / n, abs=1e-4)

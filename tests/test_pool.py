@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from ms.pool import Memory, Pool, scope_for
+from ms.pool import SCHEMA_VERSION, Memory, Pool, scope_for
 
 
 def item(question="Write a limerick about a cat.", answer="There once was a cat...", **overrides):
@@ -228,8 +228,8 @@ def test_a_schema_1_pool_is_migrated_in_place(tmp_path):
         old.execute("PRAGMA user_version = 1")
     with Pool(path, run_id="new") as pool:
         [kept] = pool.get([7])
-        assert (kept.question, kept.run_id) == ("q", None)
+        assert (kept.question, kept.run_id, kept.backbone) == ("q", None, None)
         [added] = pool.add(items("new", 1), step=1)
         assert added > 7 and pool.get([added])[0].run_id == "new"
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3

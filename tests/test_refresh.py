@@ -1,4 +1,4 @@
-"""Index refresh policies: how memory vectors follow memory train (full, every_n, query_tower), and
+"""Index refresh policies: how memory vectors follow memory train (full, every_n, budget, query_tower), and
 the staleness every retrieval reports. Real packaged MiniLM, real SQLite pool."""
 
 from __future__ import annotations
@@ -70,6 +70,19 @@ def test_every_n_re_encodes_exactly_every_n_steps(pool, encoder):
     assert dense.state("misc") == {"retriever_version": 7, "index_staleness": 1}
 
 
+def test_budget_is_full_while_the_scope_fits_and_every_ceil_size_over_budget_steps_beyond(pool, encoder):
+    fits = DenseRetriever(pool, encoder, refresh="budget", refresh_budget=MEMORIES)
+    fits.retrieve("anything", "misc", 1)
+    assert after_each_step(fits, 3) == [(2 * MEMORIES, 0), (3 * MEMORIES, 0), (4 * MEMORIES, 0)]
+    # A budget of a third of the scope (rounded up) re-encodes every third step: the same cost per
+    # step, MEMORIES / 3, whatever the scope's size.
+    third = DenseRetriever(pool, encoder, refresh="budget", refresh_budget=-(-MEMORIES // 3))
+    third.retrieve("anything", "misc", 1)
+    seen = after_each_step(third, 7)
+    assert [encoded for encoded, _ in seen] == [MEMORIES] * 2 + [2 * MEMORIES] * 3 + [3 * MEMORIES] * 2
+    assert [stale for _, stale in seen] == [1, 2, 0, 1, 2, 0, 1]
+
+
 def test_query_tower_trains_queries_only_and_never_re_encodes_memories(pool):
     torch.manual_seed(0)
     dense = DenseRetriever(pool, Encoder(), refresh="query_tower")
@@ -96,14 +109,14 @@ def test_query_tower_trains_queries_only_and_never_re_encodes_memories(pool):
 
 
 def test_refresh_is_a_config_key_a_sweep_can_range_over(pool):
-    for policy in REFRESH_POLICIES:  # what `ms-run -m retriever.refresh=full,every_n,query_tower` composes
+    for policy in REFRESH_POLICIES:  # what `ms-run -m retriever.refresh=full,every_n,budget,query_tower` composes
         cfg = compose_config([f"retriever.refresh={policy}", "retriever.refresh_every=3"])
         assert (cfg.retriever.refresh, cfg.retriever.refresh_every) == (policy, 3)
         assert not problems(cfg)
-    assert compose_config().retriever.refresh == "full"
-    bad = compose_config(["retriever.refresh=sometimes", "retriever.refresh_every=0"])
+    assert compose_config().retriever.refresh == "budget"
+    bad = compose_config(["retriever.refresh=sometimes", "retriever.refresh_every=0", "retriever.refresh_budget=0"])
     named = {line.split("=")[0].split()[-1] for line in problems(bad)}  # "invalid setting KEY=VALUE: why"
-    assert {"retriever.refresh", "retriever.refresh_every"} <= named
+    assert {"retriever.refresh", "retriever.refresh_every", "retriever.refresh_budget"} <= named
     with pytest.raises(ValueError, match="retriever.refresh"):  # before any model loads
         build_retriever(bad.retriever, pool)
 

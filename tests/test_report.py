@@ -17,10 +17,13 @@ import numpy as np
 import pytest
 import yaml
 
-from ms.agents import AGENTS, DOMAINS
+from ms.agents import default_agents, domains
 from ms.report import (DIFF, PAPER_TABLES, find_runs, figure4, load_paper_tables, main, pool_growth, select,
                        write_report)
 from ms.stats import Estimate, mean_ci
+
+AGENTS = default_agents()
+DOMAINS = domains(AGENTS)
 
 FILLS = [20, 60, 100]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ms.agents import AGENTS
+from ms.agents import Agent, default_agents
 from ms.llm.base import LM
 from ms.scorer import (RETRY_PROMPT, SCORE_OPTIONS, SYSTEM_PROMPT, Decision, Scorer, ScorerConfig, append_decisions, load_rubric,
                        load_rubrics, parse_score, rubric_for)
@@ -51,13 +51,15 @@ def test_unknown_rubric_lists_the_known_ones():
 
 
 def test_rubric_for_pool_modes():
-    for agent in AGENTS.values():
-        assert rubric_for(agent.name, "domain").name == agent.domain
-        assert rubric_for(agent.name, "single").name == "single"
+    for agent in default_agents().values():
+        assert rubric_for(agent, "domain").name == agent.domain
+        assert rubric_for(agent, "single").name == "single"
     with pytest.raises(ValueError, match="pool mode"):
-        rubric_for("sonnet", "global")
-    with pytest.raises(KeyError, match="unknown agent"):
-        rubric_for("haiku", "domain")
+        rubric_for(default_agents()["sonnet"], "global")
+    haiku = Agent("haiku", "poetry", "Write haiku.", rubric="poetry")
+    with pytest.raises(FileNotFoundError, match="no rubric 'poetry'"):
+        rubric_for(haiku, "domain")
+    assert rubric_for(haiku, "single").name == "single"  # the Single-pool needs no rubric of its own
 
 
 # ---- parsing ------------------------------------------------------------------------------
@@ -324,12 +326,12 @@ def test_default_backbone_scores_every_seed_pair_of_an_agent(tmp_path):
 def test_real_backbone_grades_three_pairs_by_text(tmp_path):
     lm = _default_backbone(tmp_path)
     pairs = [
-        ("limerick", rubric_for("limerick", "domain").name, "Write a limerick about a cat who loves rain.",
+        ("limerick", rubric_for(default_agents()["limerick"], "domain").name, "Write a limerick about a cat who loves rain.",
          "A cat who adored the wet rain\nWould dance by the drainpipe and lane\nShe'd splash in a puddle\n"
          "Then curl up to cuddle\nAnd purr till it poured down again"),
-        ("riddle", rubric_for("riddle", "domain").name, "What has keys but can't open locks?",
+        ("riddle", rubric_for(default_agents()["riddle"], "domain").name, "What has keys but can't open locks?",
          "A piano: it has many keys, yet none of them open a lock."),
-        ("travel", rubric_for("travel", "single").name, "Plan one day in Paris on a small budget.",
+        ("travel", rubric_for(default_agents()["travel"], "single").name, "Plan one day in Paris on a small budget.",
          "Morning: walk along the Seine to Notre-Dame. Noon: picnic in the Luxembourg Gardens. "
          "Afternoon: free entry to the Petit Palais. Evening: sunset from Montmartre."),
     ]

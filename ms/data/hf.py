@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Mapping
 
-from ms.agents import AGENTS
+from ms.agents import Agent, default_agents
 
 from .load import DataError, Example, check_record, quiet_datasets
 
@@ -19,9 +20,12 @@ def _hf_builder(path: Path) -> str:
 
 
 def load_hf(name_or_path: str, *, question: str, answer: str, agent: str | None = None,
-            split: str = "train", agent_column: str | None = None) -> list[Example]:
+            split: str = "train", agent_column: str | None = None,
+            agents: Mapping[str, Agent] | None = None) -> list[Example]:
     """Any dataset `datasets` can open (hub name, folder or local file), mapped onto Example by
-    column names. Give `agent` for a single-agent dataset, or `agent_column` naming each row's agent."""
+    column names. Give `agent` for a single-agent dataset, or `agent_column` naming each row's agent.
+    `agents`: the configured agents (None: the default set)."""
+    agents = default_agents() if agents is None else agents
     if (agent is None) == (agent_column is None):
         raise DataError(f"{name_or_path}: give exactly one of agent (all rows) or agent_column (per row)")
     path = Path(name_or_path)
@@ -42,9 +46,9 @@ def load_hf(name_or_path: str, *, question: str, answer: str, agent: str | None 
     for index, row in enumerate(table):
         name = row[agent_column] if agent_column else agent
         record = {"id": f"{name}-hf-{index + 1:05d}", "agent": name,
-                  "domain": AGENTS[name].domain if name in AGENTS else "",
+                  "domain": agents[name].domain if name in agents else "",
                   "question": row[question], "answer": row[answer]}
-        problem = check_record(record, f"{name_or_path} ({split}) row {index + 1}", None)
+        problem = check_record(record, f"{name_or_path} ({split}) row {index + 1}", None, agents)
         if problem:
             raise DataError(problem)
         examples.append(Example(**record))

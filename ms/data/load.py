@@ -10,12 +10,14 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
-from ms.agents import AGENTS
+from ms.agents import Agent, default_agents
 
 SPLITS = ("seed", "stream", "test")
 FIELDS = ("id", "agent", "domain", "question", "answer")
+UNASSIGNED = "unassigned"  # the importer's file of records it gave no agent: in a data folder, not an agent's
+ADD_AGENT = "add it to the agents config (README: \"Adding an agent\")"
 
 
 class DataError(ValueError):
@@ -32,8 +34,10 @@ class Example:
     split: Optional[str] = None  # set only where the source fixes the split (e.g. the paper's files)
 
 
-def check_record(record: Any, where: str, agent: str | None) -> str | None:
-    """Why `record` breaks the schema, or None. `agent`, when given, is the only agent allowed."""
+def check_record(record: Any, where: str, agent: str | None,
+                 agents: Mapping[str, Agent] | None = None) -> str | None:
+    """Why `record` breaks the schema, or None. `agent`, when given, is the only agent allowed;
+    `agents` are the configured ones (None: the default set)."""
     if not isinstance(record, dict):
         return f"{where}: expected a JSON object, got {type(record).__name__}"
     missing = [key for key in FIELDS if key not in record]
@@ -52,9 +56,11 @@ def check_record(record: Any, where: str, agent: str | None) -> str | None:
         # Stream items are answered live, so the paper's problem files may carry no answer.
         if not value.strip() and not (key == "answer" and split == "stream"):
             return f"{where}: field '{key}' is empty"
-    if record["agent"] not in AGENTS:
-        return f"{where}: unknown agent {record['agent']!r}; the agents are: {', '.join(AGENTS)}"
-    expected_domain = AGENTS[record["agent"]].domain
+    agents = default_agents() if agents is None else agents
+    if record["agent"] not in agents:
+        return (f"{where}: unknown agent {record['agent']!r}, not configured (the agents are: "
+                f"{', '.join(agents)}); {ADD_AGENT}")
+    expected_domain = agents[record["agent"]].domain
     if record["domain"] != expected_domain:
         return (f"{where}: domain {record['domain']!r} does not match agent {record['agent']!r} "
                 f"(its domain is {expected_domain!r})")
@@ -77,13 +83,13 @@ def json_lines(path: str | Path) -> Iterator[tuple[str, int, Any]]:
                 raise DataError(f"{where}: malformed JSON ({err.msg} at column {err.colno})") from None
 
 
-def _parse_lines(path: Path, agent: str | None) -> list[dict]:
+def _parse_lines(path: Path, agent: str | None, agents: Mapping[str, Agent] | None) -> list[dict]:
     """Parse and validate every line ourselves first: `datasets` reports JSON and type errors
     without line numbers, and it would turn a missing field into a silent null."""
     records: list[dict] = []
     first_line_of_id: dict[str, int] = {}
     for where, number, record in json_lines(path):
-        problem = check_record(record, where, agent)
+        problem = check_record(record, where, agent, agents)
         if problem:
             raise DataError(problem)
         if record["id"] in first_line_of_id:
@@ -111,12 +117,13 @@ def quiet_datasets(cache: str | None):
             datasets.enable_progress_bars()
 
 
-def load_jsonl(path: str | Path, agent: str | None = None) -> list[Example]:
-    """All examples of one JSONL file, in file order; any schema break raises DataError."""
+def load_jsonl(path: str | Path, agent: str | None = None, agents: Mapping[str, Agent] | None = None) -> list[Example]:
+    """All examples of one JSONL file, in file order; any schema break raises DataError. `agents`: the
+    configured agents (None: the default set)."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")
-    records = _parse_lines(path, agent)
+    records = _parse_lines(path, agent, agents)
     if not records:
         raise DataError(f"{path}: no examples")
     # A throwaway cache: nothing lands in the repo or goes stale in the user's HF cache.
@@ -127,26 +134,34 @@ def load_jsonl(path: str | Path, agent: str | None = None) -> list[Example]:
     return [Example(**{key: row[key] for key in FIELDS}, split=row.get("split")) for row in rows]
 
 
-def load_dir(data_dir: str | Path, agents: Iterable[str] | None = None,
-             created_by: str | None = None) -> dict[str, list[Example]]:
-    """`<agent>.jsonl` for each asked agent (default: every agent with a file in the folder).
+def load_dir(data_dir: str | Path, names: Iterable[str] | None = None, created_by: str | None = None,
+             agents: Mapping[str, Agent] | None = None) -> dict[str, list[Example]]:
+    """`<agent>.jsonl` for each agent in `names` (default: every file in the folder, each of which must
+    belong to a configured agent). `agents`: the configured agents (None: the default set).
     `created_by`, the command that makes the folder, is named when the folder is missing."""
     data_dir = Path(data_dir)
+    agents = default_agents() if agents is None else agents
     if not data_dir.is_dir():
         hint = f"; create it with: {created_by}" if created_by else ""
         raise DataError(f"{data_dir}: no such folder{hint}")
-    if agents is None:
-        agents = [name for name in AGENTS if (data_dir / f"{name}.jsonl").is_file()]
-        if not agents:
-            raise DataError(f"{data_dir}: no <agent>.jsonl files; the agents are: {', '.join(AGENTS)}")
+    if names is None:
+        stems = sorted(p.stem for p in data_dir.glob("*.jsonl") if p.stem != UNASSIGNED)
+        stray = [s for s in stems if s not in agents]
+        if stray:
+            raise DataError(f"{data_dir}: no configured agent for {', '.join(f'{s}.jsonl' for s in stray)} "
+                            f"(the agents are: {', '.join(agents)}); {ADD_AGENT}, or move the file away")
+        names = [name for name in agents if name in stems]
+        if not names:
+            raise DataError(f"{data_dir}: no <agent>.jsonl files; the agents are: {', '.join(agents)}")
     loaded = {}
-    for name in agents:
-        if name not in AGENTS:
-            raise DataError(f"unknown agent {name!r}; the agents are: {', '.join(AGENTS)}")
+    for name in names:
+        if name not in agents:
+            raise DataError(f"unknown agent {name!r}, not configured (the agents are: {', '.join(agents)}); "
+                            f"{ADD_AGENT}")
         path = data_dir / f"{name}.jsonl"
         if not path.is_file():
             raise DataError(f"{path}: missing: the data of agent {name!r} is expected there")
-        loaded[name] = load_jsonl(path, agent=name)
+        loaded[name] = load_jsonl(path, agent=name, agents=agents)
     return loaded
 
 
@@ -154,7 +169,7 @@ def line_numbers(data_dir: str | Path) -> dict[str, str]:
     """"<agent>.jsonl:<line>" of every example id in the folder, for reports that point at lines."""
     where = {}
     for path in sorted(Path(data_dir).glob("*.jsonl")):
-        if path.stem in AGENTS:
+        if path.stem != UNASSIGNED:
             for _, number, record in json_lines(path):
                 if isinstance(record, dict) and "id" in record:
                     where[record["id"]] = f"{path.name}:{number}"

@@ -24,10 +24,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ms.agents import AGENTS, DOMAINS
+from ms.agents import AGENTS_DIR, DEFAULT_AGENTS, default_agents, domains
 
 from .hygiene import drop_leaked_tests, hygiene_report, normalize, write_hygiene
-from .load import CJK, SPLITS, DataError, Example, json_lines, line_numbers, load_dir, write_dir, write_jsonl
+from .load import (CJK, SPLITS, UNASSIGNED, DataError, Example, json_lines, line_numbers, load_dir, write_dir,
+                   write_jsonl)
 from .segment import FORM_NATS, SCRIPT_NATS, TEST_COPY_NATS, MixedFile, decide, similarity_evidence
 
 ONEPOOL = "onepool"  # subfolder of the output for the single-pool files
@@ -65,7 +66,7 @@ def _test_agent(stem: str) -> str | None:
     if prefix in _TEST_ALIASES:
         return _TEST_ALIASES[prefix]
     for candidate in (prefix, prefix[:-1]):  # plural forms: puns, riddles, puzzles
-        if candidate in AGENTS:
+        if candidate in default_agents():
             return candidate
     return None
 
@@ -95,6 +96,8 @@ class _Source:
 def _find_sources(root: Path) -> tuple[list[_Source], list[str]]:
     """Every recognized file, domain folders before OnePool, and what was skipped."""
     sources, skipped, recognized = [], [], []
+    agents = default_agents()  # the paper's nine
+    by_domain = domains(agents)
     for folder in sorted(f for f in root.iterdir() if f.is_dir() and not f.name.startswith(".")):
         known, domain = _folder_domain(folder.name)
         if known:
@@ -102,6 +105,8 @@ def _find_sources(root: Path) -> tuple[list[_Source], list[str]]:
         else:
             skipped.append(f"{folder.name}/ (not a domain folder)")
     for single, _, folder, domain in sorted(recognized):
+        if not single and domain not in by_domain:
+            raise DataError(f"{folder}: the domain '{domain}' has no agents in {AGENTS_DIR / DEFAULT_AGENTS}.yaml")
         for path in sorted(p for p in folder.iterdir() if p.suffix.lower() == ".jsonl"):
             role = _file_role(path.stem)
             agent = _test_agent(path.stem) if role == "test" else None
@@ -109,7 +114,7 @@ def _find_sources(root: Path) -> tuple[list[_Source], list[str]]:
                 skipped.append(f"{folder.name}/{path.name} (not a pool, problem or <agent>Test file)")
                 continue
             sources.append(_Source(path, path.relative_to(root).as_posix(), role, ONEPOOL if single else "",
-                                   tuple(AGENTS) if single else DOMAINS[domain], agent))
+                                   tuple(agents) if single else by_domain[domain], agent))
     if not sources:
         raise DataError(f"{root}: no pool, problem or test files in any domain folder")
     return sources, skipped
@@ -222,7 +227,8 @@ def import_paper(src: str | Path, out: str | Path, drop_leaked: str | Path | Non
             number = numbering[source.group, agent, source.split]
             data[source.group].setdefault(agent, []).append(Example(
                 id=f"{agent}-paper{'-' + source.group if source.group else ''}-{source.split}-{number:03d}",
-                agent=agent, domain=AGENTS[agent].domain, question=question, answer=answer, split=source.split))
+                agent=agent, domain=default_agents()[agent].domain, question=question, answer=answer,
+                split=source.split))
         row["assigned"] = dict(row["assigned"])
         if labels:
             row["blocks"] = _runs(labels)
@@ -233,7 +239,7 @@ def import_paper(src: str | Path, out: str | Path, drop_leaked: str | Path | Non
               "unsure": unsure, "unassigned": len(unassigned), "skipped_files": skipped,
               "copies_agree": _copies_agree(data), "hygiene": {}}
     out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out / "unassigned.jsonl", unassigned)
+    write_jsonl(out / f"{UNASSIGNED}.jsonl", unassigned)
     for group, by_agent in data.items():
         if not by_agent:
             continue
@@ -266,7 +272,7 @@ def _runs(labels: list[tuple[int, str | None]]) -> list[list]:
 
 def _counts(by_agent: dict[str, list[Example]]) -> dict[str, dict[str, int]]:
     return {agent: {split: sum(e.split == split for e in by_agent.get(agent, [])) for split in SPLITS}
-            for agent in AGENTS if agent in by_agent}
+            for agent in default_agents() if agent in by_agent}
 
 
 def _copies_agree(data: dict[str, dict[str, list[Example]]]) -> dict[str, int]:

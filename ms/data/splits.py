@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from omegaconf import MISSING
 
-from ms.agents import DOMAINS
+from ms.agents import Agent, default_agents
 
 from .load import SPLITS, DataError, Example, load_dir
 
@@ -95,7 +95,7 @@ class HFDataConfig:
 @dataclass
 class DataConfig:
     dir: str = "data"
-    agents: list[str] = field(default_factory=lambda: [a for names in DOMAINS.values() for a in names])
+    agents: Optional[list[str]] = None  # the agents that run; None: every configured agent
     fractions: list[float] = field(default_factory=lambda: [0.2, 0.4, 0.4])  # for examples without a split
     split_seed: int = 0
     # Per-agent caps for quick runs: the first n of each part after splitting.
@@ -107,21 +107,23 @@ class DataConfig:
     created_by: Optional[str] = None
 
 
-def load_splits(cfg: DataConfig) -> dict[str, Splits]:
-    """The splits of every configured agent. From `hf`, only the configured agents that occur in
-    the dataset are returned; from `dir`, every configured agent must have its file."""
+def load_splits(cfg: DataConfig, configured: Mapping[str, Agent] | None = None) -> dict[str, Splits]:
+    """The splits of every agent that runs (`cfg.agents`, else every one in `configured`, the
+    configured agents; None: the default set). From `hf`, only those that occur in the dataset are
+    returned; from `dir`, each must have its file."""
     from .hf import load_hf
 
-    agents = list(cfg.agents)
+    configured = default_agents() if configured is None else configured
+    agents = list(configured) if cfg.agents is None else list(cfg.agents)
     if cfg.hf is not None:
         rows = load_hf(cfg.hf.name, question=cfg.hf.question, answer=cfg.hf.answer, agent=cfg.hf.agent,
-                       split=cfg.hf.split, agent_column=cfg.hf.agent_column)
+                       split=cfg.hf.split, agent_column=cfg.hf.agent_column, agents=configured)
         by_agent = {name: [r for r in rows if r.agent == name] for name in agents}
         by_agent = {name: group for name, group in by_agent.items() if group}
         if not by_agent:
             raise DataError(f"{cfg.hf.name}: none of the configured agents ({', '.join(agents)}) occurs in it")
     else:
-        by_agent = load_dir(cfg.dir, agents, created_by=cfg.created_by)
+        by_agent = load_dir(cfg.dir, agents, created_by=cfg.created_by, agents=configured)
 
     def cap(part: list[Example], limit: Optional[int]) -> list[Example]:
         return part if limit is None else part[:limit]

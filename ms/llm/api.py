@@ -106,6 +106,12 @@ class ChatAPILM(LM):
     def endpoint(self) -> str:
         return self.base_url or "default endpoint"
 
+    @property
+    def cache_model(self) -> str:
+        # Servers name their models freely ("local"), so two servers' replies must not share cache
+        # entries: a server's address is part of its key. The provider's own endpoint keeps the bare name.
+        return self.model if self.base_url is None else f"{self.model}@{self.base_url}"
+
     @abstractmethod
     def _connect(self, api_key: str) -> None:
         ...

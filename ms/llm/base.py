@@ -1,15 +1,17 @@
 """The one interface every backbone implements: batched `generate` and `loglikelihood`.
 
 Subclasses implement `_generate` and, where the backend can score given text, `_loglikelihood`.
-This class adds what every provider needs once: the response cache and per-run accounting.
+This class adds what every provider needs once: the response cache and per-run accounting, kept
+per role (what the call was for: see ROLES), so a run can say what each part of the loop cost.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence, Union
+from typing import Any, Iterable, Iterator, Sequence, Union
 
 from ms.errors import UserError
 from ms.llm.cache import ResponseCache, request_key
@@ -25,6 +27,15 @@ class BackendError(UserError, RuntimeError):
 
 class LoglikelihoodUnsupported(BackendError):
     """The backend cannot score a given continuation; callers fall back to verbalized scoring."""
+
+
+def cache_key(kind: str, provider: str, model: str, params: dict[str, Any], request: Any) -> str:
+    """The response-cache key of one request: what `_cached` looks up, and what plan mode probes."""
+    return request_key({"kind": kind, "provider": provider, "model": model, "params": params, "request": request})
+
+
+def generate_params(max_new_tokens: int, temperature: float, stop: Sequence[str]) -> dict[str, Any]:
+    return {"max_new_tokens": max_new_tokens, "temperature": temperature, "stop": list(stop)}
 
 
 def as_messages(prompt: Prompt) -> list[Message]:
@@ -44,6 +55,20 @@ class Usage:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def total(cls, parts: Iterable["Usage"]) -> "Usage":
+        out = cls()
+        for part in parts:
+            for name, value in asdict(part).items():
+                setattr(out, name, getattr(out, name) + value)
+        return out
+
+
+# What a call is for. Callers tag their calls with `lm.acting_as(role)`; a call made outside any
+# role counts under OTHER, so the roles always add up to the LM's total.
+ROLES = ("answer", "score", "label", "summarize", "importance", "invert", "evaluate")
+OTHER = "other"
+
 
 class LM(ABC):
     provider: str = "?"
@@ -54,18 +79,45 @@ class LM(ABC):
                  temperature: float = 0.0, stop: Sequence[str] = ()):
         self.model = model
         self.cache = cache
-        self.usage = Usage()
+        self.name = model  # the backbone config's name, set by build_lm
+        self.price = None  # the backbone config's price (per million tokens), set by build_lm
+        self.usage_by_role: dict[str, Usage] = {}
+        self.role = OTHER
         self.defaults = {"max_new_tokens": max_new_tokens, "temperature": temperature, "stop": list(stop)}
+
+    # ---- accounting -------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> Usage:
+        """The current role's counters: providers add to `self.usage` and need not know roles."""
+        return self.usage_by_role.setdefault(self.role, Usage())
+
+    @contextmanager
+    def acting_as(self, role: str) -> Iterator["LM"]:
+        """Count the calls made inside the block under `role` (roles nest: the inner one counts)."""
+        if role not in ROLES:
+            raise ValueError(f"unknown LM role '{role}'; the roles are: {', '.join(ROLES)}")
+        outer, self.role = self.role, role
+        try:
+            yield self
+        finally:
+            self.role = outer
+
+    def total_usage(self) -> Usage:
+        return Usage.total(self.usage_by_role.values())
+
+    @property
+    def cache_model(self) -> str:
+        """The model as response-cache keys name it: two LMs share cached replies only where it is equal."""
+        return self.model
 
     # ---- public API -------------------------------------------------------------------------
 
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int | None = None,
                  temperature: float | None = None, stop: Sequence[str] | None = None) -> list[str]:
-        params = {
-            "max_new_tokens": self.defaults["max_new_tokens"] if max_new_tokens is None else max_new_tokens,
-            "temperature": self.defaults["temperature"] if temperature is None else temperature,
-            "stop": list(self.defaults["stop"] if stop is None else stop),
-        }
+        params = generate_params(self.defaults["max_new_tokens"] if max_new_tokens is None else max_new_tokens,
+                                 self.defaults["temperature"] if temperature is None else temperature,
+                                 self.defaults["stop"] if stop is None else stop)
         chats = [as_messages(p) for p in prompts]
         # Only greedy output is a function of the request, so only greedy output is cached.
         cacheable = self.cache is not None and params["temperature"] == 0
@@ -114,8 +166,7 @@ class LM(ABC):
     # ---- internals --------------------------------------------------------------------------
 
     def _cached(self, kind: str, requests: list[Any], params: dict[str, Any], cacheable: bool, compute):
-        keys = [request_key({"kind": kind, "provider": self.provider, "model": self.model,
-                             "params": params, "request": r}) for r in requests]
+        keys = [cache_key(kind, self.provider, self.cache_model, params, r) for r in requests]
         found = self.cache.get_many(keys) if cacheable else {}
         self.usage.cache_hits += len(found)
         todo = [i for i, k in enumerate(keys) if k not in found]

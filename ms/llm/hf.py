@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import math
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Sequence
 import torch
 
 from ms.llm.base import LM, Message, Prompt, as_messages
+from ms.llm.options import OptionPaths
 
 
 def package_dir(package: str) -> Path:
@@ -50,6 +50,27 @@ def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
     return target
 
 
+def model_source(model: str | None, gguf_file: str | None, gguf_package: str | None) -> tuple[str, str | None]:
+    """Where the weights are (hub name, folder, or the folder of a package that ships a GGUF file)
+    and the GGUF file there, if any; found without loading anything."""
+    if gguf_package:
+        folder = package_dir(gguf_package)
+        if gguf_file is None:
+            found = sorted(folder.rglob("*.gguf"))
+            if not found:
+                raise FileNotFoundError(f"no .gguf file inside package '{gguf_package}' ({folder})")
+            gguf_file = str(found[0].relative_to(folder))
+        return str(folder), gguf_file
+    if model:
+        return model, gguf_file
+    raise ValueError("backbone needs `model` (hub name or folder) or `gguf_package`")
+
+
+def model_id(source: str, gguf_file: str | None) -> str:
+    """The model's name in response-cache keys."""
+    return f"{source}::{gguf_file}" if gguf_file else source
+
+
 def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -66,19 +87,8 @@ class HFLM(LM):
                  models_dir: str | Path | None = None, **kwargs):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if gguf_package:
-            folder = package_dir(gguf_package)
-            if gguf_file is None:
-                found = sorted(folder.rglob("*.gguf"))
-                if not found:
-                    raise FileNotFoundError(f"no .gguf file inside package '{gguf_package}' ({folder})")
-                gguf_file = str(found[0].relative_to(folder))
-            source = str(folder)
-        elif model:
-            source = model
-        else:
-            raise ValueError("backbone needs `model` (hub name or folder) or `gguf_package`")
-        super().__init__(model=f"{source}::{gguf_file}" if gguf_file else source, **kwargs)
+        source, gguf_file = model_source(model, gguf_file, gguf_package)
+        super().__init__(model=model_id(source, gguf_file), **kwargs)
         self.device = resolve_device(device)
         self.batch_size = batch_size
         self.max_length = max_length
@@ -175,27 +185,12 @@ class HFLM(LM):
 
     @torch.inference_mode()
     def _option_probabilities(self, chats: list[list[Message]], options: list[str]) -> list[list[float]]:
-        paths = [tuple(self.tokenizer(o, add_special_tokens=False)["input_ids"]) for o in options]
-        if not all(paths) or len(set(paths)) != len(paths):
-            raise ValueError("options must be non-empty and tokenize differently")
-        # The distribution is needed after every proper prefix of an option: the empty prefix
-        # (the prompt itself), then e.g. "1" on the way to "10" and "10" on the way to "100".
-        prefixes = sorted({p[:i] for p in paths for i in range(len(p))}, key=lambda p: (len(p), p))
-        extensions: dict[tuple, set[int]] = {p: set() for p in prefixes}
-        for path in paths:
-            for i in range(len(path)):
-                extensions[path[:i]].add(path[i])
+        paths = OptionPaths([self.tokenizer(o, add_special_tokens=False)["input_ids"] for o in options])
         out = []
         for chat in chats:
             context = self._encode(self.chat_context(chat))[-self.max_length:]
-            logprobs = self._next_token_logprobs(context, prefixes)
-            row = []
-            for path in paths:
-                logp = sum(float(logprobs[path[:i]][t]) for i, t in enumerate(path))
-                # A reply that goes on into a longer option belongs to that option, not to this one.
-                longer = sum(math.exp(float(logprobs[path][t])) for t in extensions.get(path, ()))
-                row.append(math.exp(logp) * max(0.0, 1.0 - longer))
-            out.append(row)
+            logprobs = self._next_token_logprobs(context, paths.prefixes)
+            out.append(paths.probabilities(lambda prefix, token: float(logprobs[prefix][token])))
             self.usage.prompt_tokens += len(context)
         return out
 

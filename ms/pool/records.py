@@ -17,10 +17,10 @@ ORIGINS = ("seed", "stream", "imported", "summary")
 TIERS = ("short", "long")
 
 _REQUIRED = ("scope", "agent", "domain", "question", "answer", "origin")
-_OPTIONAL = ("score", "importance", "tier", "sources")
+_OPTIONAL = ("score", "importance", "tier", "sources", "backbone")
 # Everything else about a memory is fixed once written: its content is what the hash vouches for.
 MUTABLE = ("tier", "consolidated", "importance")
-COUNTABLE = ("scope", "agent", "domain", "origin", "tier", "consolidated", "run_id")
+COUNTABLE = ("scope", "agent", "domain", "origin", "tier", "consolidated", "run_id", "backbone")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,9 @@ class Memory:
     consolidated: bool
     sources: list[int] | None
     run_id: str | None = None  # the run that admitted it; None in files from before runs were recorded
+    # The backbone (conf/backbone name) that wrote it; None for seeds and imports, which no backbone
+    # wrote, and in files from before backbones were recorded.
+    backbone: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -99,6 +102,9 @@ def row_for_insert(item: dict[str, Any], step: int, now: float) -> tuple:
     if score is not None and not 0.0 <= float(score) <= 100.0:
         raise ValueError(f"score is a rubric score in [0, 100], got {score!r}")
     sources = item.get("sources")
+    backbone = item.get("backbone")
+    if backbone is not None and (not isinstance(backbone, str) or not backbone.strip()):
+        raise ValueError(f"backbone must be a backbone's name or absent, got {backbone!r}")
     return (
         item["scope"], item["agent"], item["domain"], item["question"], item["answer"],
         None if score is None else float(score),
@@ -107,6 +113,7 @@ def row_for_insert(item: dict[str, Any], step: int, now: float) -> tuple:
         content_hash(item["question"], item["answer"]),
         check_mutable("tier", item.get("tier", "long")),
         None if sources is None else json.dumps([int(s) for s in sources]),
+        backbone,
     )
 
 

@@ -12,7 +12,8 @@ from ms.pool.records import Memory
 
 # 2: memories record the run that admitted them (run_id), the runs table, and ids never reused
 # (AUTOINCREMENT), so a run's memories can be removed without a later memory taking their ids.
-SCHEMA_VERSION = 2
+# 3: memories record the backbone that wrote them (agents may run on different backbones).
+SCHEMA_VERSION = 3
 
 # Executed one by one inside the opening transaction (executescript would commit first), so two
 # processes opening a new file at once do not race to create it.
@@ -35,6 +36,7 @@ MEMORIES_TABLE = """CREATE TABLE IF NOT EXISTS memories (
         consolidated INTEGER NOT NULL DEFAULT 0,
         sources TEXT,
         run_id TEXT,
+        backbone TEXT,
         UNIQUE (scope, content_hash)
     )"""
 SCHEMA = (
@@ -67,16 +69,22 @@ SCHEMA = (
 )
 
 
-_V1_COLUMNS = ", ".join(f.name for f in dataclasses.fields(Memory) if f.name != "run_id")
+_V1_COLUMNS = ", ".join(f.name for f in dataclasses.fields(Memory) if f.name not in ("run_id", "backbone"))
 
 
 def migrate_from_v1(conn: sqlite3.Connection) -> None:
-    """Rebuild a schema-1 table as schema 2 inside the opening transaction: same ids and rows, run_id
-    NULL (admitted before runs were recorded). A rebuild, since AUTOINCREMENT cannot be added by ALTER."""
+    """Rebuild a schema-1 table as the current one inside the opening transaction: same ids and rows,
+    run_id and backbone NULL (written before either was recorded). A rebuild, since AUTOINCREMENT
+    cannot be added by ALTER."""
     conn.execute("ALTER TABLE memories RENAME TO memories_v1")  # its indexes and triggers go with it
     conn.execute(MEMORIES_TABLE)
     conn.execute(f"INSERT INTO memories ({_V1_COLUMNS}) SELECT {_V1_COLUMNS} FROM memories_v1")
     conn.execute("DROP TABLE memories_v1")
+
+
+def migrate_from_v2(conn: sqlite3.Connection) -> None:
+    """Add schema 3's backbone column in place (ids and rows untouched); older memories read NULL."""
+    conn.execute("ALTER TABLE memories ADD COLUMN backbone TEXT")
 
 
 class PoolFileError(UserError):

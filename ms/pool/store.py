@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator
 
 from ms.pool.records import (COLUMNS, COUNTABLE, MUTABLE, POOL_FILENAME, Memory, ScopeChanges, check_mutable,
                              memory_from_row, row_for_insert)
-from ms.pool.schema import SCHEMA, SCHEMA_VERSION, PoolFileError, migrate_from_v1, open_failure
+from ms.pool.schema import SCHEMA, SCHEMA_VERSION, PoolFileError, migrate_from_v1, migrate_from_v2, open_failure
 
 
 class Pool:
@@ -47,12 +47,14 @@ class Pool:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             with self._write():
                 found = self._conn.execute("PRAGMA user_version").fetchone()[0]
-                if found not in (0, 1, SCHEMA_VERSION):
+                if found not in (0, 1, 2, SCHEMA_VERSION):
                     raise PoolFileError(f"the pool {path} holds schema {found}, which this version of ms "
                                         f"cannot read (it reads {SCHEMA_VERSION}): update ms, or set pool.path "
                                         f"to another file")
                 if found == 1:
                     migrate_from_v1(self._conn)
+                elif found == 2:
+                    migrate_from_v2(self._conn)
                 for statement in SCHEMA:
                     self._conn.execute(statement)
         except BaseException:
@@ -102,8 +104,8 @@ class Pool:
             for row in rows:
                 cursor = self._conn.execute(
                     "INSERT INTO memories (scope, agent, domain, question, answer, score, importance,"
-                    " origin, added_step, added_at, content_hash, tier, sources, run_id)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " origin, added_step, added_at, content_hash, tier, sources, backbone, run_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (scope, content_hash) DO NOTHING", (*row, self.run_id))
                 ids.append(cursor.lastrowid if cursor.rowcount == 1 else None)
         return ids

@@ -1,16 +1,18 @@
 """Tables, claims and figures from finished runs, set beside the paper's published numbers.
 
-    ms-report SWEEP_DIR... [--out DIR] [--metric P|R|F1|ref_logprob]
+    ms-report SWEEP_DIR... [--out DIR] [--metric P|R|F1|ref_logprob] [--sharing-fill PERCENT]
 
 Everything is read from what runs leave in their folders: metrics.json says what a run was,
 predictions.jsonl what it scored on each test question (every mean and 95% CI is drawn from it),
-decisions.jsonl how its pool grew. Writes into --out (default: SWEEP_DIR/report): table1/table2 as
+decisions.jsonl how its pool grew, its pool file (or memories.csv) who wrote each memory. Writes into --out (default: SWEEP_DIR/report): table1/table2 as
 .md/.csv/.tex, claims.md/.csv, runs.md, figure4_<backbone>.png/.pdf, pool_growth_<run>.png,
-ablation.md/.csv (when the runs hold more than one retriever/memory combination) and summary.md.
+ablation.md/.csv (when the runs hold more than one retriever/memory combination), sharing/ (who
+retrieved whose memories, per run) and summary.md.
 
 Modules: runs (run folders), conditions (seed replicates, which run speaks for a cell), paper (the
 published numbers), tables and render (Tables 1-2 and their formats), ablation, claims, figures,
-pages (runs.md, summary.md) and cli (write_report, main).
+pages (runs.md, summary.md), writers and sharing (who helped whom; export writes memories.csv) and
+cli (write_report, main).
 """
 
 from ms.report.cli import main, write_report

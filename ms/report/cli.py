@@ -18,7 +18,9 @@ from ms.report.paper import PaperTables, load_paper_tables
 from ms.report.pages import runs_markdown, summary_markdown
 from ms.report.render import to_csv, to_latex, to_markdown
 from ms.report.runs import find_runs, metric_label, read_jsonl, slug
+from ms.report.sharing import write_sharing
 from ms.report.tables import table1, table2
+from ms.report.usage import write_usage
 from ms.scorer import DECISIONS_FILE
 
 log = logging.getLogger(__name__)
@@ -36,7 +38,8 @@ def _write_claims(out: Path, conds, chosen, runs, metric: str) -> str:
     return (claims_grid(rows) if rows else "No claim could be tested on these runs.") + "\n" + missing
 
 
-def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Optional[PaperTables] = None) -> Path:
+def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Optional[PaperTables] = None,
+                 sharing_fill: Optional[int] = None) -> Path:
     """Write every table, claim and figure for the runs under `roots` into `out`; returns summary.md."""
     paper = paper or load_paper_tables()
     runs, skipped = find_runs(roots)
@@ -87,9 +90,12 @@ def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Opt
         growth[run.name] = png
 
     (out / "runs.md").write_text(runs_markdown(runs, why_not, paper, metric, skipped), encoding="utf-8")
+    sharing = write_sharing(runs, out, metric, sharing_fill)
+    usage = write_usage(runs, out)
     summary = out / "summary.md"
     summary.write_text(summary_markdown(list(roots), metric, runs, skipped, tables, figure4s, growth, why_not, paper,
-                                        claims, ablation), encoding="utf-8")
+                                        claims, ablation) + (f"\n{sharing}\n" if sharing else "")
+                       + f"\n## LLM usage and cost\n\n{usage}\n", encoding="utf-8")
     return summary
 
 
@@ -102,6 +108,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--metric", choices=METRICS, default="P",
                         help="a BERTScore component (P by default, as the paper's code reported precision), or "
                              f"{REF_LOGPROB}: the reference answer's mean log-prob per token (nats; no paper numbers)")
+    parser.add_argument("--sharing-fill", type=int, metavar="PERCENT",
+                        help="the fill the sharing matrices count retrievals at (default: each run's last)")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of errors that are otherwise reported in one line")
     args = parser.parse_args(argv)
@@ -113,7 +121,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"not a folder: {', '.join(missing)}")
     # A user error (e.g. a damaged results file) prints one line and exits 2; a bug keeps its traceback.
     summary = report_user_errors("ms-report", lambda: write_report(args.sweep_dirs, args.out or args.sweep_dirs[0]
-                                                                   / "report", args.metric))
+                                                                   / "report", args.metric, None, args.sharing_fill))
     if summary == USER_ERROR_EXIT:
         return USER_ERROR_EXIT
     print(f"report written: {summary}")

@@ -10,10 +10,26 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ms.agents import DOMAINS
+from ms.agents import default_agents, domains
 from ms.stats import Estimate
 
-DOMAIN_TITLES = {"literary": "Literary creation", "logic": "Unconventional logic", "plan": "Plan generation"}
+OTHER = "other agents"  # the panel of agents the default agent set does not know
+
+
+def _panels(agents) -> dict[str, tuple[str, ...]]:
+    """Panel title -> its agents: one panel per domain of the default agent set, titled as the
+    domain's rubric is (a domain without a rubric file keeps its name), then any other agents."""
+    from ms.scorer import RubricNotFound, load_rubric
+
+    panels = {}
+    for domain, names in domains(default_agents()).items():
+        try:
+            panels[load_rubric(domain).title] = names
+        except RubricNotFound:
+            panels[domain] = names
+    known = {a for names in panels.values() for a in names}
+    other = tuple(a for a in agents if a not in known)
+    return {**panels, OTHER: other} if other else panels
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -25,9 +41,10 @@ def _figure(width: float, height: float) -> Figure:
 def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> Figure:
     """One panel per domain, one curve per agent: the mean against memory fill (%), in a shaded
     band of its 95% CI wherever the fill has one."""
-    fig = _figure(13, 4)
-    axes = fig.subplots(1, len(DOMAINS), sharey=True)
-    for ax, (domain, agents) in zip(axes, DOMAINS.items()):
+    panels = _panels(curves)
+    fig = _figure(13 * len(panels) / 3, 4)
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    for ax, (heading, agents) in zip(axes, panels.items()):
         for agent in agents:
             points = sorted((fill, e) for fill, e in curves.get(agent, {}).items() if e.mean is not None)
             if not points:
@@ -36,7 +53,7 @@ def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> 
             band = [(f, e.lo, e.hi) for f, e in points if e.lo is not None]
             if band:
                 ax.fill_between(*zip(*band), color=line.get_color(), alpha=0.15, linewidth=0)
-        ax.set_title(DOMAIN_TITLES.get(domain, domain))
+        ax.set_title(heading)
         ax.set_xlabel("memory fill (%)")
         ax.grid(alpha=0.3)
         if ax.has_data():

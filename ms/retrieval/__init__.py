@@ -8,8 +8,9 @@ from ms.retrieval.base import Retriever
 RETRIEVERS = ("dense", "composite", "bm25", "random")
 AT_TEST = ("bm25", "random", "dense_frozen")
 # How memory vectors follow a trained encoder (see ms.retrieval.dense): re-encoded after every step,
-# after every n steps, or never, because only a separate query encoder is trained.
-REFRESH_POLICIES = ("full", "every_n", "query_tower")
+# after every n steps, once a per-step budget of re-encoded memories covers the scope, or never,
+# because only a separate query encoder is trained.
+REFRESH_POLICIES = ("full", "every_n", "budget", "query_tower")
 
 
 def build_retriever(cfg, pool: Pool, name: str | None = None, learned: bool | None = None) -> Retriever:
@@ -24,7 +25,7 @@ def build_retriever(cfg, pool: Pool, name: str | None = None, learned: bool | No
         refresh = cfg.refresh if learned else "full"
         if refresh not in REFRESH_POLICIES:  # before the encoder loads
             raise ValueError(f"unknown retriever.refresh '{refresh}'; choose one of {', '.join(REFRESH_POLICIES)}")
-        dense = DenseRetriever(pool, Encoder(cfg.encoder), refresh, cfg.refresh_every)
+        dense = DenseRetriever(pool, Encoder(cfg.encoder), refresh, cfg.refresh_every, cfg.refresh_budget)
         if name == "dense":
             return dense
         from ms.retrieval.composite import CompositeRetriever

@@ -11,6 +11,11 @@ follow is the refresh policy:
                always match the encoder; a step costs an encoding of the whole pool);
   every_n      re-encode once `refresh_every` steps have passed; until then the stale vectors are
                used, and new memories are encoded by the encoder of the moment;
+  budget       re-encode once the steps since the last refresh, times `refresh_budget` memories
+               per step, cover the scope: identical to full while a scope holds at most
+               `refresh_budget` memories, and beyond that a step's share of re-encoding stays
+               about `refresh_budget` memories however large the pool grows (every_n with
+               n = ceil(scope size / budget));
   query_tower  train a separate copy of the encoder for queries only; the memory encoder stays
                frozen, so memory vectors never go stale and are never re-encoded.
 `state(scope)` says which version a search used and how many steps stale its vectors were.
@@ -43,13 +48,16 @@ class _ScopeIndex:
 
 
 class DenseRetriever(Retriever):
-    def __init__(self, pool, encoder: Encoder, refresh: str = "full", refresh_every: int = 1):
+    def __init__(self, pool, encoder: Encoder, refresh: str = "full", refresh_every: int = 1,
+                 refresh_budget: int = 1000):
         super().__init__(pool)
         if refresh not in REFRESH_POLICIES:
             raise ValueError(f"unknown retriever.refresh '{refresh}'; choose one of {', '.join(REFRESH_POLICIES)}")
         if refresh_every < 1:
             raise ValueError(f"retriever.refresh_every must be at least 1, got {refresh_every}")
-        self.refresh, self.refresh_every = refresh, refresh_every
+        if refresh_budget < 1:
+            raise ValueError(f"retriever.refresh_budget must be at least 1, got {refresh_budget}")
+        self.refresh, self.refresh_every, self.refresh_budget = refresh, refresh_every, refresh_budget
         self.encoder = encoder  # the memory side
         self.query_encoder = encoder  # the query side: the same encoder, except under query_tower
         if refresh == "query_tower":
@@ -76,10 +84,13 @@ class DenseRetriever(Retriever):
     # ---- the memory index ------------------------------------------------------------------
 
     def _refresh_due(self, index: _ScopeIndex) -> bool:
+        steps = self.encoder_version - index.version
         if self.refresh == "full":
-            return index.version != self.encoder_version
+            return steps > 0
         if self.refresh == "every_n":
-            return self.encoder_version - index.version >= self.refresh_every
+            return steps >= self.refresh_every
+        if self.refresh == "budget":
+            return steps > 0 and steps * self.refresh_budget >= len(index.snapshot)
         return False  # query_tower: the memory encoder never changes
 
     def index(self, scope: str) -> _ScopeIndex:

@@ -1,0 +1,331 @@
+"""Plan mode: what a run will ask of its LLMs, per role and backbone, worked out from its config and
+data before anything is spent. No model loads, no pool opens, and the response cache is only read.
+
+Exact: the answer and evaluate calls (they follow from the data sizes, k, the fills and the
+micro-batches), and the score calls where the gate reads probabilities (one per stream question).
+Estimated: the label and summarize calls, which follow from what the gate admits (an assumed
+acceptance rate), text-read score calls (re-asks not counted), and every token count.
+
+Tokens are counted from the text the run will send: 4 characters a token, 1 a CJK character, a few
+per chat message. Text the run has not made yet stands in at typical sizes: a retrieved memory as
+long as its scope's mean seed pair, a reply as long as its agent's mean seed answer, capped at
+max_new_tokens. A request is looked up in the response cache only where it does not depend on the
+pool the run grows (zero-shot prompts); elsewhere what the cache holds is unknown.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import fmean
+from typing import Any, Optional
+
+from omegaconf import DictConfig
+
+from ms.agents import PromptTemplate, agents_from, chat
+from ms.backbones import backbone_config, resolve
+from ms.data import load_splits
+from ms.evaluate import REF_LOGPROB, validate_metrics
+from ms.llm import price_of, provider_class
+from ms.llm.base import ROLES, cache_key, generate_params
+from ms.llm.cache import CACHE_FILENAME
+from ms.memory import SUMMARY_SYSTEM, SUMMARY_USER
+from ms.pipeline import fill_positions, interleave
+from ms.pool import scope_for
+from ms.scorer import SYSTEM_PROMPT, USER_PROMPT, rubric_for
+from ms.training import VERBALIZED_PROMPT
+from ms.usage import cost
+
+CHARS_PER_TOKEN = 4.0
+PER_MESSAGE = 4  # chat-template tokens around each message
+VERBALIZED_TOKENS = 8  # what Labeller._verbalized lets a reply run to
+_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")  # CJK: about a token each
+
+
+def tokens(text: str) -> float:
+    wide = len(_WIDE.findall(text))
+    return wide + (len(text) - wide) / CHARS_PER_TOKEN
+
+
+@dataclass
+class Row:
+    """One role on one backbone: requests the run will make, their tokens, and how many of them the
+    response cache will answer (known to hold, or repeated within the run)."""
+
+    role: str
+    backbone: str
+    price: Optional[dict] = None
+    calls: float = 0.0
+    exact: bool = True  # False: `calls` is an estimate
+    prompt_tokens: float = 0.0
+    completion_tokens: float = 0.0
+    cached: float = 0.0
+    cached_exact: bool = True  # False: `cached` is a lower bound (requests that depend on the pool)
+    billed: dict = field(default_factory=lambda: {"prompt_tokens": 0.0, "completion_tokens": 0.0})  # uncached
+
+    def add(self, n: float, prompt: float, completion: float, *, exact: bool = True, cached: float = 0.0,
+            cached_exact: bool = True) -> None:
+        self.merge(Row(self.role, self.backbone, self.price, n, exact, n * prompt, n * completion, cached,
+                       cached_exact, {"prompt_tokens": (n - cached) * prompt,
+                                      "completion_tokens": (n - cached) * completion}))
+
+    def merge(self, other: "Row") -> None:
+        """Add `other`'s counts: one call's, or another run's row of this role and backbone."""
+        for name in ("calls", "prompt_tokens", "completion_tokens", "cached"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.exact &= other.exact
+        self.cached_exact &= other.cached_exact
+        for name in self.billed:
+            self.billed[name] += other.billed[name]
+
+    @property
+    def cost(self) -> Optional[float]:
+        """Estimated cost of the calls the cache will not answer (an upper bound where `cached` is)."""
+        return cost(self.billed, self.price)
+
+
+@dataclass
+class RunPlan:
+    title: str
+    rows: list[Row]
+    notes: list[str] = field(default_factory=list)
+    done: Optional[str] = None  # a complete run already in the output folder: the run will be skipped
+
+
+class CacheProbe:
+    """Which request keys the response cache will answer: held in the file (opened read-only), or
+    asked earlier in the plan (a run, or a sweep's earlier cells, will have put them there)."""
+
+    def __init__(self, cache_dir: str | Path):
+        self.path = Path(cache_dir) / CACHE_FILENAME
+        self.seen: set[str] = set()
+        self._db: Optional[sqlite3.Connection] = None
+
+    def held(self, key: str) -> bool:
+        found = key in self.seen or self._in_file(key)
+        self.seen.add(key)
+        return found
+
+    def _in_file(self, key: str) -> bool:
+        if not self.path.is_file():
+            return False
+        if self._db is None:
+            self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+        return self._db.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+
+
+def acceptance(cfg: DictConfig, accept: Optional[float]) -> tuple[float, str]:
+    """The share of stream pairs the gate is assumed to admit, and the assumption in words."""
+    if accept is not None:
+        return float(accept), f"{accept:.2f} of stream pairs admitted, as given by plan_accept"
+    threshold = float(cfg.scorer.threshold)
+    if threshold == 0:
+        return 1.0, "every stream pair admitted: scorer.threshold=0 admits each pair the grader scores"
+    rate = 1 - threshold / 100
+    return rate, (f"{rate:.2f} of stream pairs admitted, as if scores were uniform on 0-100 "
+                  f"(scorer.threshold={threshold:g}); +plan_accept=RATE sets another rate")
+
+
+class _Planner:
+    def __init__(self, cfg: DictConfig, accept: Optional[float], probe: CacheProbe):
+        self.cfg, self.probe = cfg, probe
+        self.agents = agents_from(cfg.agents)
+        self.splits = load_splits(cfg.data, self.agents)
+        self.template = PromptTemplate(**cfg.prompt)
+        self.accept, self.accept_note = acceptance(cfg, accept)
+        self.rows: dict[tuple[str, str], Row] = {}
+        self.scope = {a: scope_for(self.agents[a].domain, cfg.pool.mode) for a in self.splits}
+        pairs: dict[str, list[float]] = {}
+        for a, s in self.splits.items():
+            pairs.setdefault(self.scope[a], []).extend(
+                tokens(self.template.example.format(question=e.question, answer=e.answer)) for e in s.seed)
+        self.seeds = {scope: len(v) for scope, v in pairs.items()}
+        self.memory_tokens = {scope: fmean(v) if v else 0.0 for scope, v in pairs.items()}
+        self.answer_tokens = {a: fmean(tokens(e.answer) for e in (s.seed or s.stream + s.test) if e.answer)
+                              for a, s in self.splits.items()}
+
+    # ---- where calls go ---------------------------------------------------------------------
+
+    def row(self, role: str, name: Optional[str]) -> Row:
+        name = resolve(self.cfg, name)
+        if (role, name) not in self.rows:
+            self.rows[role, name] = Row(role, name, price_of(backbone_config(self.cfg, name)))
+        return self.rows[role, name]
+
+    def backbone(self, name: Optional[str]) -> DictConfig:
+        return backbone_config(self.cfg, resolve(self.cfg, name))
+
+    def can(self, name: Optional[str], what: str) -> bool:
+        return getattr(provider_class(self.backbone(name)), what) is True
+
+    def scorer_reads_probabilities(self) -> bool:
+        """As the Scorer decides: probabilities unless scorer.read=text or the backbone has none."""
+        return self.cfg.scorer.read != "text" and self.can(self.cfg.scorer.backbone, "reads_probabilities")
+
+    def reply(self, agent: str, cap: int) -> float:
+        return min(float(cap), self.answer_tokens[agent])
+
+    # ---- prompt sizes -----------------------------------------------------------------------
+
+    def user_prompt(self, agent: str, question: str, k: float) -> float:
+        """Tokens of the user prompt with k retrieved memories of typical size."""
+        if k <= 0:
+            return tokens(self.template.render(question))
+        return (tokens(self.template.with_examples.format(examples="", query=question))
+                + k * self.memory_tokens[self.scope[agent]] + (k - 1) * tokens(self.template.separator))
+
+    def system(self, agent: str) -> float:
+        return tokens(self.agents[agent].instruction) + PER_MESSAGE if self.template.system else 0.0
+
+    def zero_shot_key(self, agent: str, question: str) -> Optional[str]:
+        """The cache key of the agent's zero-shot answer to `question`, where its answers are cached."""
+        bc = self.backbone(self.agents[agent].backbone)
+        if not self.cfg.use_cache or bc.generation.temperature != 0:
+            return None
+        cls = provider_class(bc)
+        model = bc.model
+        if bc.provider == "hf":
+            from ms.llm.hf import model_id, model_source
+
+            model = model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package))
+        elif bc.base_url:  # as ms.llm.api names a served model in its keys
+            model = f"{bc.model}@{bc.base_url}"
+        params = generate_params(bc.generation.max_new_tokens, bc.generation.temperature, bc.generation.stop)
+        prompt = chat(self.agents[agent], self.template.render(question), self.template.system)
+        return cache_key("generate", cls.provider, model, params, prompt)
+
+    def generated(self, row: Row, agent: str, question: str, k: float, prompt: float, completion: float) -> None:
+        """One generate call: looked up in the cache where its prompt is zero-shot."""
+        key = self.zero_shot_key(agent, question) if k <= 0 else None
+        cacheable = self.cfg.use_cache and self.backbone(self.agents[agent].backbone).generation.temperature == 0
+        if key is not None:
+            row.add(1, prompt, completion, cached=float(self.probe.held(key)))
+        else:
+            row.add(1, prompt, completion, cached_exact=not cacheable)
+
+    # ---- the run ------------------------------------------------------------------------------
+
+    def plan(self) -> list[Row]:
+        cfg = self.cfg
+        for role in ROLES:  # every role shows, on the backbone it runs on
+            self.row(role, {"score": cfg.scorer.backbone, "label": cfg.train.backbone}.get(role))
+        stream = interleave({a: s.stream for a, s in self.splits.items()})
+        checkpoints = fill_positions(cfg.fills, len(stream))
+        pool = {scope: float(n) for scope, n in self.seeds.items()}
+        stores: dict[str, list[tuple[int, float]]] = {}
+        done, step = 0, 0
+        for until in checkpoints.values():
+            while done < until and cfg.k > 0:  # k = 0 skips the stream, as the run does
+                batch = stream[done:min(until, done + cfg.micro_batch)]
+                step += 1
+                self.stream_step(batch, pool, stores, step)
+                done += len(batch)
+            self.evaluate(pool)
+        return [r for r in self.rows.values()]
+
+    def stream_step(self, batch: list, pool: dict[str, float], stores: dict, step: int) -> None:
+        cfg, k = self.cfg, self.cfg.k if self.cfg.stream_k is None else self.cfg.stream_k
+        reads_probabilities = self.scorer_reads_probabilities()
+        asked = []
+        for e in batch:
+            a, kk = e.agent, min(k, pool[self.scope[e.agent]])
+            user = self.user_prompt(a, e.question, kk)
+            reply = self.reply(a, self.backbone(self.agents[a].backbone).generation.max_new_tokens)
+            self.generated(self.row("answer", self.agents[a].backbone), a, e.question, kk,
+                           self.system(a) + user + PER_MESSAGE, reply)
+            # memory.question=prompt: the pair's question is the whole prompt the agent saw
+            question = user if cfg.memory.question == "prompt" else tokens(e.question)
+            asked.append((e, question, reply))
+            rubric = rubric_for(self.agents[a], cfg.pool.mode)
+            grading = (tokens(SYSTEM_PROMPT) + tokens(USER_PROMPT.format(
+                title=rubric.title, total=rubric.total, criteria=rubric.render(), agent=a, question="", answer=""))
+                + question + reply + 2 * PER_MESSAGE)
+            self.row("score", cfg.scorer.backbone).add(
+                1, grading, 0.0 if reads_probabilities else cfg.scorer.max_new_tokens,
+                exact=reads_probabilities, cached_exact=not cfg.use_cache)
+        for e, _, _ in asked:  # the batch is admitted at once, then memory train mines the pool
+            pool[self.scope[e.agent]] += self.accept
+        learns = cfg.retriever.name in ("dense", "composite") and cfg.retriever.learn
+        for e, question, reply in asked:
+            if learns:
+                self.label(e.agent, question, reply, min(cfg.train.candidates, pool[self.scope[e.agent]] - 1))
+            stores.setdefault(e.agent, []).append((step, self.accept))
+        if cfg.memory.policy == "stm_ltm":
+            self.consolidate(stores, step)
+
+    def label(self, agent: str, question: float, reply: float, candidates: float) -> None:
+        cfg, name = self.cfg, self.cfg.train.backbone
+        memory = self.memory_tokens[self.scope[agent]]
+        row = self.row("label", name)
+        n = self.accept * max(candidates, 0.0)
+        if cfg.train.label_method == "likelihood" and self.can(name, "scores_text"):
+            context = (self.system(agent) + tokens(self.template.with_examples.format(examples="", query=""))
+                       + question + memory + PER_MESSAGE)
+            row.add(n, context + reply, 0.0, exact=False, cached_exact=not cfg.use_cache)
+        else:
+            prompt = tokens((cfg.train.verbalized_prompt or VERBALIZED_PROMPT).format(example="", query="", answer=""))
+            row.add(n, prompt + memory + question + reply + PER_MESSAGE, VERBALIZED_TOKENS, exact=False,
+                    cached_exact=not cfg.use_cache)
+
+    def consolidate(self, stores: dict[str, list[tuple[int, float]]], step: int) -> None:
+        """stm_ltm: a store that is full or has waited `interval` steps is consolidated; assumed to
+        be one group of similar items, so one summary call for every store of two or more."""
+        stm = self.cfg.memory.stm_ltm
+        for agent, items in stores.items():
+            held = sum(n for _, n in items)
+            if not items or not (held >= stm.capacity or step - items[0][0] >= stm.interval):
+                continue
+            if held >= 2:
+                prompt = (tokens(SUMMARY_SYSTEM) + tokens(SUMMARY_USER.format(agent=agent, pairs=""))
+                          + held * (self.memory_tokens[self.scope[agent]] + 6) + 2 * PER_MESSAGE)
+                self.row("summarize", None).add(1, prompt, self.reply(agent, stm.summary_tokens), exact=False,
+                                                cached_exact=not self.cfg.use_cache)
+            items.clear()
+
+    def evaluate(self, pool: dict[str, float]) -> None:
+        metrics = validate_metrics(self.cfg.eval.metrics)
+        for a, s in self.splits.items():
+            name = self.agents[a].backbone
+            row = self.row("evaluate", name)
+            kk = min(self.cfg.k, pool[self.scope[a]])
+            for e in s.test:
+                prompt = self.system(a) + self.user_prompt(a, e.question, kk) + PER_MESSAGE
+                if "bertscore" in metrics:
+                    reply = self.reply(a, self.backbone(name).generation.max_new_tokens)
+                    self.generated(row, a, e.question, kk, prompt, reply)
+                if REF_LOGPROB in metrics and self.can(name, "scores_text"):
+                    # The scored context holds the chat template, so only a repeat within the run is known.
+                    key = (f"ref_logprob\0{resolve(self.cfg, name)}\0{a}\0{e.id}"
+                           if kk <= 0 and self.cfg.use_cache else None)
+                    repeat = key is not None and key in self.probe.seen
+                    if key is not None:
+                        self.probe.seen.add(key)
+                    row.add(1, prompt + tokens(e.answer), 0.0, cached=float(repeat),
+                            cached_exact=not self.cfg.use_cache)
+
+
+def plan_run(cfg: DictConfig, accept: Optional[float] = None, probe: Optional[CacheProbe] = None) -> RunPlan:
+    """Every role's calls, tokens, cache answers and cost for the run `cfg` describes."""
+    planner = _Planner(cfg, accept, probe or CacheProbe(cfg.cache_dir))
+    rows = planner.plan()
+    title = (f"k={cfg.k}, pool={cfg.pool.mode}, retriever={cfg.retriever.name}, memory={cfg.memory.policy}, "
+             f"backbone={cfg.backbone.name}; {len(planner.splits)} agents, fills {list(cfg.fills)}, "
+             f"micro_batch {cfg.micro_batch}")
+    notes = [planner.accept_note]
+    if not planner.scorer_reads_probabilities():
+        notes.append(f"score: the grader's reply is read as text; re-asks of unreadable replies (up to "
+                     f"scorer.retries={cfg.scorer.retries} each) are not counted")
+    return RunPlan(title, rows, notes)
+
+
+def total(rows: list[Row]) -> dict[str, Any]:
+    """Calls, tokens, cache answers and cost of rows; cost None unless every row with calls is priced."""
+    costs = [r.cost for r in rows if r.calls]
+    return {"calls": sum(r.calls for r in rows), "exact": all(r.exact for r in rows),
+            "prompt_tokens": sum(r.prompt_tokens for r in rows),
+            "completion_tokens": sum(r.completion_tokens for r in rows),
+            "cached": sum(r.cached for r in rows), "cached_exact": all(r.cached_exact for r in rows),
+            "cost": sum(costs) if None not in costs else None}
+

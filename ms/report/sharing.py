@@ -1,0 +1,310 @@
+"""Who helped whom: for each agent of a run, whose memories it retrieved (which agents, which
+backbones, its own agent, another agent of its domain or another domain) and the gain in the metric
+those retrievals came with against k = 0. Per run, <out>/sharing/<run>.csv and <run>.png; sharing.md
+says what each number is."""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import math
+import warnings
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+from matplotlib.colors import CenteredNorm
+from matplotlib.figure import Figure
+from scipy import stats
+
+from ms.report.figures import _figure
+from ms.report.runs import Item, Run, metric_label
+from ms.report.writers import UNWRITTEN, Writer, read_writers, run_config
+from ms.stats import CONFIDENCE, RESAMPLES, SEED, Estimate
+
+log = logging.getLogger(__name__)
+
+FOLDER = "sharing"
+ALL = "all"
+OWN, SAME_DOMAIN, OTHER_DOMAIN = "own agent", "same domain", "other domain"
+NOT_IN_POOL = "(not in pool)"  # a retrieved id the pool no longer holds (e.g. consolidated away)
+QUANTITIES = ("retrievals", "fraction", "questions", "gain", "gain_ci_lo", "gain_ci_hi", "gain_n")
+# What a k = 0 evaluation must share with the run for its per-question values to be the baseline:
+# the test questions, the prompt wording, the agents and the metric's settings (k = 0 reads no pool).
+BASELINE_KEYS = ("data", "prompt", "agents", "eval.model", "eval.num_layers", "eval.lang")
+DEFINITIONS = (
+    "A retrieval is one memory id in one test question's prompt (`retrieved` in predictions.jsonl) at the "
+    "fill shown, so each question adds k. Rows are the retrieving agents; the `agent=` columns are the "
+    "agents that wrote the memories, `backbone=` the backbone that wrote them (`seed`: the data's own pairs), "
+    "and `source=` whether the writer is the retrieving agent itself, another agent of its domain, or an "
+    "agent of another domain. Each block of columns sums to the row's retrievals (`all`). "
+    "**Gain**: each k > 0 question is paired with the same (agent, test question) evaluated at k = 0 in a "
+    "run of the same backbone, data and prompt among the runs given; a retrieval's gain is that question's "
+    "metric difference (k > 0 minus k = 0; higher is better), and a cell's gain is the mean over the "
+    "retrievals it counts, i.e. each question weighted by how many of its k memories the cell holds. The "
+    "95% CI resamples the cell's questions (bootstrap). The whole prompt's gain is credited to each of its "
+    "memories, so a cell's gain is what its retrievals came with, not what they caused.")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    run: Run
+    values: dict[Item, float]  # per test question, at k = 0
+    mismatched: int  # questions with the same id whose text or reference differ: left unpaired
+
+
+@dataclass
+class Sharing:
+    run: Run
+    fill: int
+    metric: str
+    rows: list[str]  # retrieving agents, then ALL
+    columns: list[str]  # agent=..., backbone=..., source=..., ALL
+    weights: dict[tuple[str, str], Counter]  # (row, column) -> test question -> retrievals
+    gain: dict[Item, float]  # per paired question: k > 0 minus k = 0
+    baseline: Optional[Baseline]
+    domains: dict[str, Optional[str]]  # retrieving agent -> its domain
+    _estimates: dict[tuple[str, str], Estimate] = field(default_factory=dict)  # bootstraps are the slow part
+
+    def count(self, row: str, column: str) -> int:
+        return sum(self.weights[row, column].values())
+
+    def estimate(self, row: str, column: str) -> Estimate:
+        if (row, column) not in self._estimates:
+            paired = [(w, self.gain[q]) for q, w in self.weights[row, column].items() if q in self.gain]
+            self._estimates[row, column] = weighted_mean_ci([w for w, _ in paired], [g for _, g in paired])
+        return self._estimates[row, column]
+
+
+def weighted_mean_ci(weights: Sequence[float], values: Sequence[float]) -> Estimate:
+    """sum(w * v) / sum(w) with a 95% bootstrap CI that resamples the (w, v) pairs together; n is sum(w)."""
+    w, v = np.asarray(weights, dtype=float), np.asarray(values, dtype=float)
+    if not len(w):
+        return Estimate(None, None, None, 0)
+    mean, n = float(w @ v / w.sum()), int(w.sum())
+    if len(w) < 2:
+        return Estimate(mean, None, None, n)
+    if np.ptp(v) == 0:
+        return Estimate(mean, mean, mean, n)
+
+    def ratio(w, v, axis=-1):
+        return (w * v).sum(axis=axis) / w.sum(axis=axis)
+
+    for method in ("BCa", "percentile"):  # BCa is undefined on some small skewed samples
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ci = stats.bootstrap((w, v), ratio, paired=True, vectorized=True, confidence_level=CONFIDENCE,
+                                 n_resamples=RESAMPLES, method=method, random_state=SEED).confidence_interval
+        if math.isfinite(ci.low) and math.isfinite(ci.high):
+            break
+    return Estimate(mean, float(ci.low), float(ci.high), n)
+
+
+def _setting(config: dict, dotted: str):
+    for key in dotted.split("."):
+        config = config.get(key) if isinstance(config, dict) else None
+    return config
+
+
+def find_baseline(run: Run, runs: Sequence[Run], metric: str, fill: int) -> Optional[Baseline]:
+    """The k = 0 run whose questions pair with `run`'s at `fill`: same backbone and BASELINE_KEYS; of
+    several, one with the same seed, then pool, then the most recently finished. Its last fill is used:
+    at k = 0 nothing is retrieved, so every fill is the same evaluation."""
+    mine = run_config(run.path)
+    candidates = []
+    for other in runs:
+        if other.cell[1] != 0 or other.fields["backbone"] != run.fields["backbone"] or other.predictions is None:
+            continue
+        theirs = run_config(other.path)
+        if all(_setting(mine, key) == _setting(theirs, key) for key in BASELINE_KEYS):
+            candidates.append(other)
+    if not candidates:
+        return None
+    best = max(candidates, key=lambda r: (r.seed == run.seed, r.fields["pool"] == run.fields["pool"], r.finished,
+                                          r.name))
+    rows = best.predictions.get(best.last_fill, {})
+    values, mismatched = {}, 0
+    for item, row in run.predictions.get(fill, {}).items():
+        base = rows.get(item)
+        if base is None or base.get(metric) is None:
+            continue
+        if (base.get("question"), base.get("reference")) != (row.get("question"), row.get("reference")):
+            mismatched += 1  # the same id names another question: not a pair
+            continue
+        values[item] = float(base[metric])
+    return Baseline(best, values, mismatched)
+
+
+def _writer_columns(writers: dict[int, Writer], rows: list[str], seen: set[str]) -> list[str]:
+    agents = [*rows, *sorted({w.agent for w in writers.values()} - set(rows))]
+    backbones = sorted({w.backbone for w in writers.values()}, key=lambda b: (b not in UNWRITTEN, b))
+    missing = [NOT_IN_POOL] if NOT_IN_POOL in seen else []
+    return ([f"agent={a}" for a in [*agents, *missing]] + [f"backbone={b}" for b in [*backbones, *missing]]
+            + [f"source={s}" for s in [OWN, SAME_DOMAIN, OTHER_DOMAIN, *missing]] + [ALL])
+
+
+def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Baseline], metric: str,
+                   fill: int) -> Sharing:
+    """Count each retrieval of the run's test questions at `fill` under its writer's columns."""
+    predictions = run.predictions.get(fill, {})
+    order = list(run.fields.get("agents") or run.agents)  # the config's order
+    rows = [*order, *sorted({a for a, _ in predictions} - set(order))]
+    rows = [a for a in rows if any(a == item[0] for item in predictions)]
+    # An agent's domain as its own memories say, else as the run's agents config does.
+    written = {w.agent: w.domain for w in writers.values()}
+    configured = run_config(run.path).get("agents")
+    configured = configured if isinstance(configured, dict) else {}
+    domain_of = {a: written.get(a) or (configured.get(a) or {}).get("domain") for a in rows}
+    domains = list(dict.fromkeys(domain_of.values()))
+    rows.sort(key=lambda a: domains.index(domain_of[a]))  # stable: an agent's domain mates stay in order
+    weights: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    seen = set()
+    for item, row in predictions.items():
+        agent = item[0]
+        for memory_id in row.get("retrieved") or []:
+            w = writers.get(int(memory_id))
+            if w is None:
+                seen.add(NOT_IN_POOL)
+                keys = [f"{block}={NOT_IN_POOL}" for block in ("agent", "backbone", "source")]
+            else:
+                source = OWN if w.agent == agent else SAME_DOMAIN if w.domain == domain_of.get(agent) else OTHER_DOMAIN
+                keys = [f"agent={w.agent}", f"backbone={w.backbone}", f"source={source}"]
+            for r in (agent, ALL):
+                for key in (*keys, ALL):
+                    weights[r, key][item] += 1
+    gain = {}
+    if baseline is not None:
+        gain = {item: float(row[metric]) - baseline.values[item] for item, row in predictions.items()
+                if item in baseline.values and row.get(metric) is not None}
+    return Sharing(run, fill, metric, [*rows, ALL], _writer_columns(writers, rows, seen), weights, gain, baseline,
+                   domain_of)
+
+
+def _number(x: Optional[float]) -> str:
+    return "" if x is None else repr(x)
+
+
+def sharing_csv(s: Sharing) -> str:
+    """One block of rows per quantity (QUANTITIES), each with a row per retrieving agent and ALL."""
+    out = io.StringIO()
+    table = csv.writer(out, lineterminator="\n")
+    table.writerow(["quantity", "agent", *s.columns])
+    for quantity in QUANTITIES:
+        for row in s.rows:
+            cells = []
+            for column in s.columns:
+                n, total = s.count(row, column), s.count(row, ALL)
+                est = s.estimate(row, column) if quantity.startswith("gain") else None
+                cells.append({"retrievals": str(n), "fraction": _number(n / total if total else None),
+                              "questions": str(len(s.weights[row, column])),
+                              "gain": _number(est and est.mean), "gain_ci_lo": _number(est and est.lo),
+                              "gain_ci_hi": _number(est and est.hi), "gain_n": str(est.n if est else "")}[quantity])
+            table.writerow([quantity, row, *cells])
+    return out.getvalue()
+
+
+def heatmap(s: Sharing, title: str) -> Figure:
+    """Left: each agent's share of retrievals by writer agent and backbone (count in the cell); right:
+    the mean gain of those retrievals. Lines part domains and the backbone block."""
+    rows = s.rows[:-1]
+    columns = [c for c in s.columns if c.split("=")[0] in ("agent", "backbone")]
+    share = np.array([[s.count(r, c) / max(s.count(r, ALL), 1) for c in columns] for r in rows])
+    gains = np.array([[s.estimate(r, c).mean if s.count(r, c) else None for c in columns] for r in rows], dtype=float)
+    fig = _figure(max(8.0, 0.55 * len(columns) * 2 + 3), 0.5 * len(rows) + 3)
+    left, right = fig.subplots(1, 2, sharey=True)
+    shown = left.imshow(share, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    fig.colorbar(shown, ax=left, shrink=0.8, label="share of the agent's retrievals")
+    finite = np.abs(gains[np.isfinite(gains)])
+    halfrange = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    drawn = right.imshow(np.ma.masked_invalid(gains), cmap="RdBu", aspect="auto", norm=CenteredNorm(0, halfrange))
+    fig.colorbar(drawn, ax=right, shrink=0.8, label=f"mean gain vs k = 0 ({metric_label(s.metric)})")
+    agent_columns = sum(c.startswith("agent=") for c in columns)
+    for ax in (left, right):
+        for i, r in enumerate(rows):
+            for j, c in enumerate(columns):
+                n = s.count(r, c)
+                if n:
+                    g = gains[i, j]
+                    text = str(n) if ax is left else (f"{g:+.2f}" if np.isfinite(g) else "")
+                    dark = share[i, j] > 0.6 if ax is left else abs(g) > 0.6 * halfrange  # white on dark cells
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+        for i in range(1, len(rows)):  # domain boundaries; the agent columns start with the rows' agents
+            if s.domains[rows[i]] != s.domains[rows[i - 1]]:
+                ax.axhline(i - 0.5, color="grey", lw=0.8)
+                ax.axvline(i - 0.5, color="grey", lw=0.8)
+        ax.axvline(agent_columns - 0.5, color="black", lw=1.5)
+        ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", fontsize=8)
+        ax.set_yticks(range(len(rows)), rows, fontsize=8)
+        ax.set_xlabel("writer")
+    left.set_ylabel("retrieving agent")
+    left.set_title("who wrote the retrieved memories (count; colour: share)", fontsize=9)
+    right.set_title("mean gain of those retrievals (their question at k > 0 minus k = 0)" if s.baseline
+                    else "no k = 0 run to pair with", fontsize=9)
+    fig.suptitle(title)
+    return fig
+
+
+def _share(s: Sharing, row: str, column: str) -> str:
+    n, total = s.count(row, column), s.count(row, ALL)
+    return f"{n / total:.0%} ({n})" if total else "–"
+
+
+def _gain(s: Sharing, row: str, column: str) -> str:
+    return s.estimate(row, column).text(3) if s.count(row, column) else "–"
+
+
+def sharing_markdown(s: Sharing, stem: str) -> str:
+    f, base = s.run.fields, s.baseline
+    paired = f"{len(s.gain)} of {len(s.run.predictions.get(s.fill, {}))} questions paired"
+    gain = (f"against k = 0 in `{base.run.name}` (fill {base.run.last_fill}%), {paired}"
+            + (f"; {base.mismatched} with the same id but another question or reference left unpaired"
+               if base.mismatched else "") if base else "none: no k = 0 run of the same backbone, data and prompt")
+    backbones = [c for c in s.columns if c.startswith("backbone=")]
+    blocks = [f"source={x}" for x in (OWN, SAME_DOMAIN, OTHER_DOMAIN)]
+    header = ["agent", "retrievals", *(c.split("=", 1)[1] for c in blocks), *(f"by {c.split('=', 1)[1]}" for c in
+              backbones), *(f"gain: {c.split('=', 1)[1]}" for c in blocks), "gain: all"]
+    lines = [f"## {s.run.name}", "",
+             f"{f['backbone']}, k = {f['k']}, {f['pool']} pool, retriever {s.run.retriever_label}, fill {s.fill}%; "
+             f"{s.count(ALL, ALL)} retrievals. Gain ({metric_label(s.metric)}): {gain}.", "",
+             f"![sharing heatmap]({stem}.png) (all counts, shares and gains: [{stem}.csv]({stem}.csv))", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in s.rows:
+        cells = [str(s.count(row, ALL)), *(_share(s, row, c) for c in blocks + backbones),
+                 *(_gain(s, row, c) for c in [*blocks, ALL])]
+        lines.append(f"| {'**all**' if row == ALL else row} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_sharing(runs: Sequence[Run], out: Path, metric: str, fill: Optional[int] = None) -> str:
+    """Draw the matrix of every run with retrievals into out/sharing; returns a line for summary.md."""
+    folder = out / FOLDER
+    if folder.is_dir():  # a rerun into the same --out must not keep an old run's files
+        for stale in [*folder.glob("*.csv"), *folder.glob("*.png"), folder / "sharing.md"]:
+            stale.unlink(missing_ok=True)
+    sections, not_drawn = [], []
+    for run in runs:
+        at = run.last_fill if fill is None else fill
+        rows = (run.predictions or {}).get(at, {})
+        if run.cell[1] == 0 or not any(r.get("retrieved") for r in rows.values()):
+            continue  # nothing retrieved at that fill (k = 0, older runs, or no such fill)
+        writers = read_writers(run.path, run.fields["backbone"])
+        if writers is None:
+            log.warning("no sharing matrix for %s: neither a pool file nor memories.csv in its folder", run.name)
+            not_drawn.append(f"- `{run.name}`: neither a pool file nor memories.csv in its folder")
+            continue
+        s = sharing_matrix(run, writers, find_baseline(run, runs, metric, at), metric, at)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{run.name}.csv").write_text(sharing_csv(s), encoding="utf-8")
+        heatmap(s, f"Who helped whom: {run.name} ({run.fields['backbone']}, k = {run.fields['k']}, "
+                   f"{run.fields['pool']} pool, fill {at}%)").savefig(folder / f"{run.name}.png", dpi=120)
+        sections.append(sharing_markdown(s, run.name))
+    if not sections and not not_drawn:
+        return ""
+    text = "\n".join(["# Who helped whom", "", DEFINITIONS, "", *sections,
+                      *(["## Not drawn", "", *not_drawn, ""] if not_drawn else [])])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sharing.md").write_text(text, encoding="utf-8")
+    return f"Sharing matrices (who retrieved whose memories, and the gain against k = 0): {FOLDER}/sharing.md"

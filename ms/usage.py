@@ -1,0 +1,88 @@
+"""What a run's LLM calls cost, by backbone and role: the `llm_usage.json` a run writes, the lines
+its printout ends with, and the price table that turns tokens into an estimated cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Optional
+
+from ms.llm.base import OTHER, ROLES, LM, Usage
+from ms.validation import setting
+
+USAGE_FILE = "llm_usage.json"
+ROWS = (*ROLES, OTHER)
+
+
+@dataclass
+class PriceConfig:
+    """A backbone's list price per million tokens (USD in conf/backbone); unset: no cost is reported."""
+
+    input_per_million: Optional[float] = setting(None, ge=0.0)
+    output_per_million: Optional[float] = setting(None, ge=0.0)
+
+    def problems(self):
+        """Cross-field limits (see ms.validation): half a price would report half a cost."""
+        for name, other in (("input_per_million", "output_per_million"), ("output_per_million", "input_per_million")):
+            if getattr(self, name) is None and getattr(self, other) is not None:
+                yield name, f"is needed too once price.{other} is set (0 if those tokens are free)"
+
+
+def cost(usage: Mapping[str, Any], price: Mapping[str, float] | None) -> Optional[float]:
+    """Estimated cost of the tokens that reached the backend (cache hits cost nothing); None unpriced."""
+    if price is None:
+        return None
+    return (usage["prompt_tokens"] * price["input_per_million"]
+            + usage["completion_tokens"] * price["output_per_million"]) / 1e6
+
+
+def usage_report(lms: Iterable[LM]) -> dict[str, Any]:
+    """llm_usage.json: per backbone (by config name), its usage per role, its total and, where the
+    backbone config has a price, the estimated cost per role and in all; then the run's total."""
+    backbones: dict[str, dict[str, Any]] = {}
+    seen: set[int] = set()
+    for lm in lms:
+        if id(lm) in seen:  # one LM serving several parts (agents and scorer) counts once
+            continue
+        seen.add(id(lm))
+        entry = backbones.setdefault(lm.name, {"model": lm.model, "provider": lm.provider,
+                                               "price": lm.price, "roles": {}})
+        for role in ROWS:
+            mine = lm.usage_by_role.get(role, Usage())
+            before = entry["roles"].get(role)
+            entry["roles"][role] = (mine if before is None else Usage.total([Usage(**before), mine])).as_dict()
+    for entry in backbones.values():
+        entry["total"] = Usage.total(Usage(**u) for u in entry["roles"].values()).as_dict()
+        if entry["price"] is not None:
+            entry["cost"] = {role: cost(u, entry["price"]) for role, u in entry["roles"].items()}
+            entry["cost"]["total"] = cost(entry["total"], entry["price"])
+    report: dict[str, Any] = {"backbones": backbones,
+                              "total": Usage.total(Usage(**b["total"]) for b in backbones.values()).as_dict()}
+    priced = [b["cost"]["total"] for b in backbones.values() if "cost" in b]
+    # Only a run whose every backbone is priced has a cost; a partial sum would read as the whole.
+    report["cost"] = sum(priced) if priced and len(priced) == len(backbones) else None
+    return report
+
+
+def by_role(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Usage per role summed over backbones, with each role's cost where every backbone is priced."""
+    out: dict[str, dict[str, Any]] = {}
+    for role in ROWS:
+        entries = [b for b in report["backbones"].values()]
+        out[role] = Usage.total(Usage(**b["roles"][role]) for b in entries).as_dict()
+        costs = [b["cost"][role] for b in entries if "cost" in b]
+        out[role]["cost"] = sum(costs) if entries and len(costs) == len(entries) else None
+    return out
+
+
+def format_usage(report: Mapping[str, Any]) -> str:
+    """The per-role lines a run's printout ends with: roles that made no request are left out."""
+    head = (f"{'LLM usage':<11} {'calls':>6} {'cached':>6} {'prompt tok':>11} {'compl. tok':>11} "
+            f"{'backend s':>10} {'est. cost':>10}")
+    lines = [head, "-" * len(head)]
+    rows = by_role(report)
+    total = dict(report["total"], cost=report.get("cost"))
+    for name, u in [*((r, u) for r, u in rows.items() if u["calls"] or u["cache_hits"]), ("total", total)]:
+        shown = "-" if u.get("cost") is None else f"{u['cost']:.4f}"
+        lines.append(f"{name:<11} {u['calls']:>6} {u['cache_hits']:>6} {u['prompt_tokens']:>11} "
+                     f"{u['completion_tokens']:>11} {u['backend_seconds']:>10.1f} {shown:>10}")
+    return "\n".join(lines)

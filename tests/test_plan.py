@@ -1,0 +1,106 @@
+"""Plan mode (ms.plan, `ms-run ... +plan=true`): the calls a run will make, per role, worked out
+before anything loads. The end-to-end check against a real run is in test_pipeline.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ms.plan import plan_run
+
+from conftest import REPO, compose_config
+from test_pipeline import TINY
+
+
+def by_role(plan) -> dict:
+    return {r.role: r for r in plan.rows}
+
+
+def test_plan_of_the_tiny_run_counts_every_call_without_loading_anything(tmp_path):
+    cfg = compose_config(TINY + [f"cache_dir={tmp_path / 'cache'}"])
+    rows = by_role(plan_run(cfg))
+    # 2 agents x 2 stream questions, each answered once and graded once (the gate reads probabilities);
+    # threshold 0 admits all 4, and each mines 3 candidates from its scope's 4 seeds and itself;
+    # 2 test questions x 2 fills x (a generated answer for BERTScore + one ref_logprob pass).
+    assert {role: r.calls for role, r in rows.items()} == {
+        "answer": 4, "score": 4, "label": 12, "summarize": 0, "importance": 0, "invert": 0, "evaluate": 8}
+    assert rows["answer"].exact and rows["score"].exact and rows["evaluate"].exact and not rows["label"].exact
+    assert all(r.prompt_tokens > 0 for role, r in rows.items() if r.calls)
+    assert rows["answer"].completion_tokens <= 4 * 24 and rows["score"].completion_tokens == 0
+    # The prompts depend on the pool the run grows, so what the cache holds is unknown, and no cost without a price.
+    assert not rows["answer"].cached_exact and rows["answer"].cost is None
+    assert not (tmp_path / "cache").exists()  # no cache, model or pool file was made
+
+    half = by_role(plan_run(cfg, accept=0.5))
+    assert half["label"].calls == pytest.approx(6) and half["answer"].calls == 4
+
+
+def test_zero_shot_repeats_are_known_to_be_cached_and_a_price_gives_a_cost(tmp_path):
+    price = ["backbone.price.input_per_million=2", "backbone.price.output_per_million=8"]
+    cfg = compose_config(TINY + [f"cache_dir={tmp_path}", "k=0", *price])
+    rows = by_role(plan_run(cfg))
+    evaluate = rows["evaluate"]
+    # k = 0 skips the stream; the second fill asks the first fill's 4 questions again, from the cache.
+    assert rows["answer"].calls == rows["score"].calls == rows["label"].calls == 0
+    assert (evaluate.calls, evaluate.cached) == (8, 4)
+    full = (evaluate.prompt_tokens * 2 + evaluate.completion_tokens * 8) / 1e6
+    assert evaluate.cost == pytest.approx(full / 2)  # the cached half costs nothing
+
+    uncached = by_role(plan_run(compose_config(TINY + [f"cache_dir={tmp_path}", "k=0", "use_cache=false"])))
+    assert (uncached["evaluate"].cached, uncached["evaluate"].cached_exact) == (0, True)
+
+
+def ms_run(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "ms", *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_plan_mode_on_the_command_line_prints_each_cell_and_the_sweep_total_and_makes_no_folder(tmp_path):
+    sweep = tmp_path / "sweep"
+    (sweep / "cell_1").mkdir(parents=True)
+    (sweep / "cell_1" / "metrics.json").write_text(json.dumps({"complete": True}))
+    done = ms_run("-m", *TINY, f"cache_dir={tmp_path / 'cache'}", "k=0,1,3", f"hydra.sweep.dir={sweep}",
+                  "hydra.sweep.subdir=cell_${k}", "+plan=true", "+plan_accept=0.5")
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert out.count("\nanswer ") == 3 and "Plan 3/3: " in out and "Sweep total over 3 runs" in out
+    assert "already holds a complete run" in out and "0.50 of stream pairs admitted" in out
+    assert sorted(p.name for p in sweep.iterdir()) == ["cell_1"] and not (tmp_path / "cache").exists()
+    total = next(line for line in out.splitlines() if line.startswith("sweep total"))
+    assert total.split()[2] == "~30"  # k=0: 8; k=1 is complete; k=3: 4 + 4 + 6 + 8 (accept 0.5)
+
+    bad = ms_run(*TINY, "+plan=true", "+plan_accept=2")
+    assert bad.returncode == 2 and "plan_accept=2: must be a rate from 0 to 1" in bad.stderr
+
+
+def test_plan_looks_zero_shot_answers_up_in_the_response_cache(tmp_path):
+    """An answer the cache holds, written through LM.generate as a run writes it, is found by the plan."""
+    from ms.agents import PromptTemplate, agents_from, chat
+    from ms.data import load_splits
+    from ms.llm import LM, ResponseCache
+    from ms.llm.hf import model_id, model_source
+
+    cfg = compose_config(TINY + [f"cache_dir={tmp_path}", "k=0", "eval.metrics=[bertscore]"])
+    bc, gen = cfg.backbone, cfg.backbone.generation
+
+    class Stand(LM):  # the default backbone's provider and model name, without loading it
+        provider = "hf"
+
+        def _generate(self, chats, **params):
+            return ["an answer"] * len(chats)
+
+    lm = Stand(model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package)),
+               cache=ResponseCache(tmp_path / "responses.sqlite"), max_new_tokens=gen.max_new_tokens,
+               temperature=gen.temperature, stop=list(gen.stop))
+    agents = agents_from(cfg.agents)
+    riddle = load_splits(cfg.data, agents)["riddle"].test[0]
+    lm.generate([chat(agents["riddle"], PromptTemplate(**cfg.prompt).render(riddle.question))])
+
+    evaluate = by_role(plan_run(cfg))["evaluate"]
+    # 2 test questions x 2 fills: the riddle's answer is held, and the second fill repeats the first.
+    assert (evaluate.calls, evaluate.cached, evaluate.cached_exact) == (4, 3, True)
