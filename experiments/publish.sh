@@ -12,6 +12,9 @@ python=${PYTHON:-$(dirname "$(command -v "$report" || echo .)")/python}
 src=multirun/$sweep
 dst=results/$sweep
 [ -d "$src" ] || { echo "no sweep folder $src: run ms-run -m experiment=$sweep first" >&2; exit 2; }
+# The sweep's hand-written README.md (command, data, wall time) survives a re-publish.
+readme=$(mktemp); trap 'rm -f "$readme"' EXIT
+if [ -f "$dst/README.md" ]; then cp "$dst/README.md" "$readme"; fi
 rm -rf "$dst"
 for cell in "$src"/*/; do
   [ -f "$cell/metrics.json" ] || { echo "skipping $cell: no metrics.json (unfinished)" >&2; continue; }
@@ -26,3 +29,4 @@ for cell in "$src"/*/; do
     echo "no memories.csv for $cell: its sharing matrix cannot be redrawn from $dst" >&2
 done
 "$report" "$dst/runs" --out "$dst" "$@"
+if [ -s "$readme" ]; then cp "$readme" "$dst/README.md"; fi
