@@ -66,8 +66,8 @@ def usage_report(lms: Iterable[LM]) -> dict[str, Any]:
 def by_role(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Usage per role summed over backbones, with each role's cost where every backbone is priced."""
     out: dict[str, dict[str, Any]] = {}
+    entries = list(report["backbones"].values())
     for role in ROWS:
-        entries = [b for b in report["backbones"].values()]
         out[role] = Usage.total(Usage(**b["roles"][role]) for b in entries).as_dict()
         costs = [b["cost"][role] for b in entries if "cost" in b]
         out[role]["cost"] = sum(costs) if entries and len(costs) == len(entries) else None

@@ -30,11 +30,12 @@ def _cells(u: dict) -> list[str]:
 def write_usage(runs: Sequence[Run], out: Path) -> str:
     """Write usage.md and usage.csv; returns what summary.md shows (the per-role totals and the cost)."""
     reports = {r.name: u for r in runs if (u := _usage(r)) is not None}
+    per_role = {name: by_role(u) for name, u in reports.items()}
     unpriced = [name for name, u in reports.items() if u.get("cost") is None]
-    roles = {role: Usage.total(Usage(**{k: v for k, v in by_role(u)[role].items() if k != "cost"})
-                               for u in reports.values()).as_dict() for role in ROWS}
+    roles = {role: Usage.total(Usage(**{k: v for k, v in rows[role].items() if k != "cost"})
+                               for rows in per_role.values()).as_dict() for role in ROWS}
     for role in roles:
-        costs = [by_role(u)[role]["cost"] for u in reports.values()]
+        costs = [rows[role]["cost"] for rows in per_role.values()]
         roles[role]["cost"] = sum(costs) if costs and None not in costs else None
     total = Usage.total(Usage(**u["total"]) for u in reports.values()).as_dict()
     total["cost"] = sum(u["cost"] for u in reports.values()) if reports and not unpriced else None
@@ -57,7 +58,7 @@ def write_usage(runs: Sequence[Run], out: Path) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["run", "role", *FIELDS])
     for name, u in reports.items():
-        for role, values in by_role(u).items():
+        for role, values in per_role[name].items():
             writer.writerow([name, role, *(values[f] for f in FIELDS)])
         writer.writerow([name, "total", *(dict(u["total"], cost=u.get("cost"))[f] for f in FIELDS)])
     (out / "usage.csv").write_text(buffer.getvalue(), encoding="utf-8")
