@@ -1,11 +1,10 @@
 """`ms-run ... +plan=true`: the plan of a run, or with -m of every cell of a sweep and their total,
 printed before anything is spent (see ms.plan). The configs are composed as Hydra would compose
-them, sweeps expanded as its basic sweeper does, but no job is launched: no output folder is made.
+them, sweeps expanded by its basic sweeper, but no job is launched: no output folder is made.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 from pathlib import Path
 from typing import Optional, Sequence
@@ -57,6 +56,7 @@ def _parse(overrides: list[str]):
 def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], DictConfig]]:
     """(overrides, composed config with its `hydra` node) of every job the command would launch."""
     from hydra import compose, initialize_config_dir
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.errors import HydraException
 
     from ms.cli import CONF_DIR
@@ -73,15 +73,14 @@ def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], DictConf
         parsed = _parse(overrides)
         master = composed([o.input_line for o in parsed if not o.is_sweep_override()])
         params = dict(master.hydra.sweeper.get("params") or {})
-        # As Hydra's basic sweeper: the config's sweep params first, the command line's after them.
-        axes: dict[str, list[str]] = {}
-        for o in _parse([f"{k}={v}" for k, v in params.items()] + overrides):
-            key = o.get_key_element()
-            if o.is_sweep_override() and not o.is_discrete_sweep():
-                raise UserError(f"{o.input_line}: plan mode expands lists of values only (a,b,c), as the basic sweeper")
-            axes[key] = ([f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
-                         else [f"{key}={o.get_value_element_as_str()}"])
-        return [(list(job), composed(list(job))) for job in itertools.product(*axes.values())]
+        # As Hydra's basic sweeper does it, with its own code: the config's sweep params first, the
+        # command line's after them, then the product of every axis.
+        axes = _parse([f"{k}={v}" for k, v in params.items()] + overrides)
+        try:
+            [cells] = BasicSweeper.split_arguments(axes, max_batch_size=None)
+        except HydraException as err:
+            raise UserError(f"plan mode expands what the basic sweeper does: {err}") from None
+        return [(cell, composed(cell)) for cell in cells]
 
 
 def output_dir(cfg: DictConfig, multirun: bool) -> Optional[Path]:
