@@ -13,12 +13,10 @@ from ms.agents import AgentConfig
 from ms.data import DataConfig
 from ms.evaluate import EvalConfig
 from ms.llm import PROMPT_LOGPROBS, PROVIDERS
-from ms.memory import MemoryConfig
 from ms.pool import POOL_MODES
 from ms.retrieval import AT_TEST, REFRESH_POLICIES, RETRIEVERS
-from ms.retrieval.composite import CompositeConfig
 from ms.scorer import ScorerConfig
-from ms.training import TrainConfig
+from ms.settings import CompositeConfig, MemoryConfig, TrainConfig
 from ms.usage import PriceConfig
 from ms.validation import setting
 

@@ -22,33 +22,9 @@ from ms.pool import Memory, Pool
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.composite import importance_of
 from ms.retrieval.encoder import Encoder
-from ms.validation import setting
+from ms.settings import POLICIES, MemoryConfig, StmLtmConfig
 
 log = logging.getLogger(__name__)
-
-POLICIES = ("plain", "stm_ltm")
-
-
-@dataclass
-class StmLtmConfig:
-    capacity: int = setting(5, ge=1)  # short-term items per agent before its store is consolidated
-    interval: int = setting(3, ge=1)  # steps an item may wait in short-term memory before consolidation
-    threshold: float = setting(0.5, ge=-1.0, le=1.0)  # cosine a short-term item needs to be retrieved for a query...
-    importance_override: float = setting(0.8, ge=0.0, le=1.0)  # ...unless its importance is above this
-    group_similarity: float = setting(0.6, ge=-1.0, le=1.0)  # cosine that puts short-term items in one group
-    default_importance: float = setting(0.5, ge=0.0, le=1.0)  # when the LLM's importance reply holds no number
-    importance_tokens: int = setting(8, ge=1)
-    summary_tokens: int = setting(256, ge=1)
-
-
-@dataclass
-class MemoryConfig:
-    policy: str = setting("plain", choices=POLICIES)
-    # What a stream memory stores as its question: the query alone, or the whole prompt the agent
-    # saw, retrieved examples included (the authors' code; protocol=paper).
-    question: str = setting("query", choices=("query", "prompt"))
-    stm_ltm: StmLtmConfig = field(default_factory=StmLtmConfig)
-
 
 @dataclass
 class Consolidation:

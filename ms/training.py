@@ -15,7 +15,7 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Sequence
 
 import torch
 from torch import nn
@@ -26,37 +26,9 @@ from ms.pool import Memory
 from ms.retrieval.base import memory_text
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
-from ms.validation import setting
+from ms.settings import LABEL_METHODS, TrainConfig
 
 log = logging.getLogger(__name__)
-
-LABEL_METHODS = ("likelihood", "verbalized")
-
-
-@dataclass
-class TrainConfig:
-    enabled: bool = True  # false: the dense retriever stays frozen
-    candidates: int = setting(10, ge=2)  # n: BM25 candidates mined per accepted pair
-    labelled: int = setting(6, ge=2)  # v: v/2 positives + v/2 negatives
-    label_method: str = setting("likelihood", choices=LABEL_METHODS)
-    lr: float = setting(2e-5, gt=0.0)  # encoder
-    head_lr: float = setting(1e-2, gt=0.0)  # s and b
-    init_scale: float = 10.0
-    init_bias: float = -5.0
-    replay_size: int = setting(2048, ge=0)  # labelled pairs kept for replay
-    replay_per_step: int = setting(24, ge=0)  # replayed pairs mixed into each step
-    steps: int = setting(1, ge=1)  # optimizer steps per update
-    seed: int = 0
-    # The verbalized label prompt, with {example}, {query} and {answer}; None: VERBALIZED_PROMPT.
-    verbalized_prompt: Optional[str] = None
-    backbone: Optional[str] = None  # a conf/backbone name to label with; None: the run's `backbone`
-
-    def problems(self):
-        """Cross-field limits (see ms.validation): v labelled candidates are picked from the n mined."""
-        if self.labelled > self.candidates:
-            yield "labelled", (f"must be at most train.candidates ({self.candidates}): "
-                               f"v labelled are picked from n mined")
-
 
 @dataclass(frozen=True)
 class LabelledPair:

@@ -37,6 +37,16 @@ def test_a_misspelled_key_fails_with_its_name():
     assert "retriever.nam" in done.stderr and "RetrieverConfig" in done.stderr
 
 
+def test_a_bad_setting_is_reported_before_torch_is_imported():
+    # ms.config holds every setting's schema; torch loading first would make each typo cost seconds.
+    done = cli("-c", "import sys, ms.config; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))",
+               exe=[sys.executable])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    bad = cli("train.candidates=1", exe=[str(BIN / "ms-run")])
+    assert bad.returncode == 2 and "invalid setting train.candidates=1: must be at least 2" in bad.stderr
+
+
 def test_experiment_configs_compose():
     names = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
     assert {"quick", "table1_offline", "ablation_offline"} <= set(names)

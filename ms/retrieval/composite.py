@@ -21,32 +21,9 @@ import torch
 from ms.pool import Memory
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.dense import DenseRetriever
-from ms.validation import setting
+from ms.settings import AGE_UNITS, CompositeConfig
 
 log = logging.getLogger(__name__)
-
-AGE_UNITS = ("steps", "hours")
-
-
-@dataclass
-class CompositeConfig:
-    importance_weight: float = setting(1.0, ge=0.0)
-    recency_weight: float = setting(1.0, ge=0.0)
-    similarity_weight: float = setting(1.0, ge=0.0)
-    candidates: int = setting(20, ge=1)  # dense top-N re-ranked per query (raised to k when k is larger)
-    decay: float = setting(0.995, gt=0.0, le=1.0)  # recency = decay ** age
-    age_unit: str = setting("steps", choices=AGE_UNITS)  # steps: pool steps (stream batches) | hours: wall-clock time
-    # Importance of a memory with neither a rubric score nor an LLM-assigned importance (seed pairs
-    # under the plain policy): the middle of the scale, so it neither outranks nor trails graded
-    # memories by default.
-    default_importance: float = setting(0.5, ge=0.0, le=1.0)
-    debug: bool = False  # log every query's candidate table (see `format_ranking`)
-
-    def problems(self):
-        """Cross-field limits (see ms.validation): with every weight 0 all candidates tie."""
-        if self.importance_weight == self.recency_weight == self.similarity_weight == 0:
-            yield "similarity_weight", "the three weights are all 0; give at least one a positive weight"
-
 
 def importance_of(memory: Memory, default: float) -> float:
     """The rubric score scaled to [0, 1] when the gate graded the memory, else the importance an
