@@ -233,3 +233,33 @@ def test_a_schema_1_pool_is_migrated_in_place(tmp_path):
         assert added > 7 and pool.get([added])[0].run_id == "new"
     with sqlite3.connect(path) as check:
         assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+
+
+def test_the_change_log_keeps_one_row_per_memory_and_readers_behind_still_see_every_change(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "pool.sqlite"
+    with Pool(path) as pool:
+        a, b, c = pool.add([item(question=q) for q in "abc"], step=1)
+        start = pool.changes("literary", c, 0).last_change
+        for step in range(2, 50):
+            pool.mark_retrieved([a, b], step=step)
+        pool.set_fields(c, importance=0.9)
+        behind = pool.changes("literary", c, start)
+        assert sorted(m.id for m in behind.changed) == [a, b, c]
+        caught_up = pool.changes("literary", c, behind.last_change)
+        assert caught_up.changed == [] and caught_up.last_change == behind.last_change
+        pool.set_fields(c, importance=0.8)  # c's is the log's newest row: the change needs a newer seq
+        again = pool.changes("literary", c, behind.last_change)
+        assert [m.id for m in again.changed] == [c]
+    log = sqlite3.connect(path)
+    assert log.execute("SELECT count(*) FROM memory_changes").fetchone()[0] == 3
+    # A file whose log kept every change (written before the log was pruned) is pruned when opened.
+    log.executemany("INSERT INTO memory_changes (memory_id, scope) VALUES (?, 'literary')", [(a,)] * 5)
+    log.commit()
+    log.close()
+    with Pool(path) as pool:
+        assert [m.id for m in pool.changes("literary", c, again.last_change).changed] == [a]
+    log = sqlite3.connect(path)
+    assert log.execute("SELECT count(*) FROM memory_changes").fetchone()[0] == 3
+    log.close()

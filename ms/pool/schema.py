@@ -61,10 +61,24 @@ SCHEMA = (
         scope TEXT NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS memory_changes_scope ON memory_changes (scope, seq)",
-    """CREATE TRIGGER IF NOT EXISTS memories_updated AFTER UPDATE ON memories BEGIN
-        INSERT INTO memory_changes (memory_id, scope) VALUES (NEW.id, NEW.scope); END""",
-    """CREATE TRIGGER IF NOT EXISTS memories_deleted AFTER DELETE ON memories BEGIN
-        INSERT INTO memory_changes (memory_id, scope) VALUES (OLD.id, OLD.scope); END""",
+    "CREATE INDEX IF NOT EXISTS memory_changes_memory ON memory_changes (memory_id)",
+    # Only each memory's newest change is kept: a reader asks which ids changed after the seq it has
+    # seen, and an id's newest seq answers that for every reader, so the log holds at most one row per
+    # memory instead of a row per retrieval. The new row goes in before the old one goes out: seq is a
+    # plain rowid (max + 1), and removing the largest first would hand its number out again, hiding the
+    # change from a reader that saw it. Files written before this kept every change: their old triggers
+    # are replaced and their log pruned the same way when opened.
+    "DROP TRIGGER IF EXISTS memories_updated",
+    "DROP TRIGGER IF EXISTS memories_deleted",
+    "DELETE FROM memory_changes WHERE seq NOT IN (SELECT max(seq) FROM memory_changes GROUP BY memory_id)",
+    """CREATE TRIGGER IF NOT EXISTS memory_updated_newest AFTER UPDATE ON memories BEGIN
+        INSERT INTO memory_changes (memory_id, scope) VALUES (NEW.id, NEW.scope);
+        DELETE FROM memory_changes WHERE memory_id = NEW.id
+            AND seq < (SELECT max(seq) FROM memory_changes WHERE memory_id = NEW.id); END""",
+    """CREATE TRIGGER IF NOT EXISTS memory_deleted_newest AFTER DELETE ON memories BEGIN
+        INSERT INTO memory_changes (memory_id, scope) VALUES (OLD.id, OLD.scope);
+        DELETE FROM memory_changes WHERE memory_id = OLD.id
+            AND seq < (SELECT max(seq) FROM memory_changes WHERE memory_id = OLD.id); END""",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
 
