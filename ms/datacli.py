@@ -95,18 +95,23 @@ def import_paper_cmd(args: argparse.Namespace) -> None:
 def invert_cmd(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
+    from pathlib import Path
 
     from ms.agents import agents_from
     from ms.invert import invert, read_answers
     from ms.llm import build_lm
+    from ms.usage import format_usage, save_usage
 
     cfg = _compose([f"backbone={args.backbone}", *args.overrides])
     agents = agents_from(cfg.agents)
     rows = read_answers(args.answers, args.agent, agents)[: args.limit]
-    made, empty = invert(build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache), rows, agents)
+    lm = build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)
+    made, empty = invert(lm, rows, agents)
     with open(args.out, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(asdict(e), ensure_ascii=False) + "\n" for e in made)
-    print(f"wrote {len(made)} stream questions to {args.out}")
+    usage_file = Path(args.out).with_suffix(".usage.json")
+    print(f"wrote {len(made)} stream questions to {args.out}; LLM usage to {usage_file}")
+    print(format_usage(save_usage([lm], usage_file)))
     if empty:
         print(f"no question came back for {len(empty)} answer(s): {', '.join(empty)}", file=sys.stderr)
     return 0
@@ -122,6 +127,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.gatecheck import format_results, run_gate_check
     from ms.llm import build_lm
     from ms.scorer import Scorer, load_rubrics, rubric_ref
+    from ms.usage import USAGE_FILE, format_usage, save_usage
 
     cfg = _compose(args.overrides)
     agents = agents_from(cfg.agents)
@@ -139,6 +145,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     text = format_results(results, header)
     (out / "gate_check.md").write_text("```\n" + text + "\n```\n", encoding="utf-8")
     print(text)
+    print(format_usage(save_usage([scorer.lm], out / USAGE_FILE)))
     return 0
 
 

@@ -33,7 +33,7 @@ from ms.retrieval.encoder import Encoder
 from ms.scorer import DECISIONS_FILE, Scorer, append_decisions, load_rubrics, rubric_for, rubric_ref
 from ms.training import Labeller, RetrieverTrainer
 from ms.printout import format_table
-from ms.usage import USAGE_FILE, usage_report
+from ms.usage import USAGE_FILE, save_usage
 from ms.run_folder import METRICS_FILE, PREDICTIONS_FILE, clear_partial, completed, open_run_pool, write_atomic
 from ms.validation import validate
 
@@ -266,8 +266,7 @@ class Experiment:
                 pool_sizes[str(fill)] = self.pool.count_by("agent")
         if self.trainer is not None:
             self.trainer.save(self.out / "retriever")
-        usage = usage_report(self.backbones.values())
-        (self.out / USAGE_FILE).write_text(json.dumps(usage, indent=2))
+        usage = save_usage(self.backbones.values(), self.out / USAGE_FILE)
         at_test = self.cfg.retriever.at_test
         metrics = {
             "complete": True,

@@ -3,7 +3,9 @@ its printout ends with, and the price table that turns tokens into an estimated 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from ms.llm.base import OTHER, ROLES, LM, Usage
@@ -60,6 +62,13 @@ def usage_report(lms: Iterable[LM]) -> dict[str, Any]:
     priced = [b["cost"]["total"] for b in backbones.values() if "cost" in b]
     # Only a run whose every backbone is priced has a cost; a partial sum would read as the whole.
     report["cost"] = sum(priced) if priced and len(priced) == len(backbones) else None
+    return report
+
+
+def save_usage(lms: Iterable[LM], path: Path) -> dict[str, Any]:
+    """Write `usage_report(lms)` to `path` (a run's llm_usage.json, or beside a command's output)."""
+    report = usage_report(lms)
+    path.write_text(json.dumps(report, indent=2))
     return report
 
 

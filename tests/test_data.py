@@ -266,13 +266,18 @@ def test_read_answers_names_file_and_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_invert_writes_stream_questions_with_the_real_model(smollm2):
-    from ms.invert import invert
+def test_invert_writes_stream_questions_and_its_usage_with_the_real_model(tmp_path, models_cache):
+    from ms.datacli import main
 
     rows = [("r1", "riddle", "An echo: it repeats what you say without a mouth."),
             ("t1", "travel", "Day 1: Louvre in the morning, Seine walk at dusk. Day 2: Versailles by RER C.")]
-    made, empty = invert(smollm2, rows)
-    assert len(made) + len(empty) == 2 and made
+    answers, out = tmp_path / "answers.jsonl", tmp_path / "stream.jsonl"
+    answers.write_text("".join(json.dumps({"id": i, "agent": a, "answer": t}) + "\n" for i, a, t in rows))
+    assert main(["invert", str(answers), str(out), f"cache_dir={models_cache}"]) == 0
+    made = [json.loads(line) for line in out.read_text().splitlines()]
+    assert made
     for example in made:
-        assert example.split == "stream" and example.question.strip()
-        assert example.answer in {r[2] for r in rows} and example.id.endswith("-inv")
+        assert example["split"] == "stream" and example["question"].strip()
+        assert example["answer"] in {r[2] for r in rows} and example["id"].endswith("-inv")
+    invert = json.loads((tmp_path / "stream.usage.json").read_text())["backbones"]["smollm2"]["roles"]["invert"]
+    assert invert["calls"] + invert["cache_hits"] == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import json
 
 import pytest
 
@@ -74,3 +75,5 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     assert all(r["n_good"] == "2" and r["n_corrupted"] == "6" and r["unscored"] == "0" for r in rows)
     assert all(0.0 <= float(r["auc"]) <= 1.0 for r in rows)
     assert "score read from probabilities" in (out / "gate_check.md").read_text()
+    score = json.loads((out / "llm_usage.json").read_text())["backbones"]["smollm2"]["roles"]["score"]
+    assert score["calls"] + score["cache_hits"] == 2 * 2 * 4  # agents x pairs x (good + 3 corrupted)
