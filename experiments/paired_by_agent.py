@@ -22,18 +22,19 @@ not as nine claims; a group named before looking at the outcomes is one comparis
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+from statistics import fmean
 from typing import Optional
 
+from ms.report.runs import PREDICTIONS_FILE, Item, read_jsonl
 from ms.stats import paired
 
 
-def values(run: Path, metric: str, fill: Optional[int]) -> tuple[int, dict[tuple[str, str], float]]:
-    path = run / "predictions.jsonl"
+def values(run: Path, metric: str, fill: Optional[int]) -> tuple[int, dict[Item, float]]:
+    path = run / PREDICTIONS_FILE
     if not path.exists():
-        raise SystemExit(f"{path}: no such file (each run folder needs its predictions.jsonl)")
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        raise SystemExit(f"{path}: no such file (each run folder needs its {PREDICTIONS_FILE})")
+    rows = read_jsonl(path)
     fills = sorted({int(r["fill"]) for r in rows})
     chosen = fills[-1] if fill is None else fill
     if chosen not in fills:
@@ -52,9 +53,9 @@ def group(spec: str) -> tuple[str, set[str]]:
 def row(label: str, a: dict, b: dict, keys: list) -> str:
     if len(keys) < 2:
         return f"| {label} | {len(keys)} | | | | | too few |"
-    diff = paired([a[k] for k in keys], [b[k] for k in keys])
-    mean = lambda side: sum(side[k] for k in keys) / len(keys)  # noqa: E731
-    return (f"| {label} | {diff.n} | {mean(a):.3f} | {mean(b):.3f} | {diff.estimate:+.3f} [{diff.lo:+.3f}, "
+    left, right = [a[k] for k in keys], [b[k] for k in keys]
+    diff = paired(left, right)
+    return (f"| {label} | {diff.n} | {fmean(left):.3f} | {fmean(right):.3f} | {diff.estimate:+.3f} [{diff.lo:+.3f}, "
             f"{diff.hi:+.3f}] | {diff.p:.4f} | {diff.verdict} |")
 
 

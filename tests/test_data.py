@@ -4,6 +4,7 @@ paper importer reports malformed lines, and the project's own data keeps its for
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -266,7 +267,7 @@ def test_read_answers_names_file_and_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_invert_writes_stream_questions_and_its_usage_with_the_real_model(tmp_path, models_cache):
+def test_invert_writes_stream_questions_and_its_usage_with_the_real_model(tmp_path, models_cache, capsys):
     from ms.datacli import main
 
     rows = [("r1", "riddle", "An echo: it repeats what you say without a mouth."),
@@ -275,7 +276,8 @@ def test_invert_writes_stream_questions_and_its_usage_with_the_real_model(tmp_pa
     answers.write_text("".join(json.dumps({"id": i, "agent": a, "answer": t}) + "\n" for i, a, t in rows))
     assert main(["invert", str(answers), str(out), f"cache_dir={models_cache}"]) == 0
     made = [json.loads(line) for line in out.read_text().splitlines()]
-    assert made
+    empty = re.search(r"no question came back for (\d+) answer", capsys.readouterr().err)
+    assert made and len(made) + (int(empty.group(1)) if empty else 0) == 2
     for example in made:
         assert example["split"] == "stream" and example["question"].strip()
         assert example["answer"] in {r[2] for r in rows} and example["id"].endswith("-inv")
