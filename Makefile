@@ -27,6 +27,7 @@ run: $(VENV)/.installed
 	HF_HUB_OFFLINE=1 $(BIN)/ms-run experiment=quick $(ARGS)
 
 test: $(VENV)/.installed-test
+	$(BIN)/lint-imports
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test

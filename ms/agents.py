@@ -17,25 +17,15 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ms.config.schema import AgentConfig
+from ms.config.store import CONF_DIR
 from ms.errors import UserError, one_line
 from ms.llm.base import Message
 
-AGENTS_DIR = Path(__file__).resolve().parent.parent / "conf" / "agents"
+AGENTS_DIR = Path(CONF_DIR) / "agents"
 DEFAULT_AGENTS = "paper"  # the group's default option, AGENTS_DIR / "paper.yaml"
 SINGLE_SCOPE = "single"  # the Single-pool's scope and rubric, so no domain may take the name
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # agent and domain names become file names
-
-
-@dataclass
-class AgentConfig:
-    """One entry of `agents`; the entry's key is the agent's name (and its data file's stem)."""
-
-    domain: str = MISSING
-    instruction: str = MISSING  # sent as the system message
-    # A conf/rubric name, or a path to a rubric file. None: the domain's, conf/rubric/<domain>.yaml.
-    # The Single-pool grades every agent with the single rubric instead.
-    rubric: Optional[str] = None
-    backbone: Optional[str] = None  # a conf/backbone name; None: the run's `backbone`
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,12 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ms.agents import Agent
+from ms.config.schema import BackboneConfig
+from ms.config.store import CONF_DIR
 from ms.errors import UserError, one_line
 from ms.llm import LM, build_lm
 
-BACKBONE_DIR = Path(__file__).resolve().parent.parent / "conf" / "backbone"
+BACKBONE_DIR = Path(CONF_DIR) / "backbone"
 
 
 def resolve(cfg: DictConfig, name: Optional[str]) -> str:
@@ -27,8 +29,6 @@ def backbone_config(cfg: DictConfig, name: Optional[str]) -> DictConfig:
     """The config of backbone `name`. The default backbone's is the composed one, so overrides such
     as `backbone.base_url=...` reach every role that runs on it; another name is read from its
     file as it stands."""
-    from ms.config import BackboneConfig
-
     if resolve(cfg, name) == cfg.backbone.name:
         return cfg.backbone
     path = BACKBONE_DIR / f"{name}.yaml"

@@ -13,13 +13,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from ms.config import register
-from ms.errors import USER_ERROR_EXIT, print_user_error, take_debug_flag, user_errors
+from ms.config.store import CONF_DIR, register
+from ms.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 PROG = "ms-run"
-
-register()
 
 # Set once Hydra has composed a config and called the task. Hydra exits with status 1 both for
 # a config it cannot compose (a misspelt key or group option) and for a bug in the task; only the
@@ -45,13 +42,14 @@ def hydra_main(cfg: DictConfig) -> None:
         # Our own bars show progress; a loading bar per model load would only bury them.
         transformers_logging.disable_progress_bar()
         run(cfg, Path(HydraConfig.get().runtime.output_dir))
-    except user_errors() as error:
+    except UserError as error:
         print_user_error(PROG, error)
         sys.exit(USER_ERROR_EXIT)
 
 
 def main() -> None:
     """`ms-run`: Hydra's command line, plus --debug, and plan mode (+plan=true, see ms.plancli)."""
+    register()
     sys.argv = take_debug_flag(sys.argv)
     multirun = any(arg in ("-m", "--multirun") for arg in sys.argv[1:])
     from ms.plancli import plan_main, take_plan_flags
@@ -60,7 +58,7 @@ def main() -> None:
         args, plan, accept = take_plan_flags(sys.argv[1:])
         if plan:  # composed here, not by a Hydra job: a job would make its output folder
             sys.exit(plan_main([a for a in args if a not in ("-m", "--multirun")], multirun, accept))
-    except user_errors() as error:
+    except UserError as error:
         print_user_error(PROG, error)
         sys.exit(USER_ERROR_EXIT)
     sys.argv = [sys.argv[0], *args]

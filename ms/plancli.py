@@ -59,7 +59,7 @@ def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], DictConf
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.errors import HydraException
 
-    from ms.cli import CONF_DIR
+    from ms.config.store import CONF_DIR
 
     def composed(job: list[str]) -> DictConfig:
         try:

@@ -21,15 +21,15 @@ from typing import Iterable, Mapping, Optional, Sequence
 import yaml
 
 from ms.agents import SINGLE_SCOPE, Agent
+from ms.config.files import DECISIONS_FILE
+from ms.config.schema import READS, RUBRIC_TOTAL, ScorerConfig
+from ms.config.store import CONF_DIR
 from ms.errors import UserError
 from ms.llm.base import LM, Message
 from ms.pool import scope_for
-from ms.validation import setting
 
-RUBRIC_DIR = Path(__file__).resolve().parent.parent / "conf" / "rubric"
+RUBRIC_DIR = Path(CONF_DIR) / "rubric"
 SINGLE_RUBRIC = SINGLE_SCOPE  # the rubric files are named after the pool scopes they guard
-RUBRIC_TOTAL = 100
-DECISIONS_FILE = "decisions.jsonl"
 
 SYSTEM_PROMPT = (
     "You grade question-answer pairs before they are stored in a shared memory. Other AI agents "
@@ -203,20 +203,7 @@ def parse_score(text: str | None) -> int | None:
 
 # ---- the gate -------------------------------------------------------------------------------
 
-READS = ("auto", "probabilities", "text")
 SCORE_OPTIONS = [str(v) for v in range(RUBRIC_TOTAL + 1)]
-
-
-@dataclass
-class ScorerConfig:
-    threshold: float = setting(50, ge=0, le=RUBRIC_TOTAL)  # the paper's code admits pairs scoring 50 or more
-    # auto: the probability-weighted score where the backbone exposes token probabilities, else text
-    read: str = setting("auto", choices=READS)
-    # Below this much probability on "0".."100" the grader is not answering with a score at all.
-    min_mass: float = setting(1e-4, ge=0.0, le=1.0)
-    max_new_tokens: int = setting(16, ge=1)  # text read: a number, perhaps with a few words around it
-    retries: int = setting(1, ge=0)  # text read: batched re-asks for replies with no readable score
-    backbone: Optional[str] = None  # None: grade with the agents' own backbone
 
 
 @dataclass

@@ -26,7 +26,7 @@ from ms.pool import Memory
 from ms.retrieval.base import memory_text
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
-from ms.settings import LABEL_METHODS, TrainConfig
+from ms.config.schema import LABEL_METHODS, TrainConfig
 
 log = logging.getLogger(__name__)
 

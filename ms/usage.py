@@ -9,24 +9,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from ms.llm.base import OTHER, ROLES, LM, Usage
-from ms.validation import setting
+from ms.config.files import USAGE_FILE
+from ms.config.schema import PriceConfig
 
-USAGE_FILE = "llm_usage.json"
 ROWS = (*ROLES, OTHER)
-
-
-@dataclass
-class PriceConfig:
-    """A backbone's list price per million tokens (USD in conf/backbone); unset: no cost is reported."""
-
-    input_per_million: Optional[float] = setting(None, ge=0.0)
-    output_per_million: Optional[float] = setting(None, ge=0.0)
-
-    def problems(self):
-        """Cross-field limits (see ms.validation): half a price would report half a cost."""
-        for name, other in (("input_per_million", "output_per_million"), ("output_per_million", "input_per_million")):
-            if getattr(self, name) is None and getattr(self, other) is not None:
-                yield name, f"is needed too once price.{other} is set (0 if those tokens are free)"
 
 
 def cost(usage: Mapping[str, Any], price: Mapping[str, float] | None) -> Optional[float]:

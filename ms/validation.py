@@ -1,12 +1,8 @@
 """One pass over the composed config, before any model, pool or cache is opened.
 
-Each config dataclass declares the limits of its fields next to them, with `setting(...)`:
-
-    k: int = setting(3, ge=0)
-    fills: list[int] = setting(factory=lambda: [20, 40], ge=0, le=100, increasing=True)
-
-A dataclass with rules that span several fields adds a `problems(self)` method yielding
-(field, message) pairs. `validate` walks the config along its dataclass types, applies every rule,
+Each config dataclass declares the limits of its fields next to them, with `setting(...)` (see
+ms.config.fields); a dataclass with rules that span several fields adds a `problems(self)` method
+yielding (field, message) pairs. `validate` walks the config along its dataclass types, applies every rule,
 adds the checks that look outside the config (data files, writable folders), and raises one
 ConfigError that lists every violation with its full key.
 
@@ -17,16 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from ms.agents import agent_problems, agents_from
+from ms.backbones import backbone_config, named_backbones
+from ms.config.fields import CHECK
 from ms.errors import UserError
+from ms.llm import provider_class
+from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
+from ms.pool import damaged_pool_message
+from ms.scorer import rubric_path
 
-CHECK = "ms_check"  # the dataclass field metadata key `setting` writes and `validate` reads
-_NO_DEFAULT = object()
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
@@ -36,62 +36,6 @@ class ConfigError(UserError):
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
-
-
-@dataclass(frozen=True)
-class Check:
-    """Limits of one field; for a list, each item must meet the bounds and choices."""
-
-    ge: Optional[float] = None
-    gt: Optional[float] = None
-    le: Optional[float] = None
-    lt: Optional[float] = None
-    choices: Optional[tuple] = None
-    increasing: bool = False  # a list: strictly increasing
-    nonempty: bool = False  # a list: at least one item
-
-    def problems(self, value: Any) -> Iterator[str]:
-        if value is None:  # Optional fields mean "use the default behaviour"
-            return
-        if isinstance(value, (list, tuple, ListConfig)):
-            items = list(value)
-            if self.nonempty and not items:
-                yield "must list at least one value"
-            if self.increasing and any(b <= a for a, b in zip(items, items[1:])):
-                yield "must be strictly increasing"
-            for item in items:
-                yield from (f"{item!r} {problem}" for problem in self._item_problems(item))
-            return
-        yield from self._item_problems(value)
-
-    def _item_problems(self, value: Any) -> Iterator[str]:
-        if self.choices is not None and value not in self.choices:
-            yield f"must be one of {', '.join(map(str, self.choices))}"
-            return
-        if self.ge is not None and value < self.ge:
-            yield f"must be at least {_number(self.ge)}"
-        if self.gt is not None and value <= self.gt:
-            yield f"must be greater than {_number(self.gt)}"
-        if self.le is not None and value > self.le:
-            yield f"must be at most {_number(self.le)}"
-        if self.lt is not None and value >= self.lt:
-            yield f"must be less than {_number(self.lt)}"
-
-
-def _number(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
-def setting(default: Any = _NO_DEFAULT, *, factory: Optional[Callable[[], Any]] = None, **limits: Any) -> Any:
-    """A dataclass field with its limits (see Check); `factory` for mutable defaults."""
-    if "choices" in limits:
-        limits["choices"] = tuple(limits["choices"])
-    metadata = {CHECK: Check(**limits)}
-    if factory is not None:
-        return dataclasses.field(default_factory=factory, metadata=metadata)
-    if default is _NO_DEFAULT:
-        return dataclasses.field(metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
 
 
 def _shown(value: Any) -> str:
@@ -186,9 +130,6 @@ def _outside_problems(cfg: DictConfig) -> Iterator[str]:
     why = _writable_folder(Path(cfg.cache_dir))
     if why:
         yield f"invalid setting cache_dir={cfg.cache_dir}: {why}; point cache_dir at a writable folder"
-    from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
-    from ms.pool import damaged_pool_message
-
     if cfg.pool.path and _not_sqlite(Path(cfg.pool.path)):
         yield damaged_pool_message(Path(cfg.pool.path), "file is not a database")
     if cfg.use_cache and _not_sqlite(Path(cfg.cache_dir) / CACHE_FILENAME):
@@ -200,10 +141,6 @@ def _outside_problems(cfg: DictConfig) -> Iterator[str]:
 def _agent_problems(cfg: DictConfig) -> Iterator[str]:
     """The agents' entries, the rubric files they are graded with, and every backbone a role names
     (agents.NAME.backbone, scorer.backbone, train.backbone): a conf/backbone file that passes its checks."""
-    from ms.agents import agent_problems, agents_from
-    from ms.backbones import backbone_config, named_backbones
-    from ms.scorer import rubric_path
-
     found = list(agent_problems(cfg.agents))
     yield from found
     if found:
@@ -226,9 +163,6 @@ def _agent_problems(cfg: DictConfig) -> Iterator[str]:
 
 def _unscorable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
     """eval.metrics=[ref_logprob] leaves an agent whose backbone cannot score given text with no metric."""
-    from ms.backbones import backbone_config
-    from ms.llm import provider_class
-
     blind: dict[str, list[str]] = {}
     for agent in running:
         try:

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from ms.pipeline import fill_positions, interleave, run
+from ms.pipeline import run
+from ms.schedule import batches, fill_positions, interleave
 from ms.plan import plan_run
 from ms.printout import format_table
 from ms.pool import Pool
@@ -27,6 +28,15 @@ def test_interleave_and_fill_positions():
     assert fill_positions([100, 20, 60], 10) == {20: 2, 60: 6, 100: 10}
     with pytest.raises(ValueError, match="0-100"):
         fill_positions([120], 10)
+
+
+def test_batches_never_cross_a_fill_and_evaluate_each_fill_once():
+    # 10 questions, fills 25/50/100, micro-batches of 3: a batch stops at each fill's boundary.
+    steps = list(batches(10, [25, 50, 100], 3))
+    assert steps == [(25, slice(0, 2)), (25, None), (50, slice(2, 5)), (50, None),
+                     (100, slice(5, 8)), (100, slice(8, 10)), (100, None)]
+    # Zero-shot runs skip the stream but still evaluate at every fill.
+    assert list(batches(10, [25, 100], 3, stream=False)) == [(25, None), (100, None)]
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from ms.agents import Agent, default_agents
+from ms.errors import UserError
 
 SPLITS = ("seed", "stream", "test")
 FIELDS = ("id", "agent", "domain", "question", "answer")
@@ -20,8 +21,9 @@ UNASSIGNED = "unassigned"  # the importer's file of records it gave no agent: in
 ADD_AGENT = "add it to the agents config (README: \"Adding an agent\")"
 
 
-class DataError(ValueError):
-    """A dataset that breaks the schema; the message names the source and the 1-based line or row."""
+class DataError(UserError, ValueError):
+    """A dataset that breaks the schema; the message names the source and the 1-based line or row.
+    Still a ValueError, as it was before UserError existed, for callers that catch that."""
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Mapping, Optional, Sequence
 from omegaconf import MISSING
 
 from ms.agents import Agent, default_agents
+from ms.config.schema import DataConfig, HFDataConfig
 
 from .load import SPLITS, DataError, Example, load_dir
 
@@ -76,35 +77,6 @@ def with_splits(data: dict[str, list[Example]], fractions: Sequence[float] = (0.
         split_of = {e.id: name for name in SPLITS for e in getattr(parts, name)}
         framed[agent] = [Example(**{**e.__dict__, "split": split_of[e.id]}) for e in examples]
     return framed
-
-
-# --------------------------------------------------------------------------------------------
-# Hydra config (conf/data/*.yaml fill it)
-# --------------------------------------------------------------------------------------------
-
-@dataclass
-class HFDataConfig:
-    name: str = MISSING  # hub name, local folder or file (.json/.jsonl/.csv/.tsv/.parquet)
-    split: str = "train"
-    question: str = "question"
-    answer: str = "answer"
-    agent: Optional[str] = None  # every row belongs to this agent ...
-    agent_column: Optional[str] = None  # ... or each row names its agent in this column
-
-
-@dataclass
-class DataConfig:
-    dir: str = "data"
-    agents: Optional[list[str]] = None  # the agents that run; None: every configured agent
-    fractions: list[float] = field(default_factory=lambda: [0.2, 0.4, 0.4])  # for examples without a split
-    split_seed: int = 0
-    # Per-agent caps for quick runs: the first n of each part after splitting.
-    max_seed: Optional[int] = None
-    max_stream: Optional[int] = None
-    max_test: Optional[int] = None
-    hf: Optional[HFDataConfig] = None  # when set, read this dataset instead of `dir`
-    # The command that creates `dir`, named in the error when the folder is missing (data=paper).
-    created_by: Optional[str] = None
 
 
 def load_splits(cfg: DataConfig, configured: Mapping[str, Agent] | None = None) -> dict[str, Splits]:

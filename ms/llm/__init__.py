@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ms.config.schema import PROMPT_LOGPROBS, PROVIDERS
 from ms.llm.base import LM, BackendError, LoglikelihoodUnsupported, Usage
 from ms.llm.cache import CACHE_FILENAME, ResponseCache
 
-PROVIDERS = ("hf", "openai", "mistral")
-# Where an openai backbone gets token log-probs of given text: none (the chat API has none, so
-# callers use the verbalized fallback) | echo (a server's /completions echoes the prompt with them).
-PROMPT_LOGPROBS = ("none", "echo")
 
 __all__ = ["LM", "BackendError", "LoglikelihoodUnsupported", "Usage", "ResponseCache", "build_lm"]
 

@@ -11,8 +11,9 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-POOL_FILENAME = "pool.sqlite"
-POOL_MODES = ("domain", "single")
+from ms.config.files import POOL_FILENAME
+from ms.config.schema import POOL_MODES
+
 ORIGINS = ("seed", "stream", "imported", "summary")
 TIERS = ("short", "long")
 

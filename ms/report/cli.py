@@ -21,7 +21,7 @@ from ms.report.runs import find_runs, metric_label, read_jsonl, slug
 from ms.report.sharing import write_sharing
 from ms.report.tables import table1, table2
 from ms.report.usage import write_usage
-from ms.scorer import DECISIONS_FILE
+from ms.config.files import DECISIONS_FILE
 
 log = logging.getLogger(__name__)
 

@@ -13,13 +13,10 @@ from typing import Optional, Sequence
 
 import yaml
 
+from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.evaluate import REF_LOGPROB
 
 log = logging.getLogger(__name__)
-
-# The pipeline's file names (ms.pipeline holds the same constants; importing it would load torch).
-METRICS_FILE = "metrics.json"
-PREDICTIONS_FILE = "predictions.jsonl"
 
 Cell = tuple[str, int, str]  # (backbone, k, pool)
 Item = tuple[str, str]  # (agent, test_id): one test question, the unit every CI resamples

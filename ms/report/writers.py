@@ -15,10 +15,9 @@ from typing import Optional
 
 import yaml
 
+from ms.config.files import POOL_FILENAME, WRITERS_FILE
 from ms.errors import UserError
-from ms.pool.records import POOL_FILENAME
 
-WRITERS_FILE = "memories.csv"
 WRITER_COLUMNS = ("id", "agent", "domain", "origin", "backbone")
 UNWRITTEN = ("seed", "imported")  # origins no backbone wrote: pairs that came with the data
 

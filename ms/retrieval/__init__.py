@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
+
+from ms.config.schema import AT_TEST, REFRESH_POLICIES, RETRIEVERS
 from ms.pool import Pool
 from ms.retrieval.base import Retriever
 
-RETRIEVERS = ("dense", "composite", "bm25", "random")
-AT_TEST = ("bm25", "random", "dense_frozen")
-# How memory vectors follow a trained encoder (see ms.retrieval.dense): re-encoded after every step,
-# after every n steps, once a per-step budget of re-encoded memories covers the scope, or never,
-# because only a separate query encoder is trained.
-REFRESH_POLICIES = ("full", "every_n", "budget", "query_tower")
+if TYPE_CHECKING:  # the dense retriever imports torch; a type needs no import at run time
+    from ms.retrieval.dense import DenseRetriever
 
 
-def build_retriever(cfg, pool: Pool, name: str | None = None, learned: bool | None = None) -> Retriever:
+class Built(NamedTuple):
+    """What the loop needs of a retriever: the retriever, and the dense part that memory train
+    fine-tunes (None where nothing learns)."""
+
+    retriever: Retriever
+    trainable: Optional["DenseRetriever"]
+
+
+def build_retriever(cfg, pool: Pool, name: str | None = None, learned: bool | None = None,
+                    clock: Callable[[], int] | None = None) -> Built:
     """`cfg` is a RetrieverConfig; `name`, when given, replaces its name, and `learned` its `learn`
-    (an encoder that is never trained needs no refresh policy)."""
+    (an encoder that is never trained needs no refresh policy). `clock` gives the composite its
+    current pool step; the composite built here marks nothing, since the run marks what the stream
+    retrieves itself and evaluation must not change the pool the stream goes on to use."""
     name = name or cfg.name
     learned = cfg.learn if learned is None else learned
     if name in ("dense", "composite"):
@@ -26,19 +36,20 @@ def build_retriever(cfg, pool: Pool, name: str | None = None, learned: bool | No
         if refresh not in REFRESH_POLICIES:  # before the encoder loads
             raise ValueError(f"unknown retriever.refresh '{refresh}'; choose one of {', '.join(REFRESH_POLICIES)}")
         dense = DenseRetriever(pool, Encoder(cfg.encoder), refresh, cfg.refresh_every, cfg.refresh_budget)
+        trainable = dense if learned else None
         if name == "dense":
-            return dense
+            return Built(dense, trainable)
         from ms.retrieval.composite import CompositeRetriever
 
-        return CompositeRetriever(dense, cfg.composite)
+        return Built(CompositeRetriever(dense, cfg.composite, current_step=clock or 0, mark=False), trainable)
     if name == "bm25":
         from ms.retrieval.bm25 import BM25Retriever
 
-        return BM25Retriever(pool)
+        return Built(BM25Retriever(pool), None)
     if name == "random":
         from ms.retrieval.random import RandomRetriever
 
-        return RandomRetriever(pool, seed=cfg.seed)
+        return Built(RandomRetriever(pool, seed=cfg.seed), None)
     raise ValueError(f"unknown retriever.name '{name}'; choose one of {', '.join(RETRIEVERS)}")
 
 
@@ -46,4 +57,5 @@ def build_test_retriever(cfg, pool: Pool) -> Retriever:
     """The retriever `retriever.at_test` names; dense_frozen is the encoder as shipped, untrained."""
     if cfg.at_test not in AT_TEST:
         raise ValueError(f"unknown retriever.at_test '{cfg.at_test}'; choose one of {', '.join(AT_TEST)}")
-    return build_retriever(cfg, pool, name="dense" if cfg.at_test == "dense_frozen" else cfg.at_test, learned=False)
+    name = "dense" if cfg.at_test == "dense_frozen" else cfg.at_test
+    return build_retriever(cfg, pool, name=name, learned=False).retriever

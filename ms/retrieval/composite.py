@@ -21,7 +21,7 @@ import torch
 from ms.pool import Memory
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.dense import DenseRetriever
-from ms.settings import AGE_UNITS, CompositeConfig
+from ms.config.schema import AGE_UNITS, CompositeConfig
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,12 @@ Step = Union[int, Callable[[], int]]
 
 class CompositeRetriever(Retriever):
     """`dense` supplies the cosines (its encoder may be learned or frozen). `current_step` is the
-    pool step that ages count up to: an int the caller updates, or a function returning it."""
+    pool step that ages count up to: an int the caller updates, or a function returning it.
+    Retrieval refreshes the recency of what it returns when `mark` is on; a caller that marks what
+    it uses itself (the run marks the stream's retrievals, never evaluation's) turns it off."""
 
-    def __init__(self, dense: DenseRetriever, cfg: CompositeConfig | None = None, current_step: Step = 0):
+    def __init__(self, dense: DenseRetriever, cfg: CompositeConfig | None = None, current_step: Step = 0,
+                 mark: bool = True):
         super().__init__(dense.pool)
         self.cfg = cfg = cfg or CompositeConfig()
         if cfg.age_unit not in AGE_UNITS:
@@ -68,9 +71,7 @@ class CompositeRetriever(Retriever):
             raise ValueError(f"composite.default_importance must lie in [0, 1], got {cfg.default_importance}")
         self.dense = dense
         self.current_step = current_step
-        # Retrieval refreshes the recency of what it returns. Evaluation turns this off, so that
-        # answering the test set does not change the pool the stream goes on to use.
-        self.mark = True
+        self.mark = mark
 
     def step_now(self) -> int:
         return int(self.current_step() if callable(self.current_step) else self.current_step)

@@ -1,0 +1,79 @@
+"""`setting`: a dataclass field that declares its own limits, and `Check`, those limits.
+
+    k: int = setting(3, ge=0)
+    fills: list[int] = setting(factory=lambda: [20, 40], ge=0, le=100, increasing=True)
+
+ms.validation walks a composed config along its dataclass types and applies every Check; a
+dataclass whose rules span several fields adds a `problems(self)` method yielding (field, message).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+CHECK = "ms_check"  # the dataclass field metadata key `setting` writes and ms.validation reads
+_NO_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class Check:
+    """Limits of one field; for a list, each item must meet the bounds and choices."""
+
+    ge: Optional[float] = None
+    gt: Optional[float] = None
+    le: Optional[float] = None
+    lt: Optional[float] = None
+    choices: Optional[tuple] = None
+    increasing: bool = False  # a list: strictly increasing
+    nonempty: bool = False  # a list: at least one item
+
+    def problems(self, value: Any) -> Iterator[str]:
+        if value is None:  # Optional fields mean "use the default behaviour"
+            return
+        if isinstance(value, (list, tuple)) or _is_list_node(value):
+            items = list(value)
+            if self.nonempty and not items:
+                yield "must list at least one value"
+            if self.increasing and any(b <= a for a, b in zip(items, items[1:])):
+                yield "must be strictly increasing"
+            for item in items:
+                yield from (f"{item!r} {problem}" for problem in self._item_problems(item))
+            return
+        yield from self._item_problems(value)
+
+    def _item_problems(self, value: Any) -> Iterator[str]:
+        if self.choices is not None and value not in self.choices:
+            yield f"must be one of {', '.join(map(str, self.choices))}"
+            return
+        if self.ge is not None and value < self.ge:
+            yield f"must be at least {_number(self.ge)}"
+        if self.gt is not None and value <= self.gt:
+            yield f"must be greater than {_number(self.gt)}"
+        if self.le is not None and value > self.le:
+            yield f"must be at most {_number(self.le)}"
+        if self.lt is not None and value >= self.lt:
+            yield f"must be less than {_number(self.lt)}"
+
+
+def _is_list_node(value: Any) -> bool:
+    from omegaconf import ListConfig
+
+    return isinstance(value, ListConfig)
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def setting(default: Any = _NO_DEFAULT, *, factory: Optional[Callable[[], Any]] = None, **limits: Any) -> Any:
+    """A dataclass field with its limits (see Check); `factory` for mutable defaults."""
+    if "choices" in limits:
+        limits["choices"] = tuple(limits["choices"])
+    metadata = {CHECK: Check(**limits)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    if default is _NO_DEFAULT:
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)

