@@ -127,7 +127,8 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.gatecheck import format_results, run_gate_check
     from ms.llm import build_lm
     from ms.scorer import Scorer, load_rubrics, rubric_ref
-    from ms.usage import USAGE_FILE, format_usage, save_usage
+    from ms.config.files import USAGE_FILE
+    from ms.usage import format_usage, save_usage
 
     cfg = _compose(args.overrides)
     agents = agents_from(cfg.agents)

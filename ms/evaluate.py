@@ -10,9 +10,8 @@ a machine that can reach it (or a warm HF cache). Scores are raw: no baseline re
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ms.config.schema import EVAL_METRICS, REF_LOGPROB, EvalConfig
 

@@ -22,6 +22,7 @@ from ms.pool import Memory, Pool
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.composite import importance_of
 from ms.retrieval.encoder import Encoder
+from ms.config.fields import require
 from ms.config.schema import POLICIES, MemoryConfig, StmLtmConfig
 
 log = logging.getLogger(__name__)
@@ -127,11 +128,7 @@ class StmLtmPolicy:
 
     def __init__(self, pool: Pool, lm: LM, encoder: Encoder, cfg: StmLtmConfig | None = None):
         self.cfg = cfg = cfg or StmLtmConfig()
-        if cfg.capacity < 1 or cfg.interval < 1:
-            raise ValueError(f"stm_ltm.capacity and stm_ltm.interval must be at least 1, got {cfg.capacity}, {cfg.interval}")
-        for name in ("threshold", "importance_override", "group_similarity", "default_importance"):
-            if not 0 <= getattr(cfg, name) <= 1:
-                raise ValueError(f"stm_ltm.{name} must lie in [0, 1], got {getattr(cfg, name)}")
+        require(cfg, StmLtmConfig, "memory.stm_ltm")
         self.pool, self.lm, self.encoder = pool, lm, encoder
 
     # ---- admission ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from ms.agents import PromptTemplate, agents_from, chat
 from ms.backbones import build_backbones, resolve
+from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, USAGE_FILE
 from ms.data import Example, load_splits
 from ms.evaluate import REF_LOGPROB, BERTScore, summarize, validate_metrics
 from ms.llm import LM
@@ -28,12 +29,12 @@ from ms.memory import build_policy
 from ms.retrieval import build_retriever, build_test_retriever
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.encoder import Encoder
-from ms.scorer import DECISIONS_FILE, Scorer, append_decisions, load_rubrics, rubric_for, rubric_ref
+from ms.scorer import Scorer, append_decisions, load_rubrics, rubric_for, rubric_ref
 from ms.training import Labeller, RetrieverTrainer
 from ms.printout import format_table
-from ms.usage import USAGE_FILE, save_usage
+from ms.usage import save_usage
 from ms.schedule import batches, interleave, skips_stream, stream_k
-from ms.run_folder import METRICS_FILE, PREDICTIONS_FILE, clear_partial, completed, open_run_pool, write_atomic
+from ms.run_folder import clear_partial, completed, open_run_pool, write_atomic
 from ms.validation import validate
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,8 @@ import yaml
 
 from ms.agents import SINGLE_SCOPE, Agent
 from ms.config.files import DECISIONS_FILE
-from ms.config.schema import READS, RUBRIC_TOTAL, ScorerConfig
+from ms.config.fields import require
+from ms.config.schema import RUBRIC_TOTAL, ScorerConfig
 from ms.config.store import CONF_DIR
 from ms.errors import UserError
 from ms.llm.base import LM, Message
@@ -230,12 +231,7 @@ class Decision:
 
 class Scorer:
     def __init__(self, lm: LM, rubrics: Mapping[str, Rubric], cfg: ScorerConfig):
-        if not 0 <= cfg.threshold <= RUBRIC_TOTAL:
-            raise ValueError(f"scorer.threshold must lie in 0-{RUBRIC_TOTAL}, got {cfg.threshold}")
-        if cfg.retries < 0:
-            raise ValueError(f"scorer.retries must be 0 or more, got {cfg.retries}")
-        if cfg.read not in READS:
-            raise ValueError(f"scorer.read must be one of {', '.join(READS)}, got '{cfg.read}'")
+        require(cfg, ScorerConfig, "scorer")
         if cfg.read == "probabilities" and not lm.reads_probabilities:
             raise ValueError(f"scorer.read=probabilities, but provider '{lm.provider}' exposes no token "
                              "probabilities; use scorer.read=text or auto")

@@ -4,13 +4,10 @@ its printout ends with, and the price table that turns tokens into an estimated 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from ms.llm.base import OTHER, ROLES, LM, Usage
-from ms.config.files import USAGE_FILE
-from ms.config.schema import PriceConfig
 
 ROWS = (*ROLES, OTHER)
 

@@ -77,3 +77,25 @@ def setting(default: Any = _NO_DEFAULT, *, factory: Optional[Callable[[], Any]] 
     if default is _NO_DEFAULT:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def violations(cfg: Any, kind: type, key: str) -> Iterator[str]:
+    """Every declared limit of dataclass `kind` that `cfg` (an instance, or a config node of that
+    type) breaks, one line each naming `key.field`; nested dataclasses are left to their own owners."""
+    for f in dataclasses.fields(kind):
+        check = f.metadata.get(CHECK)
+        if check is not None:
+            value = getattr(cfg, f.name)
+            yield from (f"invalid setting {key}.{f.name}={value}: {problem}" for problem in check.problems(value))
+    cross = getattr(kind, "problems", None)
+    if cross is not None:
+        yield from (f"invalid setting {key}.{name}={getattr(cfg, name)}: {problem}" for name, problem in cross(cfg))
+
+
+def require(cfg: Any, kind: type, key: str) -> None:
+    """Raise ValueError listing what `violations` finds. The parts call it on the config they are
+    built with, so a part built without ms-run (a test, a script) is held to the same limits that
+    ms.validation reports before a run, and no part writes those limits out a second time."""
+    found = list(violations(cfg, kind, key))
+    if found:
+        raise ValueError("; ".join(found))

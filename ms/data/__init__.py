@@ -12,7 +12,9 @@ from .hygiene import drop_leaked_tests, format_hygiene, hygiene_report, normaliz
 from .load import (FIELDS, SPLITS, DataError, Example, check_record, form_problem, json_lines, line_numbers,
                    load_dir, load_jsonl, write_dir, write_jsonl)
 from .paper import import_paper
-from .splits import DataConfig, HFDataConfig, Splits, load_splits, split_examples, with_splits
+from ms.config.schema import DataConfig, HFDataConfig
+
+from .splits import Splits, load_splits, split_examples, with_splits
 
 __all__ = ["DataConfig", "DataError", "Example", "FIELDS", "HFDataConfig", "SPLITS", "Splits", "check_record",
            "drop_leaked_tests", "form_problem", "format_hygiene", "hygiene_report", "import_paper", "json_lines",

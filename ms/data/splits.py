@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from omegaconf import MISSING
-
 from ms.agents import Agent, default_agents
-from ms.config.schema import DataConfig, HFDataConfig
+from ms.config.schema import DataConfig
 
 from .load import SPLITS, DataError, Example, load_dir
 

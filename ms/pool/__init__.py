@@ -6,7 +6,8 @@ Single-pool. One file can hold every scope, and `(scope, content_hash)` is uniqu
 that is already there is a no-op instead of a duplicate that would skew retrieval and training.
 """
 
-from ms.pool.records import (COUNTABLE, ORIGINS, POOL_FILENAME, POOL_MODES, TIERS, Memory, ScopeChanges,
+from ms.config.files import POOL_FILENAME
+from ms.pool.records import (COUNTABLE, ORIGINS, POOL_MODES, TIERS, Memory, ScopeChanges,
                              content_hash, scope_for)
 from ms.pool.schema import SCHEMA_VERSION, PoolFileError, damaged_pool_message
 from ms.pool.store import Pool

@@ -11,8 +11,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from ms.config.files import POOL_FILENAME
-from ms.config.schema import POOL_MODES
+from ms.config.schema import POOL_MODES  # noqa: F401  (ms.pool re-exports it)
 
 ORIGINS = ("seed", "stream", "imported", "summary")
 TIERS = ("short", "long")

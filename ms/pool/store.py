@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ms.pool.records import (COLUMNS, COUNTABLE, MUTABLE, POOL_FILENAME, Memory, ScopeChanges, check_mutable,
+from ms.config.files import POOL_FILENAME
+from ms.pool.records import (COLUMNS, COUNTABLE, MUTABLE, Memory, ScopeChanges, check_mutable,
                              memory_from_row, row_for_insert)
 from ms.pool.schema import SCHEMA, SCHEMA_VERSION, PoolFileError, migrate_from_v1, migrate_from_v2, open_failure
 

@@ -21,7 +21,8 @@ import torch
 from ms.pool import Memory
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.dense import DenseRetriever
-from ms.config.schema import AGE_UNITS, CompositeConfig
+from ms.config.fields import require
+from ms.config.schema import CompositeConfig
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +60,7 @@ class CompositeRetriever(Retriever):
                  mark: bool = True):
         super().__init__(dense.pool)
         self.cfg = cfg = cfg or CompositeConfig()
-        if cfg.age_unit not in AGE_UNITS:
-            raise ValueError(f"composite.age_unit must be one of {', '.join(AGE_UNITS)}, got {cfg.age_unit!r}")
-        if min(cfg.importance_weight, cfg.recency_weight, cfg.similarity_weight) < 0:
-            raise ValueError("composite weights must be 0 or more (0 removes a term)")
-        if cfg.candidates < 1:
-            raise ValueError(f"composite.candidates must be at least 1, got {cfg.candidates}")
-        if not 0 < cfg.decay <= 1:
-            raise ValueError(f"composite.decay must lie in (0, 1], got {cfg.decay}")
-        if not 0 <= cfg.default_importance <= 1:
-            raise ValueError(f"composite.default_importance must lie in [0, 1], got {cfg.default_importance}")
+        require(cfg, CompositeConfig, "retriever.composite")
         self.dense = dense
         self.current_step = current_step
         self.mark = mark
