@@ -15,7 +15,7 @@ from ms.agents import Agent
 from ms.config.schema import BackboneConfig
 from ms.config.store import CONF_DIR
 from ms.errors import UserError, one_line
-from ms.llm import LM, build_lm
+from ms.llm import LM, build_lm, provider_class
 
 BACKBONE_DIR = Path(CONF_DIR) / "backbone"
 
@@ -41,6 +41,13 @@ def backbone_config(cfg: DictConfig, name: Optional[str]) -> DictConfig:
         return OmegaConf.merge(OmegaConf.structured(BackboneConfig), raw)
     except OmegaConfBaseException as err:  # an unknown or mistyped key in the file
         raise UserError(one_line(f"{path}: {err}")) from err
+
+
+def can(cfg: DictConfig, name: Optional[str], what: str) -> bool:
+    """Whether backbone `name` can do `what` ("scores_text": exact log-likelihoods of given text;
+    "reads_probabilities": next-token distributions), read from its provider's class without
+    building it: the one place validation, plan mode and the run learn it from."""
+    return getattr(provider_class(backbone_config(cfg, name)), what) is True
 
 
 def named_backbones(cfg: DictConfig, agents: Mapping[str, Agent]) -> list[tuple[str, str]]:

@@ -25,7 +25,7 @@ from typing import Any, Optional
 from omegaconf import DictConfig
 
 from ms.agents import PromptTemplate, agents_from, chat
-from ms.backbones import backbone_config, resolve
+from ms.backbones import backbone_config, can, resolve
 from ms.data import load_splits
 from ms.evaluate import REF_LOGPROB, validate_metrics
 from ms.llm import price_of, provider_class
@@ -158,7 +158,7 @@ class _Planner:
         return backbone_config(self.cfg, resolve(self.cfg, name))
 
     def can(self, name: Optional[str], what: str) -> bool:
-        return getattr(provider_class(self.backbone(name)), what) is True
+        return can(self.cfg, resolve(self.cfg, name), what)
 
     def scorer_reads_probabilities(self) -> bool:
         """As the Scorer decides: probabilities unless scorer.read=text or the backbone has none."""

@@ -19,10 +19,9 @@ from typing import Any, Iterator, Optional, Sequence
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ms.agents import agent_problems, agents_from
-from ms.backbones import backbone_config, named_backbones
+from ms.backbones import backbone_config, can, named_backbones
 from ms.config.fields import CHECK
 from ms.errors import UserError
-from ms.llm import provider_class
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
 from ms.pool import damaged_pool_message
 from ms.scorer import rubric_path
@@ -167,7 +166,7 @@ def _unscorable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
     for agent in running:
         try:
             backbone = backbone_config(cfg, cfg.agents[agent].backbone)
-            scores = provider_class(backbone).scores_text
+            scores = can(cfg, cfg.agents[agent].backbone, "scores_text")
         except UserError:  # reported with the agent's backbone
             continue
         if not scores:
