@@ -23,6 +23,7 @@ from ms.backbones import build_backbones, resolve
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, USAGE_FILE
 from ms.data import Example, load_splits
 from ms.evaluate import REF_LOGPROB, BERTScore, summarize, validate_metrics
+from ms.gate import build_gate
 from ms.llm import LM
 from ms.pool import Memory, scope_for
 from ms.memory import build_policy
@@ -31,6 +32,7 @@ from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.encoder import Encoder
 from ms.scorer import Scorer, append_decisions, load_rubrics, rubric_for, rubric_ref
 from ms.training import Labeller, RetrieverTrainer
+from ms.utility import Candidate, UtilityMeter, effects
 from ms.printout import format_table
 from ms.usage import save_usage
 from ms.schedule import batches, interleave, skips_stream, stream_k
@@ -85,6 +87,11 @@ class Experiment:
         self.test_retriever = (self.memory.wrap(build_test_retriever(cfg.retriever, self.pool))
                                if cfg.retriever.at_test else self.retriever)
         self.bertscore = BERTScore(cfg.eval) if "bertscore" in self.metrics else None
+        self.gate = build_gate(cfg.gate, self.scorer, lambda a: rubric_for(self.agents[a], cfg.pool.mode).name,
+                               meter=lambda: UtilityMeter(
+                                   self.retriever.retrieve_batch, lambda a: self.backbones[self.agent_backbone[a]],
+                                   self.agents, self.template, cfg.gate.probes, self.stream_k,
+                                   [e.question for s in self.splits.values() for e in s.test]))
 
     def _drop_ref_logprob_where_unscorable(self) -> None:
         """ref_logprob is left out of the predictions of agents whose backbone cannot score given
@@ -169,24 +176,26 @@ class Experiment:
         asked = [p[-1]["content"] if self.cfg.memory.question == "prompt" else q.example.question
                  for q, p in zip(queries, prompts)]
         used = {q.scope: self.retriever.state(q.scope) for q in queries}  # before this step trains it
-        decisions = self.scorer.score([(q.agent, rubric_for(self.agents[q.agent], self.cfg.pool.mode).name, x, a)
-                                       for q, x, a in zip(queries, asked, answers)])
+        decisions = self.gate.judge([Candidate(q.agent, q.scope, x, a) for q, x, a in zip(queries, asked, answers)])
         admitted = [(q, d) for q, d in zip(queries, decisions) if d.accepted]
         ids = self.memory.admit([{"scope": q.scope, "agent": q.agent, "domain": self.agents[q.agent].domain,
                                   "question": d.question, "answer": d.answer, "origin": "stream",
                                   "score": d.score, "backbone": self.agent_backbone[q.agent]}
                                  for q, d in admitted], step=self.step)
+        new_ids = iter(ids)
+        memory_ids = [next(new_ids) if d.accepted else None for d in decisions]
+        # What the gate's utility measurements showed about the candidates and the shots they displaced.
+        self.pool.record_utility(effects((d.utility, i) for d, i in zip(decisions, memory_ids)))
         if self.trainer is not None:
             self.trainer.update([(q.agent, q.scope, d.question, d.answer, i)
                                  for (q, d), i in zip(admitted, ids) if i is not None])
         for what, ids_ in asdict(self.memory.maybe_consolidate(self.step)).items():
             self.consolidated[what] += len(ids_)
-        new_ids = iter(ids)
         pool_sizes = {scope: self.pool.count(scope) for scope in {q.scope for q in queries}}
         append_decisions(self.out / DECISIONS_FILE, decisions,
-                         [{"step": self.step, "memory_id": next(new_ids) if d.accepted else None,
-                           "pool_size": pool_sizes[q.scope], "scope": q.scope, **used[q.scope]}
-                          for q, d in zip(queries, decisions)])
+                         [{"step": self.step, "memory_id": memory_id, "pool_size": pool_sizes[q.scope],
+                           "scope": q.scope, **used[q.scope]}
+                          for q, memory_id in zip(queries, memory_ids)])
         return decisions
 
     def evaluate(self, fill: int) -> list[dict]:
@@ -255,7 +264,9 @@ class Experiment:
                     "refresh": self.cfg.retriever.refresh if self.trainer is not None else None,
                     "label_method": self.trainer.labeller.method if self.trainer else None,
                     "agents": list(self.splits), "fills": sorted(int(f) for f in self.cfg.fills), "seed": self.cfg.seed,
-                    "metrics": self.metrics, "scorer_read": self.scorer.read,
+                    "metrics": self.metrics, "scorer_read": self.scorer.read, "gate": self.cfg.gate.name,
+                    **({"utility_threshold": self.cfg.gate.utility_threshold, "utility_probes": self.cfg.gate.probes}
+                       if self.cfg.gate.name != "rubric" else {}),
                     # only where some agent runs on a backbone other than the default
                     **({"agent_backbones": self.agent_backbone}
                        if set(self.agent_backbone.values()) != {self.cfg.backbone.name} else {})},

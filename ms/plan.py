@@ -2,9 +2,9 @@
 data before anything is spent. No model loads, no pool opens, and the response cache is only read.
 
 Exact: the answer and evaluate calls (they follow from the data sizes, k, the fills and the
-micro-batches), and the score calls where the gate reads probabilities (one per stream question).
-Estimated: the label and summarize calls, which follow from what the gate admits (an assumed
-acceptance rate), text-read score calls (re-asks not counted), and every token count.
+micro-batches), and the gate's calls where ms.plan_gate says so. Estimated: the label and summarize
+calls, which follow from what the gate admits (an assumed acceptance rate), text-read score calls
+(re-asks not counted), and every token count.
 
 Tokens are counted from the text the run will send: 4 characters a token, 1 a CJK character, a few
 per chat message. Text the run has not made yet stands in at typical sizes: a retrieved memory as
@@ -15,7 +15,6 @@ pool the run grows (zero-shot prompts); elsewhere what the cache holds is unknow
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,20 +32,13 @@ from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
 from ms.memory import SUMMARY_SYSTEM, SUMMARY_USER
 from ms.schedule import batches, interleave, learns, skips_stream, stream_k
+from ms.plan_gate import acceptance, plan_gate
+from ms.plan_tokens import PER_MESSAGE, tokens
 from ms.pool import scope_for
-from ms.scorer import SYSTEM_PROMPT, USER_PROMPT, rubric_for
 from ms.training import VERBALIZED_PROMPT
 from ms.usage import cost
 
-CHARS_PER_TOKEN = 4.0
-PER_MESSAGE = 4  # chat-template tokens around each message
 VERBALIZED_TOKENS = 8  # what Labeller._verbalized lets a reply run to
-_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")  # CJK: about a token each
-
-
-def tokens(text: str) -> float:
-    wide = len(_WIDE.findall(text))
-    return wide + (len(text) - wide) / CHARS_PER_TOKEN
 
 
 @dataclass
@@ -114,18 +106,6 @@ class CacheProbe:
         if self._db is None:
             self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
         return self._db.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
-
-
-def acceptance(cfg: DictConfig, accept: Optional[float]) -> tuple[float, str]:
-    """The share of stream pairs the gate is assumed to admit, and the assumption in words."""
-    if accept is not None:
-        return float(accept), f"{accept:.2f} of stream pairs admitted, as given by plan_accept"
-    threshold = float(cfg.scorer.threshold)
-    if threshold == 0:
-        return 1.0, "every stream pair admitted: scorer.threshold=0 admits each pair the grader scores"
-    rate = 1 - threshold / 100
-    return rate, (f"{rate:.2f} of stream pairs admitted, as if scores were uniform on 0-100 "
-                  f"(scorer.threshold={threshold:g}); +plan_accept=RATE sets another rate")
 
 
 class _Planner:
@@ -225,7 +205,6 @@ class _Planner:
 
     def stream_step(self, batch: list, pool: dict[str, float], stores: dict, step: int) -> None:
         cfg, k = self.cfg, stream_k(self.cfg)
-        reads_probabilities = self.scorer_reads_probabilities()
         asked = []
         for e in batch:
             a, kk = e.agent, min(k, pool[self.scope[e.agent]])
@@ -236,13 +215,7 @@ class _Planner:
             # memory.question=prompt: the pair's question is the whole prompt the agent saw
             question = user if cfg.memory.question == "prompt" else tokens(e.question)
             asked.append((e, question, reply))
-            rubric = rubric_for(self.agents[a], cfg.pool.mode)
-            grading = (tokens(SYSTEM_PROMPT) + tokens(USER_PROMPT.format(
-                title=rubric.title, total=rubric.total, criteria=rubric.render(), agent=a, question="", answer=""))
-                + question + reply + 2 * PER_MESSAGE)
-            self.row("score", cfg.scorer.backbone).add(
-                1, grading, 0.0 if reads_probabilities else cfg.scorer.max_new_tokens,
-                exact=reads_probabilities, cached_exact=not cfg.use_cache)
+            plan_gate(self, a, question, reply, pool[self.scope[a]])
         for e, _, _ in asked:  # the batch is admitted at once, then memory train mines the pool
             pool[self.scope[e.agent]] += self.accept
         for e, question, reply in asked:

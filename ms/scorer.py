@@ -220,10 +220,13 @@ class Decision:
     rubric: str = ""
     read: str = "text"  # how the score was read: probabilities | text
     mass: Optional[float] = None  # probability read: the probability the reply starts with a score
+    # The utility gate's measurement (ms.utility.Utility as a dict); None where no utility was measured.
+    utility: Optional[dict] = None
 
     @property
     def unscored(self) -> bool:
-        return self.score is None
+        """Rejected because the rubric gate could read no score (a utility gate never grades)."""
+        return self.score is None and self.utility is None
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -60,8 +60,9 @@ def by_role(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     entries = list(report["backbones"].values())
     for role in ROWS:
-        out[role] = Usage.total(Usage(**b["roles"][role]) for b in entries).as_dict()
-        costs = [b["cost"][role] for b in entries if "cost" in b]
+        # Runs written before a role existed have no entry for it: they made no such request.
+        out[role] = Usage.total(Usage(**b["roles"].get(role, {})) for b in entries).as_dict()
+        costs = [b["cost"].get(role, 0.0) for b in entries if "cost" in b]
         out[role]["cost"] = sum(costs) if entries and len(costs) == len(entries) else None
     return out
 

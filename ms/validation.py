@@ -135,6 +135,8 @@ def _outside_problems(cfg: DictConfig) -> Iterator[str]:
         yield damaged_cache_message(Path(cfg.cache_dir) / CACHE_FILENAME, "file is not a database")
     if list(cfg.eval.metrics) == ["ref_logprob"] and not unknown:
         yield from _unscorable(cfg, running)
+    if cfg.gate.name != "rubric" and not unknown:
+        yield from _unmeasurable(cfg, running)
 
 
 def _agent_problems(cfg: DictConfig) -> Iterator[str]:
@@ -160,9 +162,9 @@ def _agent_problems(cfg: DictConfig) -> Iterator[str]:
         yield from _walk(node, f"{key}={name}: backbone.")
 
 
-def _unscorable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
-    """eval.metrics=[ref_logprob] leaves an agent whose backbone cannot score given text with no metric."""
-    blind: dict[str, list[str]] = {}
+def _blind(cfg: DictConfig, running: list[str]) -> dict[tuple[str, str], list[str]]:
+    """(backbone name, provider) -> the running agents whose backbone cannot score given text."""
+    blind: dict[tuple[str, str], list[str]] = {}
     for agent in running:
         try:
             backbone = backbone_config(cfg, cfg.agents[agent].backbone)
@@ -170,13 +172,32 @@ def _unscorable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
         except UserError:  # reported with the agent's backbone
             continue
         if not scores:
-            blind.setdefault(backbone.provider, []).append(agent)
-    for provider, agents in blind.items():
-        whose = "" if len(agents) == len(running) else f" (the backbone of {', '.join(agents)})"
+            blind.setdefault((backbone.name, backbone.provider), []).append(agent)
+    return blind
+
+
+def _whose(agents: list[str], running: list[str]) -> str:
+    return "" if len(agents) == len(running) else f" (the backbone of {', '.join(agents)})"
+
+
+def _unscorable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
+    """eval.metrics=[ref_logprob] leaves an agent whose backbone cannot score given text with no metric."""
+    by_provider: dict[str, list[str]] = {}
+    for (_, provider), agents in _blind(cfg, running).items():
+        by_provider.setdefault(provider, []).extend(agents)
+    for provider, agents in by_provider.items():
         served = (" (or backbone.prompt_logprobs=echo, on a server that returns prompt log-probs)"
                   if provider == "openai" else "")
-        yield (f"invalid setting eval.metrics=[ref_logprob]: provider '{provider}' cannot score given text{whose}; "
-               f"use eval.metrics=[bertscore]{served}")
+        yield (f"invalid setting eval.metrics=[ref_logprob]: provider '{provider}' cannot score given text"
+               f"{_whose(agents, running)}; use eval.metrics=[bertscore]{served}")
+
+
+def _unmeasurable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
+    """The utility gate scores probe answers on each agent's backbone, so each must score given text."""
+    for (name, provider), agents in _blind(cfg, running).items():
+        yield (f"invalid setting gate={cfg.gate.name}: backbone '{name}' (provider {provider}) cannot score given "
+               f"text{_whose(agents, running)}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "
+               f"on a server that returns prompt log-probs")
 
 
 def problems(cfg: DictConfig) -> list[str]:

@@ -32,6 +32,8 @@ LABEL_METHODS = ("likelihood", "verbalized")
 POLICIES = ("plain", "stm_ltm")
 AGE_UNITS = ("steps", "hours")
 READS = ("auto", "probabilities", "text")  # how the gate reads a grader's score
+# What admits a new pair (ms.gate): the rubric grader, the utility replay (ms.utility), or both in turn.
+GATES = ("rubric", "utility", "both")
 RUBRIC_TOTAL = 100  # a rubric's points add up to this
 # ref_logprob: mean log-probability per token of the reference answer given exactly the agent's
 # prompt (EPR and LLM-R's demonstration utility): one forward pass, no decoding. Nats per token.
@@ -216,6 +218,10 @@ class CompositeConfig:
     importance_weight: float = setting(1.0, ge=0.0)
     recency_weight: float = setting(1.0, ge=0.0)
     similarity_weight: float = setting(1.0, ge=0.0)
+    # A memory's measured utility (ms.utility), as logistic(utility / utility_scale) in (0, 1); an
+    # unmeasured memory sits at 0.5. 0 leaves rankings as they were before utility was kept.
+    utility_weight: float = setting(0.0, ge=0.0)
+    utility_scale: float = setting(0.05, gt=0.0)  # nats per token that move the term from 0.5 to 0.73
     candidates: int = setting(20, ge=1)  # dense top-N re-ranked per query (raised to k when k is larger)
     decay: float = setting(0.995, gt=0.0, le=1.0)  # recency = decay ** age
     age_unit: str = setting("steps", choices=AGE_UNITS)  # steps: pool steps (stream batches) | hours: wall-clock time
@@ -227,8 +233,20 @@ class CompositeConfig:
 
     def problems(self):
         """Cross-field limits (see ms.validation): with every weight 0 all candidates tie."""
-        if self.importance_weight == self.recency_weight == self.similarity_weight == 0:
-            yield "similarity_weight", "the three weights are all 0; give at least one a positive weight"
+        if self.importance_weight == self.recency_weight == self.similarity_weight == self.utility_weight == 0:
+            yield "similarity_weight", "the four weights are all 0; give at least one a positive weight"
+
+
+@dataclass
+class GateConfig:
+    # rubric: an LLM grades the pair (ms.scorer) | utility: admit the pair when it raises the
+    # likelihood of its nearest memories' answers as an in-context example (ms.utility) | both:
+    # rubric first, then utility on what the rubric admits.
+    name: str = setting("rubric", choices=GATES)
+    # Admit when the mean change in log-prob per token over the probes exceeds this (nats per token).
+    # 0 means "helps on average"; it is not yet chosen from a measurement.
+    utility_threshold: float = 0.0
+    probes: int = setting(3, ge=1)  # m: the candidate's nearest memories it is replayed on
 
 
 # ---- the whole ----
@@ -284,6 +302,7 @@ class Config:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    gate: GateConfig = field(default_factory=GateConfig)  # the `gate` group: rubric | utility | both
     eval: EvalConfig = field(default_factory=EvalConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     k: int = setting(3, ge=0)  # memories retrieved per test query
@@ -298,4 +317,4 @@ class Config:
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 
-__all__ = ["AGE_UNITS", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "EvalConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_MODES", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]
+__all__ = ["AGE_UNITS", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_MODES", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]

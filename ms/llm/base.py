@@ -66,7 +66,8 @@ class Usage:
 
 # What a call is for. Callers tag their calls with `lm.acting_as(role)`; a call made outside any
 # role counts under OTHER, so the roles always add up to the LM's total.
-ROLES = ("answer", "score", "label", "summarize", "importance", "invert", "evaluate")
+# `utility` is the utility gate's replay of probe questions (ms.utility).
+ROLES = ("answer", "score", "utility", "label", "summarize", "importance", "invert", "evaluate")
 OTHER = "other"
 
 

@@ -46,6 +46,10 @@ class Memory:
     # The backbone (conf/backbone name) that wrote it; None for seeds and imports, which no backbone
     # wrote, and in files from before backbones were recorded.
     backbone: str | None = None
+    # Mean change in a probe's reference log-prob per token when this memory is the example shown
+    # (ms.utility), over utility_n measurements; None until first measured.
+    utility: float | None = None
+    utility_n: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -13,7 +13,9 @@ from ms.pool.records import Memory
 # 2: memories record the run that admitted them (run_id), the runs table, and ids never reused
 # (AUTOINCREMENT), so a run's memories can be removed without a later memory taking their ids.
 # 3: memories record the backbone that wrote them (agents may run on different backbones).
-SCHEMA_VERSION = 3
+# 4: memories carry their measured utility as an in-context example (a running mean, ms.utility)
+#    and how many measurements it averages.
+SCHEMA_VERSION = 4
 
 # Executed one by one inside the opening transaction (executescript would commit first), so two
 # processes opening a new file at once do not race to create it.
@@ -37,6 +39,8 @@ MEMORIES_TABLE = """CREATE TABLE IF NOT EXISTS memories (
         sources TEXT,
         run_id TEXT,
         backbone TEXT,
+        utility REAL,
+        utility_n INTEGER NOT NULL DEFAULT 0,
         UNIQUE (scope, content_hash)
     )"""
 SCHEMA = (
@@ -83,12 +87,13 @@ SCHEMA = (
 )
 
 
-_V1_COLUMNS = ", ".join(f.name for f in dataclasses.fields(Memory) if f.name not in ("run_id", "backbone"))
+_V1_COLUMNS = ", ".join(f.name for f in dataclasses.fields(Memory)
+                        if f.name not in ("run_id", "backbone", "utility", "utility_n"))
 
 
 def migrate_from_v1(conn: sqlite3.Connection) -> None:
     """Rebuild a schema-1 table as the current one inside the opening transaction: same ids and rows,
-    run_id and backbone NULL (written before either was recorded). A rebuild, since AUTOINCREMENT
+    run_id and backbone NULL and no utility measured (written before any was recorded). A rebuild, since AUTOINCREMENT
     cannot be added by ALTER."""
     conn.execute("ALTER TABLE memories RENAME TO memories_v1")  # its indexes and triggers go with it
     conn.execute(MEMORIES_TABLE)
@@ -99,6 +104,17 @@ def migrate_from_v1(conn: sqlite3.Connection) -> None:
 def migrate_from_v2(conn: sqlite3.Connection) -> None:
     """Add schema 3's backbone column in place (ids and rows untouched); older memories read NULL."""
     conn.execute("ALTER TABLE memories ADD COLUMN backbone TEXT")
+
+
+def migrate_from_v3(conn: sqlite3.Connection) -> None:
+    """Add schema 4's utility columns in place (ids and rows untouched); older memories are unmeasured."""
+    conn.execute("ALTER TABLE memories ADD COLUMN utility REAL")
+    conn.execute("ALTER TABLE memories ADD COLUMN utility_n INTEGER NOT NULL DEFAULT 0")
+
+
+# Each step takes a file from the schema it is keyed by to the next; a schema-1 file is rebuilt as
+# the current table in one step.
+MIGRATIONS = {1: (migrate_from_v1,), 2: (migrate_from_v2, migrate_from_v3), 3: (migrate_from_v3,)}
 
 
 class PoolFileError(UserError):

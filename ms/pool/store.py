@@ -8,12 +8,12 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ms.config.files import POOL_FILENAME
 from ms.pool.records import (COLUMNS, COUNTABLE, MUTABLE, Memory, ScopeChanges, check_mutable,
                              memory_from_row, row_for_insert)
-from ms.pool.schema import SCHEMA, SCHEMA_VERSION, PoolFileError, migrate_from_v1, migrate_from_v2, open_failure
+from ms.pool.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION, PoolFileError, open_failure
 
 
 class Pool:
@@ -48,14 +48,12 @@ class Pool:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             with self._write():
                 found = self._conn.execute("PRAGMA user_version").fetchone()[0]
-                if found not in (0, 1, 2, SCHEMA_VERSION):
+                if found not in (0, *MIGRATIONS, SCHEMA_VERSION):
                     raise PoolFileError(f"the pool {path} holds schema {found}, which this version of ms "
                                         f"cannot read (it reads {SCHEMA_VERSION}): update ms, or set pool.path "
                                         f"to another file")
-                if found == 1:
-                    migrate_from_v1(self._conn)
-                elif found == 2:
-                    migrate_from_v2(self._conn)
+                for migrate in MIGRATIONS.get(found, ()):
+                    migrate(self._conn)
                 for statement in SCHEMA:
                     self._conn.execute(statement)
         except BaseException:
@@ -209,6 +207,17 @@ class Pool:
                                         (*values.values(), memory_id))
             if cursor.rowcount == 0:
                 raise KeyError(f"no memory with id {memory_id}")
+
+    def record_utility(self, effects: Mapping[int, Sequence[float]]) -> None:
+        """Fold measured effects into each memory's running mean utility: memory id -> the values
+        measured for it now. Ids no longer in the pool (consolidated away meanwhile) are skipped."""
+        rows = [(sum(values), len(values), int(memory_id)) for memory_id, values in effects.items() if values]
+        if not rows:
+            return
+        with self._write():
+            self._conn.executemany(
+                "UPDATE memories SET utility = (coalesce(utility, 0) * utility_n + ?1) / (utility_n + ?2),"
+                " utility_n = utility_n + ?2 WHERE id = ?3", rows)
 
     def version(self, scope: str) -> int:
         """Largest id in `scope` (0 when empty). Ids only grow, so a cache of embeddings built at

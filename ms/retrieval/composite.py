@@ -1,8 +1,8 @@
 """Composite retrieval (Generative Agents / MemGPT style): a dense search proposes candidates, and
-a weighted sum of importance, recency and similarity decides their order.
+a weighted sum of importance, recency, similarity and measured utility decides their order.
 
     score = importance_weight * importance + recency_weight * decay ** age
-            + similarity_weight * clamp(cosine, 0, 1)
+            + similarity_weight * clamp(cosine, 0, 1) + utility_weight * logistic(utility / utility_scale)
 
 Every term lies in [0, 1] on an absolute scale. Generative Agents min-max normalizes each term per
 query instead; that makes a term's weight depend on how spread out the candidates happen to be
@@ -12,6 +12,7 @@ query instead; that makes a term's weight depend on how spread out the candidate
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
@@ -36,6 +37,14 @@ def importance_of(memory: Memory, default: float) -> float:
     return default
 
 
+def utility_term(memory: Memory, scale: float) -> float:
+    """A memory's measured utility (nats per token, any sign) mapped into (0, 1); 0.5 when unmeasured,
+    so a memory nobody has measured neither outranks nor trails one measured at 0."""
+    if memory.utility is None:
+        return 0.5
+    return 1.0 / (1.0 + math.exp(-memory.utility / scale))
+
+
 @dataclass(frozen=True)
 class Ranked:
     """One candidate with the terms of its score (unweighted), for ranking and for `explain`."""
@@ -44,6 +53,7 @@ class Ranked:
     cosine: float  # raw; the score uses it clamped to [0, 1]
     recency: float
     importance: float
+    utility: float  # the utility term, in (0, 1)
     total: float
 
 
@@ -101,11 +111,12 @@ class CompositeRetriever(Retriever):
             importance = torch.tensor([importance_of(m, cfg.default_importance) for m in memories],
                                       dtype=torch.float64)
             totals = cfg.importance_weight * importance + cfg.recency_weight * recency
-            totals = totals + cfg.similarity_weight * cos.clamp(0, 1)
+            utility = torch.tensor([utility_term(m, cfg.utility_scale) for m in memories], dtype=torch.float64)
+            totals = totals + cfg.similarity_weight * cos.clamp(0, 1) + cfg.utility_weight * utility
             # Stable sort: equal totals keep the dense order.
             order = sorted(range(len(top)), key=lambda i: -totals[i].item())
             ranked.append([Ranked(memories[i], cos[i].item(), recency[i].item(), importance[i].item(),
-                                  totals[i].item()) for i in order])
+                                  utility[i].item(), totals[i].item()) for i in order])
         return ranked
 
     def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
@@ -134,10 +145,10 @@ class CompositeRetriever(Retriever):
 
 def format_ranking(rows: Sequence[Ranked], width: int = 60) -> str:
     """A table of `rows` (as `explain` returns them), one line per candidate, best first."""
-    lines = [f"{'#':>3} {'id':>6} {'total':>6} {'cos':>6} {'recency':>7} {'import':>6}  content"]
+    lines = [f"{'#':>3} {'id':>6} {'total':>6} {'cos':>6} {'recency':>7} {'import':>6} {'utility':>7}  content"]
     for rank, row in enumerate(rows, 1):
         text = " ".join(memory_text(row.memory).split())
         text = text if len(text) <= width else text[:width - 3] + "..."
         lines.append(f"{rank:>3} {row.memory.id:>6} {row.total:6.3f} {row.cosine:6.3f} {row.recency:7.3f} "
-                     f"{row.importance:6.3f}  {text}")
+                     f"{row.importance:6.3f} {row.utility:7.3f}  {text}")
     return "\n".join(lines)

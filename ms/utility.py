@@ -1,0 +1,166 @@
+"""A candidate memory's utility, measured by replay (DESIGN.md section 6): what the pair (X, Y) does
+to the questions it would be retrieved for.
+
+For a candidate in scope S, its probes are its m nearest memories of S under the current retriever
+(never a memory with X's own question, never a test question). Each probe (x_j, y_j) is prompted
+as the agent would be prompted for x_j now: its own nearest memories as shots (never itself), at
+least one. The candidate then takes the place of the last shot, and
+
+    delta_j = log P(y_j | prompt with (X, Y)) / tokens(y_j) - log P(y_j | prompt as it is) / tokens(y_j)
+    u = mean_j delta_j
+
+in nats per token, the quantity memory train's labels and `ref_logprob` use. It needs two forward
+passes per probe and no decoding. The displaced shot's effect is the same comparison seen from the
+other side (-delta_j), so one measurement informs the utility kept for both memories.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Mapping, Optional, Sequence
+
+from ms.agents import Agent, PromptTemplate, chat
+from ms.llm.base import LM
+from ms.pool import Memory
+from ms.stats import mean_ci
+
+UTILITY_ROLE = "utility"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A new pair asking to join a scope: the agent that answered, and the pair as it would be stored."""
+
+    agent: str
+    scope: str
+    question: str
+    answer: str
+
+
+@dataclass
+class Utility:
+    """One candidate's measurement. `lo`/`hi` bound u with a 95% bootstrap CI over its probes (BCa,
+    percentile where BCa is undefined); with fewer than 2 probes there is none, and with the few
+    probes a gate uses (m = 3 by default) the interval is coarse: it cannot reach beyond the
+    smallest and largest delta, so it is narrower than the uncertainty it stands for."""
+
+    u: Optional[float]  # None: the scope held no memory to probe with
+    lo: Optional[float]
+    hi: Optional[float]
+    probes: list[int] = field(default_factory=list)  # probe memory ids, nearest first
+    deltas: list[float] = field(default_factory=list)  # nats per token, one per probe
+    displaced: list[Optional[int]] = field(default_factory=list)  # the shot the candidate replaced, per probe
+    shots: int = 1
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def effects(measured: Iterable[tuple[Optional[Mapping], Optional[int]]]) -> dict[int, list[float]]:
+    """The per-memory values measurements show. `measured`: (a `Utility.as_dict()` or None where
+    nothing was measured, the memory id the candidate became or None). Each delta counts for the
+    candidate, and its negation for the shot it displaced."""
+    out: dict[int, list[float]] = defaultdict(list)
+    for utility, memory_id in measured:
+        if utility is None:
+            continue
+        for delta, displaced in zip(utility["deltas"], utility["displaced"]):
+            if memory_id is not None:
+                out[memory_id].append(delta)
+            if displaced is not None:
+                out[displaced].append(-delta)
+    return out
+
+
+def _same(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip())
+
+
+Retrieve = Callable[[Sequence[str], str, int], list[list[Memory]]]
+
+
+class UtilityMeter:
+    """`retrieve(queries, scope, n)` is the run's retriever (`retrieve_batch`); `lm_for(agent)` the
+    backbone an agent answers on, which also scores its candidates' probes; `shots` the k of the
+    prompts probes are measured in (at least 1); `test_questions` never serve as probes."""
+
+    def __init__(self, retrieve: Retrieve, lm_for: Callable[[str], LM], agents: Mapping[str, Agent],
+                 template: PromptTemplate, probes: int, shots: int, test_questions: Iterable[str] = ()):
+        if probes < 1:
+            raise ValueError(f"gate.probes must be at least 1, got {probes}")
+        self.retrieve, self.lm_for, self.agents, self.template = retrieve, lm_for, agents, template
+        self.m = probes
+        self.shots = max(1, shots)
+        self.tests = {_same(q) for q in test_questions}
+
+    def measure(self, candidates: Sequence[Candidate]) -> list[Utility]:
+        """Each candidate's utility: one batched `loglikelihood` call per backbone, counted as `utility`."""
+        probes = self._probes(candidates)
+        shots = self._shots(candidates, probes)
+        jobs: dict[int, list[tuple[int, Memory, list[Memory]]]] = defaultdict(list)  # lm -> (candidate, probe, shots)
+        lms: dict[int, LM] = {}
+        for i, c in enumerate(candidates):
+            lm = self.lm_for(c.agent)
+            lms[id(lm)] = lm
+            jobs[id(lm)] += [(i, p, shots[c.scope][p.id]) for p in probes[i]]
+        deltas: list[list[float]] = [[] for _ in candidates]
+        displaced: list[list[Optional[int]]] = [[] for _ in candidates]
+        for key, todo in jobs.items():
+            lm = lms[key]
+            contexts, answers = [], []
+            for i, probe, base in todo:
+                c = candidates[i]
+                shown = [{"question": m.question, "answer": m.answer} for m in base]
+                replaced = [*shown[:-1], {"question": c.question, "answer": c.answer}]
+                for shots_shown in (shown, replaced):
+                    contexts.append(lm.chat_context(self._chat(probe, c.agent, shots_shown)))
+                    answers.append(probe.answer)
+            with lm.acting_as(UTILITY_ROLE):
+                scored = lm.loglikelihood(contexts, answers)
+            for n, (i, _, base) in enumerate(todo):
+                (before, tokens_before), (after, tokens_after) = scored[2 * n], scored[2 * n + 1]
+                deltas[i].append(after / max(tokens_after, 1) - before / max(tokens_before, 1))
+                displaced[i].append(base[-1].id if base else None)
+        out = []
+        for i in range(len(candidates)):
+            estimate = mean_ci(deltas[i])
+            out.append(Utility(estimate.mean, estimate.lo, estimate.hi, [p.id for p in probes[i]], deltas[i],
+                               displaced[i], self.shots))
+        return out
+
+    def _probes(self, candidates: Sequence[Candidate]) -> list[list[Memory]]:
+        """Each candidate's m nearest memories of its scope that may serve as probes."""
+        found: list[list[Memory]] = [[] for _ in candidates]
+        by_scope: dict[str, list[int]] = defaultdict(list)
+        for i, c in enumerate(candidates):
+            by_scope[c.scope].append(i)
+        for scope, idx in by_scope.items():
+            # Twice m, so that a few memories left out below still leave m probes.
+            nearest = self.retrieve([candidates[i].question for i in idx], scope, 2 * self.m)
+            for i, memories in zip(idx, nearest):
+                own = _same(candidates[i].question)
+                found[i] = [m for m in memories if _same(m.question) not in (own, *self.tests)][:self.m]
+        return found
+
+    def _shots(self, candidates: Sequence[Candidate], probes: list[list[Memory]]) -> dict[str, dict[int, list[Memory]]]:
+        """scope -> probe id -> the shots its prompt holds now: its nearest memories, never itself
+        nor another memory asking its question (that would show its answer)."""
+        wanted: dict[str, dict[int, Memory]] = defaultdict(dict)
+        for c, found in zip(candidates, probes):
+            for p in found:
+                wanted[c.scope][p.id] = p
+        out: dict[str, dict[int, list[Memory]]] = {}
+        for scope, by_id in wanted.items():
+            listed = list(by_id.values())
+            nearest = self.retrieve([p.question for p in listed], scope, self.shots + 1)
+            out[scope] = {p.id: [m for m in memories if m.id != p.id and _same(m.question) != _same(p.question)]
+                          [:self.shots] for p, memories in zip(listed, nearest)}
+        return out
+
+    def _chat(self, probe: Memory, fallback_agent: str, shots: list[dict[str, str]]) -> list:
+        """The probe's prompt as its own agent sees it; a memory of an agent this run does not
+        configure (a shared pool file) is asked as the candidate's agent."""
+        agent = self.agents.get(probe.agent) or self.agents[fallback_agent]
+        return chat(agent, self.template.render(probe.question, shots), self.template.system)
