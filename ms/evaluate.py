@@ -80,7 +80,8 @@ class BERTScore:
 
 def summarize(rows: Iterable[Mapping]) -> dict:
     """Per agent and over all rows (each row weighs the same): the mean of every metric the rows
-    hold, its 95% bootstrap CI over test questions (`ci`) and the number of rows (`n`)."""
+    hold, its 95% bootstrap CI over test questions (`ci`) and how many rows measured it (`n`, per
+    metric: a backbone that cannot score text leaves ref_logprob out of its rows, and n must not count them)."""
     rows = list(rows)
     by_agent: dict[str, list[Mapping]] = defaultdict(list)
     for row in rows:
@@ -91,12 +92,13 @@ def summarize(rows: Iterable[Mapping]) -> dict:
 def _means(rows: list[Mapping]) -> dict:
     from ms.stats import mean_ci
 
-    out: dict = {"n": len(rows), "ci": {}}
+    out: dict = {"n": {}, "ci": {}}
     for metric in METRICS:
         if any(metric in r for r in rows):
             estimate = mean_ci([float(r[metric]) for r in rows if metric in r])
             out[metric] = estimate.mean
             out["ci"][metric] = [estimate.lo, estimate.hi]
+            out["n"][metric] = estimate.n
     return out
 
 

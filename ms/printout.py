@@ -8,7 +8,7 @@ from ms.usage import format_usage
 
 
 def format_table(metrics: dict) -> str:
-    """Per agent, at the last fill: each metric's mean with its 95% CI and n; the headline metric
+    """Per agent, at the last fill: each metric's mean with its 95% CI, and the headline metric's n; the headline metric
     at every fill; the gate's accepted/rejected/unscored counts; and the LLM usage per role."""
     fills = list(metrics["fills"])
     last = metrics["fills"][fills[-1]]
@@ -31,13 +31,19 @@ def format_table(metrics: dict) -> str:
         cell = at(fills[-1])
         counts = ([sum(accepted.values()), sum(rejected.values()), sum(unscored.values())] if name == "overall"
                   else [accepted.get(name, 0), rejected.get(name, 0), unscored.get(name, 0)])
-        lines.append(f"{name:<11}" + "".join(f" {_with_ci(cell, m):>24}" for m in present) + f" {cell['n']:>3} |"
+        lines.append(f"{name:<11}" + "".join(f" {_with_ci(cell, m):>24}" for m in present) + f" {_n(cell, headline):>3} |"
                      + "".join(f" {at(f).get(headline, float('nan')):{len(headline) + len(f) + 2}.3f}" for f in fills)
                      + " | " + "/".join(map(str, counts)))
     usage = metrics.get("usage") or {}
     if "backbones" in usage:  # runs written before usage was kept per role have no such table
         lines += ["", format_usage(usage)]
     return "\n".join(lines)
+
+
+def _n(cell: dict, metric: str | None) -> int:
+    """The values measured of `metric` (n per metric); runs written before that hold one n for all."""
+    n = cell["n"]
+    return n.get(metric, 0) if isinstance(n, dict) else n
 
 
 def _with_ci(cell: dict, metric: str) -> str:

@@ -108,6 +108,8 @@ class UtilityMeter:
         deltas: list[list[float]] = [[] for _ in candidates]
         displaced: list[list[Optional[int]]] = [[] for _ in candidates]
         for key, todo in jobs.items():
+            if not todo:
+                continue
             lm = lms[key]
             contexts, answers = [], []
             for i, probe, base in todo:

@@ -62,12 +62,15 @@ def test_summarize_means_per_agent_and_overall_with_cis():
             {"agent": "riddle", "P": 0.3, "R": 0.4, "F1": 0.2}]
     summary = summarize(rows)
     pun = summary["per_agent"]["pun"]
-    assert {m: pun[m] for m in ("P", "R", "F1", "ref_logprob", "n")} == pytest.approx(
-        {"P": 0.6, "R": 0.4, "F1": 0.5, "ref_logprob": -2.0, "n": 2})
+    assert {m: pun[m] for m in ("P", "R", "F1", "ref_logprob")} == pytest.approx(
+        {"P": 0.6, "R": 0.4, "F1": 0.5, "ref_logprob": -2.0})
+    assert pun["n"] == {"P": 2, "R": 2, "F1": 2, "ref_logprob": 2}
     estimate = mean_ci([0.8, 0.4])
     assert pun["ci"]["P"] == [estimate.lo, estimate.hi] and estimate.lo < 0.6 < estimate.hi
     riddle = summary["per_agent"]["riddle"]
     assert "ref_logprob" not in riddle  # not measured: absent, never 0
     assert riddle["ci"]["P"] == [None, None]  # one question: no interval
-    assert summary["overall"]["n"] == 3 and summary["overall"]["ref_logprob"] == pytest.approx(-2.0)
-    assert summarize([]) == {"overall": {"n": 0, "ci": {}}, "per_agent": {}}
+    # n counts the values measured, not the rows: the riddle row has no ref_logprob.
+    assert summary["overall"]["n"] == {"P": 3, "R": 3, "F1": 3, "ref_logprob": 2}
+    assert summary["overall"]["ref_logprob"] == pytest.approx(-2.0)
+    assert summarize([]) == {"overall": {"n": {}, "ci": {}}, "per_agent": {}}

@@ -118,7 +118,7 @@ def test_ref_logprob_only_evaluation_scores_the_reference_given_the_exact_prompt
     assert metrics["bertscore"] is None and metrics["run"]["metrics"] == ["ref_logprob"]
     assert metrics["stream"]["unscored"] == 0  # the default backbone's gate reads probabilities
     cell = metrics["fills"]["100"]["per_agent"]["riddle"]
-    assert cell["n"] == 1 and cell["ref_logprob"] == pytest.approx(rows[-1]["ref_logprob"])
+    assert cell["n"] == {"ref_logprob": 1} and cell["ref_logprob"] == pytest.approx(rows[-1]["ref_logprob"])
 
     assert (metrics["run"]["retriever"], metrics["run"]["learned"]) == ("bm25", False)
     assert metrics["run"]["stream_retriever"] == "dense (learned)" and metrics["stream"]["train_losses"]

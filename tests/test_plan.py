@@ -27,7 +27,8 @@ def test_plan_of_the_tiny_run_counts_every_call_without_loading_anything(tmp_pat
     # threshold 0 admits all 4, and each mines 3 candidates from its scope's 4 seeds and itself;
     # 2 test questions x 2 fills x (a generated answer for BERTScore + one ref_logprob pass).
     assert {role: r.calls for role, r in rows.items()} == {
-        "answer": 4, "score": 4, "label": 12, "summarize": 0, "importance": 0, "invert": 0, "evaluate": 8}
+        "answer": 4, "score": 4, "utility": 0, "label": 12, "summarize": 0, "importance": 0, "invert": 0,
+        "evaluate": 8}
     assert rows["answer"].exact and rows["score"].exact and rows["evaluate"].exact and not rows["label"].exact
     assert all(r.prompt_tokens > 0 for role, r in rows.items() if r.calls)
     assert rows["answer"].completion_tokens <= 4 * 24 and rows["score"].completion_tokens == 0
@@ -37,6 +38,17 @@ def test_plan_of_the_tiny_run_counts_every_call_without_loading_anything(tmp_pat
 
     half = by_role(plan_run(cfg, accept=0.5))
     assert half["label"].calls == pytest.approx(6) and half["answer"].calls == 4
+
+
+def test_the_utility_gates_calls_are_exact_alone_and_estimated_behind_the_rubric(tmp_path):
+    # Each scope's 4 seeds hold the 3 probes, so every candidate is replayed on exactly 3 probes,
+    # twice each (as retrieval gives the prompt, and with the candidate in its last shot).
+    alone = by_role(plan_run(compose_config(TINY + [f"cache_dir={tmp_path}", "gate=utility"])))
+    assert (alone["utility"].calls, alone["utility"].exact, alone["score"].calls) == (24, True, 0)
+    assert alone["utility"].prompt_tokens > 0 and alone["utility"].completion_tokens == 0
+    assert alone["label"].calls == pytest.approx(6)  # half the pairs assumed admitted
+    both = by_role(plan_run(compose_config(TINY + [f"cache_dir={tmp_path}", "gate=both", "scorer.threshold=50"])))
+    assert both["score"].calls == 4 and both["utility"].calls == pytest.approx(12) and not both["utility"].exact
 
 
 def test_zero_shot_repeats_are_known_to_be_cached_and_a_price_gives_a_cost(tmp_path):

@@ -517,6 +517,22 @@ def test_no_effect_leaves_claim_a_inconclusive(tmp_path):
     assert row["verdict"] == "inconclusive" and float(row["ci_lo"]) < 0 < float(row["ci_hi"])
 
 
+def test_a_broken_pairing_changes_the_claims_interval(effect_report, tmp_path):
+    """Claims pair the two runs by test question id. The same k = 3 values written under shuffled
+    ids keep the mean difference but lose the pairing, so the interval must change (and widen:
+    the questions' own spread no longer cancels)."""
+    k0, k3 = paired_predictors(0.2)
+    order = np.random.default_rng(1).permutation(20)
+    make_run(tmp_path, "k=0", backbone="smollm2", k=0, questions=20, predict=k0)
+    make_run(tmp_path, "k=3", backbone="smollm2", k=3, questions=20, predict=lambda a, q, f: k3(a, int(order[q]), f))
+    write_report([tmp_path], tmp_path / "report")
+    paired_row = claim_rows(effect_report, "a")[("k=3 vs k=0", "P")]
+    broken = claim_rows(tmp_path / "report", "a")[("k=3 vs k=0", "P")]
+    assert float(broken["estimate"]) == pytest.approx(float(paired_row["estimate"]))
+    width = {name: float(r["ci_hi"]) - float(r["ci_lo"]) for name, r in (("paired", paired_row), ("broken", broken))}
+    assert width["broken"] > 2 * width["paired"], width
+
+
 def test_ref_logprob_tables_show_only_ours(effect_report, tmp_path):
     sweep = effect_report.parent
     assert main([str(sweep), "--out", str(tmp_path), "--metric", "ref_logprob"]) == 0

@@ -125,10 +125,12 @@ class Run:
         return {item: float(row[metric]) for item, row in rows.items() if row.get(metric) is not None}
 
     def summary(self, metric: str, fill: int, agent: Optional[str] = None) -> tuple[Optional[float], int]:
-        """metrics.json's mean and n (for runs without predictions.jsonl); agent None: over all agents."""
+        """metrics.json's mean and n (for runs without predictions.jsonl); agent None: over all agents.
+        n is per metric; runs written before that hold one n, the rows of the cell."""
         fill_summary = self.metrics["fills"][str(fill)]
         scores = fill_summary["overall"] if agent is None else fill_summary["per_agent"].get(agent, {})
-        return scores.get(metric), int(scores.get("n") or 0)
+        n = scores.get("n") or 0
+        return scores.get(metric), int(n.get(metric, 0) if isinstance(n, dict) else n)
 
 
 @dataclass
