@@ -107,7 +107,8 @@ def test_a_schema_2_pool_gains_the_backbone_column_in_place(tmp_path):
         [kept] = pool.add([{"scope": "logic", "agent": "pun", "domain": "logic", "question": "q", "answer": "a",
                             "origin": "stream"}], step=1)
     with sqlite3.connect(path) as old:  # back to schema 2, as files written before backbones were recorded
-        old.execute("ALTER TABLE memories DROP COLUMN backbone")
+        for column in ("backbone", "utility", "utility_n"):
+            old.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         old.execute("PRAGMA user_version = 2")
     with Pool(path) as pool:
         assert pool.get([kept])[0].backbone is None and pool.get([kept])[0].question == "q"
@@ -116,7 +117,7 @@ def test_a_schema_2_pool_gains_the_backbone_column_in_place(tmp_path):
         assert added > kept and pool.get([added])[0].backbone == "smollm2"
         assert pool.count_by("backbone") == {None: 1, "smollm2": 1}
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
 
 
 # ---- end to end on real models ---------------------------------------------------------------
