@@ -264,9 +264,10 @@ class Experiment:
                     "refresh": self.cfg.retriever.refresh if self.trainer is not None else None,
                     "label_method": self.trainer.labeller.method if self.trainer else None,
                     "agents": list(self.splits), "fills": sorted(int(f) for f in self.cfg.fills), "seed": self.cfg.seed,
-                    "metrics": self.metrics, "scorer_read": self.scorer.read, "gate": self.cfg.gate.name,
-                    **({"utility_threshold": self.cfg.gate.utility_threshold, "utility_probes": self.cfg.gate.probes}
-                       if self.cfg.gate.name != "rubric" else {}),
+                    "metrics": self.metrics, "scorer_read": self.scorer.read,
+                    # only where the gate is not the rubric, so rubric runs stay one condition with older runs
+                    **({"gate": self.cfg.gate.name, "utility_threshold": self.cfg.gate.utility_threshold,
+                        "utility_probes": self.cfg.gate.probes} if self.cfg.gate.name != "rubric" else {}),
                     # only where some agent runs on a backbone other than the default
                     **({"agent_backbones": self.agent_backbone}
                        if set(self.agent_backbone.values()) != {self.cfg.backbone.name} else {})},

@@ -142,8 +142,8 @@ class UtilityMeter:
             # Twice m, so that a few memories left out below still leave m probes.
             nearest = self.retrieve([candidates[i].question for i in idx], scope, 2 * self.m)
             for i, memories in zip(idx, nearest):
-                own = _same(candidates[i].question)
-                found[i] = [m for m in memories if _same(m.question) not in (own, *self.tests)][:self.m]
+                barred = self.tests | {_same(candidates[i].question)}
+                found[i] = [m for m in memories if _same(m.question) not in barred][:self.m]
         return found
 
     def _shots(self, candidates: Sequence[Candidate], probes: list[list[Memory]]) -> dict[str, dict[int, list[Memory]]]:

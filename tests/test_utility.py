@@ -74,9 +74,9 @@ def test_the_candidate_replaces_the_last_shot_of_its_nearest_memories_prompts(lo
     assert u.deltas == [1.0, 0.0, 0.0] and u.u == pytest.approx(1 / 3) and u.lo <= u.u <= u.hi
     assert lm.usage_by_role["utility"].calls == 6 and set(lm.usage_by_role) == {"utility"}
     # Each probe's prompt shows two shots, never the probe itself; the second of each pair holds the candidate.
-    for probe_id, context in zip([p for p in u.probes for _ in (0, 1)], lm.contexts):
-        probe = pool.get([probe_id])[0]
-        assert context.count("->") == 2 and probe.answer not in context
+    assert all(context.count("->") == 2 for context in lm.contexts)
+    for probe, context in zip(pool.get(u.probes), lm.contexts[0::2]):
+        assert probe.answer not in context
     assert all(planted.answer in c for c in lm.contexts[1::2])
     assert not any(planted.question in c for c in lm.contexts[0::2])
 
