@@ -19,13 +19,14 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from ms.agents import PromptTemplate, agents_from, chat
-from ms.backbones import build_backbones, resolve
+from ms.backbones import backbone_config, build_backbones, resolve
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, USAGE_FILE
 from ms.data import Example, load_splits
 from ms.evaluate import REF_LOGPROB, BERTScore, summarize, validate_metrics
 from ms.gate import build_gate
 from ms.llm import LM
 from ms.pool import Memory, scope_for
+from ms.provenance import provenance
 from ms.memory import build_policy
 from ms.retrieval import build_retriever, build_test_retriever
 from ms.retrieval.bm25 import BM25Retriever
@@ -92,6 +93,14 @@ class Experiment:
                                    self.retriever.retrieve_batch, lambda a: self.backbones[self.agent_backbone[a]],
                                    self.agents, self.template, cfg.gate.probes, self.stream_k,
                                    [e.question for s in self.splits.values() for e in s.test]))
+        # Taken before the stream runs: the code and files the run started with.
+        uses_encoder = (cfg.retriever.name in ("dense", "composite") or cfg.retriever.at_test == "dense_frozen"
+                        or cfg.memory.policy != "plain")
+        encoders = {"retriever": cfg.retriever.encoder} if uses_encoder else {}
+        if self.bertscore is not None:
+            encoders["bertscore"] = cfg.eval.model
+        self.provenance = provenance({name: backbone_config(cfg, name) for name in self.backbones}, encoders,
+                                     cfg.micro_batch)
 
     def _drop_ref_logprob_where_unscorable(self) -> None:
         """ref_logprob is left out of the predictions of agents whose backbone cannot score given
@@ -282,6 +291,7 @@ class Experiment:
                        "train_losses": self.trainer.losses if self.trainer else []},
             "memory": {"policy": self.cfg.memory.policy, "consolidation": dict(self.consolidated)},
             "usage": usage,
+            "provenance": self.provenance,
             "wall_seconds": round(time.perf_counter() - started, 1),
         }
         write_atomic(self.out / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False))

@@ -26,7 +26,7 @@ from ms.config.fields import require
 from ms.config.schema import RUBRIC_TOTAL, ScorerConfig
 from ms.config.store import CONF_DIR
 from ms.errors import UserError
-from ms.llm.base import LM, Message
+from ms.llm.base import LM, PAIR_MARKER, Message
 from ms.pool import scope_for
 
 RUBRIC_DIR = Path(CONF_DIR) / "rubric"
@@ -249,6 +249,12 @@ class Scorer:
                                   agent=agent, question=question, answer=answer)
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
+    def rubric_prefix(self, rubric_name: str) -> Optional[str]:
+        """What every grading chat under the rubric begins with, as the backbone renders it; None where
+        that does not hold the whole rubric (a chat template that puts pair text first)."""
+        prefix = self.lm.chat_context_before(self.prompt(PAIR_MARKER, rubric_name, PAIR_MARKER, PAIR_MARKER))
+        return prefix if self.rubrics[rubric_name].render() in prefix else None
+
     def score(self, items: Sequence[tuple[str, str, str, str]]) -> list[Decision]:
         """Grade (agent, rubric name, question, answer) items: one batched call, then one batched
         call per retry round for the replies that held no readable score."""
@@ -264,8 +270,10 @@ class Scorer:
     def _score(self, items: list[tuple[str, str, str, str]]) -> list[Decision]:
         chats = [self.prompt(*item) for item in items]
         if self.read == "probabilities":
+            # The backbone may keep its work on the system message and rubric that pairs share.
+            shared = [p for p in map(self.rubric_prefix, {rubric for _, rubric, _, _ in items}) if p]
             return [self._weighted(item, probs) for item, probs in
-                    zip(items, self.lm.option_probabilities(chats, SCORE_OPTIONS))]
+                    zip(items, self.lm.option_probabilities(chats, SCORE_OPTIONS, shared))]
         raws = self._ask(chats)
         scores = [parse_score(r) for r in raws]
         attempts = [1] * len(items)

@@ -234,7 +234,7 @@ class FixedDistributionLM(LM):
     def _generate(self, chats, **params):
         raise AssertionError("a probability read must not decode")
 
-    def _option_probabilities(self, chats, options):
+    def _option_probabilities(self, chats, options, shared_prefixes=()):
         return [[self.probs.get(int(o), 0.0) for o in options] for _ in chats]
 
 

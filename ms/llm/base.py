@@ -17,6 +17,7 @@ from ms.errors import UserError
 from ms.llm.cache import ResponseCache, request_key
 
 Message = dict[str, str]
+PAIR_MARKER = "\x00pair\x00"  # stands for text that differs between prompts; in no template or prompt
 Prompt = Union[str, list[Message]]  # a user message, or a full chat
 
 
@@ -134,20 +135,29 @@ class LM(ABC):
                                lambda todo: self._loglikelihood([p[0] for p in todo], [p[1] for p in todo]))
         return [(float(s), int(n)) for s, n in results]
 
-    def option_probabilities(self, prompts: Sequence[Prompt], options: Sequence[str]) -> list[list[float]]:
+    def option_probabilities(self, prompts: Sequence[Prompt], options: Sequence[str],
+                             shared_prefixes: Sequence[str] = ()) -> list[list[float]]:
         """For each prompt, the probability that the model's reply begins with each option and
         with no longer option: P("8") excludes replies that go on to "85" when "85" is an option.
         Nothing is decoded; the options' probabilities sum to at most 1 (the rest of the mass is
-        on replies that start with no option)."""
+        on replies that start with no option). `shared_prefixes`: texts that prompts' chat contexts
+        begin with, whose work a backend may keep for later calls; a hint only, so the
+        probabilities and the cache key are the same without it."""
         chats = [as_messages(p) for p in prompts]
-        options = list(options)
+        options, shared_prefixes = list(options), list(shared_prefixes)
         return self._cached("options", chats, {"options": options}, self.cache is not None,
-                            lambda todo: self._option_probabilities(todo, options))
+                            lambda todo: self._option_probabilities(todo, options, shared_prefixes))
 
     def chat_context(self, prompt: Prompt) -> str:
         """The text the model sees before its answer to `prompt`, for scoring an answer with
         `loglikelihood`. Plain concatenation unless a provider knows its chat template."""
         return "\n".join(m["content"] for m in as_messages(prompt)) + "\n"
+
+    def chat_context_before(self, prompt: Prompt, marker: str = PAIR_MARKER) -> str:
+        """The chat context up to the first `marker`: the text that every prompt differing from this
+        one only where the markers stand begins with, however the chat template wraps it."""
+        context = self.chat_context(prompt)
+        return context[:context.index(marker)]
 
     # ---- provider hooks ---------------------------------------------------------------------
 
@@ -161,7 +171,8 @@ class LM(ABC):
             f"provider '{self.provider}' cannot score given text (no token log-probs); "
             "use the verbalized probability method instead")
 
-    def _option_probabilities(self, chats: list[list[Message]], options: list[str]) -> list[list[float]]:
+    def _option_probabilities(self, chats: list[list[Message]], options: list[str],
+                              shared_prefixes: Sequence[str] = ()) -> list[list[float]]:
         raise BackendError(f"provider '{self.provider}' exposes no token probabilities; read replies as text")
 
     # ---- internals --------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import torch
 
 from ms.llm.base import LM, Message, Prompt, as_messages
 from ms.llm.options import OptionPaths
+from ms.llm.prefix_cache import PrefixCaches, shared_length
 
 
 def package_dir(package: str) -> Path:
@@ -102,6 +103,7 @@ class HFLM(LM):
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.tokenizer.padding_side = "left"
+        self.prefix_caches = PrefixCaches()
 
     # ---- prompt formatting ------------------------------------------------------------------
 
@@ -184,21 +186,29 @@ class HFLM(LM):
     # ---- reading a distribution over options ------------------------------------------------
 
     @torch.inference_mode()
-    def _option_probabilities(self, chats: list[list[Message]], options: list[str]) -> list[list[float]]:
+    def _option_probabilities(self, chats: list[list[Message]], options: list[str],
+                              shared_prefixes: Sequence[str] = ()) -> list[list[float]]:
         paths = OptionPaths([self.tokenizer(o, add_special_tokens=False)["input_ids"] for o in options])
+        prefixes = [self._encode(p) for p in shared_prefixes]
         out = []
         for chat in chats:
             context = self._encode(self.chat_context(chat))[-self.max_length:]
-            logprobs = self._next_token_logprobs(context, paths.prefixes)
+            logprobs = self._next_token_logprobs(context, paths.prefixes, shared_length(context, prefixes))
             out.append(paths.probabilities(lambda prefix, token: float(logprobs[prefix][token])))
             self.usage.prompt_tokens += len(context)
         return out
 
-    def _next_token_logprobs(self, context: list[int], prefixes: list[tuple]) -> dict[tuple, torch.Tensor]:
-        """Next-token log-probs after context + each prefix: one pass over the context, then one
-        short pass per prefix length that reuses the context's key-value cache."""
+    def _next_token_logprobs(self, context: list[int], prefixes: list[tuple],
+                             shared: int = 0) -> dict[tuple, torch.Tensor]:
+        """Next-token log-probs after context + each prefix: one pass over the context (over its part
+        after the first `shared` tokens, whose key-value cache is kept across calls), then one short
+        pass per prefix length that reuses the context's key-value cache."""
         ids = torch.tensor([context], device=self.device)
-        first = self.net(input_ids=ids, use_cache=True, logits_to_keep=1)
+        if shared:
+            cache = self.prefix_caches.copy_for(context[:shared], self._key_values)
+            first = self.net(input_ids=ids[:, shared:], past_key_values=cache, use_cache=True, logits_to_keep=1)
+        else:
+            first = self.net(input_ids=ids, use_cache=True, logits_to_keep=1)
         found = {(): torch.log_softmax(first.logits[0, -1].float(), -1)}
         by_length: dict[int, list[tuple]] = {}
         for prefix in prefixes:
@@ -213,6 +223,10 @@ class HFLM(LM):
                               attention_mask=mask, position_ids=positions, logits_to_keep=1).logits[:, -1]
             found.update(zip(rows, torch.log_softmax(logits.float(), -1)))
         return found
+
+    def _key_values(self, ids: list[int]):
+        return self.net(input_ids=torch.tensor([ids], device=self.device), use_cache=True,
+                        logits_to_keep=1).past_key_values
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> str:

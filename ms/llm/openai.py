@@ -133,7 +133,8 @@ class EchoLogprobsLM(OpenAILM):
                              "a server gives the first token of a prompt no log-prob")
         return sum(t.logprob for t in span), len(span)
 
-    def _option_probabilities(self, chats, options):
+    def _option_probabilities(self, chats, options, shared_prefixes=()):
+        # No request can ask a server to keep a prefix; its own prompt cache may reuse one.
         missing = [o for o in dict.fromkeys(options) if o not in self._paths]
         self._paths.update(zip(missing, self._each(self._token_path, missing)))
         paths = OptionPaths([self._paths[o] for o in options])

@@ -16,6 +16,7 @@ from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
 from ms.report.figures import figure4, pool_growth
 from ms.report.paper import PaperTables, load_paper_tables
 from ms.report.pages import runs_markdown, summary_markdown
+from ms.report.records import record_warnings, records_markdown
 from ms.report.render import to_csv, to_latex, to_markdown
 from ms.report.runs import find_runs, metric_label, read_jsonl, slug
 from ms.report.sharing import write_sharing
@@ -28,10 +29,10 @@ log = logging.getLogger(__name__)
 CLAIM_METRICS = ("P", REF_LOGPROB)  # the headline metric and the cheap, sensitive one (DESIGN.md section 5)
 
 
-def _write_claims(out: Path, conds, chosen, runs, metric: str) -> str:
-    """claims.md and claims.csv; returns the part summary.md shows."""
+def _write_claims(out: Path, compared, runs, metric: str) -> str:
+    """claims.md and claims.csv for the claims' comparisons; returns the part summary.md shows."""
     metrics = list(dict.fromkeys([*CLAIM_METRICS, metric]))
-    rows, empty = test_all(comparisons(conds, chosen), metrics)
+    rows, empty = test_all(compared, metrics)
     (out / "claims.md").write_text(claims_markdown(rows, empty, metrics, [r.path for r in runs]), encoding="utf-8")
     (out / "claims.csv").write_text(claims_csv(rows), encoding="utf-8")
     missing = "".join(f"\n- not tested here: {line}" for line in untested(rows, empty))
@@ -63,7 +64,13 @@ def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Opt
         (out / "ablation.csv").write_text(ablation_csv(ablations, paper.agents), encoding="utf-8")
         ablation = ablation_markdown(ablations, metric, single, level=2)
 
-    claims = _write_claims(out, conds, chosen, runs, metric)
+    compared = comparisons(conds, chosen)
+    claims = _write_claims(out, compared, runs, metric)
+    warnings = record_warnings([*((f"seed replicates {c.name}", c.runs) for c in conds),
+                                *((f"runs paired in claim ({p.claim.id}) {p.label}", [*p.a.runs, *p.b.runs])
+                                  for p in compared)])
+    for warning in warnings:
+        log.warning("%s", warning)
 
     figure4s = {}
     for (backbone, k, pool), cond in sorted(chosen.items()):
@@ -95,7 +102,8 @@ def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Opt
     summary = out / "summary.md"
     summary.write_text(summary_markdown(list(roots), metric, runs, skipped, tables, figure4s, growth, why_not, paper,
                                         claims, ablation) + (f"\n{sharing}\n" if sharing else "")
-                       + f"\n## LLM usage and cost\n\n{usage}\n", encoding="utf-8")
+                       + f"\n## LLM usage and cost\n\n{usage}\n\n{records_markdown(warnings, runs)}",
+                       encoding="utf-8")
     return summary
 
 

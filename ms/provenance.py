@@ -1,0 +1,133 @@
+"""What a run's numbers depend on beyond its config, recorded in metrics.json as `provenance`: the
+code's git commit (and whether the tree had uncommitted changes), the package versions that do the
+arithmetic, the SHA-256 of every model file, and each backbone's engine and batch size (scores can
+shift with batch size: lm-evaluation-harness issues #704, #1645).
+
+Nothing here may fail a run: a field that cannot be read is recorded as None.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+SOURCE_DIR = Path(__file__).resolve().parent
+# The packages whose versions change the numbers; the engines are recorded only where installed.
+CORE_PACKAGES = ("torch", "transformers")
+ENGINE_PACKAGES = ("llama-cpp-python", "ctranslate2")
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+
+_hashes: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256
+
+
+def git_state(folder: Path = SOURCE_DIR) -> dict[str, Any]:
+    """The commit checked out where the package's source lies, and whether tracked or untracked (not
+    ignored) files differ from it; both None outside a git checkout or without git."""
+    def git(*args: str) -> Optional[str]:
+        try:
+            done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain") if commit else None
+    return {"commit": commit.strip() if commit else None, "dirty": None if status is None else bool(status.strip())}
+
+
+def package_versions() -> dict[str, Optional[str]]:
+    versions: dict[str, Optional[str]] = {"python": platform.python_version()}
+    for name in (*CORE_PACKAGES, *ENGINE_PACKAGES):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            if name in CORE_PACKAGES:
+                versions[name] = None
+    return versions
+
+
+def file_sha256(path: Path) -> str:
+    """The file's SHA-256, read once per process while its size and mtime stay the same: a GGUF is
+    about 100 MB, and every run of a sweep in one process names the same files."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _hashes:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        _hashes[key] = digest.hexdigest()
+    return _hashes[key]
+
+
+def local_folder(source: str) -> Optional[Path]:
+    """A model's folder: the source itself, or a hub name's copy in the local hub cache (never
+    downloaded: a name with no local copy gives None)."""
+    if Path(source).exists():
+        return Path(source)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source, local_files_only=True))
+    except Exception:  # not a hub name, or not in the cache: the hashes are unknown, the run goes on
+        return None
+
+
+def weight_hashes(source: str, weight_file: Optional[str] = None) -> Optional[dict[str, str]]:
+    """file name -> SHA-256 of a model's weights: the one file named, or every weight file of the
+    folder; None where the files cannot be found."""
+    folder = local_folder(source)
+    if folder is None:
+        return None
+    if weight_file:
+        files = [folder / weight_file]
+    elif folder.is_file():
+        files, folder = [folder], folder.parent
+    else:
+        files = sorted(p for p in folder.rglob("*") if p.suffix in WEIGHT_SUFFIXES and p.is_file())
+    try:
+        return {str(f.relative_to(folder)): file_sha256(f) for f in files}
+    except OSError:
+        return None
+
+
+def backbone_record(backbone) -> dict[str, Any]:
+    """One backbone's engine, batch size and weight hashes. The engine is `backbone.engine` where the
+    config has one; otherwise hf backbones run on transformers ("hf") and API ones on their provider."""
+    engine = getattr(backbone, "engine", None) or backbone.provider
+    out: dict[str, Any] = {"provider": backbone.provider, "engine": engine, "batch_size": backbone.batch_size,
+                           "model": backbone.model, "sha256": None}
+    if backbone.provider == "hf":
+        from ms.llm.hf import model_source
+
+        try:
+            source, gguf_file = model_source(backbone.model, backbone.gguf_file, backbone.gguf_package)
+        except (FileNotFoundError, ValueError):
+            return out
+        out["model"] = f"{source}::{gguf_file}" if gguf_file else source
+        out["sha256"] = weight_hashes(source, gguf_file)
+    return out
+
+
+def encoder_record(model: Optional[str]) -> dict[str, Any]:
+    """A transformers encoder's weight hashes; model None is the packaged all-MiniLM-L6-v2."""
+    from ms.retrieval.encoder import packaged_model_dir
+
+    try:
+        source = model or str(packaged_model_dir())
+    except FileNotFoundError:
+        return {"model": model, "sha256": None}
+    return {"model": source, "sha256": weight_hashes(source)}
+
+
+def provenance(backbones: Mapping[str, Any], encoders: Mapping[str, Optional[str]], micro_batch: int) -> dict:
+    """The record: `backbones` maps each backbone name the run uses to its config, `encoders` each
+    role that runs a transformers encoder (retriever, bertscore) to its model (None: the packaged one)."""
+    return {**git_state(), "versions": package_versions(),
+            "backbones": {name: backbone_record(b) for name, b in backbones.items()},
+            "encoders": {role: encoder_record(model) for role, model in encoders.items()},
+            "micro_batch": micro_batch}
