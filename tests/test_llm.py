@@ -61,6 +61,29 @@ def test_loglikelihood_matches_forward_pass_and_batching(smollm2):
         assert b_sum < 0
 
 
+def test_ref_logprob_per_question_does_not_change_with_the_batch_size(smollm2):
+    """lm-evaluation-harness users found scores shifting with batch size (its issues #704, #1645): here
+    left padding and position ids keep every row's arithmetic its own."""
+    import json
+
+    from conftest import REPO
+
+    rows = [json.loads(line) for name in ("riddle", "sonnet", "travel")
+            for line in (REPO / "data" / f"{name}.jsonl").read_text().splitlines()[:3]]
+    contexts = [smollm2.chat_context(r["question"]) for r in rows]  # prompts and answers of many lengths
+    references = [r["answer"] for r in rows]
+    saved = smollm2.batch_size
+    try:
+        per_batch_size = {}
+        for size in (1, 3, 8):
+            smollm2.batch_size = size
+            per_batch_size[size] = [total / n for total, n in smollm2.loglikelihood(contexts, references)]
+    finally:
+        smollm2.batch_size = saved
+    for size in (3, 8):
+        assert per_batch_size[size] == pytest.approx(per_batch_size[1], abs=1e-4), size
+
+
 def test_loglikelihood_prefers_the_likely_continuation(smollm2):
     ctx = smollm2.chat_context("What is the capital of France? Answer in one word.")
     (likely, n1), (unlikely, n2) = smollm2.loglikelihood([ctx, ctx], ["Paris", "Banana"])

@@ -276,6 +276,29 @@ def _default_backbone(tmp_path):
     return build_lm(cfg.backbone, tmp_path, use_response_cache=False)
 
 
+def test_the_rubric_prefix_cache_leaves_the_probabilities_unchanged(smollm2):
+    from ms.llm.prefix_cache import PrefixCaches
+
+    gate = Scorer(smollm2, load_rubrics(["literary"]), ScorerConfig())
+    prefix = gate.rubric_prefix("literary")
+    assert load_rubric("literary").render() in prefix and prefix.endswith("written by the ")
+    items = [(agent, "literary", f"Write a {agent} about {topic}.", answer) for agent, topic, answer in [
+        ("sonnet", "the sea", "The tide returns as every evening must,\nand grey gulls settle on the harbour wall."),
+        ("limerick", "a cat", "A cat with a taste for the cream\nwould plot and would purr and would scheme."),
+        ("wuyanlvshi", "autumn", "Cold wind combs the hills; geese write their line on the sky.")]]
+    chats = [gate.prompt(*item) for item in items]
+    smollm2.prefix_caches = PrefixCaches()
+    plain = smollm2.option_probabilities(chats, SCORE_OPTIONS)
+    assert len(smollm2.prefix_caches) == 0
+    reused = smollm2.option_probabilities(chats, SCORE_OPTIONS, [prefix])
+    assert len(smollm2.prefix_caches) == 1  # one rubric: one prefix, computed once for all three pairs
+    for a, b in zip(plain, reused):
+        assert b == pytest.approx(a, abs=1e-4)
+    decisions = gate.score(items)  # the gate hands the backbone its rubric's prefix by itself
+    assert len(smollm2.prefix_caches) == 1
+    assert [d.mass for d in decisions] == pytest.approx([round(sum(p), 6) for p in plain], abs=1e-4)
+
+
 @pytest.mark.slow
 def test_option_probabilities_equal_a_hand_computation_from_the_logits(tmp_path):
     import torch
