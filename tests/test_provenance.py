@@ -49,6 +49,7 @@ def test_a_file_is_hashed_again_only_when_it_changes(tmp_path, monkeypatch):
     prov.file_sha256(weights)
     assert reads == []  # same path, size and mtime: the cached hash
     weights.write_bytes(b"second, longer")
+    reads.clear()  # writing opened it too
     assert prov.file_sha256(weights) == hashlib.sha256(b"second, longer").hexdigest() and reads == [weights]
 
 
@@ -69,14 +70,17 @@ RECORD = {"commit": "a" * 40, "dirty": False,
           "micro_batch": 32}
 
 
+def with_record(run, record: dict | None) -> None:
+    metrics = json.loads((run / "metrics.json").read_text())
+    if record is not None:
+        metrics["provenance"] = record
+    (run / "metrics.json").write_text(json.dumps(metrics))
+
+
 def replicates(root, first: dict | None, second: dict | None) -> None:
     """Two seed replicates of one condition, carrying the given records (None: none, as old runs)."""
     for seed, record in ((0, first), (1, second)):
-        run = make_run(root, f"seed={seed}", backbone="smollm2", seed=seed)
-        metrics = json.loads((run / "metrics.json").read_text())
-        if record is not None:
-            metrics["provenance"] = record
-        (run / "metrics.json").write_text(json.dumps(metrics))
+        with_record(make_run(root, f"seed={seed}", backbone="smollm2", seed=seed), record)
 
 
 def report_warnings(root, caplog) -> tuple[list[str], str]:
@@ -110,3 +114,13 @@ def test_runs_without_a_record_load_with_a_note(tmp_path, caplog):
     replicates(tmp_path, RECORD, None)
     warnings, summary = report_warnings(tmp_path, caplog)
     assert warnings == [] and "1 run(s) carry no record" in summary and "`seed=1`" in summary
+
+
+def test_report_warns_on_a_different_engine_between_paired_runs(tmp_path, caplog):
+    other = json.loads(json.dumps(RECORD))
+    other["backbones"]["smollm2"]["engine"] = "llama.cpp"
+    with_record(make_run(tmp_path, "k=0", backbone="smollm2", k=0, base=0.2), RECORD)
+    with_record(make_run(tmp_path, "k=3", backbone="smollm2", k=3, base=0.3), other)
+    warnings, _ = report_warnings(tmp_path, caplog)
+    assert warnings == ["runs paired in claim (a) k=3 vs k=0 differ in backbone smollm2 engine: "
+                        "llama.cpp in k=3, hf in k=0"]

@@ -66,9 +66,9 @@ def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Opt
 
     compared = comparisons(conds, chosen)
     claims = _write_claims(out, compared, runs, metric)
-    warnings = record_warnings([*((f"seed replicates {c.name}", c.runs) for c in conds),
-                                *((f"runs paired in claim ({p.claim.id}) {p.label}", [*p.a.runs, *p.b.runs])
-                                  for p in compared)])
+    warnings = record_warnings([*((f"seed replicates {c.name}", c.first, run) for c in conds for run in c.runs[1:]),
+                                *((f"runs paired in claim ({p.claim.id}) {p.label}", p.a.first, run)
+                                  for p in compared if p.a is not p.b for run in p.b.runs)])
     for warning in warnings:
         log.warning("%s", warning)
 

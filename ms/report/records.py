@@ -9,7 +9,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from ms.report.runs import Run
 
-Group = tuple[str, Sequence[Run]]  # (how the report uses the runs together, the runs)
+Pair = tuple[str, Run, Run]  # (how the report sets the two runs against each other, the runs)
 
 
 def compared_fields(record: dict) -> dict[str, Any]:
@@ -40,13 +40,14 @@ def differences(a: Run, b: Run) -> list[str]:
             for key in dict.fromkeys([*fields_a, *fields_b]) if fields_a.get(key) != fields_b.get(key)]
 
 
-def record_warnings(groups: Iterable[Group]) -> list[str]:
-    """One line per difference between the first run of each group and each other run, each said once."""
-    lines: dict[str, None] = {}
-    for use, runs in groups:
-        for other in runs[1:]:
-            lines |= dict.fromkeys(f"{use} differ in {line}" for line in differences(runs[0], other))
-    return list(lines)
+def record_warnings(pairs: Iterable[Pair]) -> list[str]:
+    """One line per difference between two runs that the report sets against each other; a
+    difference of the same two runs is said once, under the first use that sets them together."""
+    lines: dict[str, str] = {}
+    for use, a, b in pairs:
+        for line in differences(a, b):
+            lines.setdefault(line, f"{use} differ in {line}")
+    return list(lines.values())
 
 
 def records_markdown(warnings: Sequence[str], runs: Sequence[Run]) -> str:
