@@ -68,7 +68,7 @@ def test_ref_logprob_per_question_does_not_change_with_the_batch_size(smollm2):
 
     from conftest import REPO
 
-    rows = [json.loads(line) for name in ("riddle", "sonnet", "travel")
+    rows = [json.loads(line) for name in ("riddle", "pun", "limerick")
             for line in (REPO / "data" / f"{name}.jsonl").read_text().splitlines()[:3]]
     contexts = [smollm2.chat_context(r["question"]) for r in rows]  # prompts and answers of many lengths
     references = [r["answer"] for r in rows]
