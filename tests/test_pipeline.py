@@ -122,6 +122,11 @@ def test_ref_logprob_only_evaluation_scores_the_reference_given_the_exact_prompt
 
     assert (metrics["run"]["retriever"], metrics["run"]["learned"]) == ("bm25", False)
     assert metrics["run"]["stream_retriever"] == "dense (learned)" and metrics["stream"]["train_losses"]
+    # The reproducibility record names the GGUF by its hash, and only the encoders the run ran.
+    record = json.loads((tmp_path / "metrics.json").read_text())["provenance"]
+    [gguf_sha] = record["backbones"]["smollm2"]["sha256"].values()
+    assert len(gguf_sha) == 64 and record["backbones"]["smollm2"]["batch_size"] == cfg.backbone.batch_size
+    assert list(record["encoders"]) == ["retriever"] and record["micro_batch"] == 4
 
     # The same number by hand: the prompt rebuilt from the retrieved memories, then loglikelihood.
     row = rows[-1]
