@@ -31,7 +31,7 @@ test: $(VENV)/.installed-test
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test
-	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/generation_throughput.py --server
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/generation_throughput.py
 
 clean:
 	rm -rf $(VENV) outputs multirun .cache

@@ -1,76 +1,160 @@
-"""Generation throughput of the default backbone (tokens/s) at batch sizes 1, 8 and 16.
+"""Generation and scoring speed of each engine on SmolLM2-135M, and its greedy agreement with hf, in one run.
 
-    make bench            # or: python benchmarks/generation_throughput.py [--server]
+    make bench     # or: python benchmarks/generation_throughput.py [--json FILE] [--agreement-json FILE]
 
-`hf` runs SmolLM2-135M in-process with transformers; `--server` also measures the same GGUF
-behind llama-cpp-python's OpenAI-compatible server, through the `openai` provider (concurrency =
-batch size). The response cache is off, so every token is really generated.
+Engines, each loaded once: hf (transformers fp32, `backbone.engine=hf`); hf-int8 (transformers
+with torch's dynamic int8 quantization of every Linear layer: a candidate, not an engine choice);
+llamacpp (the same GGUF in-process through llama-cpp-python, several sequences per llama_batch),
+also with its weights re-written in f16 and q4_0 (llamacpp-f16, llamacpp-q4_0); ct2 (CTranslate2,
+int8 weights). Engines whose package is missing are skipped with a note.
+
+Prompts are the agents' own: the first questions of data/, round-robin over the nine agents,
+chat-formatted as they send them (system instruction, paper's zero-shot template). Greedy
+decoding, the response cache off. `decode_tok_s`: new tokens per second of generate's wall time
+(prefill included), at 1 sequence per call and at 16. `score_tok_s`: teacher-forced
+loglikelihood of the reference answers given the same prompts, tokens (context + answer) per
+second. The llama.cpp engines and ct2 leave scoring on transformers (exact), so their scoring row is hf's.
+Agreement: greedy text of each engine against hf's on 50 prompts at 16 sequences per call.
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
+import json
+import os
+import statistics
 import sys
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import torch
+from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from conftest import compose_config, free_port, gguf_path  # noqa: E402
+from conftest import compose_config  # noqa: E402
 
+from ms.agents import PromptTemplate, agents_from, chat  # noqa: E402
+from ms.errors import UserError  # noqa: E402
 from ms.llm import build_lm  # noqa: E402
-from ms.llm.openai import OpenAILM  # noqa: E402
 
-TOPICS = ["the sea", "a city at night", "autumn", "a lost key", "coffee", "mountains", "a robot", "rain",
-          "a library", "trains", "the moon", "a garden", "snow", "friendship", "a market", "bees"]
+DATA = Path(__file__).resolve().parent.parent / "data"
 
 
-def measure(lm, batch_size: int, max_new_tokens: int, rounds: int) -> float:
-    prompts = [f"Write a short paragraph about {t}." for t in TOPICS * 4][: batch_size * rounds]
-    before = lm.usage.completion_tokens
+def agent_prompts(cfg, n: int) -> tuple[list, list[str]]:
+    """n (chat, reference answer) pairs: question i of every agent before question i + 1 of any."""
+    template = PromptTemplate(**cfg.prompt)
+    agents = agents_from(cfg.agents)
+    rows = {name: [json.loads(line) for line in (DATA / f"{name}.jsonl").open()] for name in agents}
+    chats, answers = [], []
+    for i in range(n):
+        name = list(rows)[i % len(rows)]
+        item = rows[name][i // len(rows)]
+        chats.append(chat(agents[name], template.render(item["question"]), template.system))
+        answers.append(item["answer"])
+    return chats, answers
+
+
+def decode(lm, chats, per_call: int, max_new_tokens: int) -> tuple[float, list[str]]:
+    """Tokens/s of greedy generation, `per_call` prompts per generate call, and the texts."""
+    before, texts = lm.usage.completion_tokens, []
     started = time.perf_counter()
-    for i in range(0, len(prompts), batch_size):
-        lm.generate(prompts[i:i + batch_size], max_new_tokens=max_new_tokens)
-    return (lm.usage.completion_tokens - before) / (time.perf_counter() - started)
+    for i in range(0, len(chats), per_call):
+        texts += lm.generate(chats[i:i + per_call], max_new_tokens=max_new_tokens, temperature=0.0)
+    return (lm.usage.completion_tokens - before) / (time.perf_counter() - started), texts
+
+
+def score(lm, chats, answers, per_call: int) -> float:
+    """Tokens/s (context + continuation) of teacher-forced scoring."""
+    lm.batch_size = per_call
+    contexts = [lm.chat_context(c) for c in chats]
+    before = lm.usage.prompt_tokens
+    started = time.perf_counter()
+    for i in range(0, len(chats), per_call):
+        lm.loglikelihood(contexts[i:i + per_call], answers[i:i + per_call])
+    return (lm.usage.prompt_tokens - before) / (time.perf_counter() - started)
+
+
+def first_difference(a: str, b: str) -> int | None:
+    """Character offset where two texts first differ; None if equal."""
+    if a == b:
+        return None
+    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def build_engines(cfg, cache: str) -> dict:
+    engines = {"hf": build_lm(cfg.backbone, cache, use_response_cache=False)}
+    int8 = build_lm(cfg.backbone, cache, use_response_cache=False)
+    # Per-channel scales: per-tensor int8 turns SmolLM2 into noise (measured: garbage text).
+    int8.net = quantize_dynamic(int8.net, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+    engines["hf-int8"] = int8
+    for engine in ("llamacpp", "llamacpp-f16", "llamacpp-q4_0", "ct2"):
+        cfg.backbone.engine = engine
+        try:
+            engines[engine] = build_lm(cfg.backbone, cache, use_response_cache=False)
+        except UserError as error:
+            print(f"{engine}: skipped ({error})")
+    cfg.backbone.engine = "hf"
+    return engines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=2, help="batches per batch size")
-    parser.add_argument("--server", action="store_true", help="also measure llama.cpp's server")
+    parser.add_argument("--single", type=int, default=4, help="prompts decoded one per call")
+    parser.add_argument("--prompts", type=int, default=50, help="prompts decoded 16 per call (agreement set)")
+    parser.add_argument("--cache-dir", default=os.path.expanduser("~/.cache/ms"), help="holds converted models")
+    parser.add_argument("--json", help="write one row per (engine, sequences) here")
+    parser.add_argument("--agreement-json", help="write greedy agreement with hf here")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, max_new_tokens={args.max_new_tokens}")
-    with tempfile.TemporaryDirectory() as cache:
-        cfg = compose_config()
-        hf = build_lm(cfg.backbone, cache, use_response_cache=False)
-        hf.generate(["warm up"], max_new_tokens=4)
-        for bs in (1, 8, 16):
-            hf.batch_size = bs
-            print(f"hf      batch {bs:2d}: {measure(hf, bs, args.max_new_tokens, args.rounds):7.1f} tokens/s")
-    if args.server:
-        port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
-                                   "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-                                   "--n_threads", str(torch.get_num_threads())],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(240):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-                    break
-                except OSError:
-                    time.sleep(0.5)
-            for bs in (1, 8, 16):
-                lm = OpenAILM("smollm2", base_url=f"http://127.0.0.1:{port}/v1", max_concurrency=bs)
-                print(f"llama.cpp server, concurrency {bs:2d}: "
-                      f"{measure(lm, bs, args.max_new_tokens, args.rounds):7.1f} tokens/s")
-        finally:
-            server.terminate()
+    load_before = os.getloadavg()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, "
+          f"max_new_tokens={args.max_new_tokens}, load average {load_before[0]:.1f}")
+    cfg = compose_config()
+    chats, answers = agent_prompts(cfg, args.prompts)
+    engines = build_engines(cfg, args.cache_dir)
+    for lm in engines.values():
+        lm.generate([chats[0]], max_new_tokens=4)  # warm up
+    rows, texts = [], {}
+    for per_call, n in ((1, args.single), (16, args.prompts)):
+        full = (n // per_call) * per_call  # timed: whole calls only; the rest is decoded for agreement
+        for name, lm in engines.items():
+            lm.batch_size = per_call
+            tok_s, got = decode(lm, chats[:full], per_call, args.max_new_tokens)
+            if full < n:
+                got += lm.generate(chats[full:n], max_new_tokens=args.max_new_tokens, temperature=0.0)
+            texts[name, per_call] = got
+            scored_by = name if name in ("hf", "hf-int8") else "hf"
+            score_tok_s = (score(lm, chats[:16], answers[:16], per_call) if scored_by == name
+                           else next(r["score_tok_s"] for r in rows if r["engine"] == "hf"
+                                     and r["sequences"] == per_call))
+            rows.append({"engine": name, "sequences": per_call, "decode_tok_s": round(tok_s, 1),
+                         "score_tok_s": round(score_tok_s, 1), "scoring_on": scored_by,
+                         "timed_prompts": full, "max_new_tokens": args.max_new_tokens,
+                         "threads": torch.get_num_threads()})
+            print(f"{name:9s} {per_call:2d} sequences: decode {tok_s:7.1f} tok/s, "
+                  f"score {score_tok_s:7.1f} tok/s (on {scored_by})", flush=True)
+    agreement = {}
+    for name in engines:
+        if name == "hf":
+            continue
+        offsets = [first_difference(a, b) for a, b in zip(texts["hf", 16], texts[name, 16])]
+        differ = [o for o in offsets if o is not None]
+        agreement[name] = {"prompts": len(offsets), "identical": len(offsets) - len(differ),
+                           "identical_share": round(1 - len(differ) / len(offsets), 3),
+                           "median_first_difference_char": statistics.median(differ) if differ else None,
+                           "first_difference_chars": offsets}
+        print(f"{name:9s} vs hf: {agreement[name]['identical']}/{len(offsets)} identical greedy texts, "
+              f"median first difference at char {agreement[name]['median_first_difference_char']}")
+    load_after = os.getloadavg()
+    print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
+    for rows_of, path in ((rows, args.json), (None, args.agreement_json)):
+        if path:
+            value = rows_of if rows_of is not None else {
+                "conditions": {"max_new_tokens": args.max_new_tokens, "sequences_per_call": 16,
+                               "load_average_before": load_before[0], "load_average_after": load_after[0]},
+                "engines": agreement, "texts": {f"{k[0]}": v for k, v in texts.items() if k[1] == 16}}
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -167,9 +167,9 @@ class _Planner:
         cls = provider_class(bc)
         model = bc.model
         if bc.provider == "hf":
-            from ms.llm.hf import model_id, model_source
+            from ms.llm.hf import engine_model_id, model_id, model_source
 
-            model = model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package))
+            model = engine_model_id(model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package)), bc.engine)
         elif bc.base_url:  # as ms.llm.api names a served model in its keys
             model = f"{bc.model}@{bc.base_url}"
         params = generate_params(bc.generation.max_new_tokens, bc.generation.temperature, bc.generation.stop)

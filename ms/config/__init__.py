@@ -6,7 +6,7 @@ heavy import."""
 from ms.config.fields import Check, setting
 from ms.config.schema import (
     AGE_UNITS, AT_TEST, AgentConfig, BackboneConfig, CompositeConfig, Config,
-    DataConfig, EVAL_METRICS, EvalConfig, GATES, GateConfig, GenerationConfig, HFDataConfig, LABEL_METHODS,
+    DataConfig, ENGINES, EVAL_METRICS, EvalConfig, GATES, GateConfig, GenerationConfig, HFDataConfig, LABEL_METHODS,
     MemoryConfig, POLICIES, POOL_MODES, PROMPT_LOGPROBS, PROVIDERS, PoolConfig,
     PriceConfig, PromptConfig, READS, REFRESH_POLICIES, REF_LOGPROB, RETRIEVERS,
     RUBRIC_TOTAL, RetrieverConfig, ScorerConfig, StmLtmConfig, TrainConfig,
@@ -14,7 +14,7 @@ from ms.config.schema import (
 from ms.config.store import CONF_DIR, register
 
 __all__ = ["CONF_DIR", "Check", "register", "setting", "AGE_UNITS", "AT_TEST", "AgentConfig",
-           "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS",
+           "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "ENGINES", "EVAL_METRICS",
            "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig",
            "POLICIES", "POOL_MODES", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig",
            "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS",

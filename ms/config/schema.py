@@ -21,6 +21,11 @@ PROVIDERS = ("hf", "openai", "mistral")
 # Where an openai backbone gets token log-probs of given text: none (the chat API has none, so
 # callers use the verbalized fallback) | echo (a server's /completions echoes the prompt with them).
 PROMPT_LOGPROBS = ("none", "echo")
+# What does greedy generation for the hf provider (scoring stays on transformers): hf
+# (transformers, exact) | llamacpp (the GGUF in-process through llama-cpp-python, several sequences
+# per step) | llamacpp-f16 / llamacpp-q4_0 (the same GGUF re-written in f16 or q4_0 weights first:
+# ms.llm.llamacpp.WEIGHTS says why) | ct2 (CTranslate2, int8 weights).
+ENGINES = ("hf", "llamacpp", "llamacpp-f16", "llamacpp-q4_0", "ct2")
 POOL_MODES = ("domain", "single")
 RETRIEVERS = ("dense", "composite", "bm25", "random")
 AT_TEST = ("bm25", "random", "dense_frozen")
@@ -112,6 +117,8 @@ class BackboneConfig:
     device: str = "auto"
     dtype: str = "auto"
     batch_size: int = setting(8, ge=1)
+    # hf provider: what does greedy generation (see ENGINES); scoring stays on transformers.
+    engine: str = setting("hf", choices=ENGINES)
     max_length: int = setting(2048, ge=1)
     base_url: Optional[str] = None
     api_key_env: Optional[str] = None  # the NAME of the variable holding the key, never the key
@@ -136,6 +143,9 @@ class BackboneConfig:
         if not self.model and not (self.provider == "hf" and self.gguf_package):
             yield "model", (f"backbone '{self.name}' ({self.provider}) needs backbone.model"
                             + (" or backbone.gguf_package" if self.provider == "hf" else ""))
+        if self.engine != "hf" and self.provider != "hf":
+            yield "engine", (f"backbone '{self.name}' ({self.provider}): engine={self.engine} needs provider hf "
+                             "(an API backbone generates on its server)")
         if self.prompt_logprobs != "none" and self.provider != "openai":
             yield "prompt_logprobs", (f"backbone '{self.name}' ({self.provider}): prompt_logprobs="
                                       f"{self.prompt_logprobs} needs provider openai (an OpenAI-compatible server)")
@@ -317,4 +327,4 @@ class Config:
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 
-__all__ = ["AGE_UNITS", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_MODES", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]
+__all__ = ["AGE_UNITS", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_MODES", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]

@@ -113,6 +113,10 @@ class LM(ABC):
         """The model as response-cache keys name it: two LMs share cached replies only where it is equal."""
         return self.model
 
+    def _key_model(self, kind: str) -> str:
+        """The model as the cache keys of `kind` calls name it (a provider may split by kind)."""
+        return self.cache_model
+
     # ---- public API -------------------------------------------------------------------------
 
     def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int | None = None,
@@ -178,7 +182,7 @@ class LM(ABC):
     # ---- internals --------------------------------------------------------------------------
 
     def _cached(self, kind: str, requests: list[Any], params: dict[str, Any], cacheable: bool, compute):
-        keys = [cache_key(kind, self.provider, self.cache_model, params, r) for r in requests]
+        keys = [cache_key(kind, self.provider, self._key_model(kind), params, r) for r in requests]
         found = self.cache.get_many(keys) if cacheable else {}
         self.usage.cache_hits += len(found)
         todo = [i for i, k in enumerate(keys) if k not in found]

@@ -11,7 +11,8 @@ from typing import Sequence
 
 import torch
 
-from ms.llm.base import LM, Message, Prompt, as_messages
+from ms.config.schema import ENGINES
+from ms.llm.base import LM, BackendError, Message, Prompt, as_messages
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
 
@@ -72,6 +73,12 @@ def model_id(source: str, gguf_file: str | None) -> str:
     return f"{source}::{gguf_file}" if gguf_file else source
 
 
+def engine_model_id(model: str, engine: str) -> str:
+    """The model as generate's cache keys name it: hf keeps the bare id (existing caches still
+    hit); another engine's greedy text can differ from hf's, so its replies get keys of their own."""
+    return model if engine == "hf" else f"{model}#engine={engine}"
+
+
 def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -85,11 +92,15 @@ class HFLM(LM):
 
     def __init__(self, model: str | None = None, *, gguf_file: str | None = None, gguf_package: str | None = None,
                  device: str = "auto", dtype: str = "auto", batch_size: int = 8, max_length: int = 2048,
-                 models_dir: str | Path | None = None, **kwargs):
+                 models_dir: str | Path | None = None, engine: str = "hf", **kwargs):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         source, gguf_file = model_source(model, gguf_file, gguf_package)
         super().__init__(model=model_id(source, gguf_file), **kwargs)
+        if engine not in ENGINES:  # before minutes of loading
+            raise BackendError(f"unknown backbone.engine '{engine}'; choose one of {', '.join(ENGINES)}")
+        self.engine = engine
+        gguf = Path(source) / gguf_file if gguf_file else None
         self.device = resolve_device(device)
         self.batch_size = batch_size
         self.max_length = max_length
@@ -104,6 +115,12 @@ class HFLM(LM):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.tokenizer.padding_side = "left"
         self.prefix_caches = PrefixCaches()
+        # Greedy generation may run on another engine; scoring stays on transformers, which is exact.
+        self.generator = make_generator(engine, gguf, None if gguf_file else source, self.tokenizer,
+                                        batch_size=batch_size, max_length=max_length, models_dir=models_dir)
+
+    def _key_model(self, kind: str) -> str:
+        return engine_model_id(self.cache_model, self.engine) if kind == "generate" else self.cache_model
 
     # ---- prompt formatting ------------------------------------------------------------------
 
@@ -132,6 +149,9 @@ class HFLM(LM):
     def _generate(self, chats: list[list[Message]], *, max_new_tokens: int, temperature: float,
                   stop: list[str]) -> list[str]:
         encoded = [self._encode(self.chat_context(c))[-self.max_length:] for c in chats]
+        if self.generator is not None and temperature == 0:
+            return self._engine_generate(encoded, max_new_tokens, stop)
+        # Sampling (temperature > 0) stays here: the engines decode greedily only.
         # Similar lengths share a batch, so little compute goes to padding.
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         out: list[str] = [""] * len(encoded)
@@ -148,6 +168,27 @@ class HFLM(LM):
                 self.usage.prompt_tokens += len(encoded[i])
                 self.usage.completion_tokens += int((tokens != self.tokenizer.pad_token_id).sum())
                 out[i] = truncate_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=True), stop).strip()
+        return out
+
+    def _engine_generate(self, encoded: list[list[int]], max_new_tokens: int, stop: list[str]) -> list[str]:
+        eos = self.net.generation_config.eos_token_id
+        eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+        # A stop string spans at most as many tokens as it has characters, so the reply's tail
+        # shows it; stopping there only saves steps, the text is cut at the stop below as on hf.
+        tail = max((len(s) for s in stop), default=0) + 1
+
+        def done(_: int, tokens: list[int]) -> bool:
+            text = self.tokenizer.decode(tokens[-tail:], skip_special_tokens=True)
+            return any(s and s in text for s in stop)
+
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))  # similar lengths together
+        replies = self.generator.generate([encoded[i] for i in order], max_new_tokens=max_new_tokens,
+                                          eos=eos, done=done if stop else None)
+        out: list[str] = [""] * len(encoded)
+        for i, tokens in zip(order, replies):
+            self.usage.prompt_tokens += len(encoded[i])
+            self.usage.completion_tokens += len(tokens)
+            out[i] = truncate_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=True), stop).strip()
         return out
 
     # ---- scoring ----------------------------------------------------------------------------
@@ -227,6 +268,35 @@ class HFLM(LM):
     def _key_values(self, ids: list[int]):
         return self.net(input_ids=torch.tensor([ids], device=self.device), use_cache=True,
                         logits_to_keep=1).past_key_values
+
+
+def make_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, *, batch_size: int,
+                   max_length: int, models_dir: str | Path | None = None):
+    """The engine that does greedy generation, loaded once; None: transformers does it.
+    `gguf`: the model's GGUF file, if it has one; `folder`: the transformers folder (or hub name)
+    it was loaded from, None when transformers read the GGUF file directly."""
+    if engine == "hf":
+        return None
+    if engine.startswith("llamacpp"):
+        if gguf is None:
+            raise BackendError(f"backbone.engine={engine} runs a GGUF file: set backbone.gguf_file or "
+                               "backbone.gguf_package, or backbone.engine=hf")
+        from ms.llm.llamacpp import LlamaCppGenerator, requantized
+
+        if "-" in engine:  # llamacpp-f16, llamacpp-q4_0: the same GGUF re-written in those weights
+            if models_dir is None:
+                raise BackendError(f"backbone.engine={engine} writes a model file: give HFLM a models_dir")
+            gguf = requantized(gguf, engine.split("-", 1)[1], Path(models_dir))
+        # Each sequence owns its cells (attention then reads its own only): room for a
+        # full-length prompt and a 512-token reply, 23 KB each for SmolLM2 (940 MB for 16).
+        return LlamaCppGenerator(gguf, n_seq_max=batch_size, n_ctx=batch_size * (max_length + 512),
+                                 kv_unified=False)
+    if folder is None:  # ct2: CTranslate2 converts from a transformers folder
+        raise BackendError(f"backbone.engine={engine} converts the transformers copy of the model, "
+                           "which HFLM makes only with a models_dir (build_lm gives one)")
+    from ms.llm.ct2 import CT2Generator
+
+    return CT2Generator(folder, tokenizer, batch_size=batch_size)
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
