@@ -91,3 +91,16 @@ def test_unknown_engine_is_a_clear_error(models_cache):
     cfg.backbone.engine = "vllm"
     with pytest.raises(BackendError, match="backbone.engine"):
         build_lm(cfg.backbone, models_cache, use_response_cache=False)
+
+
+def test_ct2_generates_stops_and_batches_like_one_at_a_time(models_cache):
+    cfg = compose_config(["backbone.engine=ct2"])
+    ct2 = build_lm(cfg.backbone, models_cache, use_response_cache=False)
+    prompts = ["What is the capital of France?", "Write a long story about a dragon."]
+    alone = [ct2.generate([p], max_new_tokens=6)[0] for p in prompts]
+    assert all(text.strip() for text in alone)
+    before = ct2.usage.completion_tokens
+    assert ct2.generate(prompts, max_new_tokens=6) == alone
+    assert ct2.usage.completion_tokens - before <= 12
+    cut = ct2.generate(["Count from 1 to 10, separated by commas."], max_new_tokens=30, stop=[","])[0]
+    assert cut and "," not in cut
