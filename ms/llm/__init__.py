@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ms.config.schema import ENGINES, PROVIDERS
+from ms.config.schema import PROVIDERS
 from ms.llm.base import LM, BackendError, LoglikelihoodUnsupported, Usage
 from ms.llm.cache import CACHE_FILENAME, ResponseCache
 
