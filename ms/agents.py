@@ -21,6 +21,7 @@ from ms.config.schema import AgentConfig
 from ms.config.store import CONF_DIR
 from ms.errors import UserError, one_line
 from ms.llm.base import Message
+from ms.pool import scope_for
 
 AGENTS_DIR = Path(CONF_DIR) / "agents"
 DEFAULT_AGENTS = "paper"  # the group's default option, AGENTS_DIR / "paper.yaml"
@@ -100,6 +101,14 @@ def domains(agents: Mapping[str, Agent]) -> dict[str, tuple[str, ...]]:
     for agent in agents.values():
         out[agent.domain] = out.get(agent.domain, ()) + (agent.name,)
     return out
+
+
+def seed_memories(agent: Agent, pairs: Sequence[Any], pool_mode: str) -> list[dict[str, Any]]:
+    """The pool rows an agent's seed pairs (each with `question` and `answer`) become, in the scope
+    `pool_mode` gives its domain: how a run seeds its pool, and the gate check its own."""
+    scope = scope_for(agent.domain, pool_mode)
+    return [{"scope": scope, "agent": agent.name, "domain": agent.domain, "question": p.question,
+             "answer": p.answer, "origin": "seed"} for p in pairs]
 
 
 @dataclass(frozen=True)

@@ -118,36 +118,75 @@ def invert_cmd(args: argparse.Namespace) -> int:
 
 
 def gate_check_cmd(args: argparse.Namespace) -> int:
+    import tempfile
     import time
     from pathlib import Path
 
     from ms.agents import agents_from
-    from ms.backbones import backbone_config
-    from ms.data import load_splits
-    from ms.gatecheck import format_results, run_gate_check
-    from ms.llm import build_lm
-    from ms.scorer import Scorer, load_rubrics, rubric_ref
+    from ms.backbones import build_backbones, can, resolve
     from ms.config.files import USAGE_FILE
+    from ms.data import load_splits
+    from ms.gatecheck import (MISSING_SCORE, corrupted_copies, format_results, gate_scores, grade, summarize,
+                              write_results)
+    from ms.gatecheck_utility import utility_of_jobs
+    from ms.schedule import stream_k
+    from ms.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
     from ms.usage import format_usage, save_usage
 
     cfg = _compose(args.overrides)
     agents = agents_from(cfg.agents)
-    seeds = {agent: parts.seed[:args.per_agent] for agent, parts in load_splits(cfg.data, agents).items()}
-    rubric_of = {agent: rubric_ref(agents[agent], cfg.pool.mode) for agent in seeds}
-    started = time.perf_counter()
-    scorer = Scorer(build_lm(backbone_config(cfg, cfg.scorer.backbone), cfg.cache_dir, cfg.use_cache),
-                    load_rubrics(set(rubric_of.values())), cfg.scorer)
+    splits = load_splits(cfg.data, agents)
+    jobs = corrupted_copies({agent: parts.seed[:args.per_agent] for agent, parts in splits.items()})
+    rubric, utility = bool({"rubric", "both"} & set(args.gate)), bool({"utility", "both"} & set(args.gate))
+    backbone_of = {agent: resolve(cfg, agents[agent].backbone) for agent in splits}
+    for agent, name in backbone_of.items():
+        if utility and not can(cfg, name, "scores_text"):
+            raise UserError(f"--gate {','.join(args.gate)}: backbone '{name}' of agent {agent} cannot score given "
+                            f"text; use an hf backbone, or backbone.prompt_logprobs=echo")
+    backbones = build_backbones(cfg, [*(backbone_of.values() if utility else []), cfg.scorer.backbone])
+    seconds, decisions, utilities, scorer = {}, None, None, None
+    if rubric:
+        refs = {agent: rubric_ref(agents[agent], cfg.pool.mode) for agent in splits}
+        scorer = Scorer(backbones[resolve(cfg, cfg.scorer.backbone)], load_rubrics(set(refs.values())), cfg.scorer)
+        started = time.perf_counter()
+        decisions = grade(scorer, jobs, {agent: load_rubric(ref).name for agent, ref in refs.items()})
+        seconds["rubric"] = time.perf_counter() - started
+    if utility:
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="ms-gate-check-") as folder:
+            utilities = utility_of_jobs(cfg, jobs, {agent: parts.seed for agent, parts in splits.items()}, agents,
+                                        lambda agent: backbones[backbone_of[agent]], Path(folder))
+        seconds["utility"] = time.perf_counter() - started
+    scores = gate_scores(args.gate, decisions, utilities)
+    results = {gate: summarize([(j.agent, j.kind, s) for j, s in zip(jobs, scores[gate])],
+                               MISSING_SCORE.get(gate, 0.0)) for gate in args.gate}
     out = Path(args.out)
-    results = run_gate_check(scorer, seeds, rubric_of, out)
-    header = (f"Gate check: backbone {cfg.scorer.backbone or cfg.backbone.name}, score read from "
-              f"{scorer.read}, {cfg.pool.mode} rubrics, up to {args.per_agent} seed pairs per agent from "
-              f"{cfg.data.dir}; AUC of good vs corrupted (swapped, truncated, empty), 95% bootstrap CI; "
-              f"{time.perf_counter() - started:.0f} s")
+    write_results(out, jobs, decisions, utilities, results)
+    header = (f"Gate check: gates {', '.join(args.gate)}; backbone {cfg.backbone.name}; up to {args.per_agent} seed "
+              f"pairs per agent from {cfg.data.dir}, each against corrupted copies (swapped, other_question, "
+              f"truncated, empty); AUC of good vs corrupted, 95% bootstrap CI")
+    if scorer is not None:
+        header += (f"\nrubric: graded by {cfg.scorer.backbone or cfg.backbone.name}, score read from {scorer.read}, "
+                   f"{cfg.pool.mode} rubrics; both: rubric admits at score >= {cfg.scorer.threshold:g}")
+    if utility:
+        header += (f"\nutility: u over m = {cfg.gate.probes} probes from a {cfg.pool.mode} pool of every seed pair, "
+                   f"retriever {cfg.retriever.name} as shipped, {stream_k(cfg)} shot(s)")
+    header += "\nwall time: " + ", ".join(f"{part} {s:.0f} s" for part, s in seconds.items())
     text = format_results(results, header)
     (out / "gate_check.md").write_text("```\n" + text + "\n```\n", encoding="utf-8")
     print(text)
-    print(format_usage(save_usage([scorer.lm], out / USAGE_FILE)))
+    print(format_usage(save_usage(list(backbones.values()), out / USAGE_FILE)))
     return 0
+
+
+def _gates(text: str) -> list[str]:
+    """--gate: one gate or several, comma-separated; `both` is derived from the other two's measurements."""
+    from ms.config import GATES
+
+    gates = list(dict.fromkeys(g.strip() for g in text.split(",") if g.strip()))
+    if not gates or any(g not in GATES for g in gates):
+        raise argparse.ArgumentTypeError(f"'{text}': choose from {', '.join(GATES)}, comma-separated")
+    return gates
 
 
 def pool_stats_cmd(args: argparse.Namespace) -> int:
@@ -244,9 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
     inv.add_argument("overrides", nargs="*", help="more Hydra overrides, e.g. backbone.batch_size=4")
     inv.set_defaults(handler=invert_cmd)
 
-    gate = commands.add_parser("gate-check", help="does the grader tell good pairs from corrupted copies? "
+    gate = commands.add_parser("gate-check", help="does a gate tell good pairs from corrupted copies? "
                                                   "per-agent ROC AUC with a 95%% CI")
     gate.add_argument("--per-agent", type=int, default=8, help="seed pairs per agent (default 8)")
+    gate.add_argument("--gate", type=_gates, default=["rubric"], metavar="GATES",
+                      help="rubric (default), utility, both, or several comma-separated (rubric,utility,both): "
+                           "each gate's AUC from one measurement of the pairs")
     gate.add_argument("--out", default="gate_check", help="folder for gate_check.{md,csv} and the decisions")
     gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
     gate.set_defaults(handler=gate_check_cmd)

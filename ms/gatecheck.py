@@ -1,29 +1,47 @@
-"""Gate sanity (`ms-data gate-check`): can the grader tell good pairs from broken ones?
+"""Gate sanity (`ms-data gate-check`): can a gate tell good pairs from broken ones?
 
-Each agent's seed pairs are graded as they are and as three corrupted copies: the answer swapped
-for another agent's answer, the answer cut to its first line, and an empty-looking answer. The
-per-agent ROC AUC (good above corrupted) with a 95% bootstrap CI says whether a backbone can grade
-at all: 0.5 is chance, 1.0 a perfect separation.
+Each agent's seed pairs are judged as they are and as four corrupted copies: the answer swapped for
+another agent's answer, the answer of another of the same agent's questions (on style, off topic:
+what a measure of usefulness as an example can miss), the answer cut to its first line, and an
+empty-looking answer. Each gate gives every pair a score: the rubric's grade, the utility gate's u,
+and for `both` the pair's place in the order (rubric admits, u). The per-agent ROC AUC (good above
+corrupted) with a 95% bootstrap CI, over all corruptions and per corruption, says whether a gate
+separates them: 0.5 is chance, 1.0 a perfect separation.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Mapping, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 from scipy import stats
 
 from ms.data import Example
-from ms.scorer import Decision, Scorer, load_rubric
+from ms.scorer import Decision, Scorer
 from ms.stats import CONFIDENCE, RESAMPLES, SEED
+from ms.utility import Utility
 
-CORRUPTIONS = ("swapped", "truncated", "empty")
+GOOD = "good"
+CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")
+ALL = "all"  # every corruption together
 EMPTY_ANSWER = "N/A"
+# Which score a pair gets where its gate read none: the rubric rejects an unscored pair, and the
+# utility gate admits one it could not measure (its scope held nothing to probe).
+MISSING_SCORE = {"rubric": 0.0, "utility": math.inf}
+
+
+class Job(NamedTuple):
+    """One pair to judge: a seed pair's question with its own answer (`kind` good) or a corrupted one."""
+
+    agent: str
+    kind: str
+    example: Example
+    answer: str
 
 
 def truncated(answer: str) -> str:
@@ -35,19 +53,60 @@ def truncated(answer: str) -> str:
     return " ".join(words[:max(1, len(words) // 3)])
 
 
-def corrupted_copies(seeds: dict[str, list[Example]]) -> list[tuple[str, str, Example, str]]:
-    """(agent, kind, example, answer) for every seed pair as it is and in each corruption. The
-    swapped answer comes from the next agent in the list, so it is always another agent's."""
+def corrupted_copies(seeds: dict[str, list[Example]]) -> list[Job]:
+    """Every seed pair as it is and in each corruption. The swapped answer comes from the next agent
+    in the list, so it is always another agent's; the other question's answer from the agent's next
+    seed pair, so it is always the same agent's (an agent with one pair has none to give)."""
     agents = list(seeds)
     out = []
     for i, agent in enumerate(agents):
+        own = seeds[agent]
         donor = seeds[agents[(i + 1) % len(agents)]] if len(agents) > 1 else []
-        for j, example in enumerate(seeds[agent]):
-            out.append((agent, "good", example, example.answer))
+        for j, example in enumerate(own):
+            out.append(Job(agent, GOOD, example, example.answer))
             if donor:
-                out.append((agent, "swapped", example, donor[j % len(donor)].answer))
-            out.append((agent, "truncated", example, truncated(example.answer)))
-            out.append((agent, "empty", example, EMPTY_ANSWER))
+                out.append(Job(agent, "swapped", example, donor[j % len(donor)].answer))
+            if len(own) > 1:
+                out.append(Job(agent, "other_question", example, own[(j + 1) % len(own)].answer))
+            out.append(Job(agent, "truncated", example, truncated(example.answer)))
+            out.append(Job(agent, "empty", example, EMPTY_ANSWER))
+    return out
+
+
+def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch: int = 16) -> list[Decision]:
+    """The rubric gate's decision on every job. `rubric_of`: agent -> the rubric's name."""
+    from tqdm.auto import tqdm
+
+    decisions: list[Decision] = []
+    for start in tqdm(range(0, len(jobs), batch), desc="gate-check rubric", unit="batch"):
+        decisions += scorer.score([(j.agent, rubric_of[j.agent], j.example.question, j.answer)
+                                   for j in jobs[start:start + batch]])
+    return decisions
+
+
+def both_order(admitted: Sequence[bool], u: Sequence[float]) -> list[float]:
+    """`both` as a score: each pair's rank in the order (rubric admits, u), so a pair the rubric
+    rejects ranks below every pair it admits, and u orders the pairs within each side."""
+    keys = list(zip(admitted, u))
+    rank = {key: float(i) for i, key in enumerate(sorted(set(keys)))}
+    return [rank[key] for key in keys]
+
+
+def gate_scores(gates: Sequence[str], decisions: Optional[Sequence[Decision]],
+                utilities: Optional[Sequence[Utility]]) -> dict[str, list[Optional[float]]]:
+    """gate -> each job's score (None where the gate read none); `both` is derived from the other
+    two measurements, never measured again."""
+    rubric = [d.score for d in decisions] if decisions is not None else None
+    u = [m.u for m in utilities] if utilities is not None else None
+    out = {}
+    for gate in gates:
+        if gate == "rubric":
+            out[gate] = rubric
+        elif gate == "utility":
+            out[gate] = u
+        else:
+            filled = [MISSING_SCORE["utility"] if v is None else v for v in u]
+            out[gate] = both_order([d.accepted for d in decisions], filled)
     return out
 
 
@@ -56,19 +115,6 @@ def auc(good: Sequence[float], bad: Sequence[float], axis: int = -1) -> np.ndarr
     good, bad = np.asarray(good, float), np.asarray(bad, float)
     u = stats.mannwhitneyu(good, bad, axis=axis, alternative="two-sided").statistic
     return u / (good.shape[axis] * bad.shape[axis])
-
-
-@dataclass
-class AgentAUC:
-    agent: str
-    auc: float
-    lo: float | None
-    hi: float | None
-    n_good: int
-    n_corrupted: int
-    unscored: int
-    mean_good: float | None
-    mean_by_kind: dict[str, float | None]
 
 
 def auc_with_ci(good: Sequence[float], bad: Sequence[float]) -> tuple[float, float | None, float | None]:
@@ -83,63 +129,118 @@ def auc_with_ci(good: Sequence[float], bad: Sequence[float]) -> tuple[float, flo
     return point, float(ci.low), float(ci.high)
 
 
-def summarize(decisions: Sequence[tuple[str, str, Decision]]) -> list[AgentAUC]:
-    """decisions: (agent, kind, decision). An unscored pair counts as score 0: the gate rejects it."""
-    def score(d: Decision) -> float:
-        return 0.0 if d.score is None else float(d.score)
+@dataclass
+class Separation:
+    """Good against one corruption (or all of them) for one agent under one gate."""
 
+    auc: float
+    lo: float | None
+    hi: float | None
+    n_good: int
+    n_corrupted: int
+    mean_corrupted: float | None
+
+    @property
+    def near_chance(self) -> bool:
+        """The CI covers 0.5 (no CI: too few pairs to tell)."""
+        return self.lo is None or self.lo <= 0.5 <= self.hi
+
+
+@dataclass
+class AgentAUC:
+    agent: str
+    missing: int  # pairs the gate read no score for, counted as MISSING_SCORE
+    mean_good: float | None
+    by_kind: dict[str, Separation]  # ALL and each corruption present
+
+    @property
+    def overall(self) -> Separation:
+        return self.by_kind[ALL]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    finite = [v for v in values if math.isfinite(v)]
+    return float(np.mean(finite)) if finite else None
+
+
+def summarize(rows: Sequence[tuple[str, str, Optional[float]]], missing_as: float = 0.0) -> list[AgentAUC]:
+    """rows: (agent, kind, score); a missing score counts as `missing_as`."""
     out = []
-    for agent in dict.fromkeys(a for a, _, _ in decisions):
+    for agent in dict.fromkeys(a for a, _, _ in rows):
         by_kind: dict[str, list[float]] = {}
-        for a, kind, d in decisions:
+        for a, kind, score in rows:
             if a == agent:
-                by_kind.setdefault(kind, []).append(score(d))
-        good = by_kind.get("good", [])
-        bad = [v for kind in CORRUPTIONS for v in by_kind.get(kind, [])]
-        point, lo, hi = auc_with_ci(good, bad)
-        unscored = sum(d.score is None for a, _, d in decisions if a == agent)
-        out.append(AgentAUC(agent, point, lo, hi, len(good), len(bad), unscored,
-                            float(np.mean(good)) if good else None,
-                            {kind: float(np.mean(by_kind[kind])) for kind in CORRUPTIONS if kind in by_kind}))
+                by_kind.setdefault(kind, []).append(missing_as if score is None else float(score))
+        good = by_kind.get(GOOD, [])
+        groups = {ALL: [v for kind in CORRUPTIONS for v in by_kind.get(kind, [])],
+                  **{kind: by_kind[kind] for kind in CORRUPTIONS if kind in by_kind}}
+        separations = {kind: Separation(*auc_with_ci(good, bad), len(good), len(bad), _mean(bad))
+                       for kind, bad in groups.items()}
+        out.append(AgentAUC(agent, sum(s is None for a, _, s in rows if a == agent), _mean(good), separations))
     return out
 
 
-def run_gate_check(scorer: Scorer, seeds: dict[str, list[Example]], rubric_of: Mapping[str, str],
-                   out: Path, batch: int = 16) -> list[AgentAUC]:
-    """`rubric_of`: agent -> the rubric its pairs are graded with (ms.scorer.rubric_ref)."""
-    from tqdm.auto import tqdm
-
-    jobs = corrupted_copies(seeds)
-    decisions = []
-    for start in tqdm(range(0, len(jobs), batch), desc="gate-check", unit="batch"):
-        part = jobs[start:start + batch]
-        graded = scorer.score([(agent, load_rubric(rubric_of[agent]).name, e.question, answer)
-                               for agent, _, e, answer in part])
-        decisions += [(agent, kind, d) for (agent, kind, _, _), d in zip(part, graded)]
+def write_results(out, jobs: Sequence[Job], decisions: Optional[Sequence[Decision]],
+                  utilities: Optional[Sequence[Utility]], results: dict[str, list[AgentAUC]]) -> None:
+    """gate_check_decisions.jsonl (every pair, each measurement) and gate_check.csv (one row per
+    gate, agent and corruption) in folder `out`."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / "gate_check_decisions.jsonl").open("w", encoding="utf-8") as f:
-        for (agent, kind, d), (_, _, e, _) in zip(decisions, jobs):
-            f.write(json.dumps({"kind": kind, "seed_id": e.id, **d.as_dict()}, ensure_ascii=False) + "\n")
-    results = summarize(decisions)
+        for i, job in enumerate(jobs):
+            row = {"agent": job.agent, "kind": job.kind, "seed_id": job.example.id,
+                   "question": job.example.question, "answer": job.answer}
+            if decisions is not None:
+                row.update(decisions[i].as_dict())
+            if utilities is not None:
+                row["utility"] = utilities[i].as_dict()
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
     with (out / "gate_check.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["agent", "auc", "ci_lo", "ci_hi", "n_good", "n_corrupted", "unscored", "mean_good",
-                         *(f"mean_{k}" for k in CORRUPTIONS)])
-        for r in results:
-            writer.writerow([r.agent, r.auc, r.lo, r.hi, r.n_good, r.n_corrupted, r.unscored, r.mean_good,
-                             *(r.mean_by_kind.get(k) for k in CORRUPTIONS)])
-    return results
+        writer.writerow(["gate", "agent", "corruption", "auc", "ci_lo", "ci_hi", "n_good", "n_corrupted", "missing",
+                         "mean_good", "mean_corrupted"])
+        for gate, agents in results.items():
+            for r in agents:
+                for kind, s in r.by_kind.items():
+                    writer.writerow([gate, r.agent, kind, s.auc, s.lo, s.hi, s.n_good, s.n_corrupted, r.missing,
+                                     r.mean_good, s.mean_corrupted])
 
 
-def format_results(results: Sequence[AgentAUC], header: str) -> str:
-    def num(v):
-        return "–" if v is None else f"{v:.1f}"
+def mean_auc(agents: Sequence[AgentAUC], kind: str) -> float | None:
+    """The mean over agents of the AUC against `kind` (ALL or a corruption)."""
+    values = [r.by_kind[kind].auc for r in agents if kind in r.by_kind]
+    return float(np.mean(values)) if values else None
 
-    lines = [header, f"{'agent':<11} {'AUC':>5} {'95% CI':>13} {'n good/bad':>10} {'unscored':>8} | mean score: "
-             f"{'good':>5}" + "".join(f" {k:>9}" for k in CORRUPTIONS)]
-    for r in results:
-        ci = f"[{r.lo:.2f}, {r.hi:.2f}]" if r.lo is not None else "–"
-        lines.append(f"{r.agent:<11} {r.auc:5.2f} {ci:>13} {f'{r.n_good}/{r.n_corrupted}':>10} {r.unscored:>8} | "
-                     f"{'':>12}{num(r.mean_good):>5}" + "".join(f" {num(r.mean_by_kind.get(k)):>9}" for k in CORRUPTIONS))
+
+def format_results(results: dict[str, list[AgentAUC]], header: str) -> str:
+    """A summary (mean AUC over agents per gate and corruption, and the agents whose CI covers 0.5),
+    then one table per gate: each agent's AUC with its CI against all corruptions and each one, and
+    the mean score of each kind (not for `both`, whose score is a rank)."""
+    def cell(s: Separation | None) -> str:
+        if s is None:
+            return f"{'–':>18}"
+        ci = f"[{s.lo:.2f}, {s.hi:.2f}]" if s.lo is not None else "–"
+        return f"{s.auc:5.2f} {ci:>12}"
+
+    def num(v: float | None) -> str:
+        return f"{'–':>9}" if v is None else f"{v:9.3g}"
+
+    kinds = (ALL, *CORRUPTIONS)
+    lines = [header, "", "Mean AUC over agents (good vs corrupted); near chance: agents whose 95% CI covers 0.5",
+             f"{'gate':<8}" + "".join(f" {k:>14}" for k in kinds) + "  near chance (all corruptions)"]
+    for gate, agents in results.items():
+        means = [mean_auc(agents, k) for k in kinds]
+        near = [r.agent for r in agents if r.overall.near_chance]
+        lines.append(f"{gate:<8}" + "".join(f" {'–' if m is None else f'{m:.2f}':>14}" for m in means)
+                     + f"  {', '.join(near) or 'none'}")
+    for gate, agents in results.items():
+        lines += ["", f"gate {gate}: AUC [95% CI] of good vs corrupted",
+                  f"{'agent':<11} {'n good/bad':>10} {'missing':>7}" + "".join(f" {k:>18}" for k in kinds)]
+        for r in agents:
+            lines.append(f"{r.agent:<11} {f'{r.overall.n_good}/{r.overall.n_corrupted}':>10} {r.missing:>7}"
+                         + "".join(f" {cell(r.by_kind.get(k))}" for k in kinds))
+        if gate != "both":
+            lines += [f"gate {gate}: mean score", f"{'agent':<11} {GOOD:>9}" + "".join(f" {k:>14}" for k in CORRUPTIONS)]
+            for r in agents:
+                lines.append(f"{r.agent:<11} {num(r.mean_good)}" + "".join(
+                    f" {num(r.by_kind[k].mean_corrupted if k in r.by_kind else None):>14}" for k in CORRUPTIONS))
     return "\n".join(lines)
-

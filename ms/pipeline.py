@@ -18,7 +18,7 @@ import torch
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from ms.agents import PromptTemplate, agents_from, chat
+from ms.agents import PromptTemplate, agents_from, chat, seed_memories
 from ms.backbones import backbone_config, build_backbones, resolve
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, USAGE_FILE
 from ms.data import Example, load_splits
@@ -141,8 +141,8 @@ class Experiment:
     # ---- the loop ---------------------------------------------------------------------------
 
     def seed_pool(self) -> int:
-        items = [{"scope": self.scope(a), "agent": a, "domain": self.agents[a].domain, "question": e.question,
-                  "answer": e.answer, "origin": "seed"} for a, s in self.splits.items() for e in s.seed]
+        items = [row for a, s in self.splits.items()
+                 for row in seed_memories(self.agents[a], s.seed, self.cfg.pool.mode)]
         return sum(i is not None for i in self.pool.add(items, step=0))
 
     def prompts(self, queries: Sequence[Query], k: int, *, mark: bool,

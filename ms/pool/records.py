@@ -67,13 +67,14 @@ def scope_for(domain: str, pool_mode: str) -> str:
     raise ValueError(f"unknown pool mode {pool_mode!r}; allowed: {', '.join(POOL_MODES)}")
 
 
-def _normalize(text: str) -> str:
+def normalize_space(text: str) -> str:
+    """Text as the pool compares it: whitespace-only differences do not count."""
     return re.sub(r"\s+", " ", text.strip())
 
 
 def content_hash(question: str, answer: str) -> str:
     """Identity of a memory's content; whitespace-only differences hash equal."""
-    blob = _normalize(question) + "\x1f" + _normalize(answer)
+    blob = normalize_space(question) + "\x1f" + normalize_space(answer)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
