@@ -127,7 +127,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.config.files import USAGE_FILE
     from ms.data import load_splits
     from ms.gatecheck import (MISSING_SCORE, corrupted_copies, format_results, gate_scores, grade, summarize,
-                              write_results)
+                              threshold_report, write_results)
     from ms.gatecheck_utility import utility_of_jobs
     from ms.schedule import stream_k
     from ms.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
@@ -173,6 +173,8 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
                    f"retriever {cfg.retriever.name} as shipped, {stream_k(cfg)} shot(s)")
     header += "\nwall time: " + ", ".join(f"{part} {s:.0f} s" for part, s in seconds.items())
     text = format_results(results, header)
+    if utilities is not None:
+        text += threshold_report([j.kind for j in jobs], [m.u for m in utilities])
     (out / "gate_check.md").write_text("```\n" + text + "\n```\n", encoding="utf-8")
     print(text)
     print(format_usage(save_usage(list(backbones.values()), out / USAGE_FILE)))

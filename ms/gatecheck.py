@@ -239,8 +239,44 @@ def format_results(results: dict[str, list[AgentAUC]], header: str) -> str:
             lines.append(f"{r.agent:<11} {f'{r.overall.n_good}/{r.overall.n_corrupted}':>10} {r.missing:>7}"
                          + "".join(f" {cell(r.by_kind.get(k))}" for k in kinds))
         if gate != "both":
-            lines += [f"gate {gate}: mean score", f"{'agent':<11} {GOOD:>9}" + "".join(f" {k:>14}" for k in CORRUPTIONS)]
+            lines += [f"gate {gate}: mean score",
+                      f"{'agent':<11} {GOOD:>9}" + "".join(f" {k:>14}" for k in CORRUPTIONS)]
             for r in agents:
                 lines.append(f"{r.agent:<11} {num(r.mean_good)}" + "".join(
                     f" {num(r.by_kind[k].mean_corrupted if k in r.by_kind else None):>14}" for k in CORRUPTIONS))
+    return "\n".join(lines)
+
+
+def youden_threshold(good: Sequence[float], bad: Sequence[float]) -> tuple[float, float]:
+    """(t, J): the threshold with the largest Youden's J = P(good admitted) - P(corrupted admitted)
+    for a gate that admits when score > t, trying 0 and every score seen (closest to 0 on a tie)."""
+    good, bad = np.asarray(good, float), np.asarray(bad, float)
+    tried = sorted({0.0, *good[np.isfinite(good)], *bad[np.isfinite(bad)]}, key=abs)
+    j = [float((good > t).mean() - (bad > t).mean()) for t in tried]
+    best = int(np.argmax(j))
+    return tried[best], j[best]
+
+
+def threshold_report(kinds: Sequence[str], u: Sequence[Optional[float]]) -> str:
+    """What `gate.utility_threshold` would admit, pooled over agents: the spread of u of good pairs,
+    and the share of each kind admitted at 0 and at the Youden threshold."""
+    by_kind: dict[str, list[float]] = {}
+    for kind, value in zip(kinds, u):
+        if value is not None:
+            by_kind.setdefault(kind, []).append(value)
+    good = by_kind.get(GOOD, [])
+    bad = [v for kind in CORRUPTIONS for v in by_kind.get(kind, [])]
+    if not good or not bad:
+        return ""
+    t, j = youden_threshold(good, bad)
+    q = np.quantile(good, [0, 0.25, 0.5, 0.75, 1])
+    lines = ["", "utility threshold, pooled over agents (admit when u > t)",
+             "u of good pairs (nats/token): min {:+.4f}, q25 {:+.4f}, median {:+.4f}, q75 {:+.4f}, "
+             "max {:+.4f}".format(*q),
+             f"{'t':>9} {'J':>6}" + "".join(f" {k:>14}" for k in (GOOD, *CORRUPTIONS)) + "   (share admitted)"]
+    for threshold, label in ((0.0, None), (t, f"J = {j:.2f} best")):
+        shares = [np.mean(np.asarray(by_kind[k]) > threshold) if k in by_kind else None for k in (GOOD, *CORRUPTIONS)]
+        jt = float(np.mean(np.asarray(good) > threshold) - np.mean(np.asarray(bad) > threshold))
+        lines.append(f"{threshold:+9.4f} {jt:6.2f}" + "".join(f" {'–' if s is None else f'{s:.2f}':>14}"
+                                                            for s in shares) + (f"   {label}" if label else ""))
     return "\n".join(lines)

@@ -101,6 +101,14 @@ def test_gate_scores_derive_both_from_the_rubric_and_utility_measurements():
     assert scores["both"][0] > scores["both"][2] > scores["both"][1]
 
 
+def test_youden_threshold_admits_what_separates_best_and_prefers_zero_on_a_tie():
+    from ms.gatecheck import youden_threshold
+
+    t, j = youden_threshold([0.3, 0.2, -0.05], [-0.1, -0.2, 0.1])
+    assert t == -0.1 and j == pytest.approx(2 / 3)  # admits every good pair and one corrupted pair of three
+    assert youden_threshold([1.0, 2.0], [-1.0, -2.0]) == (0.0, 1.0)  # every t in [-1, 1) separates: 0 wins
+
+
 @pytest.mark.slow
 def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     """Every gate on the same pairs, with the real SmolLM2: a utility for every pair, an AUC per
