@@ -30,6 +30,18 @@ class LoglikelihoodUnsupported(BackendError):
     """The backend cannot score a given continuation; callers fall back to verbalized scoring."""
 
 
+
+def engine_package(module: str, engine: str, pip: str):
+    """The package a generation engine runs on, imported on first use; where it is not installed,
+    a one-line answer that names the setting, not a traceback."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise BackendError(f"backbone.engine={engine} needs {pip.split('>')[0]}, which is not installed "
+                           f"(pip install '{pip}', or set backbone.engine=hf)") from error
+
 def cache_key(kind: str, provider: str, model: str, params: dict[str, Any], request: Any) -> str:
     """The response-cache key of one request: what `_cached` looks up, and what plan mode probes."""
     return request_key({"kind": kind, "provider": provider, "model": model, "params": params, "request": request})

@@ -15,17 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ms.llm.base import BackendError
+from ms.llm.base import engine_package
 from ms.llm.llamacpp import cores
 
 
 def _import_ctranslate2():
-    try:
-        import ctranslate2
-    except ImportError as error:  # a one-line answer that names the setting, not a traceback
-        raise BackendError("backbone.engine=ct2 needs ctranslate2, which is not installed "
-                           "(pip install 'ctranslate2>=4', or set backbone.engine=hf)") from error
-    return ctranslate2
+    return engine_package("ctranslate2", "ct2", "ctranslate2>=4")
 
 
 def converted_ct2(folder: Path, quantization: str = "int8") -> Path:

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ms.llm.base import BackendError
+from ms.llm.base import BackendError, engine_package
 
 
 def cores() -> int:
@@ -31,11 +31,7 @@ def cores() -> int:
 
 
 def _import_llama_cpp():
-    try:
-        import llama_cpp
-    except ImportError as error:  # a one-line answer that names the setting, not a traceback
-        raise BackendError("backbone.engine=llamacpp needs llama-cpp-python, which is not installed "
-                           "(pip install 'llama-cpp-python>=0.3', or set backbone.engine=hf)") from error
+    llama_cpp = engine_package("llama_cpp", "llamacpp", "llama-cpp-python>=0.3")
     global _log_errors_only
     if _log_errors_only is None:  # llama.cpp logs every load to stderr; keep its errors only
         @llama_cpp.llama_log_callback
