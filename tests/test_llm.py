@@ -218,3 +218,37 @@ def test_misspelled_backbone_key_fails_at_composition():
     with pytest.raises(ConfigCompositionException, match="backbone.batch_sise") as caught:
         compose_config(["backbone.batch_sise=4"])
     assert "not in 'BackboneConfig'" in str(caught.value.__cause__)
+
+
+def test_a_cache_told_locked_while_another_process_recovers_it_waits_and_opens(tmp_path, monkeypatch):
+    # SQLite can answer "database is locked" at once, without its busy timeout, while another
+    # process recovers the WAL a killed writer left (seen in a resumed joblib sweep): opening waits.
+    import sqlite3
+
+    from ms.llm import cache as cache_module
+
+    real_connect, refusals = sqlite3.connect, [2]
+
+    class RefusingOnce:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *args):
+            if refusals[0] > 0 and sql.startswith("PRAGMA journal_mode"):
+                refusals[0] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return self.conn.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+        def __enter__(self):
+            return self.conn.__enter__()
+
+        def __exit__(self, *exc):
+            return self.conn.__exit__(*exc)
+
+    monkeypatch.setattr(cache_module.sqlite3, "connect", lambda *a, **k: RefusingOnce(real_connect(*a, **k)))
+    cache = ResponseCache(tmp_path / "responses.sqlite", timeout_s=5)
+    cache.put_many({"k": "v"})
+    assert cache.get_many(["k"]) == {"k": "v"} and refusals[0] == 0

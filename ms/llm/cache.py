@@ -46,13 +46,24 @@ class ResponseCache:
 
     def _open(self, timeout_s: float) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
-                                     check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
-        )
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
+                                         check_same_thread=False)
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.execute("CREATE TABLE IF NOT EXISTS responses "
+                                   "(key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
+                return
+            except sqlite3.OperationalError as error:
+                self._conn.close()
+                # Two processes opening the file at once after a writer was killed (a resumed
+                # parallel sweep) can be told "database is locked" at once, without SQLite's busy
+                # timeout, while one of them recovers the WAL: wait for it, as the timeout would.
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
