@@ -43,7 +43,7 @@ class BERTScore:
     def __init__(self, cfg: EvalConfig):
         from bert_score import BERTScorer
 
-        from ms.llm.hf import resolve_device
+        from ms.llm.local import resolve_device
         from ms.retrieval.encoder import packaged_model_dir
 
         self.cfg = cfg

@@ -20,7 +20,6 @@ from typing import Any, Callable, Sequence
 from ms.llm.base import LM, Message
 from ms.pool import Memory, Pool
 from ms.retrieval.base import Retriever, memory_text
-from ms.retrieval.composite import importance_of
 from ms.retrieval.encoder import Encoder
 from ms.config.fields import require
 from ms.config.schema import POLICIES, MemoryConfig, StmLtmConfig
@@ -220,7 +219,7 @@ class StmLtmPolicy:
     def _store_summary(self, scope: str, agent: str, group: list[Memory], reply: str, step: int) -> int | None:
         """Add the summary of `group` as one long-term memory; None when the reply is unusable or the
         same pair is already in the scope (the group then moves to long-term memory unchanged)."""
-        importance = [importance_of(m, self.cfg.default_importance) for m in group]
+        importance = [m.importance_or(self.cfg.default_importance) for m in group]
         lead = group[importance.index(max(importance))]
         parsed = parse_summary(reply, fallback_question=lead.question)
         if parsed is None:
@@ -252,7 +251,7 @@ class StmLtmPolicy:
         if not items:
             return [[] for _ in queries]
         cosines = self.encoder.encode(list(queries)) @ self.encoder.encode([memory_text(m) for m in items]).T
-        importance = [importance_of(m, self.cfg.default_importance) for m in items]
+        importance = [m.importance_or(self.cfg.default_importance) for m in items]
         found = []
         for row in cosines.tolist():
             relevance = [max(c, imp) if imp > self.cfg.importance_override else c for c, imp in zip(row, importance)]

