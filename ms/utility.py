@@ -16,7 +16,6 @@ other side (-delta_j), so one measurement informs the utility kept for both memo
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Mapping, Optional, Sequence
@@ -24,6 +23,7 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 from ms.agents import Agent, PromptTemplate, chat
 from ms.llm.base import LM
 from ms.pool import Memory
+from ms.pool.records import normalize_space
 from ms.stats import mean_ci
 
 UTILITY_ROLE = "utility"
@@ -74,10 +74,6 @@ def effects(measured: Iterable[tuple[Optional[Mapping], Optional[int]]]) -> dict
     return out
 
 
-def _same(text: str) -> str:
-    return re.sub(r"\s+", " ", text.strip())
-
-
 Retrieve = Callable[[Sequence[str], str, int], list[list[Memory]]]
 
 
@@ -93,7 +89,7 @@ class UtilityMeter:
         self.retrieve, self.lm_for, self.agents, self.template = retrieve, lm_for, agents, template
         self.m = probes
         self.shots = max(1, shots)
-        self.tests = {_same(q) for q in test_questions}
+        self.tests = {normalize_space(q) for q in test_questions}
 
     def measure(self, candidates: Sequence[Candidate]) -> list[Utility]:
         """Each candidate's utility: one batched `loglikelihood` call per backbone, counted as `utility`."""
@@ -142,8 +138,8 @@ class UtilityMeter:
             # Twice m, so that a few memories left out below still leave m probes.
             nearest = self.retrieve([candidates[i].question for i in idx], scope, 2 * self.m)
             for i, memories in zip(idx, nearest):
-                barred = self.tests | {_same(candidates[i].question)}
-                found[i] = [m for m in memories if _same(m.question) not in barred][:self.m]
+                barred = self.tests | {normalize_space(candidates[i].question)}
+                found[i] = [m for m in memories if normalize_space(m.question) not in barred][:self.m]
         return found
 
     def _shots(self, candidates: Sequence[Candidate], probes: list[list[Memory]]) -> dict[str, dict[int, list[Memory]]]:
@@ -157,7 +153,7 @@ class UtilityMeter:
         for scope, by_id in wanted.items():
             listed = list(by_id.values())
             nearest = self.retrieve([p.question for p in listed], scope, self.shots + 1)
-            out[scope] = {p.id: [m for m in memories if m.id != p.id and _same(m.question) != _same(p.question)]
+            out[scope] = {p.id: [m for m in memories if m.id != p.id and normalize_space(m.question) != normalize_space(p.question)]
                           [:self.shots] for p, memories in zip(listed, nearest)}
         return out
 
