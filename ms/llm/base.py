@@ -196,8 +196,14 @@ class LM(ABC):
     def _cached(self, kind: str, requests: list[Any], params: dict[str, Any], cacheable: bool, compute):
         keys = [cache_key(kind, self.provider, self._key_model(kind), params, r) for r in requests]
         found = self.cache.get_many(keys) if cacheable else {}
-        self.usage.cache_hits += len(found)
-        todo = [i for i, k in enumerate(keys) if k not in found]
+        if cacheable:
+            # A request repeated within one call is computed once; its repeats count as cache hits,
+            # as they would in the next call (the utility gate's probes share their baseline prompts).
+            first = {k: i for i, k in reversed(list(enumerate(keys))) if k not in found}
+            todo = sorted(first.values())
+        else:
+            todo = [i for i, k in enumerate(keys) if k not in found]
+        self.usage.cache_hits += len(keys) - len(todo)
         self.usage.cache_misses += len(todo) if cacheable else 0
         if todo:
             started = time.perf_counter()
