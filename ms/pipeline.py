@@ -196,8 +196,8 @@ class Experiment:
         # What the gate's utility measurements showed about the candidates and the shots they displaced.
         self.pool.record_utility(effects((d.utility, i) for d, i in zip(decisions, memory_ids)))
         if self.trainer is not None:
-            self.trainer.update([(q.agent, q.scope, d.question, d.answer, i)
-                                 for (q, d), i in zip(admitted, ids) if i is not None])
+            self.pool.record_utility(self.trainer.update([(q.agent, q.scope, d.question, d.answer, i)
+                                                          for (q, d), i in zip(admitted, ids) if i is not None]))
         for what, ids_ in asdict(self.memory.maybe_consolidate(self.step)).items():
             self.consolidated[what] += len(ids_)
         pool_sizes = {scope: self.pool.count(scope) for scope in {q.scope for q in queries}}

@@ -234,6 +234,8 @@ class _Planner:
             context = (self.system(agent) + tokens(self.template.with_examples.format(examples="", query=""))
                        + question + memory + PER_MESSAGE)
             row.add(n, context + reply, 0.0, exact=False, cached_exact=not cfg.use_cache)
+            if cfg.train.utility_from_labels and candidates > 0:  # the zero-shot baseline of (X, Y)
+                row.add(self.accept, context - memory + reply, 0.0, exact=False, cached_exact=not cfg.use_cache)
         else:
             prompt = tokens((cfg.train.verbalized_prompt or VERBALIZED_PROMPT).format(example="", query="", answer=""))
             row.add(n, prompt + memory + question + reply + PER_MESSAGE, VERBALIZED_TOKENS, exact=False,

@@ -81,11 +81,29 @@ class Labeller:
             return self._likelihood(jobs) if self.method == "likelihood" else self._verbalized(jobs)
 
     def _likelihood(self, jobs) -> list[float]:
-        contexts = [self.lm.chat_context(chat(self.agents[agent], self.template.render(x, [{"question": m.question, "answer": m.answer}]),
-                                              self.template.system))
-                    for agent, x, _, m in jobs]
+        return [1.0 - math.exp(mean) for mean in self.mean_logprobs(jobs)]
+
+    def mean_logprobs(self, jobs: Sequence[tuple[str, str, str, Memory | None]]) -> list[float]:
+        """Mean log-prob per token of each Y given X, with the candidate memory as the one shot
+        (None: zero-shot)."""
+        contexts = [self.lm.chat_context(chat(self.agents[agent], self.template.render(
+            x, [] if m is None else [{"question": m.question, "answer": m.answer}]), self.template.system))
+            for agent, x, _, m in jobs]
         scored = self.lm.loglikelihood(contexts, [y for _, _, y, _ in jobs])
-        return [1.0 - math.exp(total / n) for total, n in scored]
+        return [total / max(n, 1) for total, n in scored]
+
+    def one_shot_effects(self, jobs: Sequence[tuple[str, str, str, Memory]], p_not: Sequence[float]) -> dict[int, list[float]]:
+        """What the labels show of each candidate's utility: the mean log-prob per token of Y with the
+        candidate as the one shot, minus Y's at zero shots (one more pass per distinct (X, Y), under
+        `label`). The first term is log(1 - p_not), so the labels' own passes are not repeated."""
+        rows = list(dict.fromkeys((agent, x, y) for agent, x, y, _ in jobs))
+        with self.lm.acting_as("label"):
+            baseline = dict(zip(rows, self.mean_logprobs([(*row, None) for row in rows])))
+        out: dict[int, list[float]] = {}
+        for (agent, x, y, m), p in zip(jobs, p_not):
+            if p < 1.0:
+                out.setdefault(m.id, []).append(math.log1p(-p) - baseline[(agent, x, y)])
+        return out
 
     def _verbalized(self, jobs) -> list[float]:
         prompts = [self.prompt.format(example=self.template.example.format(question=m.question, answer=m.answer),
@@ -122,14 +140,16 @@ class RetrieverTrainer:
         self.rng = random.Random(cfg.seed)
         self.losses: list[float] = []
 
-    def label(self, accepted: Sequence[tuple[str, str, str, str, int]]) -> list[LabelledPair]:
-        """accepted: (agent, scope, X, Y, memory id of the new pair)."""
+    def label(self, accepted: Sequence[tuple[str, str, str, str, int]]) -> tuple[list[LabelledPair], dict[int, list[float]]]:
+        """accepted: (agent, scope, X, Y, memory id of the new pair). The labelled pairs, and with
+        train.utility_from_labels the utility each candidate showed (memory id -> values)."""
         jobs, owners = [], []
         for row, (agent, scope, x, y, memory_id) in enumerate(accepted):
             for m in self.miner.retrieve(x, scope, self.cfg.candidates, exclude=[memory_id]):
                 jobs.append((agent, x, y, m))
                 owners.append(row)
         p_not = self.labeller.p_not(jobs)
+        shown = self.labeller.one_shot_effects(jobs, p_not) if self.cfg.utility_from_labels and jobs else {}
         pairs = []
         for row in range(len(accepted)):
             idx = [i for i, owner in enumerate(owners) if owner == row]
@@ -137,7 +157,7 @@ class RetrieverTrainer:
             for local, label in [(p, 1.0) for p in positives] + [(n, 0.0) for n in negatives]:
                 _, x, _, m = jobs[idx[local]]
                 pairs.append(LabelledPair(x, memory_text(m), label, p_not[idx[local]]))
-        return pairs
+        return pairs, shown
 
     def logits(self, queries: Sequence[str], memories: Sequence[str]) -> torch.Tensor:
         cos = (self.dense.query_encoder(queries) * self.dense.memory_side(memories)).sum(-1)
@@ -165,8 +185,13 @@ class RetrieverTrainer:
         self.losses.append(loss.item())
         return loss.item()
 
-    def update(self, accepted: Sequence[tuple[str, str, str, str, int]]) -> float | None:
-        return self.step(self.label(accepted)) if accepted else None
+    def update(self, accepted: Sequence[tuple[str, str, str, str, int]]) -> dict[int, list[float]]:
+        """Label and step; returns the utility the labels showed (empty unless train.utility_from_labels)."""
+        if not accepted:
+            return {}
+        pairs, shown = self.label(accepted)
+        self.step(pairs)
+        return shown
 
     def save(self, folder: Path) -> None:
         """The retriever checkpoint: the encoder in transformers format plus the (s, b) head."""

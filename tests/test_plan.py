@@ -126,3 +126,10 @@ def test_a_sweeps_cells_are_the_product_of_its_axes_and_what_the_basic_sweeper_r
     assert sorted((c.k, c.pool.mode) for _, c in cells) == [(0, "domain"), (0, "single"), (1, "domain"), (1, "single")]
     with pytest.raises(UserError, match="INTERVAL_SWEEP"):
         jobs(["experiment=quick", "k=interval(0,1)"], multirun=True)
+
+
+def test_utility_from_labels_adds_one_zero_shot_label_pass_per_admitted_pair(tmp_path):
+    base = by_role(plan_run(compose_config(TINY + [f"cache_dir={tmp_path}"])))
+    more = by_role(plan_run(compose_config(TINY + [f"cache_dir={tmp_path}", "train.utility_from_labels=true"])))
+    assert more["label"].calls == base["label"].calls + 4  # threshold 0 admits all 4 stream pairs
+    assert base["label"].prompt_tokens < more["label"].prompt_tokens < base["label"].prompt_tokens * 4 / 3

@@ -123,7 +123,8 @@ def test_label_mines_bm25_candidates_without_the_pair_itself(tmp_path):
 
     trainer = RetrieverTrainer(TrainConfig(candidates=5, labelled=4), DenseRetriever(pool, Encoder()),
                                BM25Retriever(pool), Recorder())
-    pairs = trainer.label([("study", "plan", "Study plan 3 for exams", "Plan 3", ids[3])])
+    pairs, shown = trainer.label([("study", "plan", "Study plan 3 for exams", "Plan 3", ids[3])])
+    assert shown == {}  # train.utility_from_labels is off
     assert len(seen) == 5 and ids[3] not in {m.id for *_, m in seen}
     assert [p.label for p in pairs] == [1.0, 1.0, 0.0, 0.0]
     assert [p.p_not for p in pairs] == [0.0, 0.2, 0.6, 0.8]

@@ -188,3 +188,33 @@ def test_a_tiny_run_under_the_utility_gate_records_its_probes_and_matches_its_pl
     made = roles["utility"]["calls"] + roles["utility"]["cache_hits"]
     assert made == planned["utility"].calls == 4 * 2 * 3 and planned["utility"].exact
     assert roles["score"]["calls"] + roles["score"]["cache_hits"] == planned["score"].calls == 0
+
+
+def test_memory_train_labels_measure_each_candidates_utility_against_zero_shot(smollm2, tmp_path):
+    """train.utility_from_labels: a candidate's value is Y's mean log-prob with it as the one shot
+    minus Y's at zero shots, from the labels' own passes and one zero-shot pass per (X, Y)."""
+    from ms.training import Labeller
+
+    target, sonnet = read("riddle", 1)[0], read("sonnet", 1)[0]
+    reworded = "What copies every move you make without a sound, shrinks at noon and vanishes in the dark?"
+    with Pool(tmp_path / "pool.sqlite") as pool:
+        ids = pool.add([{"scope": "logic", "agent": "riddle", "domain": "logic", "question": q, "answer": a,
+                         "origin": "seed"} for q, a in [(reworded, target["answer"]),
+                                                        (sonnet["question"], sonnet["answer"])]], step=0)
+        shown, stray = pool.get(ids)
+    labeller = Labeller(smollm2, template(), agents=AGENTS)
+    jobs = [("riddle", target["question"], target["answer"], m) for m in (shown, stray)]
+    values = labeller.one_shot_effects(jobs, labeller.p_not(jobs))
+    one_shot = labeller.mean_logprobs(jobs)
+    [zero_shot] = labeller.mean_logprobs([("riddle", target["question"], target["answer"], None)])
+    assert values[shown.id] == [pytest.approx(one_shot[0] - zero_shot, abs=1e-6)]
+    assert values[stray.id] == [pytest.approx(one_shot[1] - zero_shot, abs=1e-6)]
+    assert values[shown.id][0] > 0 and values[shown.id][0] > values[stray.id][0], values
+
+
+def test_utility_from_labels_needs_likelihood_labels():
+    from ms.validation import problems
+
+    found = problems(compose_config(["train.utility_from_labels=true", "train.label_method=verbalized"]))
+    assert any("train.utility_from_labels" in p and "label_method=likelihood" in p for p in found), found
+    assert not [p for p in problems(compose_config(["train.utility_from_labels=true"])) if "utility_from_labels" in p]

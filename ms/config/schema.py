@@ -194,12 +194,17 @@ class TrainConfig:
     # The verbalized label prompt, with {example}, {query} and {answer}; None: VERBALIZED_PROMPT.
     verbalized_prompt: Optional[str] = None
     backbone: Optional[str] = None  # a conf/backbone name to label with; None: the run's `backbone`
+    # Each label scores a candidate memory as a one-shot example; with one zero-shot pass per admitted
+    # pair as the baseline, that is a utility measurement of the candidate (ms.utility), kept in the pool.
+    utility_from_labels: bool = False
 
     def problems(self):
         """Cross-field limits (see ms.validation): v labelled candidates are picked from the n mined."""
         if self.labelled > self.candidates:
             yield "labelled", (f"must be at most train.candidates ({self.candidates}): "
                                f"v labelled are picked from n mined")
+        if self.utility_from_labels and self.label_method != "likelihood":
+            yield "utility_from_labels", "needs train.label_method=likelihood: a verbalized label is no log-probability"
 
 
 @dataclass
