@@ -247,3 +247,15 @@ def test_consolidation_with_smollm2(pool, encoder, smollm2):
     assert summary.origin == "summary" and summary.sources == ids
     assert summary.question.strip() and summary.answer.strip()
     assert all(m.consolidated for m in pool.get(ids))
+
+
+def test_keep_above_moves_useful_items_verbatim_and_groups_the_rest_lowest_utility_first(pool, encoder):
+    policy = StmLtmPolicy(pool, ScriptedLM(), encoder, StmLtmConfig(keep_above=0.0))
+    *cats, market = limericks(policy, step=1)
+    pool.record_utility({cats[0]: [0.2], cats[1]: [-0.1], cats[2]: [-0.3]})
+    done = policy.maybe_consolidate(4)
+    [summary] = pool.get(done.summaries)
+    assert summary.sources == [cats[2], cats[1]]  # lowest utility first; the useful cat is not summarized
+    assert sorted(done.moved) == sorted([cats[0], market])
+    [kept] = pool.get([cats[0]])
+    assert kept.tier == "long" and not kept.consolidated and kept.question == CATS[0][0]

@@ -217,6 +217,9 @@ class StmLtmConfig:
     default_importance: float = setting(0.5, ge=0.0, le=1.0)  # when the LLM's importance reply holds no number
     importance_tokens: int = setting(8, ge=1)
     summary_tokens: int = setting(256, ge=1)
+    # Items whose measured utility (ms.utility) is above this move to long-term memory verbatim, never
+    # summarized; the rest are grouped lowest utility first. None: utility plays no part.
+    keep_above: Optional[float] = None
 
 
 @dataclass
