@@ -55,8 +55,9 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
              retriever: str = "dense", learned: bool = True, base: float = 0.3, complete: bool = True,
              with_metrics: bool = True, memory: Optional[str] = None, agents: Optional[list[str]] = None,
              seed: Optional[int] = 0, questions: int = 3, predict: Optional[Predict] = None,
-             with_predictions: bool = True) -> Path:
-    """memory=None writes no memory fields, and seed=None no seed, as older runs did."""
+             with_predictions: bool = True, gate: Optional[str] = None) -> Path:
+    """memory=None writes no memory fields, seed=None no seed, and gate=None no gate (the rubric), as
+    older runs did."""
     run = sweep / folder
     (run / ".hydra").mkdir(parents=True)
     overrides = [f"backbone={backbone}", f"k={k}", f"pool={pool}", f"retriever={retriever}"]
@@ -99,6 +100,8 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
                "wall_seconds": 1.0}
     if seed is not None:
         metrics["run"]["seed"] = seed
+    if gate is not None:
+        metrics["run"]["gate"] = gate
     if memory is not None:
         metrics["run"]["memory"] = memory
         metrics["memory"] = {"policy": memory, "consolidation": {"summaries": 2, "summarized": 6, "moved": 3,
@@ -542,3 +545,23 @@ def test_ref_logprob_tables_show_only_ours(effect_report, tmp_path):
                                                                                   agent="limerick")))
     assert rows["limerick"]["1-shot smollm2 ours"] == ""  # the k = 1 run has no ref_logprob: blank, not 0
     assert "The paper published no such number" in (tmp_path / "table1.md").read_text()
+
+
+def test_gates_are_compared_paired_and_each_gate_gets_its_growth_claim(tmp_path):
+    """Claim (e): a run under another gate against the rubric-gated run of the same setting; claim (c)
+    within each gate; the tables keep the rubric-gated run even where another finished later."""
+    k0, k3 = paired_predictors(0.2)
+    make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=k0)
+    make_run(tmp_path, "gate=utility", backbone="smollm2", questions=20, gate="utility",
+             predict=lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill))
+    write_report([tmp_path], tmp_path / "report")
+    row = claim_rows(tmp_path / "report", "e")[("gate=utility vs rubric", "P")]
+    assert row["verdict"] == "supported" and float(row["estimate"]) == pytest.approx(0.2)
+    assert (row["runs_a"], row["runs_b"]) == ("gate=utility", "gate=rubric") and row["n"] == "180"
+    growth = [r for r in read_csv(tmp_path / "report" / "claims.csv") if r["claim"] == "c" and r["metric"] == "P"]
+    by_run = {r["runs_a"]: r for r in growth}
+    assert set(by_run) == {"gate=rubric", "gate=utility"} and "gate=utility" in by_run["gate=utility"]["setting"]
+    assert by_run["gate=rubric"]["verdict"] == "inconclusive" and by_run["gate=utility"]["verdict"] == "supported"
+    table = {r["agent"]: r for r in read_csv(tmp_path / "report" / "table1.csv")}
+    rubric_means = metrics_of(tmp_path, "gate=rubric")["fills"]["100"]["per_agent"]
+    assert float(table["pun"]["3-shot smollm2 ours"]) == pytest.approx(rubric_means["pun"]["P"])

@@ -43,6 +43,10 @@ CLAIMS = {c.id: c for c in [
           "dense-learned against dense-frozen, bm25 and random at the same backbone, k and pool, plain memory, "
           "each at its last fill.",
           "a dense-learned run and a dense-frozen, bm25 or random run of the same backbone, k and pool, plain memory"),
+    Claim("e", "a gate that measures utility admits a better pool than the rubric gate",
+          "each run under gate=utility or gate=both against the rubric-gated run of the same backbone, k, pool, "
+          "retriever and memory policy, each at its last fill (not a claim of the paper: ms's utility gate).",
+          "a gate=utility or gate=both run and a rubric-gated run that share backbone, k, pool, retriever and memory"),
 ]}
 BASELINES = ("dense-frozen", "bm25", "random")  # claim (d)'s opponents, in its order
 METRIC_WORDS = {"P": "BERTScore precision", "R": "BERTScore recall", "F1": "BERTScore F1",
@@ -69,47 +73,62 @@ class ClaimRow:
     agents: int
 
 
-def _setting(backbone: str, k: Optional[int], pool: Optional[str], retriever: Optional[str], memory: str) -> str:
+def _setting(backbone: str, k: Optional[int], pool: Optional[str], retriever: Optional[str], memory: str,
+             gate: Optional[str] = "rubric") -> str:
     parts = [backbone, None if k is None else f"k={k}", None if pool is None else f"{pool} pool", retriever,
-             f"{memory} memory"]
+             f"{memory} memory", None if gate in (None, "rubric") else f"gate={gate}"]
     return ", ".join(p for p in parts if p)
 
 
 def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> list[Comparison]:
-    """Every comparison the conditions allow, claim by claim. Where two conditions share
-    (backbone, k, pool, retriever, memory), the most recently finished one is used."""
+    """Every comparison the conditions allow, claim by claim; claims (a), (b) and (d) compare runs
+    under one gate. Where two conditions share (backbone, k, pool, retriever, memory, gate), the most
+    recently finished one is used."""
     index: dict[tuple, Condition] = {}
     for c in sorted(conds, key=lambda c: (c.finished, c.name)):
-        index[(*c.cell, c.retriever_label, c.memory)] = c
+        index[(*c.cell, c.retriever_label, c.memory, c.gate)] = c
     out = []
-    for (backbone, k, pool, retriever, memory), c in sorted(index.items(), key=lambda kv: kv[0]):
+    for (backbone, k, pool, retriever, memory, gate), c in sorted(index.items(), key=lambda kv: kv[0]):
         if k == 0:
-            setting = _setting(backbone, None, pool, retriever, memory)
+            setting = _setting(backbone, None, pool, retriever, memory, gate)
             for k_ in (1, 2, 3):
-                if (other := index.get((backbone, k_, pool, retriever, memory))) is not None:
+                if (other := index.get((backbone, k_, pool, retriever, memory, gate))) is not None:
                     out.append(Comparison(CLAIMS["a"], f"k={k_} vs k=0", setting, other, c, other.last_fill,
                                           c.last_fill))
-        if (k, pool) == (3, "domain") and (other := index.get((backbone, 3, "single", retriever, memory))) is not None:
-            out.append(Comparison(CLAIMS["b"], "Domain vs Single", _setting(backbone, 3, None, retriever, memory),
+        if (k, pool) == (3, "domain") and (other := index.get((backbone, 3, "single", retriever, memory, gate))):
+            out.append(Comparison(CLAIMS["b"], "Domain vs Single", _setting(backbone, 3, None, retriever, memory, gate),
                                   c, other, c.last_fill, other.last_fill))
         if retriever == "dense-learned" and memory == "plain":
             for baseline in BASELINES:
-                if (other := index.get((backbone, k, pool, baseline, memory))) is not None:
+                if (other := index.get((backbone, k, pool, baseline, memory, gate))) is not None:
                     out.append(Comparison(CLAIMS["d"], f"dense-learned vs {baseline}",
-                                          _setting(backbone, k, pool, None, memory), c, other,
+                                          _setting(backbone, k, pool, None, memory, gate), c, other,
                                           c.last_fill, other.last_fill))
-    for (backbone, k, pool), c in sorted(chosen.items()):
-        if (k, pool) == (FIGURE4_K, FIGURE4_POOL) and len(c.fills) > 1:
-            top, low = c.last_fill, 20 if 20 in c.fills else c.fills[0]
-            caveats = []
-            if low != 20:
-                caveats.append("no 20% fill: its smallest")
-            if top != 100:
-                caveats.append("no 100% fill: its largest")
-            label = f"fill {top}% vs {low}%" + (f" ({'; '.join(caveats)})" if caveats else "")
-            out.append(Comparison(CLAIMS["c"], label, _setting(backbone, k, pool, c.retriever_label, c.memory),
-                                  c, c, top, low))
+        if gate != "rubric" and (other := index.get((backbone, k, pool, retriever, memory, "rubric"))) is not None:
+            out.append(Comparison(CLAIMS["e"], f"gate={gate} vs rubric", _setting(backbone, k, pool, retriever, memory),
+                                  c, other, c.last_fill, other.last_fill))
+    for (backbone, k, pool), chosen_c in sorted(chosen.items()):
+        if (k, pool) != (FIGURE4_K, FIGURE4_POOL):
+            continue
+        # The growth curve of the chosen condition, and of the same setting under each other gate.
+        setting = (*chosen_c.cell, chosen_c.retriever_label, chosen_c.memory)
+        others = [c for key, c in sorted(index.items(), key=lambda kv: kv[0])
+                  if key[:5] == setting and key[5] != chosen_c.gate]
+        out += [_growth(c) for c in [chosen_c, *others] if len(c.fills) > 1]
     return sorted(out, key=lambda cmp: cmp.claim.id)
+
+
+def _growth(c: Condition) -> Comparison:
+    """Claim (c) within one condition: its last fill against its 20% fill, or its smallest."""
+    top, low = c.last_fill, 20 if 20 in c.fills else c.fills[0]
+    caveats = []
+    if low != 20:
+        caveats.append("no 20% fill: its smallest")
+    if top != 100:
+        caveats.append("no 100% fill: its largest")
+    label = f"fill {top}% vs {low}%" + (f" ({'; '.join(caveats)})" if caveats else "")
+    backbone, k, pool = c.cell
+    return Comparison(CLAIMS["c"], label, _setting(backbone, k, pool, c.retriever_label, c.memory, c.gate), c, c, top, low)
 
 
 def compare(comparison: Comparison, metric: str) -> Optional[ClaimRow]:

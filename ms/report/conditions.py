@@ -21,7 +21,8 @@ SELECTION_RULE = (
     "(or none recorded), the more recently finished one (metrics.json time) is kept. "
     "Tables 1-2 and Figure 4 use only conditions with retriever=dense and plain memory (memory=plain, or no "
     "memory field: runs from before it existed). When several of those claim the same (backbone, k, pool) "
-    "cell, one with memory train on (learned) beats a frozen one, then the most recently finished one wins. "
+    "cell, one gated by the rubric (the paper's gate) beats one gated otherwise, then one with memory train on "
+    "(learned) beats a frozen one, then the most recently finished one wins. "
     "Every other run is listed under 'Other runs' in runs.md, and retriever/memory variants of a cell are "
     "compared in ablation.md.")
 
@@ -76,6 +77,10 @@ class Condition:
     @property
     def retriever_label(self) -> str:
         return self.first.retriever_label
+
+    @property
+    def gate(self) -> str:
+        return self.first.gate
 
     @property
     def fills(self) -> list[int]:
@@ -179,7 +184,7 @@ def conditions(runs: Sequence[Run]) -> tuple[list[Condition], dict[str, str]]:
 def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[Cell, Condition], dict[str, str]]:
     """The condition that speaks for each cell (SELECTION_RULE), and why each other run does not."""
     def rank(c: Condition):
-        return bool(c.fields.get("learned")), c.finished, c.name
+        return c.gate == "rubric", bool(c.fields.get("learned")), c.finished, c.name
 
     def eligible(c: Condition) -> bool:
         return c.fields.get("retriever") == TABLE_RETRIEVER and c.memory == TABLE_MEMORY

@@ -77,6 +77,11 @@ class Run:
         return name
 
     @property
+    def gate(self) -> str:
+        """What admitted the stream's pairs; runs record it only where it is not the rubric."""
+        return str(self.fields.get("gate") or "rubric")
+
+    @property
     def accepted(self) -> Optional[int]:
         """Stream questions whose answers the gate admitted to the pool; None where not recorded."""
         counts = (self.metrics.get("stream") or {}).get("accepted")
