@@ -11,6 +11,7 @@ bumped `version` is the change token, one cheap read. A password comes only from
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
@@ -24,6 +25,9 @@ from ms.pool.schema import (OLDEST_ALTERABLE, SCHEMA_VERSION, PoolFileError, add
 # call waits for a connection from the pool while the server is away.
 CONNECT_TIMEOUT_S = 10
 MAX_CONNECTIONS = 4  # per process: threads that use the pool at once
+# The pool warns as it discards a connection the server closed; the failure it meets is already
+# reported as the run's one-line error.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 # Taken while the schema is created or migrated, so processes opening a new database together wait
 # for one another instead of racing to create the same tables.
 _SCHEMA_LOCK = 0x6D73_706F_6F6C  # "mspool"
