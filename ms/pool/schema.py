@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Container, Iterator
 
 from ms.errors import UserError
 
@@ -69,7 +69,7 @@ def added_columns(found: int, spell: Spelling) -> Iterator[str]:
             yield f"ALTER TABLE memories ADD COLUMN {name} {spell(_TYPES[name])}"
 
 
-def check_readable(found: int, readable: Iterator[int] | tuple[int, ...], location: str, elsewhere: str) -> None:
+def check_readable(found: int, readable: Container[int], location: str, elsewhere: str) -> None:
     if found not in readable:
         raise PoolFileError(f"the pool {location} holds schema {found}, which this version of ms cannot read (it "
                             f"reads {SCHEMA_VERSION}): update ms, or {elsewhere}")
