@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 # torch into .venv first; then this step sees torch present and leaves it alone.
 TORCH ?= torch==2.13.0
 
-.PHONY: run test bench clean
+# The pool tests start a throwaway PostgreSQL server (tests/pool_backends.py) from Debian's package.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test bench clean postgres-server
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +29,11 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.torch
 run: $(VENV)/.installed
 	HF_HUB_OFFLINE=1 $(BIN)/ms-run experiment=quick $(ARGS)
 
-test: $(VENV)/.installed-test
+postgres-server:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y postgresql; }
+
+test: $(VENV)/.installed-test postgres-server
 	$(BIN)/lint-imports
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 

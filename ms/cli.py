@@ -7,12 +7,14 @@ traceback. A bug exits with status 1 and its traceback, as Hydra reports it.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
+from ms.config.schema import POOL_DSN_ENV
 from ms.config.store import CONF_DIR, register
 from ms.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
 
@@ -47,10 +49,24 @@ def hydra_main(cfg: DictConfig) -> None:
         sys.exit(USER_ERROR_EXIT)
 
 
+def take_pool_dsn(argv: list[str]) -> list[str]:
+    """Move a `pool.dsn=...` setting into the environment, where the config reads it (POOL_DSN_ENV):
+    Hydra would write it into the run folder's name and .hydra/overrides.yaml. Launchers' worker
+    processes inherit it."""
+    kept = []
+    for arg in argv:
+        key, given, value = arg.partition("=")
+        if given and key.lstrip("+") == "pool.dsn":
+            os.environ[POOL_DSN_ENV] = value
+        else:
+            kept.append(arg)
+    return kept
+
+
 def main() -> None:
     """`ms-run`: Hydra's command line, plus --debug, and plan mode (+plan=true, see ms.plancli)."""
     register()
-    sys.argv = take_debug_flag(sys.argv)
+    sys.argv = take_pool_dsn(take_debug_flag(sys.argv))
     multirun = any(arg in ("-m", "--multirun") for arg in sys.argv[1:])
     from ms.plancli import plan_main, take_plan_flags
 

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from ms.config.files import (DECISIONS_FILE, METRICS_FILE, POOL_FILENAME, PREDICTIONS_FILE, RUN_ID_FILE,
                              USAGE_FILE)
-from ms.pool import Pool
+from ms.pool import Pool, open_pool
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def completed(out_dir: Path) -> dict | None:
 def clear_partial(out_dir: Path, cfg: DictConfig) -> None:
     """Remove what an interrupted run left here, so a redo starts from an empty pool."""
     names = [PREDICTIONS_FILE, DECISIONS_FILE, USAGE_FILE]
-    if not cfg.pool.path:
+    if not cfg.pool.path and cfg.pool.backend == "sqlite":
         names += [POOL_FILENAME + suffix for suffix in ("", "-wal", "-shm")]
     for name in names:
         (out_dir / name).unlink(missing_ok=True)
@@ -63,9 +63,9 @@ def open_run_pool(cfg: DictConfig, out_dir: Path) -> Pool:
     memories stay, and so do seeds (see Pool.forget_run): every run adds the same seed pairs, the
     first to write one is recorded as its owner, and others rely on it."""
     run_id, redo = run_id_for(out_dir)
-    pool = Pool(cfg.pool.path or out_dir / POOL_FILENAME, run_id=run_id, run_label=str(out_dir))
+    pool = open_pool(cfg.pool, out_dir / POOL_FILENAME, run_id=run_id, run_label=str(out_dir))
     if redo:
         removed = pool.forget_run(run_id)
         log.info("redoing interrupted run %s: removed the %d memories its earlier attempt admitted to %s",
-                 run_id, removed, pool.path)
+                 run_id, removed, pool.location)
     return pool

@@ -23,7 +23,7 @@ from ms.backbones import backbone_config, can, named_backbones
 from ms.config.fields import CHECK
 from ms.errors import UserError
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
-from ms.pool import damaged_pool_message
+from ms.pool import PoolFileError, damaged_pool_message
 from ms.scorer import rubric_path
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -122,14 +122,16 @@ def _outside_problems(cfg: DictConfig) -> Iterator[str]:
     for cap in ("max_seed", "max_stream", "max_test"):
         if data.get(cap) is not None and data[cap] < 0:
             yield f"invalid setting data.{cap}={data[cap]}: must be at least 0"
-    if cfg.pool.path:
+    if cfg.pool.backend == "postgres":
+        yield from _dsn_problems(cfg.pool.dsn)
+    elif cfg.pool.path:
         why = _writable_folder(Path(cfg.pool.path).parent)
         if why:
             yield f"invalid setting pool.path={cfg.pool.path}: {why}; point pool.path at a writable folder"
     why = _writable_folder(Path(cfg.cache_dir))
     if why:
         yield f"invalid setting cache_dir={cfg.cache_dir}: {why}; point cache_dir at a writable folder"
-    if cfg.pool.path and _not_sqlite(Path(cfg.pool.path)):
+    if cfg.pool.backend == "sqlite" and cfg.pool.path and _not_sqlite(Path(cfg.pool.path)):
         yield damaged_pool_message(Path(cfg.pool.path), "file is not a database")
     if cfg.use_cache and _not_sqlite(Path(cfg.cache_dir) / CACHE_FILENAME):
         yield damaged_cache_message(Path(cfg.cache_dir) / CACHE_FILENAME, "file is not a database")
@@ -137,6 +139,21 @@ def _outside_problems(cfg: DictConfig) -> Iterator[str]:
         yield from _unscorable(cfg, running)
     if cfg.gate.name != "rubric" and not unknown:
         yield from _unmeasurable(cfg, running)
+
+
+def _dsn_problems(dsn: Optional[str]) -> Iterator[str]:
+    """Named without its value: a DSN may hold a password. A missing one is PoolConfig's to report."""
+    if not dsn:
+        return
+    from ms.pool.postgres_backend import dsn_problem  # psycopg is an optional extra
+
+    try:
+        problem = dsn_problem(dsn)
+    except PoolFileError as missing:
+        yield f"invalid setting pool.backend=postgres: {missing}"
+        return
+    if problem:
+        yield f"invalid setting pool.dsn: {problem}"
 
 
 def _agent_problems(cfg: DictConfig) -> Iterator[str]:

@@ -106,3 +106,61 @@ def ms_run(tmp_path, capsys, monkeypatch):
         return code, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
 
     return call
+
+
+# ---- the pool on both backends: SQLite files, and a throwaway PostgreSQL cluster ------------------
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A PostgreSQL server on 127.0.0.1 for the session, removed afterwards. Under CI=true a missing
+    server fails the tests that need it; elsewhere they are skipped with the reason."""
+    from pool_backends import PASSWORD, Cluster, postgres_bin
+
+    def missing(reason: str):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs a PostgreSQL server for the pool tests: {reason}")
+        pytest.skip(reason)
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        missing("psycopg is not installed (pip install -e '.[test]')")
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        missing("no PostgreSQL server binaries (initdb); `make test` installs Debian's postgresql")
+    cluster = Cluster(bin_dir, free_port())
+    previous = os.environ.get("PGPASSWORD")
+    os.environ["PGPASSWORD"] = PASSWORD  # the only way the password reaches libpq, here and in child processes
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()
+        if previous is None:
+            os.environ.pop("PGPASSWORD", None)
+        else:
+            os.environ["PGPASSWORD"] = previous
+
+
+_databases = iter(range(1, 10**6))
+
+
+@pytest.fixture
+def postgres_dsn(postgres_cluster) -> str:
+    """A fresh, empty database of the session's cluster for one test."""
+    import psycopg
+
+    name = f"pool_{next(_databases)}"
+    with psycopg.connect(postgres_cluster.dsn(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return postgres_cluster.dsn(name)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request, tmp_path):
+    """The same pool test on each backend: where a fresh pool is (see pool_backends.Where)."""
+    from pool_backends import Where
+
+    if request.param == "postgres":
+        return Where("postgres", request.getfixturevalue("postgres_dsn"))
+    return Where("sqlite", str(tmp_path / "pool.sqlite"))

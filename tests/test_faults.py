@@ -271,3 +271,120 @@ def test_a_killed_run_on_a_shared_pool_redone_matches_a_clean_run(tmp_path):
     # The redo admitted every stream memory itself: had the killed attempt's stayed, re-admitting the
     # same pairs would have been a no-op and left them with their earlier times.
     assert min(stream_added_at(shared)) >= redo_started
+
+
+# ---- the hard cases on both pool backends: a writer killed mid-batch, a server that goes away --------
+
+WRITER = Path(__file__).with_name("pool_writer.py")
+BATCHES, BATCH = 40, 500
+
+
+def start_writer(where, run_dir: Path, batches: int = BATCHES) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(WRITER), where.backend, where.target, str(run_dir), str(batches),
+                             str(BATCH)], cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                 [str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_commits(writer: subprocess.Popen, n: int) -> None:
+    for _ in range(n):
+        line = writer.stdout.readline()
+        if not line.startswith("batch"):
+            writer.wait(timeout=60)
+            pytest.fail(f"the writer stopped before its batch committed: {writer.stderr.read()[-2000:]}")
+
+
+def stream_counts(where) -> tuple[int, list[int]]:
+    """How many memories, and how many of each batch: a batch is all there or not at all."""
+    with where.open() as pool:
+        memories = pool.memories("logic")
+    per_batch: dict[int, int] = {}
+    for m in memories:
+        batch = int(m.question.split()[1])
+        per_batch[batch] = per_batch.get(batch, 0) + 1
+    return len(memories), sorted(per_batch.values())
+
+
+def redo_leaves_one_runs_worth(where, run_dir: Path) -> None:
+    redo = start_writer(where, run_dir)
+    out, err = redo.communicate(timeout=300)
+    assert redo.returncode == 0, err[-2000:]
+    total, batches = stream_counts(where)
+    assert (total, batches) == (BATCHES * BATCH, [BATCH] * BATCHES)
+    with where.open() as pool:
+        assert list(pool.tally(["run_id"]).values()) == [BATCHES * BATCH]  # all the redo's own
+
+
+def test_a_writer_killed_mid_batch_then_redone_leaves_exactly_one_runs_worth(where, tmp_path):
+    writer = start_writer(where, tmp_path / "run")
+    wait_for_commits(writer, 2)
+    time.sleep(0.05)  # into the next batch's transaction
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=60)
+    total, batches = stream_counts(where)
+    assert 0 < total < BATCHES * BATCH and set(batches) == {BATCH}  # whole batches only
+    redo_leaves_one_runs_worth(where, tmp_path / "run")
+
+
+def test_the_server_stopped_mid_run_is_one_line_naming_it_and_the_rerun_resumes(postgres_cluster, postgres_dsn,
+                                                                               tmp_path):
+    from pool_backends import PASSWORD, Where
+
+    where = Where("postgres", postgres_dsn)
+    writer = start_writer(where, tmp_path / "run", batches=10**6)  # runs until the server stops
+    wait_for_commits(writer, 2)
+    postgres_cluster.stop()
+    try:
+        stopped = time.monotonic()
+        _, err = writer.communicate(timeout=60)
+        waited = time.monotonic() - stopped
+    finally:
+        postgres_cluster.start()
+    assert writer.returncode == USER_ERROR_EXIT and waited < 15
+    assert len(err.splitlines()) == 1, err
+    [line] = err.splitlines()
+    print(line)  # the message, for the record (pytest -s)
+    database = postgres_dsn.split("dbname=")[1]
+    assert line.startswith(f"pool-writer: error: the pool's PostgreSQL server at host 127.0.0.1, port "
+                           f"{postgres_cluster.port}, database {database} failed (")
+    assert PASSWORD not in err
+    total, batches = stream_counts(where)
+    assert total > 0 and set(batches) == {BATCH}  # nothing half-written
+    redo_leaves_one_runs_worth(where, tmp_path / "run")
+
+
+def test_a_refused_connection_at_start_is_one_line_within_15_s_and_no_run_file_holds_the_dsn(ms_run, tmp_path,
+                                                                                           monkeypatch):
+    from conftest import free_port
+    from ms.config.schema import POOL_DSN_ENV
+
+    monkeypatch.delenv(POOL_DSN_ENV, raising=False)  # ms-run sets it; restored after the test
+    port = free_port()  # nothing listens there
+    dsn = f"host=127.0.0.1 port={port} dbname=nowhere user=ms connect_timeout=30"
+    started = time.monotonic()
+    code, lines = ms_run("pool.backend=postgres", f"pool.dsn={dsn}")
+    assert code == USER_ERROR_EXIT and time.monotonic() - started < 15
+    assert lines == [f"ms-run: error: the pool's PostgreSQL server at host 127.0.0.1, port {port}, database nowhere "
+                     f"failed (connection failed: connection to server at \"127.0.0.1\", port {port} failed: Connection "
+                     f"refused Is the server running on that host and accepting TCP/IP connections?): start it or "
+                     f"correct pool.dsn, then run again (a re-run removes what this attempt admitted)"]
+    run = tmp_path / "run"
+    written = [p for p in run.rglob("*") if p.is_file()]
+    assert any(p.name == "overrides.yaml" for p in written)
+    assert not [p for p in written if dsn in p.read_text(errors="replace") or f"port={port}" in p.read_text()]
+
+
+def test_a_dsn_holding_a_password_is_refused_in_one_line_that_does_not_show_it(ms_run, tmp_path, monkeypatch):
+    from ms.config.schema import POOL_DSN_ENV
+
+    monkeypatch.delenv(POOL_DSN_ENV, raising=False)
+    code, lines = ms_run("pool.backend=postgres", "pool.dsn=postgresql://ms:hunter2@127.0.0.1:5/db")
+    assert code == USER_ERROR_EXIT
+    assert lines == ["ms-run: error: invalid setting pool.dsn: it holds a password, which would be written into the "
+                     "run's files; give the password in the environment (PGPASSWORD) or in libpq's password file "
+                     "(~/.pgpass) instead"]
+    assert not [p for p in (tmp_path / "run").rglob("*") if p.is_file() and "hunter2" in p.read_text()]
+    monkeypatch.delenv(POOL_DSN_ENV)  # where the first call put it
+    code, lines = ms_run("pool.backend=postgres")
+    assert code == USER_ERROR_EXIT and lines[0].startswith("ms-run: error: invalid setting pool.dsn=None: "
+                                                           "pool.backend=postgres needs a connection string")

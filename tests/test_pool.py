@@ -13,8 +13,9 @@ def item(question="Write a limerick about a cat.", answer="There once was a cat.
 
 
 @pytest.fixture
-def pool(tmp_path):
-    with Pool(tmp_path / "pool.sqlite") as p:
+def pool(where):
+    """A fresh pool on each backend (conftest.where)."""
+    with where.open() as p:
         yield p
 
 
@@ -55,26 +56,41 @@ def test_scope_for_both_modes_and_a_bad_one():
         scope_for("plan", "shared")
 
 
-def _add_one_at_a_time(path, worker, barrier):
-    barrier.wait()  # open and write at the same moment as the other process
-    with Pool(path) as pool:
-        for i in range(200):
-            assert pool.add([item(question=f"{worker} question {i}", agent=worker)], step=i) != [None]
+WORKERS, ADDS, SHARED_EVERY = 4, 1000, 10  # every 10th add is content all four processes add
 
 
-def test_two_processes_adding_at_once_lose_nothing(tmp_path):
-    path = tmp_path / "shared.sqlite"
+def _add_one_at_a_time(where, worker, barrier, shared_won):
+    with where.open() as pool:
+        barrier.wait()  # write at the same moment as the other processes
+        won = 0
+        for i in range(ADDS):
+            if i % SHARED_EVERY == 0:  # the same content, added by every worker at about the same time
+                won += pool.add([item(question=f"shared question {i}", agent=worker)], step=i) != [None]
+            else:
+                assert pool.add([item(question=f"{worker} question {i}", agent=worker)], step=i) != [None]
+        shared_won.put(won)
+
+
+def test_four_processes_adding_at_once_lose_and_duplicate_nothing(where):
     ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(2)
-    workers = [ctx.Process(target=_add_one_at_a_time, args=(path, name, barrier)) for name in ("a", "b")]
+    barrier, shared_won = ctx.Barrier(WORKERS), ctx.Queue()
+    names = [f"w{n}" for n in range(WORKERS)]
+    workers = [ctx.Process(target=_add_one_at_a_time, args=(where, name, barrier, shared_won)) for name in names]
     for w in workers:
         w.start()
+    won = [shared_won.get(timeout=300) for _ in workers]
     for w in workers:
-        w.join(timeout=120)
-    assert [w.exitcode for w in workers] == [0, 0]
-    with Pool(path) as pool:
-        assert pool.count() == 400
-        assert pool.count_by("agent") == {"a": 200, "b": 200}
+        w.join(timeout=60)
+    assert [w.exitcode for w in workers] == [0] * WORKERS
+    shared = ADDS // SHARED_EVERY
+    assert sum(won) == shared  # each shared content was new to exactly one of the processes
+    with where.open() as pool:
+        memories = pool.memories("literary")
+    questions = sorted(m.question for m in memories)
+    expected = sorted([f"shared question {i}" for i in range(0, ADDS, SHARED_EVERY)]
+                      + [f"{w} question {i}" for w in names for i in range(ADDS) if i % SHARED_EVERY])
+    assert questions == expected  # nothing lost, nothing twice
+    assert len(memories) == WORKERS * (ADDS - shared) + shared
 
 
 def test_mark_retrieved_sets_step_and_time(pool):
@@ -122,12 +138,11 @@ def test_missing_or_empty_required_key_is_named(pool, key, value):
     assert pool.count() == 0  # nothing from the batch went in
 
 
-def test_reopening_the_file_keeps_the_data(tmp_path):
-    path = tmp_path / "run" / "pool.sqlite"
-    with Pool(path) as pool:
+def test_reopening_the_pool_keeps_the_data(where):
+    with where.open() as pool:
         (first,) = pool.add([item(score=80.0, sources=[3, 4])], step=1)
         saved = pool.get([first])
-    with Pool(path) as pool:
+    with where.open() as pool:
         assert pool.get([first]) == saved
         assert pool.add([item()], step=2) == [None]
         assert pool.add([item(question="new")], step=2)[0] > first
@@ -163,28 +178,28 @@ def items(tag: str, n: int, **overrides) -> list[dict]:
     return [item(question=f"{tag} question {i}", answer=f"{tag} answer {i}", **overrides) for i in range(n)]
 
 
-def test_removed_ids_are_never_given_again(tmp_path):
-    with Pool(tmp_path / "p.sqlite", run_id="first") as pool:
+def test_removed_ids_are_never_given_again(where):
+    with where.open(run_id="first") as pool:
         ids = pool.add(items("first", 3), step=1)
         assert pool.forget_run("first") == 3
-    with Pool(tmp_path / "p.sqlite", run_id="second") as pool:
+    with where.open(run_id="second") as pool:
         [new] = pool.add(items("second", 1), step=1)
     assert new > max(ids)  # a reader that held the old ids cannot mistake a new memory for one
 
 
-def test_forget_run_keeps_seeds_and_other_runs(tmp_path):
-    with Pool(tmp_path / "p.sqlite", run_id="a") as a:
+def test_forget_run_keeps_seeds_and_other_runs(where):
+    with where.open(run_id="a") as a:
         a.add(items("seed", 2, origin="seed") + items("a", 2), step=1)
-    with Pool(tmp_path / "p.sqlite", run_id="b") as b:
+    with where.open(run_id="b") as b:
         b.add(items("b", 1), step=1)
         assert b.forget_run("a") == 2
         assert b.tally(["run_id", "origin"]) == {("a", "seed"): 2, ("b", "stream"): 1}
 
 
-def test_forgetting_a_summary_restores_the_other_runs_memories_it_folded_in(tmp_path):
-    with Pool(tmp_path / "p.sqlite", run_id="b") as b:
+def test_forgetting_a_summary_restores_the_other_runs_memories_it_folded_in(where):
+    with where.open(run_id="b") as b:
         folded = b.add(items("b", 2, tier="short"), step=1)
-    with Pool(tmp_path / "p.sqlite", run_id="a") as a:  # a's stm_ltm consolidates b's short-term items
+    with where.open(run_id="a") as a:  # a's stm_ltm consolidates b's short-term items
         [summary] = a.add([item(question="summary", answer="both", origin="summary", sources=folded)], step=2)
         for memory_id in folded:
             a.set_fields(memory_id, tier="long", consolidated=True)
@@ -263,3 +278,56 @@ def test_the_change_log_keeps_one_row_per_memory_and_readers_behind_still_see_ev
     log = sqlite3.connect(path)
     assert log.execute("SELECT count(*) FROM memory_changes").fetchone()[0] == 3
     log.close()
+
+
+def _set_schema(where, version: int, *statements: str) -> None:
+    """Write an older or newer pool's state, as ms of another version would have left it."""
+    if where.backend == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(where.target) as db:
+            for statement in statements:
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {version}")
+        return
+    import psycopg
+
+    with psycopg.connect(where.target, autocommit=True) as db:
+        for statement in statements:
+            db.execute(statement)
+        db.execute(f"UPDATE pool_state SET schema_version = {version}")
+
+
+def _schema_of(where) -> int:
+    if where.backend == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(where.target) as db:
+            return db.execute("PRAGMA user_version").fetchone()[0]
+    import psycopg
+
+    with psycopg.connect(where.target) as db:
+        return db.execute("SELECT schema_version FROM pool_state").fetchone()[0]
+
+
+def test_a_schema_3_pool_gains_the_utility_columns_in_place(where):
+    with where.open() as pool:
+        [kept] = pool.add([item()], step=1)
+    # SQLite before 3.35 cannot drop columns; this one can, and so a schema-3 table is rebuilt here.
+    _set_schema(where, 3, "ALTER TABLE memories DROP COLUMN utility", "ALTER TABLE memories DROP COLUMN utility_n")
+    with where.open() as pool:
+        assert (pool.get([kept])[0].utility, pool.get([kept])[0].utility_n) == (None, 0)
+        pool.record_utility({kept: [0.5, 1.5]})
+        assert pool.get([kept])[0].utility == 1.0
+        assert pool.add([item(question="new")], step=2)[0] > kept
+    assert _schema_of(where) == SCHEMA_VERSION
+
+
+def test_a_pool_of_a_newer_schema_is_refused_by_name(where):
+    from ms.pool import PoolFileError
+
+    with where.open() as pool:
+        pool.add([item()], step=1)
+    _set_schema(where, SCHEMA_VERSION + 1)
+    with pytest.raises(PoolFileError, match=f"holds schema {SCHEMA_VERSION + 1}, which this version of ms cannot read"):
+        where.open()

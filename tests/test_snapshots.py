@@ -4,6 +4,7 @@ the change log, so they see other processes' writes at once and agree with a ful
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -38,10 +39,12 @@ def full_read(pool: Pool, scope: str):
     return pool.memories(scope, tier="long", include_consolidated=False)
 
 
-def other_process(path, code: str) -> None:
-    """Run `code` in a separate Python process with `pool` open on the same file."""
-    script = f"from ms.pool import Pool\npool = Pool({str(path)!r})\n" + textwrap.dedent(code)
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+def other_process(where, code: str) -> None:
+    """Run `code` in a separate Python process with `pool` open on the same pool."""
+    script = f"from pool_backends import Where\npool = Where{(where.backend, where.target)!r}.open()\n" + textwrap.dedent(code)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -61,12 +64,14 @@ def logic_pool(tmp_path):
         yield pool
 
 
-def test_a_second_process_adds_and_the_first_retrieves_it_at_once(logic_pool, encoder):
+def test_a_second_process_adds_and_the_first_retrieves_it_at_once(where, encoder):
+    logic_pool = where.open()
+    logic_pool.add(data_items(("logic",))[::4], step=0)
     dense, bm25 = DenseRetriever(logic_pool, encoder), BM25Retriever(logic_pool)
     for retriever in (dense, bm25):  # both hold the scope in memory before the other process writes
         assert retriever.retrieve(VOLCANO[0], "logic", 1)[0].question != VOLCANO[0]
     encoded = dense.encoded
-    other_process(logic_pool.path, f"""
+    other_process(where, f"""
         pool.add([{{"scope": "logic", "agent": "riddle", "domain": "logic", "question": {VOLCANO[0]!r},
                     "answer": {VOLCANO[1]!r}, "origin": "stream"}}], step=1)
     """)
@@ -76,20 +81,23 @@ def test_a_second_process_adds_and_the_first_retrieves_it_at_once(logic_pool, en
 
     # The other process's updates and deletes reach the snapshot too.
     volcano_id = logic_pool.version("logic")
-    other_process(logic_pool.path, f"pool.set_fields({volcano_id}, consolidated=True)")
+    other_process(where, f"pool.set_fields({volcano_id}, consolidated=True)")
     for retriever in (dense, bm25):
         assert volcano_id not in [m.id for m in retriever.retrieve(VOLCANO[0], "logic", 3)]
-    other_process(logic_pool.path, f"pool.set_fields({volcano_id}, consolidated=False)")
+    other_process(where, f"pool.set_fields({volcano_id}, consolidated=False)")
     assert dense.retrieve(VOLCANO[0], "logic", 1)[0].id == volcano_id
-    other_process(logic_pool.path, f"pool._conn.execute('DELETE FROM memories WHERE id = {volcano_id}')")
+    other_process(where, f"""
+        with pool._db.write() as db:
+            db.run("DELETE FROM memories WHERE id = ?", ({volcano_id},))
+    """)
     for retriever in (dense, bm25):
         assert volcano_id not in [m.id for m in retriever.retrieve(VOLCANO[0], "logic", 3)]
     assert dense.encoded == encoded + 1  # none of this re-encoded anything
+    logic_pool.close()
 
 
-def test_snapshot_equals_a_full_read_through_every_kind_of_write(tmp_path):
-    path = tmp_path / "pool.sqlite"
-    with Pool(path) as pool, Pool(path) as writer:  # two connections, as two processes would have
+def test_snapshot_equals_a_full_read_through_every_kind_of_write(where):
+    with where.open() as pool, where.open() as writer:  # two connections, as two processes would have
         writer.add(data_items(), step=0)
         random = RandomRetriever(pool)
         scopes = pool.scopes()
@@ -108,7 +116,8 @@ def test_snapshot_equals_a_full_read_through_every_kind_of_write(tmp_path):
                      "answer": "Layers and a rain jacket.", "origin": "stream", "tier": "short"}], step=5)
         agree()
         writer.set_fields(writer.version("plan"), tier="long")
-        writer._conn.execute("DELETE FROM memories WHERE id = ?", (ids[4],))
+        with writer._db.write() as db:
+            db.run("DELETE FROM memories WHERE id = ?", (ids[4],))
         pool.mark_retrieved(ids[20:25], step=6)  # the snapshot's own connection writes too
         agree()
 
@@ -168,3 +177,27 @@ def test_query_vectors_are_encoded_once_per_encoder_version(logic_pool, encoder)
         assert torch.allclose(first, dense.query_vectors(questions), atol=1e-5)  # same weights here
     finally:
         del encoder.encode
+
+
+def test_a_search_between_writes_reads_nothing_but_the_change_token(where, monkeypatch):
+    from ms.retrieval.snapshot import snapshot
+
+    with where.open() as pool, where.open() as writer:
+        writer.add(data_items(("logic",))[:20], step=0)
+        reads = []
+        changes = pool.changes
+        pool.changes = lambda *args: reads.append(args) or changes(*args)
+        snapshot(pool, "logic")
+        assert len(reads) == 1
+        statements = []
+        if where.backend == "postgres":  # SQLite's token is read from the open file, with no statement
+            from ms.pool.postgres_backend import PostgresSession
+
+            execute = PostgresSession._execute
+            monkeypatch.setattr(PostgresSession, "_execute", lambda self, *a: statements.append(a) or execute(self, *a))
+        for _ in range(5):  # no write in between: only the token is read, one statement each
+            snapshot(pool, "logic")
+        assert len(reads) == 1 and len(statements) == (5 if where.backend == "postgres" else 0)
+        monkeypatch.undo()
+        writer.set_fields(writer.ids("logic")[0], tier="short")  # another connection's write is seen next time
+        assert len(snapshot(pool, "logic").searchable_memories()) == 19 and len(reads) == 2

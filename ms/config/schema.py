@@ -27,6 +27,11 @@ PROMPT_LOGPROBS = ("none", "echo")
 # ms.llm.llamacpp.WEIGHTS says why) | ct2 (CTranslate2, int8 weights).
 ENGINES = ("hf", "llamacpp", "llamacpp-f16", "llamacpp-q4_0", "ct2")
 POOL_MODES = ("domain", "single")
+# Where the pool lives: sqlite (one file, processes on one machine) | postgres (a server, processes on several).
+POOL_BACKENDS = ("sqlite", "postgres")
+# pool.dsn is read from this variable: ms-run moves a `pool.dsn=...` it is given there before Hydra
+# sees it, so the connection string never reaches a run folder's name, .hydra/ or a log.
+POOL_DSN_ENV = "MS_POOL_DSN"
 RETRIEVERS = ("dense", "composite", "bm25", "random")
 AT_TEST = ("bm25", "random", "dense_frozen")
 # How memory vectors follow a trained encoder (see ms.retrieval.dense): re-encoded after every step,
@@ -274,6 +279,15 @@ class PoolConfig:
     # domain: one pool per domain | single: one pool for all nine agents
     mode: str = setting("domain", choices=POOL_MODES)
     path: Optional[str] = None  # None: pool.sqlite in the run folder; a path lets processes share one
+    backend: str = setting("sqlite", choices=POOL_BACKENDS)
+    # postgres: a libpq connection string (key=value pairs or a postgresql:// URI) without a password.
+    dsn: Optional[str] = "${oc.env:" + POOL_DSN_ENV + ",null}"
+
+    def problems(self):
+        """Cross-field limits (see ms.validation): a server pool needs to know its server."""
+        if self.backend == "postgres" and not self.dsn:
+            yield "dsn", (f"pool.backend=postgres needs a connection string: pool.dsn=... or the environment "
+                          f"variable {POOL_DSN_ENV}")
 
 
 @dataclass
@@ -335,4 +349,4 @@ class Config:
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 
-__all__ = ["AGE_UNITS", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_MODES", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]
+__all__ = ["AGE_UNITS", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]

@@ -1,8 +1,9 @@
-"""The shared memory pool: prompt-answer pairs in one SQLite file that several agents, threads and
-processes read and grow together.
+"""The shared memory pool: prompt-answer pairs that several agents, threads and processes read and
+grow together, in one SQLite file (processes on one machine) or a PostgreSQL database (processes on
+several machines); `open_pool` picks the one a run's config names.
 
 A *scope* is the pool an agent shares: its domain name under the Domain-pool, or "single" under the
-Single-pool. One file can hold every scope, and `(scope, content_hash)` is unique, so adding a memory
+Single-pool. One pool can hold every scope, and `(scope, content_hash)` is unique, so adding a memory
 that is already there is a no-op instead of a duplicate that would skew retrieval and training.
 """
 
@@ -10,7 +11,8 @@ from ms.config.files import POOL_FILENAME
 from ms.pool.records import (COUNTABLE, ORIGINS, POOL_MODES, TIERS, Memory, ScopeChanges,
                              content_hash, normalize_space, scope_for)
 from ms.pool.schema import SCHEMA_VERSION, PoolFileError, damaged_pool_message
+from ms.pool.opening import open_pool
 from ms.pool.store import Pool
 
 __all__ = ["COUNTABLE", "ORIGINS", "POOL_FILENAME", "POOL_MODES", "SCHEMA_VERSION", "TIERS", "Memory", "Pool",
-           "PoolFileError", "ScopeChanges", "content_hash", "damaged_pool_message", "normalize_space", "scope_for"]
+           "PoolFileError", "ScopeChanges", "content_hash", "damaged_pool_message", "normalize_space", "open_pool", "scope_for"]

@@ -7,9 +7,8 @@ import dataclasses
 import hashlib
 import json
 import re
-import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from ms.config.schema import POOL_MODES  # noqa: F401  (ms.pool re-exports it)
 
@@ -64,7 +63,8 @@ class Memory:
         return default
 
 
-COLUMNS = ", ".join(f.name for f in dataclasses.fields(Memory))
+_FIELDS = [f.name for f in dataclasses.fields(Memory)]
+COLUMNS = ", ".join(_FIELDS)
 
 
 def scope_for(domain: str, pool_mode: str) -> str:
@@ -131,8 +131,9 @@ def row_for_insert(item: dict[str, Any], step: int, now: float) -> tuple:
     )
 
 
-def memory_from_row(row: sqlite3.Row) -> Memory:
-    values = dict(row)
+def memory_from_row(row: Sequence[Any]) -> Memory:
+    """A row selected as COLUMNS, as a Memory."""
+    values = dict(zip(_FIELDS, row))
     values["consolidated"] = bool(values["consolidated"])
     if values["sources"] is not None:
         values["sources"] = json.loads(values["sources"])
