@@ -56,7 +56,8 @@ class ChatFormat(PromptFormat):
 
 class PlainFormat(PromptFormat):
     name = "plain"
-    stop = ("\n\n", f"\n{ANSWER_CUE}", "\nQuestion:")
+    # Not "\nAnswer:": a summary reply itself reads "Question: ...\nAnswer: ..." (ms.memory).
+    stop = ("\n\n", "\nQuestion:")
 
     def render(self, messages: Sequence[Message]) -> str:
         parts = []
