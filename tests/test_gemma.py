@@ -51,7 +51,7 @@ def test_gemma3_reply_stops_at_the_blank_line_a_base_model_runs_on_past(gemma3):
     shots = ("Question: What is the capital of France?\nAnswer:\nParis\n\n"
              "Question: What is the capital of Germany?\nAnswer:\nBerlin\n\n"
              "Question: What is the capital of Italy?")
-    reply = gemma3.generate([shots], max_new_tokens=24)[0]
+    reply = gemma3.generate([shots], max_new_tokens=8)[0]  # the stop falls within 8 tokens
     assert reply and "\n" not in reply and "Question" not in reply
 
 
