@@ -169,7 +169,8 @@ class _Planner:
         if bc.provider == "hf":
             from ms.llm.hf import engine_model_id, model_id, model_source
 
-            model = engine_model_id(model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package)), bc.engine)
+            model = engine_model_id(model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package), bc.prompt_format),
+                                    bc.engine)
         elif bc.base_url:  # as ms.llm.api names a served model in its keys
             model = f"{bc.model}@{bc.base_url}"
         params = generate_params(bc.generation.max_new_tokens, bc.generation.temperature, bc.generation.stop)

@@ -109,8 +109,17 @@ def backbone_record(backbone) -> dict[str, Any]:
         except (FileNotFoundError, ValueError):
             return out
         out["model"] = f"{source}::{gguf_file}" if gguf_file else source
-        out["sha256"] = weight_hashes(source, gguf_file)
+        out["sha256"] = weight_hashes(source, gguf_file) or chunked_hash(backbone.gguf_package)
     return out
+
+
+def chunked_hash(package: Optional[str]) -> Optional[dict[str, str]]:
+    """A chunked GGUF package's file and the SHA-256 it is assembled to: ms.llm.gguf_chunks checks
+    the assembled file against it before using it, so it is the hash of the weights the run read."""
+    from ms.llm.gguf_chunks import chunked_package
+
+    module = chunked_package(package) if package else None
+    return {module.MODEL_NAME: module.EXPECTED_SHA256} if module else None
 
 
 def encoder_record(model: Optional[str]) -> dict[str, Any]:

@@ -44,6 +44,15 @@ def smollm2(models_cache):
     return build_lm(cfg.backbone, models_cache, use_response_cache=False)
 
 
+@pytest.fixture(scope="session")
+def gemma3(models_cache):
+    """Gemma 3 270M (base, plain prompt format), assembled and converted once for the session."""
+    from ms.llm import build_lm
+
+    cfg = compose_config(["backbone=gemma3"])
+    return build_lm(cfg.backbone, models_cache, use_response_cache=False)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -26,6 +26,9 @@ PROMPT_LOGPROBS = ("none", "echo")
 # per step) | llamacpp-f16 / llamacpp-q4_0 (the same GGUF re-written in f16 or q4_0 weights first:
 # ms.llm.llamacpp.WEIGHTS says why) | ct2 (CTranslate2, int8 weights).
 ENGINES = ("hf", "llamacpp", "llamacpp-f16", "llamacpp-q4_0", "ct2")
+# How an hf backbone renders a chat as its model's input (ms.llm.prompt_format): chat (the tokenizer's
+# chat template, for instruction-tuned models) | plain (a few-shot completion text, for base models).
+PROMPT_FORMATS = ("chat", "plain")
 POOL_MODES = ("domain", "single")
 # Where the pool lives: sqlite (one file, processes on one machine) | postgres (a server, processes on several).
 POOL_BACKENDS = ("sqlite", "postgres")
@@ -125,6 +128,8 @@ class BackboneConfig:
     # hf provider: what does greedy generation (see ENGINES); scoring stays on transformers.
     engine: str = setting("hf", choices=ENGINES)
     max_length: int = setting(2048, ge=1)
+    # hf provider: how a chat becomes the model's input (see PROMPT_FORMATS); plain for base models.
+    prompt_format: str = setting("chat", choices=PROMPT_FORMATS)
     base_url: Optional[str] = None
     api_key_env: Optional[str] = None  # the NAME of the variable holding the key, never the key
     max_concurrency: int = setting(4, ge=1)
@@ -144,13 +149,17 @@ class BackboneConfig:
 
     def problems(self):
         """Cross-field limits (see ms.validation): every provider needs to know which model to run,
-        and only an OpenAI-compatible server gives prompt log-probs."""
+        only an OpenAI-compatible server gives prompt log-probs, and only an in-process model
+        takes a prompt format."""
         if not self.model and not (self.provider == "hf" and self.gguf_package):
             yield "model", (f"backbone '{self.name}' ({self.provider}) needs backbone.model"
                             + (" or backbone.gguf_package" if self.provider == "hf" else ""))
         if self.engine != "hf" and self.provider != "hf":
             yield "engine", (f"backbone '{self.name}' ({self.provider}): engine={self.engine} needs provider hf "
                              "(an API backbone generates on its server)")
+        if self.prompt_format != "chat" and self.provider != "hf":
+            yield "prompt_format", (f"backbone '{self.name}' ({self.provider}): prompt_format={self.prompt_format} "
+                                    "needs provider hf (an API backbone's server applies its own chat template)")
         if self.prompt_logprobs != "none" and self.provider != "openai":
             yield "prompt_logprobs", (f"backbone '{self.name}' ({self.provider}): prompt_logprobs="
                                       f"{self.prompt_logprobs} needs provider openai (an OpenAI-compatible server)")

@@ -59,7 +59,8 @@ def _provider_lm(backbone, cache_dir: str | Path, use_response_cache: bool) -> L
         return cls(backbone.model, gguf_file=backbone.gguf_file, gguf_package=backbone.gguf_package,
                    device=backbone.device, dtype=backbone.dtype, batch_size=backbone.batch_size,
                    max_length=backbone.max_length, models_dir=Path(cache_dir) / "models",
-                   engine=getattr(backbone, "engine", "hf"), **common)
+                   engine=getattr(backbone, "engine", "hf"),
+                   prompt_format=getattr(backbone, "prompt_format", "chat"), **common)
     return cls(backbone.model, api_key_env=backbone.api_key_env, base_url=backbone.base_url,
                max_concurrency=backbone.max_concurrency, timeout_s=backbone.timeout_s,
                max_retries=backbone.max_retries, backoff_s=backbone.backoff_s,

