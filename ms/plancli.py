@@ -12,11 +12,11 @@ from typing import Optional, Sequence
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from ms.compose import jobs
 from ms.errors import UserError
 
 PLAN = re.compile(r"\+{0,2}plan=(.*)")
 ACCEPT = re.compile(r"\+{0,2}plan_accept=(.*)")
-MULTIRUN = ("-m", "--multirun")
 TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
 
@@ -41,46 +41,6 @@ def take_plan_flags(args: Sequence[str]) -> tuple[list[str], bool, Optional[floa
     if accept is not None and not plan:
         raise UserError("plan_accept is a setting of plan mode: add +plan=true")
     return rest, plan, accept
-
-
-def _parse(overrides: list[str]):
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    try:
-        return OverridesParser.create().parse_overrides(overrides)
-    except HydraException as err:
-        raise UserError(f"cannot parse the overrides: {err}") from None
-
-
-def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], DictConfig]]:
-    """(overrides, composed config with its `hydra` node) of every job the command would launch."""
-    from hydra import compose, initialize_config_dir
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.errors import HydraException
-
-    from ms.config.store import CONF_DIR
-
-    def composed(job: list[str]) -> DictConfig:
-        try:
-            return compose("config", overrides=job, return_hydra_config=True)
-        except (HydraException, OmegaConfBaseException) as err:
-            raise UserError(" ".join(str(err).split())) from None
-
-    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        if not multirun:
-            return [(overrides, composed(overrides))]
-        parsed = _parse(overrides)
-        master = composed([o.input_line for o in parsed if not o.is_sweep_override()])
-        params = dict(master.hydra.sweeper.get("params") or {})
-        # As Hydra's basic sweeper does it, with its own code: the config's sweep params first, the
-        # command line's after them, then the product of every axis.
-        axes = _parse([f"{k}={v}" for k, v in params.items()] + overrides)
-        try:
-            [cells] = BasicSweeper.split_arguments(axes, max_batch_size=None)
-        except HydraException as err:
-            raise UserError(f"plan mode expands what the basic sweeper does: {err}") from None
-        return [(cell, composed(cell)) for cell in cells]
 
 
 def output_dir(cfg: DictConfig, multirun: bool) -> Optional[Path]:

@@ -120,7 +120,7 @@ def test_plan_looks_zero_shot_answers_up_in_the_response_cache(tmp_path):
 
 def test_a_sweeps_cells_are_the_product_of_its_axes_and_what_the_basic_sweeper_refuses_is_refused():
     from ms.errors import UserError
-    from ms.plancli import jobs
+    from ms.compose import jobs
 
     cells = jobs(["experiment=quick", "k=range(0,2)", "pool=domain,single"], multirun=True)
     assert sorted((c.k, c.pool.mode) for _, c in cells) == [(0, "domain"), (0, "single"), (1, "domain"), (1, "single")]
