@@ -106,8 +106,10 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float]) -> 
         validate(cfg)
         probe = probe if probe is not None and probe.path.parent == Path(cfg.cache_dir) else CacheProbe(cfg.cache_dir)
         folder = output_dir(cfg, multirun)
-        head = f"Plan {number}/{len(cells)}: {' '.join(job) or '(no overrides)'}" if multirun else "Plan"
-        print(head + (f" -> {folder}" if folder else ""))
+        # Nothing is written there: it names the run the plan is for.
+        head = f"plan {number}/{len(cells)}" if multirun else "plan"
+        head += f" for {folder}" if folder else " for a run whose folder is named at launch"
+        print(head + (f": {' '.join(job) or '(no overrides)'}" if multirun else ""))
         if folder is not None and completed(folder) is not None:
             print(f"  {folder} already holds a complete run: it is skipped, nothing is spent\n")
             continue

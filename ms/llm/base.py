@@ -11,7 +11,7 @@ import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
 from ms.errors import UserError
 from ms.llm.cache import ResponseCache, request_key
@@ -53,6 +53,18 @@ def generate_params(max_new_tokens: int, temperature: float, stop: Sequence[str]
 
 def as_messages(prompt: Prompt) -> list[Message]:
     return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+
+
+def joined_messages(prompt: Prompt) -> str:
+    """A chat as a model with no chat template sees it before its answer: the messages, one a line."""
+    return "\n".join(m["content"] for m in as_messages(prompt)) + "\n"
+
+
+def templated(tokenizer, prompt: Prompt) -> str:
+    """A chat as the tokenizer's chat template renders it before the answer (joined where it has none)."""
+    if tokenizer is None or not tokenizer.chat_template:
+        return joined_messages(prompt)
+    return tokenizer.apply_chat_template(as_messages(prompt), tokenize=False, add_generation_prompt=True)
 
 
 @dataclass
@@ -167,7 +179,14 @@ class LM(ABC):
     def chat_context(self, prompt: Prompt) -> str:
         """The text the model sees before its answer to `prompt`, for scoring an answer with
         `loglikelihood`. Plain concatenation unless a provider knows its chat template."""
-        return "\n".join(m["content"] for m in as_messages(prompt)) + "\n"
+        return joined_messages(prompt)
+
+    @classmethod
+    def context_renderer(cls, backbone) -> Callable[[Prompt], str]:
+        """`chat_context` of this provider's LM for `backbone` (a BackboneConfig), without building
+        it or loading any weights: plan mode renders scored requests with it to find them in the
+        response cache. A provider with a chat template loads only its tokenizer."""
+        return joined_messages
 
     def chat_context_before(self, prompt: Prompt, marker: str = PAIR_MARKER) -> str:
         """The chat context up to the first `marker`: the text that every prompt differing from this

@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import shutil
 import tempfile
+from functools import partial
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
 from ms.config.schema import ENGINES
-from ms.llm.base import LM, BackendError, Message, Prompt, as_messages
+from ms.llm.base import LM, BackendError, Message, Prompt, templated
 from ms.llm.local import package_dir, resolve_device
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
@@ -111,10 +112,16 @@ class HFLM(LM):
     # ---- prompt formatting ------------------------------------------------------------------
 
     def chat_context(self, prompt: Prompt) -> str:
-        messages = as_messages(prompt)
-        if self.tokenizer.chat_template:
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return super().chat_context(messages)
+        return templated(self.tokenizer, prompt)
+
+    @classmethod
+    def context_renderer(cls, backbone) -> Callable[[Prompt], str]:
+        # The GGUF's own tokenizer: the converted copy the LM loads was saved from it.
+        from transformers import AutoTokenizer
+
+        source, gguf_file = model_source(backbone.model, backbone.gguf_file, backbone.gguf_package)
+        tokenizer = AutoTokenizer.from_pretrained(source, **({"gguf_file": gguf_file} if gguf_file else {}))
+        return partial(templated, tokenizer)
 
     def _encode(self, text: str) -> list[int]:
         # The chat template already holds any special tokens the model needs.
