@@ -39,8 +39,11 @@ _composed = False
 def hydra_main(cfg: DictConfig) -> None:
     global _composed
     _composed = True
+    from hydra.core.hydra_config import HydraConfig
+
+    out = Path(HydraConfig.get().runtime.output_dir)
+    log.info("output folder: %s", out)  # first, before the seconds that importing torch takes
     try:
-        from hydra.core.hydra_config import HydraConfig
         from tqdm.contrib.logging import logging_redirect_tqdm
 
         from transformers.utils import logging as transformers_logging
@@ -49,11 +52,9 @@ def hydra_main(cfg: DictConfig) -> None:
 
         # Our own bars show progress; a loading bar per model load would only bury them.
         transformers_logging.disable_progress_bar()
-        out = Path(HydraConfig.get().runtime.output_dir)
-        log.info("output folder: %s", out)
         with logging_redirect_tqdm():  # a log line goes above the bars instead of through them
             run(cfg, out)
-        log.info("done; everything this run wrote is in %s", out)
+        log.info("done; this run wrote to %s", out)
     except UserError as error:
         print_user_error(PROG, error)
         sys.exit(USER_ERROR_EXIT)

@@ -73,6 +73,31 @@ def test_the_help_offers_no_internal_schema_as_an_option():
     assert "schema" not in done.stdout
 
 
+def test_a_run_names_its_folder_at_start_and_end_and_cli_log_holds_its_log(tmp_path, monkeypatch, capsys):
+    import logging
+
+    import ms.cli
+    import ms.pipeline
+
+    def the_run(cfg, out):
+        logging.getLogger("ms.pipeline").info("a step of the run")
+
+    monkeypatch.setattr(ms.pipeline, "run", the_run)  # the entry point's part, without models
+    root = logging.getLogger()  # Hydra's job logging replaces the root's handlers; restored after the test
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(root, "level", root.level)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    monkeypatch.setattr(sys, "argv", ["ms-run", f"hydra.run.dir={out}", f"data.dir={REPO / 'data'}",
+                                      f"cache_dir={tmp_path / 'cache'}"])
+    ms.cli.main()
+    logged = (out / "cli.log").read_text().splitlines()
+    assert [line.split(" - ", 1)[1] for line in logged] == [
+        f"output folder: {out}", "a step of the run", f"done; this run wrote to {out}"]
+    printed = capsys.readouterr().out
+    assert f"output folder: {out}" in printed and f"done; this run wrote to {out}" in printed
+
+
 def test_experiment_configs_compose():
     names = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
     assert {"quick", "table1_offline", "ablation_offline"} <= set(names)

@@ -110,6 +110,8 @@ class LM(ABC):
         self.usage_by_role: dict[str, Usage] = {}
         self.role = OTHER
         self.defaults = {"max_new_tokens": max_new_tokens, "temperature": temperature, "stop": list(stop)}
+        self._advance: Callable[[int], None] = lambda n: None  # see `reporting`
+        self._reported = 0  # requests of the current backend call that `_answered` reported
 
     # ---- accounting -------------------------------------------------------------------------
 
@@ -128,6 +130,22 @@ class LM(ABC):
             yield self
         finally:
             self.role = outer
+
+    @contextmanager
+    def reporting(self, advance: Callable[[int], None]) -> Iterator["LM"]:
+        """Inside the block, `advance(n)` is called as n requests are answered: cache hits at once,
+        the rest batch by batch where the provider reports its batches (`_answered`), else when its
+        call returns. A progress bar over one long call moves with the work."""
+        outer, self._advance = self._advance, advance
+        try:
+            yield self
+        finally:
+            self._advance = outer
+
+    def _answered(self, n: int) -> None:
+        """For providers: n more requests of the current backend call are done."""
+        self._reported += n
+        self._advance(n)
 
     def total_usage(self) -> Usage:
         return Usage.total(self.usage_by_role.values())
@@ -218,9 +236,14 @@ class LM(ABC):
         self.usage.cache_hits += len(found)
         todo = [i for i, k in enumerate(keys) if k not in found]
         self.usage.cache_misses += len(todo) if cacheable else 0
+        if hits := len(requests) - len(todo):
+            self._advance(hits)
         if todo:
             started = time.perf_counter()
+            self._reported = 0
             fresh = compute([requests[i] for i in todo])
+            if unreported := len(todo) - self._reported:
+                self._advance(unreported)
             self.usage.backend_seconds += time.perf_counter() - started
             self.usage.calls += len(todo)
             new = {keys[i]: value for i, value in zip(todo, fresh)}

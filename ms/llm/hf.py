@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import shutil
 import tempfile
 from functools import partial
@@ -17,6 +18,8 @@ from ms.llm.local import package_dir, resolve_device
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
 
+log = logging.getLogger(__name__)
+
 
 def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
     """A transformers copy of a GGUF model, made once: de-quantizing and converting the GGUF
@@ -28,6 +31,8 @@ def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
     target = models_dir / f"{gguf_path.stem}-{stat.st_size}-{int(stat.st_mtime)}"
     if (target / "config.json").exists():
         return target
+    log.info("converting %s into a transformers copy at %s (once per copy; about 25 s on 2 cores)",
+             gguf_path.name, target)
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
     net = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
     # The weights are plain dense tensors after loading; only the GGUF marker blocks saving.
@@ -161,6 +166,7 @@ class HFLM(LM):
                 self.usage.prompt_tokens += len(encoded[i])
                 self.usage.completion_tokens += int((tokens != self.tokenizer.pad_token_id).sum())
                 out[i] = truncate_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=True), stop).strip()
+            self._answered(len(batch))
         return out
 
     def _engine_generate(self, encoded: list[list[int]], max_new_tokens: int, stop: list[str]) -> list[str]:
@@ -215,6 +221,7 @@ class HFLM(LM):
                 n = rows[i][1]
                 out[i] = (float(token_lp[row, -n:].sum()), n)
                 self.usage.prompt_tokens += len(rows[i][0])
+            self._answered(len(batch))
         return out
 
     # ---- reading a distribution over options ------------------------------------------------
