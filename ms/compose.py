@@ -23,7 +23,7 @@ CONFIG_NAME = "config"
 HYDRA_KEY = "hydra"  # Hydra's own node: its schema is Hydra's, not ms's
 
 
-def nearest(word: str, choices: Sequence[str]) -> Optional[str]:
+def _nearest(word: str, choices: Sequence[str]) -> Optional[str]:
     found = difflib.get_close_matches(word, list(choices), n=1)
     return found[0] if found else None
 
@@ -34,7 +34,7 @@ def _joined(prefix: str, key: Any) -> str:
 
 def _unknown_key(full_key: str, known: Sequence[str]) -> str:
     parent, _, key = full_key.rpartition(".")
-    close = nearest(key, known)
+    close = _nearest(key, known)
     if close is not None:
         return f"unknown key {full_key}: did you mean {_joined(parent, close)}?"
     return f"unknown key {full_key}: {parent or 'the config'} has {', '.join(known)}"
@@ -76,7 +76,7 @@ def explain(error: Exception) -> str:
 
     if isinstance(error, MissingConfigException) and error.options is not None:
         group, _, option = (error.missing_cfg_file or "").rpartition("/")
-        close = nearest(option, error.options)
+        close = _nearest(option, error.options)
         return (f"unknown {group}={option}: choose one of {', '.join(error.options)}"
                 + (f" (did you mean {group}={close}?)" if close else ""))
     cause = error.__cause__ or error
