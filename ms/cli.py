@@ -20,10 +20,9 @@ from ms.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_f
 
 PROG = "ms-run"
 MULTIRUN = ("-m", "--multirun")
-# Flags with which Hydra prints its own help or information, or composes from another config
-# folder or file: ms-run leaves these commands to Hydra unchecked.
-HYDRA_ONLY = ("help", "hydra_help", "shell_completion", "info", "config_path", "config_name", "config_dir",
-              "experimental_rerun")
+# Flags with which Hydra prints its own help or information, or composes from another primary
+# config: ms-run leaves these commands to Hydra unchecked.
+HYDRA_ONLY = ("help", "hydra_help", "shell_completion", "info", "config_path", "config_name", "experimental_rerun")
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +74,7 @@ def preflight(args: list[str]) -> None:
     parsed = get_args_parser().parse_args(args)
     if any(getattr(parsed, flag) for flag in HYDRA_ONLY):
         return
-    composed = jobs(parsed.overrides, parsed.multirun)
+    composed = jobs(parsed.overrides, parsed.multirun, parsed.config_dir)
     if parsed.cfg is None:
         for _, cfg in composed:
             validate(cfg)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import typing
+from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
@@ -79,14 +80,17 @@ def explain(error: Exception) -> str:
         close = _nearest(option, error.options)
         return (f"unknown {group}={option}: choose one of {', '.join(error.options)}"
                 + (f" (did you mean {group}={close}?)" if close else ""))
-    cause = error.__cause__ or error
+    # An override's error is the cause of Hydra's; a config file's is raised while Hydra handles
+    # it, and Hydra's message begins by naming the file ("In 'experiment/x': ...").
+    cause = error.__cause__ or error.__context__ or error
+    where = str(error).split(": ", 1)[0] + ": " if str(error).startswith("In '") else ""
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
         known = [k for k in (cause.parent_node or {}) if k != HYDRA_KEY or cause.full_key.startswith(HYDRA_KEY)]
-        return _unknown_key(cause.full_key, known)
+        return where + _unknown_key(cause.full_key, known)
     if isinstance(cause, ValidationError) and cause.full_key:
         expected = _expected(cause)
         if expected is not None:
-            return f"invalid setting {cause.full_key}={cause.value}: must be {expected}"
+            return f"{where}invalid setting {cause.full_key}={cause.value}: must be {expected}"
     return one_line(str(error) if cause is error else f"{error}: {cause}")
 
 
@@ -113,17 +117,21 @@ def _parse(overrides: list[str]):
         raise UserError(f"cannot parse the overrides: {one_line(str(err))}") from None
 
 
-def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], DictConfig]]:
-    """(overrides, composed config with its `hydra` node) of every job the command would launch.
-    Raises UserError with one line per mistake found."""
+def jobs(overrides: list[str], multirun: bool,
+         config_dir: Optional[str] = None) -> list[tuple[list[str], DictConfig]]:
+    """(overrides, composed config with its `hydra` node) of every job the command would launch;
+    `config_dir` adds a folder of configs, as Hydra's --config-dir does. Raises UserError with one
+    line per mistake found."""
     from hydra import compose, initialize_config_dir
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    searched = [f"hydra.searchpath=[file://{Path(config_dir).resolve()}]"] if config_dir else []
+
     def composed(job: list[str]) -> DictConfig:
         try:
-            cfg = compose(CONFIG_NAME, overrides=job, return_hydra_config=True)
+            cfg = compose(CONFIG_NAME, overrides=searched + job, return_hydra_config=True)
         except (HydraException, OmegaConfBaseException) as err:
             raise UserError(explain(err)) from None
         added = list(outside_schema(cfg))

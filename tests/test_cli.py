@@ -67,6 +67,17 @@ def test_a_config_mistake_is_one_line_before_any_model_module_loads_and_writes_n
     assert list(work.iterdir()) == []  # Hydra's outputs/ or multirun/ folder, the cache: none of them
 
 
+def test_a_mistake_in_a_config_file_of_an_added_folder_names_the_file(tmp_path):
+    from ms.compose import jobs
+    from ms.errors import UserError
+
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "typo.yaml").write_text("# @package _global_\nscorer:\n  treshold: 3\n")
+    with pytest.raises(UserError) as found:  # the folder as --config-dir adds it
+        jobs(["experiment=typo"], multirun=False, config_dir=str(tmp_path))
+    assert str(found.value) == "In 'experiment/typo': unknown key scorer.treshold: did you mean scorer.threshold?"
+
+
 def test_the_help_offers_no_internal_schema_as_an_option():
     done = cli("--help")
     assert done.returncode == 0, done.stderr
