@@ -67,6 +67,23 @@ def test_a_config_mistake_is_one_line_before_any_model_module_loads_and_writes_n
     assert list(work.iterdir()) == []  # Hydra's outputs/ or multirun/ folder, the cache: none of them
 
 
+@pytest.mark.parametrize("override, says", [
+    ("stream_k=x", "invalid setting stream_k=x: must be an integer or null"),
+    ("train.enabled=maybe", "invalid setting train.enabled=maybe: must be true or false"),
+    ("eval.metrics=bleu", "invalid setting eval.metrics=bleu: must be a list of strings"),
+    ("scorer=3", "invalid setting scorer=3: must be a group of settings (set its keys one by one: KEY.NAME=VALUE)"),
+    ("agents.sonet.domain=logic", "unknown key agents.sonet: did you mean agents.sonnet?"),
+    ("+k2=1", "unknown key k2: did you mean k? (a +key= override cannot add a setting)"),
+])
+def test_each_kind_of_composition_mistake_says_what_the_key_takes(override, says):
+    from ms.compose import jobs
+    from ms.errors import UserError
+
+    with pytest.raises(UserError) as found:
+        jobs([override], multirun=False)
+    assert str(found.value) == says
+
+
 def test_a_mistake_in_a_config_file_of_an_added_folder_names_the_file(tmp_path):
     from ms.compose import jobs
     from ms.errors import UserError
