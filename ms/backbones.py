@@ -37,7 +37,6 @@ def backbone_config(cfg: DictConfig, name: Optional[str]) -> DictConfig:
         raise UserError(f"no backbone '{name}' ({path}); choose one of {', '.join(options)}")
     try:
         raw = OmegaConf.load(path)
-        raw.pop("defaults", None)
         return OmegaConf.merge(OmegaConf.structured(BackboneConfig), raw)
     except OmegaConfBaseException as err:  # an unknown or mistyped key in the file
         raise UserError(one_line(f"{path}: {err}")) from err

@@ -1,4 +1,5 @@
-"""The Hydra entry point: compose the config, check it, then hand it to the plain `run` function.
+"""The Hydra entry point: compose and check every job before Hydra starts, then hand each composed
+config to the plain `run` function.
 
 Exit status 2 means a user error (a bad setting, bad data, a missing or damaged file, a missing
 key, an unreachable endpoint): one message, no traceback. `--debug` or HYDRA_FULL_ERROR=1 adds the
@@ -7,6 +8,7 @@ traceback. A bug exits with status 1 and its traceback, as Hydra reports it.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -19,11 +21,18 @@ from ms.config.store import CONF_DIR, register
 from ms.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
 
 PROG = "ms-run"
+MULTIRUN = ("-m", "--multirun")
+# Flags with which Hydra prints its own help or information, or composes from another primary
+# config: ms-run leaves these commands to Hydra unchecked.
+HYDRA_ONLY = ("help", "hydra_help", "shell_completion", "info", "config_path", "config_name", "experimental_rerun")
+
+log = logging.getLogger(__name__)
 
 # Set once Hydra has composed a config and called the task. Hydra exits with status 1 both for
-# a config it cannot compose (a misspelt key or group option) and for a bug in the task; only the
-# first is the user's to fix, and this tells them apart. A multirun's launcher may call the task
-# in other processes, where this flag is never set, so a multirun's status 1 is left as it is.
+# a config it cannot compose and for a bug in the task; only the first is the user's to fix, and
+# this tells them apart where `preflight` left the command to Hydra (see HYDRA_ONLY). A multirun's
+# launcher may call the task in other processes, where this flag is never set, so a multirun's
+# status 1 is left as it is.
 _composed = False
 
 
@@ -31,11 +40,12 @@ _composed = False
 def hydra_main(cfg: DictConfig) -> None:
     global _composed
     _composed = True
-    try:
-        from ms.validation import validate
+    from hydra.core.hydra_config import HydraConfig
 
-        validate(cfg)  # before the heavy imports below, and before any model, pool or cache opens
-        from hydra.core.hydra_config import HydraConfig
+    out = Path(HydraConfig.get().runtime.output_dir)
+    log.info("output folder: %s", out)  # first, before the seconds that importing torch takes
+    try:
+        from tqdm.contrib.logging import logging_redirect_tqdm
 
         from transformers.utils import logging as transformers_logging
 
@@ -43,7 +53,9 @@ def hydra_main(cfg: DictConfig) -> None:
 
         # Our own bars show progress; a loading bar per model load would only bury them.
         transformers_logging.disable_progress_bar()
-        run(cfg, Path(HydraConfig.get().runtime.output_dir))
+        with logging_redirect_tqdm():  # a log line goes above the bars instead of through them
+            run(cfg, out)
+        log.info("done; this run wrote to %s", out)
     except UserError as error:
         print_user_error(PROG, error)
         sys.exit(USER_ERROR_EXIT)
@@ -63,17 +75,39 @@ def take_pool_dsn(argv: list[str]) -> list[str]:
     return kept
 
 
+def preflight(args: list[str]) -> None:
+    """Compose every job the command will launch and check each (the settings, the files they
+    name, the API keys), before Hydra starts: Hydra makes a job's output folder before calling it,
+    so a mistake found there would leave a folder behind. A command that only prints the config
+    (--cfg) is composed, not checked. Raises UserError, one line per mistake."""
+    if "--version" in args:
+        return
+    from hydra._internal.utils import get_args_parser
+
+    from ms.compose import jobs
+    from ms.validation import validate
+
+    parsed = get_args_parser().parse_args(args)
+    if any(getattr(parsed, flag) for flag in HYDRA_ONLY):
+        return
+    composed = jobs(parsed.overrides, parsed.multirun, parsed.config_dir)
+    if parsed.cfg is None:
+        for _, cfg in composed:
+            validate(cfg)
+
+
 def main() -> None:
     """`ms-run`: Hydra's command line, plus --debug, and plan mode (+plan=true, see ms.plancli)."""
     register()
     sys.argv = take_pool_dsn(take_debug_flag(sys.argv))
-    multirun = any(arg in ("-m", "--multirun") for arg in sys.argv[1:])
+    multirun = any(arg in MULTIRUN for arg in sys.argv[1:])
     from ms.plancli import plan_main, take_plan_flags
 
     try:
         args, plan, accept = take_plan_flags(sys.argv[1:])
         if plan:  # composed here, not by a Hydra job: a job would make its output folder
-            sys.exit(plan_main([a for a in args if a not in ("-m", "--multirun")], multirun, accept))
+            sys.exit(plan_main([a for a in args if a not in MULTIRUN], multirun, accept))
+        preflight(args)
     except UserError as error:
         print_user_error(PROG, error)
         sys.exit(USER_ERROR_EXIT)

@@ -9,11 +9,14 @@ a machine that can reach it (or a warm HF cache). Scores are raw: no baseline re
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from importlib.metadata import version
 from typing import Iterable, Mapping, Sequence
 
 from ms.config.schema import EVAL_METRICS, REF_LOGPROB, EvalConfig
+
+log = logging.getLogger(__name__)
 
 # The layer used for the packaged MiniLM, which bert-score has no default for. all-MiniLM-L6-v2 was trained for sentence
 # similarity on mean-pooled last-layer token vectors, so that layer is the one shaped for semantic
@@ -49,6 +52,7 @@ class BERTScore:
         self.cfg = cfg
         self.name = cfg.model or MINILM_NAME
         self.num_layers = num_layers_for(cfg)
+        log.info("loading BERTScore's model %s (layer %s)", self.name, self.num_layers)
         self.scorer = BERTScorer(model_type=cfg.model or str(packaged_model_dir()), num_layers=self.num_layers,
                                  batch_size=cfg.batch_size, lang=cfg.lang, device=str(resolve_device(cfg.device)))
 

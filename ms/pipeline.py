@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from collections import Counter, defaultdict
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -213,24 +214,35 @@ class Experiment:
         rows = [{"agent": q.agent, "test_id": q.example.id, "k": self.cfg.k, "fill": fill,
                  "question": q.example.question, "reference": q.example.answer} for q in tests]
         batch = self.cfg.micro_batch
-        for start in tqdm(range(0, len(tests), batch), desc=f"evaluate @ {fill}% fill", unit="batch", leave=False):
-            part, queries = rows[start:start + batch], tests[start:start + batch]
-            prompts, retrieved = self.prompts(queries, self.cfg.k, mark=False, retriever=self.test_retriever)
-            for row, q, memories in zip(part, queries, retrieved):
-                row["retrieved"] = [m.id for m in memories]
-                row.update(self.test_retriever.state(q.scope))  # retriever_version, index_staleness
-            if self.bertscore is not None:
-                for row, answer in zip(part, self.answer(queries, prompts, "evaluate")):
-                    row["answer"] = answer
-            if REF_LOGPROB in self.metrics:
-                for row, scored in zip(part, self.ref_logprobs(queries, prompts, [r["reference"] for r in part])):
-                    if scored is not None:
-                        row[REF_LOGPROB], row["ref_tokens"] = scored
+        # The bar counts LM requests (an answer, a reference scored) as the backbones finish them,
+        # so it moves within a micro-batch too: one micro-batch can take minutes on a CPU.
+        requests = len(tests) * (self.bertscore is not None) + (REF_LOGPROB in self.metrics) * sum(
+            self.backbones[self.agent_backbone[q.agent]].scores_text for q in tests)
+        with (tqdm(total=requests, desc=f"evaluate @ {fill}% fill", unit="request", leave=False) as bar,
+              ExitStack() as reporting):
+            for lm in self.backbones.values():
+                reporting.enter_context(lm.reporting(bar.update))
+            for start in range(0, len(tests), batch):
+                self.evaluate_batch(rows[start:start + batch], tests[start:start + batch])
         if self.bertscore is not None:
             scores = self.bertscore.score([r["answer"] for r in rows], [r["reference"] for r in rows])
             for row, (p, r, f) in zip(rows, scores):
                 row.update(P=p, R=r, F1=f)
         return rows
+
+    def evaluate_batch(self, part: list[dict], queries: list[Query]) -> None:
+        """Fill in the rows of one micro-batch of test questions: what was retrieved, the answer, the score."""
+        prompts, retrieved = self.prompts(queries, self.cfg.k, mark=False, retriever=self.test_retriever)
+        for row, q, memories in zip(part, queries, retrieved):
+            row["retrieved"] = [m.id for m in memories]
+            row.update(self.test_retriever.state(q.scope))  # retriever_version, index_staleness
+        if self.bertscore is not None:
+            for row, answer in zip(part, self.answer(queries, prompts, "evaluate")):
+                row["answer"] = answer
+        if REF_LOGPROB in self.metrics:
+            for row, scored in zip(part, self.ref_logprobs(queries, prompts, [r["reference"] for r in part])):
+                if scored is not None:
+                    row[REF_LOGPROB], row["ref_tokens"] = scored
 
     def run(self) -> dict:
         started = time.perf_counter()
@@ -253,6 +265,7 @@ class Experiment:
                     bar.set_postfix(pool=self.pool.count(), accepted=sum(accepted.values()))
                     continue
                 rows = self.evaluate(fill)
+                bar.unpause()  # the stream's elapsed time and rate leave out the evaluation
                 with (self.out / PREDICTIONS_FILE).open("a", encoding="utf-8") as f:
                     f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
                 by_fill[str(fill)] = summarize(rows)

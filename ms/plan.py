@@ -10,7 +10,9 @@ Tokens are counted from the text the run will send: 4 characters a token, 1 a CJ
 per chat message. Text the run has not made yet stands in at typical sizes: a retrieved memory as
 long as its scope's mean seed pair, a reply as long as its agent's mean seed answer, capped at
 max_new_tokens. A request is looked up in the response cache only where it does not depend on the
-pool the run grows (zero-shot prompts); elsewhere what the cache holds is unknown.
+pool the run grows (zero-shot prompts); elsewhere what the cache holds is unknown. A scored request
+(ref_logprob) is looked up with its context rendered by the backbone's chat template, which loads
+the backbone's tokenizer (not its weights).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from omegaconf import DictConfig
 
@@ -108,6 +110,28 @@ class CacheProbe:
         return self._db.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
 
 
+def key_model(bc: DictConfig, kind: str) -> str:
+    """The model as a run's response-cache keys of `kind` calls name it (LM._key_model)."""
+    if bc.provider == "hf":
+        from ms.llm.hf import engine_model_id, model_id, model_source
+
+        model = model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package), bc.prompt_format)
+        return engine_model_id(model, bc.engine) if kind == "generate" else model
+    return f"{bc.model}@{bc.base_url}" if bc.base_url else bc.model  # as ms.llm.api names a served model
+
+
+_RENDERERS: dict[tuple, Callable] = {}  # loaded once per process, so a sweep's cells share each tokenizer
+
+
+def renderer(bc: DictConfig) -> Callable:
+    """How the backbone renders a chat as the context of a scored request (LM.context_renderer)."""
+    cls = provider_class(bc)
+    model = (cls, bc.model, bc.gguf_file, bc.gguf_package, bc.get("prompt_format"))
+    if model not in _RENDERERS:
+        _RENDERERS[model] = cls.context_renderer(bc)
+    return _RENDERERS[model]
+
+
 class _Planner:
     def __init__(self, cfg: DictConfig, accept: Optional[float], probe: CacheProbe):
         self.cfg, self.probe = cfg, probe
@@ -164,18 +188,22 @@ class _Planner:
         bc = self.backbone(self.agents[agent].backbone)
         if not self.cfg.use_cache or bc.generation.temperature != 0:
             return None
-        cls = provider_class(bc)
-        model = bc.model
-        if bc.provider == "hf":
-            from ms.llm.hf import engine_model_id, model_id, model_source
-
-            model = engine_model_id(model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package), bc.prompt_format),
-                                    bc.engine)
-        elif bc.base_url:  # as ms.llm.api names a served model in its keys
-            model = f"{bc.model}@{bc.base_url}"
         params = generate_params(bc.generation.max_new_tokens, bc.generation.temperature, bc.generation.stop)
-        prompt = chat(self.agents[agent], self.template.render(question), self.template.system)
-        return cache_key("generate", cls.provider, model, params, prompt)
+        return cache_key("generate", provider_class(bc).provider, key_model(bc, "generate"), params,
+                         self.zero_shot_chat(agent, question))
+
+    def zero_shot_scored_key(self, agent: str, example) -> Optional[str]:
+        """The cache key of ref_logprob's request for the agent's zero-shot prompt and the reference
+        answer, where scores are cached: the context rendered as the backbone renders it."""
+        if not self.cfg.use_cache:
+            return None
+        bc = self.backbone(self.agents[agent].backbone)
+        context = renderer(bc)(self.zero_shot_chat(agent, example.question))
+        return cache_key("loglikelihood", provider_class(bc).provider, key_model(bc, "loglikelihood"), {},
+                         [context, example.answer])
+
+    def zero_shot_chat(self, agent: str, question: str) -> list:
+        return chat(self.agents[agent], self.template.render(question), self.template.system)
 
     def generated(self, row: Row, agent: str, question: str, k: float, prompt: float, completion: float) -> None:
         """One generate call: looked up in the cache where its prompt is zero-shot."""
@@ -269,14 +297,11 @@ class _Planner:
                     reply = self.reply(a, self.backbone(name).generation.max_new_tokens)
                     self.generated(row, a, e.question, kk, prompt, reply)
                 if REF_LOGPROB in metrics and self.can(name, "scores_text"):
-                    # The scored context holds the chat template, so only a repeat within the run is known.
-                    key = (f"ref_logprob\0{resolve(self.cfg, name)}\0{a}\0{e.id}"
-                           if kk <= 0 and self.cfg.use_cache else None)
-                    repeat = key is not None and key in self.probe.seen
+                    key = self.zero_shot_scored_key(a, e) if kk <= 0 else None
                     if key is not None:
-                        self.probe.seen.add(key)
-                    row.add(1, prompt + tokens(e.answer), 0.0, cached=float(repeat),
-                            cached_exact=not self.cfg.use_cache)
+                        row.add(1, prompt + tokens(e.answer), 0.0, cached=float(self.probe.held(key)))
+                    else:
+                        row.add(1, prompt + tokens(e.answer), 0.0, cached_exact=not self.cfg.use_cache)
 
 
 def plan_run(cfg: DictConfig, accept: Optional[float] = None, probe: Optional[CacheProbe] = None) -> RunPlan:

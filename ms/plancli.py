@@ -12,11 +12,11 @@ from typing import Optional, Sequence
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from ms.compose import jobs
 from ms.errors import UserError
 
 PLAN = re.compile(r"\+{0,2}plan=(.*)")
 ACCEPT = re.compile(r"\+{0,2}plan_accept=(.*)")
-MULTIRUN = ("-m", "--multirun")
 TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
 
@@ -41,46 +41,6 @@ def take_plan_flags(args: Sequence[str]) -> tuple[list[str], bool, Optional[floa
     if accept is not None and not plan:
         raise UserError("plan_accept is a setting of plan mode: add +plan=true")
     return rest, plan, accept
-
-
-def _parse(overrides: list[str]):
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    try:
-        return OverridesParser.create().parse_overrides(overrides)
-    except HydraException as err:
-        raise UserError(f"cannot parse the overrides: {err}") from None
-
-
-def jobs(overrides: list[str], multirun: bool) -> list[tuple[list[str], DictConfig]]:
-    """(overrides, composed config with its `hydra` node) of every job the command would launch."""
-    from hydra import compose, initialize_config_dir
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.errors import HydraException
-
-    from ms.config.store import CONF_DIR
-
-    def composed(job: list[str]) -> DictConfig:
-        try:
-            return compose("config", overrides=job, return_hydra_config=True)
-        except (HydraException, OmegaConfBaseException) as err:
-            raise UserError(" ".join(str(err).split())) from None
-
-    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        if not multirun:
-            return [(overrides, composed(overrides))]
-        parsed = _parse(overrides)
-        master = composed([o.input_line for o in parsed if not o.is_sweep_override()])
-        params = dict(master.hydra.sweeper.get("params") or {})
-        # As Hydra's basic sweeper does it, with its own code: the config's sweep params first, the
-        # command line's after them, then the product of every axis.
-        axes = _parse([f"{k}={v}" for k, v in params.items()] + overrides)
-        try:
-            [cells] = BasicSweeper.split_arguments(axes, max_batch_size=None)
-        except HydraException as err:
-            raise UserError(f"plan mode expands what the basic sweeper does: {err}") from None
-        return [(cell, composed(cell)) for cell in cells]
 
 
 def output_dir(cfg: DictConfig, multirun: bool) -> Optional[Path]:
@@ -146,8 +106,10 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float]) -> 
         validate(cfg)
         probe = probe if probe is not None and probe.path.parent == Path(cfg.cache_dir) else CacheProbe(cfg.cache_dir)
         folder = output_dir(cfg, multirun)
-        head = f"Plan {number}/{len(cells)}: {' '.join(job) or '(no overrides)'}" if multirun else "Plan"
-        print(head + (f" -> {folder}" if folder else ""))
+        # Nothing is written there: it names the run the plan is for.
+        head = f"plan {number}/{len(cells)}" if multirun else "plan"
+        head += f" for {folder}" if folder else " for a run whose folder is named at launch"
+        print(head + (f": {' '.join(job) or '(no overrides)'}" if multirun else ""))
         if folder is not None and completed(folder) is not None:
             print(f"  {folder} already holds a complete run: it is skipped, nothing is spent\n")
             continue

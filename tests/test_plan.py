@@ -80,7 +80,8 @@ def test_plan_mode_on_the_command_line_prints_each_cell_and_the_sweep_total_and_
                   "hydra.sweep.subdir=cell_${k}", "+plan=true", "+plan_accept=0.5")
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
-    assert out.count("\nanswer ") == 3 and "Plan 3/3: " in out and "Sweep total over 3 runs" in out
+    assert out.count("\nanswer ") == 3 and "Sweep total over 3 runs" in out
+    assert f"plan 3/3 for {sweep / 'cell_3'}: " in out and "->" not in out  # it names the folder, writes nothing
     assert "already holds a complete run" in out and "0.50 of stream pairs admitted" in out
     assert sorted(p.name for p in sweep.iterdir()) == ["cell_1"] and not (tmp_path / "cache").exists()
     total = next(line for line in out.splitlines() if line.startswith("sweep total"))
@@ -118,9 +119,32 @@ def test_plan_looks_zero_shot_answers_up_in_the_response_cache(tmp_path):
     assert (evaluate.calls, evaluate.cached, evaluate.cached_exact) == (4, 3, True)
 
 
+@pytest.mark.slow
+def test_plan_looks_zero_shot_ref_logprob_requests_up_in_the_response_cache(tmp_path, smollm2):
+    """A reference scored by the real backbone, as a run scores it, is found by the plan: the plan
+    renders the scored context with the backbone's chat template, from its tokenizer alone."""
+    from ms.agents import PromptTemplate, agents_from, chat
+    from ms.data import load_splits
+    from ms.llm import ResponseCache
+
+    cfg = compose_config(TINY + [f"cache_dir={tmp_path}", "k=0", "eval.metrics=[ref_logprob]"])
+    agents = agents_from(cfg.agents)
+    riddle = load_splits(cfg.data, agents)["riddle"].test[0]
+    prompt = chat(agents["riddle"], PromptTemplate(**cfg.prompt).render(riddle.question), cfg.prompt.system)
+    smollm2.cache = ResponseCache(tmp_path / "responses.sqlite")
+    try:
+        smollm2.loglikelihood([smollm2.chat_context(prompt)], [riddle.answer])
+    finally:
+        smollm2.cache = None
+
+    evaluate = by_role(plan_run(cfg))["evaluate"]
+    # 2 test questions x 2 fills: the riddle's score is held, and the second fill repeats the first.
+    assert (evaluate.calls, evaluate.cached, evaluate.cached_exact) == (4, 3, True)
+
+
 def test_a_sweeps_cells_are_the_product_of_its_axes_and_what_the_basic_sweeper_refuses_is_refused():
     from ms.errors import UserError
-    from ms.plancli import jobs
+    from ms.compose import jobs
 
     cells = jobs(["experiment=quick", "k=range(0,2)", "pool=domain,single"], multirun=True)
     assert sorted((c.k, c.pool.mode) for _, c in cells) == [(0, "domain"), (0, "single"), (1, "domain"), (1, "single")]

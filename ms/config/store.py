@@ -13,8 +13,9 @@ SCHEMA = "ms_schema"  # conf/config.yaml's defaults list starts from it
 def register() -> None:
     from hydra.core.config_store import ConfigStore
 
-    from ms.config.schema import BackboneConfig, Config
+    from ms.config.schema import Config
 
-    store = ConfigStore.instance()
-    store.store(name=SCHEMA, node=Config)
-    store.store(group="backbone", name="ms_backbone_schema", node=BackboneConfig)
+    # The schema only, outside every group: Config types each group's node (`backbone` is a
+    # BackboneConfig), so the group files need no schema of their own, and `ms-run --help` offers
+    # no internal name as a group's option.
+    ConfigStore.instance().store(name=SCHEMA, node=Config)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from ms.config.schema import PROVIDERS
@@ -11,10 +12,14 @@ from ms.llm.cache import CACHE_FILENAME, ResponseCache
 
 __all__ = ["LM", "BackendError", "LoglikelihoodUnsupported", "Usage", "ResponseCache", "build_lm"]
 
+log = logging.getLogger(__name__)
+
 
 def build_lm(backbone, cache_dir: str | Path, use_response_cache: bool = True) -> LM:
     """`backbone` is a BackboneConfig (or any object with its fields). `cache_dir` holds the
     response cache and converted local models."""
+    log.info("loading backbone %s (%s: %s)", backbone.name, backbone.provider,
+             backbone.model or backbone.gguf_package)
     lm = _provider_lm(backbone, cache_dir, use_response_cache)
     lm.name = backbone.name  # llm_usage.json reports usage and cost per backbone config
     lm.price = price_of(backbone)

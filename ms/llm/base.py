@@ -11,7 +11,7 @@ import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
 from ms.errors import UserError
 from ms.llm.cache import ResponseCache, request_key
@@ -60,6 +60,13 @@ def joined_contents(messages: Sequence[Message]) -> str:
     return "\n".join(m["content"] for m in messages) + "\n"
 
 
+def templated(tokenizer, prompt: Prompt) -> str:
+    """A chat as the tokenizer's chat template renders it before the answer (joined where it has none)."""
+    if tokenizer is None or not tokenizer.chat_template:
+        return joined_contents(as_messages(prompt))
+    return tokenizer.apply_chat_template(as_messages(prompt), tokenize=False, add_generation_prompt=True)
+
+
 @dataclass
 class Usage:
     calls: int = 0  # requests that reached the backend (a batch of n counts n)
@@ -103,6 +110,8 @@ class LM(ABC):
         self.usage_by_role: dict[str, Usage] = {}
         self.role = OTHER
         self.defaults = {"max_new_tokens": max_new_tokens, "temperature": temperature, "stop": list(stop)}
+        self._advance: Callable[[int], None] = lambda n: None  # see `reporting`
+        self._reported = 0  # requests of the current backend call that `_answered` reported
 
     # ---- accounting -------------------------------------------------------------------------
 
@@ -121,6 +130,22 @@ class LM(ABC):
             yield self
         finally:
             self.role = outer
+
+    @contextmanager
+    def reporting(self, advance: Callable[[int], None]) -> Iterator["LM"]:
+        """Inside the block, `advance(n)` is called as n requests are answered: cache hits at once,
+        the rest batch by batch where the provider reports its batches (`_answered`), else when its
+        call returns. A progress bar over one long call moves with the work."""
+        outer, self._advance = self._advance, advance
+        try:
+            yield self
+        finally:
+            self._advance = outer
+
+    def _answered(self, n: int) -> None:
+        """For providers: n more requests of the current backend call are done."""
+        self._reported += n
+        self._advance(n)
 
     def total_usage(self) -> Usage:
         return Usage.total(self.usage_by_role.values())
@@ -174,6 +199,13 @@ class LM(ABC):
         `loglikelihood`. Plain concatenation unless a provider knows its chat template."""
         return joined_contents(as_messages(prompt))
 
+    @classmethod
+    def context_renderer(cls, backbone) -> Callable[[Prompt], str]:
+        """`chat_context` of this provider's LM for `backbone` (a BackboneConfig), without building
+        it or loading any weights: plan mode renders scored requests with it to find them in the
+        response cache. A provider with a chat template loads only its tokenizer."""
+        return lambda prompt: joined_contents(as_messages(prompt))
+
     def chat_context_before(self, prompt: Prompt, marker: str = PAIR_MARKER) -> str:
         """The chat context up to the first `marker`: the text that every prompt differing from this
         one only where the markers stand begins with, however the chat template wraps it."""
@@ -210,9 +242,14 @@ class LM(ABC):
             todo = [i for i, k in enumerate(keys) if k not in found]
         self.usage.cache_hits += len(keys) - len(todo)
         self.usage.cache_misses += len(todo) if cacheable else 0
+        if hits := len(requests) - len(todo):
+            self._advance(hits)
         if todo:
             started = time.perf_counter()
+            self._reported = 0
             fresh = compute([requests[i] for i in todo])
+            if unreported := len(todo) - self._reported:
+                self._advance(unreported)
             self.usage.backend_seconds += time.perf_counter() - started
             self.usage.calls += len(todo)
             new = {keys[i]: value for i, value in zip(todo, fresh)}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
+import logging
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -17,6 +18,8 @@ from ms.llm.local import package_dir, resolve_device
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
 from ms.llm.prompt_format import prompt_format as make_prompt_format
+
+log = logging.getLogger(__name__)
 
 
 def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
@@ -29,6 +32,8 @@ def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
     target = models_dir / f"{gguf_path.stem}-{stat.st_size}-{int(stat.st_mtime)}"
     if (target / "config.json").exists():
         return target
+    log.info("converting %s into a transformers copy at %s (once per copy; about 25 s on 2 cores)",
+             gguf_path.name, target)
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
     net = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
     # The weights are plain dense tensors after loading; only the GGUF marker blocks saving.
@@ -128,6 +133,19 @@ class HFLM(LM):
     def chat_context(self, prompt: Prompt) -> str:
         return self.prompt_format.render(as_messages(prompt))
 
+    @classmethod
+    def context_renderer(cls, backbone) -> Callable[[Prompt], str]:
+        if backbone.prompt_format == "chat":
+            # The GGUF's own tokenizer: the converted copy the LM loads was saved from it.
+            from transformers import AutoTokenizer
+
+            source, gguf_file = model_source(backbone.model, backbone.gguf_file, backbone.gguf_package)
+            tokenizer = AutoTokenizer.from_pretrained(source, **({"gguf_file": gguf_file} if gguf_file else {}))
+        else:
+            tokenizer = None  # a plain format renders without one
+        render = make_prompt_format(backbone.prompt_format, tokenizer).render
+        return lambda prompt: render(as_messages(prompt))
+
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=self.prompt_format.adds_special_tokens)["input_ids"]
 
@@ -166,6 +184,7 @@ class HFLM(LM):
                 self.usage.prompt_tokens += len(encoded[i])
                 self.usage.completion_tokens += int((tokens != self.tokenizer.pad_token_id).sum())
                 out[i] = truncate_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=True), stop).strip()
+            self._answered(len(batch))
         return out
 
     def _engine_generate(self, encoded: list[list[int]], max_new_tokens: int, stop: list[str]) -> list[str]:
@@ -220,6 +239,7 @@ class HFLM(LM):
                 n = rows[i][1]
                 out[i] = (float(token_lp[row, -n:].sum()), n)
                 self.usage.prompt_tokens += len(rows[i][0])
+            self._answered(len(batch))
         return out
 
     # ---- reading a distribution over options ------------------------------------------------

@@ -8,12 +8,12 @@ import logging
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Optional
+from functools import cached_property, partial
+from typing import Callable, Optional
 
 from ms.errors import one_line
 from ms.llm.api import ChatAPILM, UnusableReply, describe, reply_text
-from ms.llm.base import BackendError, Prompt, as_messages
+from ms.llm.base import BackendError, Prompt, templated
 from ms.llm.options import OptionPaths
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,24 @@ def spelling(tokens: list[Scored], text: str) -> Optional[list[Scored]]:
     return tokens[start:] if text and spelled.endswith(text) else None
 
 
+def served_template(model: str):
+    """The tokenizer whose chat template renders an echo server's chat_context: backbone.model's,
+    when it names one transformers can load (vLLM serves models by their hub name), else None."""
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as error:
+        log.warning("%s: backbone.model '%s' names no tokenizer (%s); scored contexts join the chat's "
+                    "messages without the server's chat template", EchoLogprobsLM.setting, model, one_line(str(error)))
+        return None
+    if not tokenizer.chat_template:
+        log.warning("%s: the tokenizer of '%s' has no chat template; scored contexts join the chat's messages",
+                    EchoLogprobsLM.setting, model)
+        return None
+    return tokenizer
+
+
 class EchoLogprobsLM(OpenAILM):
     """An OpenAI-compatible server whose legacy /completions endpoint echoes the prompt with each
     token's log-prob (`echo` with `logprobs`): llama-cpp-python's server does, and so does vLLM.
@@ -96,26 +114,14 @@ class EchoLogprobsLM(OpenAILM):
 
     @cached_property
     def _template(self):
-        """The tokenizer whose chat template renders chat_context: backbone.model's, when it names
-        one transformers can load (vLLM serves models by their hub name), else None."""
-        try:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(self.model)
-        except (OSError, ValueError) as error:
-            log.warning("%s: backbone.model '%s' names no tokenizer (%s); scored contexts join the chat's "
-                        "messages without the server's chat template", self.setting, self.model, one_line(str(error)))
-            return None
-        if not tokenizer.chat_template:
-            log.warning("%s: the tokenizer of '%s' has no chat template; scored contexts join the chat's messages",
-                        self.setting, self.model)
-            return None
-        return tokenizer
+        return served_template(self.model)
 
     def chat_context(self, prompt: Prompt) -> str:
-        if self._template is None:
-            return super().chat_context(prompt)
-        return self._template.apply_chat_template(as_messages(prompt), tokenize=False, add_generation_prompt=True)
+        return templated(self._template, prompt)
+
+    @classmethod
+    def context_renderer(cls, backbone) -> Callable[[Prompt], str]:
+        return partial(templated, served_template(backbone.model))
 
     # ---- scoring ----------------------------------------------------------------------------
 

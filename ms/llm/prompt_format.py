@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from typing import Sequence
 
 from ms.config.schema import PROMPT_FORMATS
-from ms.llm.base import BackendError, Message, joined_contents
+from ms.llm.base import BackendError, Message, templated
 
 ANSWER_CUE = "Answer:"
 
@@ -45,9 +45,7 @@ class ChatFormat(PromptFormat):
         self.tokenizer = tokenizer
 
     def render(self, messages: Sequence[Message]) -> str:
-        if self.tokenizer.chat_template:
-            return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
-        return joined_contents(messages)
+        return templated(self.tokenizer, list(messages))
 
     @property
     def adds_special_tokens(self) -> bool:

