@@ -172,18 +172,20 @@ proverb:
 """)
     cfg = compose_config(SMALL + overrides + [f"cache_dir={models_cache}", f"data.dir={data}", f"pool={pool_mode}",
                                               "data.agents=[limerick,haiku,proverb]"]
-                         + (["eval.metrics=[ref_logprob]"] if pool_mode == "single" else []))
+                         + (["eval.metrics=[ref_logprob]", "retriever.save=false"] * (pool_mode == "single")))
     assert problems(cfg) == []
     out = tmp_path / "run"
     out.mkdir()
     metrics = Experiment(cfg, out).run()
 
     assert metrics["run"]["agents"] == ["limerick", "haiku", "proverb"]
+    # The trained retriever is kept by default (87 MB); retriever.save=false leaves it out.
+    assert (out / "retriever" / "model.safetensors").exists() == (pool_mode == "domain")
     assert set(metrics["fills"]["100"]["per_agent"]) == {"limerick", "haiku", "proverb"}
     decisions = [json.loads(line) for line in (out / "decisions.jsonl").open()]
     graded = {d["agent"]: (d["rubric"], d["scope"]) for d in decisions}
     if pool_mode == "domain":
-        assert graded == {"limerick": ("literary", "literary"), "haiku": ("literary", "literary"),
+        assert graded == {"limerick": ("literary", "literary"), "haiku": ("haiku", "literary"),  # its own rubric
                           "proverb": ("folk", "folk")}
     else:
         assert graded == {a: ("single", "single") for a in ("limerick", "haiku", "proverb")}
