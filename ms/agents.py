@@ -95,6 +95,20 @@ def default_agents() -> dict[str, Agent]:
     return {a.name: a for a in _load_default()}
 
 
+def agent_sets_defining(name: str) -> list[str]:
+    """The conf/agents options whose own entries define an agent called `name` (an option that
+    extends another, as with_haiku extends paper, defines only the agents it adds)."""
+    sets = []
+    for path in sorted(AGENTS_DIR.glob("*.yaml")):
+        try:
+            entries = OmegaConf.load(path)
+        except (OSError, OmegaConfBaseException) as err:
+            raise UserError(one_line(f"the agent config {path} cannot be read: {err}")) from err
+        if isinstance(entries, DictConfig) and name in entries and name != "defaults":
+            sets.append(path.stem)
+    return sets
+
+
 def domains(agents: Mapping[str, Agent]) -> dict[str, tuple[str, ...]]:
     """domain -> its agents, both in the order the agents are configured."""
     out: dict[str, tuple[str, ...]] = {}

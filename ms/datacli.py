@@ -21,17 +21,21 @@ def _row(name: str, examples: list[Example], sizes: list[int]) -> str:
             f"{_lengths([e.question for e in examples])}   {_lengths([e.answer for e in examples])}")
 
 
-def _agents(args: argparse.Namespace) -> dict:
-    """The agents of `--agents NAME` (conf/agents/NAME.yaml), composed as `ms-run agents=NAME` composes them."""
+def _load(args: argparse.Namespace) -> dict:
+    """The data folder's files. With `--agents NAME` (conf/agents/NAME.yaml, composed as `ms-run
+    agents=NAME` composes it) every agent of the set must have its file, as ms-run needs; without
+    it, the files there, each checked against the default agent set."""
     from ms.agents import DEFAULT_AGENTS, agents_from, default_agents
 
-    if args.agents == DEFAULT_AGENTS:
-        return default_agents()
-    return agents_from(_compose([f"agents={args.agents}"], check=False).agents)
+    if args.agents is None:
+        return load_dir(args.data_dir)
+    agents = (default_agents() if args.agents == DEFAULT_AGENTS
+              else agents_from(_compose([f"agents={args.agents}"], check=False).agents))
+    return load_dir(args.data_dir, list(agents), agents=agents)
 
 
 def stats(args: argparse.Namespace) -> None:
-    data = load_dir(args.data_dir, agents=_agents(args))
+    data = _load(args)
     rows, every, totals = [], [], [0, 0, 0]
     for agent, examples in data.items():
         try:
@@ -49,7 +53,7 @@ def stats(args: argparse.Namespace) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
-    data = load_dir(args.data_dir, agents=_agents(args))
+    data = _load(args)
     problems = [f"{e.id}: {problem}" for examples in data.values() for e in examples
                 if (problem := form_problem(e))]
     for line in problems:
@@ -240,6 +244,10 @@ def _compose(overrides, check: bool = True):
     return cfg
 
 
+AGENTS_HELP = ("the agent set, a conf/agents option: every agent of it must have its file, as ms-run needs "
+               "(default: the files there, checked against the paper's nine)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ms-data", description=__doc__,
                                      epilog="--debug: show the traceback of errors that are reported in one line")
@@ -250,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4],
                       metavar=("SEED", "STREAM", "TEST"))
     show.add_argument("--seed", type=int, default=0, help="split seed")
-    show.add_argument("--agents", default="paper", help="the agent set, a conf/agents option (default paper)")
+    show.add_argument("--agents", help=AGENTS_HELP)
     show.set_defaults(handler=stats)
 
     check = commands.add_parser("validate", help="check the schema of every file and the poetic forms, and "
@@ -259,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4],
                        metavar=("SEED", "STREAM", "TEST"), help="the split of examples that carry none")
     check.add_argument("--seed", type=int, default=0, help="split seed")
-    check.add_argument("--agents", default="paper", help="the agent set, a conf/agents option (default paper)")
+    check.add_argument("--agents", help=AGENTS_HELP)
     check.add_argument("--report", metavar="DIR", help="write the full hygiene report to DIR/hygiene.json")
     check.add_argument("--drop-leaked-tests", metavar="DIR",
                        help="write a clean variant to DIR: test items that leak from seed or stream, or repeat "

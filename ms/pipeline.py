@@ -270,7 +270,7 @@ class Experiment:
                     f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
                 by_fill[str(fill)] = summarize(rows)
                 pool_sizes[str(fill)] = self.pool.count_by("agent")
-        if self.trainer is not None:
+        if self.trainer is not None and self.cfg.retriever.save:
             self.trainer.save(self.out / "retriever")
         usage = save_usage(self.backbones.values(), self.out / USAGE_FILE)
         at_test = self.cfg.retriever.at_test

@@ -4,6 +4,7 @@ its LLM calls cost, per role."""
 from __future__ import annotations
 
 from ms.evaluate import METRICS, REF_LOGPROB
+from ms.stats import interval_text
 from ms.usage import format_usage
 
 
@@ -48,4 +49,4 @@ def _n(cell: dict, metric: str | None) -> int:
 
 def _with_ci(cell: dict, metric: str) -> str:
     lo, hi = cell.get("ci", {}).get(metric, (None, None))
-    return f"{cell[metric]:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
+    return f"{cell[metric]:.3f}" + interval_text(lo, hi, _n(cell, metric))

@@ -18,11 +18,24 @@ ALPHA = 0.05
 RESAMPLES = 9999
 SEED = 0  # fixed, so the same inputs always print the same interval
 SUPPORTED, CONTRADICTED, INCONCLUSIVE = "supported", "contradicted", "inconclusive"
+# Below 3 values a bootstrap interval is no more than the span of the values (at n = 2 every
+# resample's mean lies between them), which reads as a CI and is not one: none is given.
+MIN_CI_N = 3
+TOO_SMALL = f"n<{MIN_CI_N}, too small"  # where a CI would stand: n was too small for one
+
+
+def interval_text(lo: Optional[float], hi: Optional[float], n: int, digits: int = 3, signed: bool = False) -> str:
+    """' [lo, hi]'; ' (n<3, too small)' where n was too small for one; '' where there is
+    no interval for another reason (a mean read from metrics.json, without its values)."""
+    if lo is not None and hi is not None:
+        sign = "+" if signed else ""
+        return f" [{lo:{sign}.{digits}f}, {hi:{sign}.{digits}f}]"
+    return f" ({TOO_SMALL})" if 0 < n < MIN_CI_N else ""
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean over n values and its 95% CI; lo and hi are None where n < 2 (no interval exists)."""
+    """A mean over n values and its 95% CI; lo and hi are None where n < MIN_CI_N."""
 
     mean: Optional[float]
     lo: Optional[float]
@@ -33,15 +46,14 @@ class Estimate:
         return asdict(self)
 
     def text(self, digits: int = 3) -> str:
-        """Compact: '0.412 [0.380, 0.444] n=20'."""
+        """Compact: '0.412 [0.380, 0.444] n=20', or '0.412 (n<3, too small) n=2'."""
         if self.mean is None:
             return "–"
-        ci = f" [{self.lo:.{digits}f}, {self.hi:.{digits}f}]" if self.lo is not None else ""
-        return f"{self.mean:.{digits}f}{ci} n={self.n}"
+        return f"{self.mean:.{digits}f}{interval_text(self.lo, self.hi, self.n, digits)} n={self.n}"
 
 
 def _interval(values: np.ndarray) -> tuple[Optional[float], Optional[float]]:
-    if len(values) < 2:
+    if len(values) < MIN_CI_N:
         return None, None
     if np.ptp(values) == 0:  # every resample has the same mean: the interval is that point
         return float(values[0]), float(values[0])
@@ -56,7 +68,8 @@ def _interval(values: np.ndarray) -> tuple[Optional[float], Optional[float]]:
 
 
 def mean_ci(values: Sequence[float]) -> Estimate:
-    """The mean of the values with a 95% bootstrap CI (BCa; percentile where BCa is undefined)."""
+    """The mean of the values with a 95% bootstrap CI (BCa; percentile where BCa is undefined); no CI
+    below MIN_CI_N values."""
     array = np.asarray([v for v in values if v is not None], dtype=float)
     if not len(array):
         return Estimate(None, None, None, 0)

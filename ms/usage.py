@@ -55,6 +55,29 @@ def save_usage(lms: Iterable[LM], path: Path) -> dict[str, Any]:
     return report
 
 
+def _counters(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A usage dict as `Usage` holds it; counters an older writer did not keep (retries) read as 0."""
+    return Usage(**{k: v for k, v in raw.items() if k in Usage.__dataclass_fields__}).as_dict()
+
+
+def upgraded_usage(raw: Mapping[str, Any], backbone: str) -> Optional[dict[str, Any]]:
+    """Any llm_usage.json ms has written, in today's shape (`usage_report`); None for no usage.
+    Two older shapes had no roles, so their calls count under OTHER: the first was one LM's counters
+    (`{"calls": ...}`), the next `{"agents": counters, "scorer": counters}` (the scorer's only where
+    it had its own LM). `backbone` names the run's backbone, which wrote the agents' calls."""
+    if not raw:
+        return None
+    if "backbones" in raw:
+        return dict(raw)
+    lms = {backbone: raw} if "calls" in raw else {(backbone if part == "agents" else part): counters
+                                                  for part, counters in raw.items()}
+    backbones = {name: {"model": None, "provider": None, "price": None,
+                        "roles": {OTHER: _counters(counters)}, "total": _counters(counters)}
+                 for name, counters in lms.items()}
+    return {"backbones": backbones, "total": Usage.total(Usage(**b["total"]) for b in backbones.values()).as_dict(),
+            "cost": None}
+
+
 def by_role(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Usage per role summed over backbones, with each role's cost where every backbone is priced."""
     out: dict[str, dict[str, Any]] = {}

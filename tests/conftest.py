@@ -32,7 +32,8 @@ def compose_config(overrides: list[str] | None = None):
 
 @pytest.fixture(scope="session")
 def models_cache(tmp_path_factory) -> Path:
-    """One cache folder for the session, so the GGUF model is converted once."""
+    """One cache_dir for the session (the converted GGUF model is kept once per machine, outside it:
+    ms.llm.local.models_dir)."""
     return tmp_path_factory.mktemp("ms-cache")
 
 

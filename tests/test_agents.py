@@ -5,6 +5,7 @@ records the backbone that wrote it; bad agent config fails naming its key."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import sqlite3
 
@@ -25,7 +26,7 @@ from test_pipeline import TINY
 
 FIXTURES = REPO / "tests" / "fixtures" / "agents"
 SMALL = [o for o in TINY if not o.startswith("data.agents")]
-HAIKU = f"file://{FIXTURES / 'conf'}"  # conf/agents/with_haiku.yaml: the nine and a tenth, as in README
+HAIKU = REPO / "data" / "haiku.jsonl"  # the data of conf/agents/with_haiku.yaml, README's "Adding an agent"
 
 
 def agent_set(tmp_path, text: str, name: str = "mine") -> list[str]:
@@ -33,7 +34,7 @@ def agent_set(tmp_path, text: str, name: str = "mine") -> list[str]:
     folder = tmp_path / "conf" / "agents"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.yaml").write_text(text, encoding="utf-8")
-    return [f"hydra.searchpath=[{HAIKU},file://{tmp_path / 'conf'}]", f"agents={name}"]
+    return [f"hydra.searchpath=[file://{tmp_path / 'conf'}]", f"agents={name}"]
 
 
 def test_the_paper_agents_are_one_file_read_alike_with_and_without_hydra():
@@ -89,14 +90,47 @@ def test_ms_run_reports_an_agents_missing_backbone_in_one_line(ms_run):  # noqa:
 
 
 def test_a_data_file_of_an_agent_not_in_the_config_is_named(tmp_path):
-    shutil.copy(FIXTURES / "haiku.jsonl", tmp_path)
+    shutil.copy(FIXTURES / "proverb.jsonl", tmp_path)  # an agent no conf/agents option defines
     shutil.copy(REPO / "data" / "sonnet.jsonl", tmp_path)
-    with pytest.raises(DataError, match=r"no configured agent for haiku\.jsonl .*Adding an agent"):
+    with pytest.raises(DataError, match=r"no configured agent for proverb\.jsonl .*Adding an agent"):
         load_dir(tmp_path)
+    with pytest.raises(DataError, match="unknown agent 'proverb'"):
+        load_dir(tmp_path, ["proverb"])
+
+
+def test_the_readme_example_ships_and_stays_out_of_the_default_run(tmp_path, caplog):
+    """conf/agents/with_haiku.yaml, data/haiku.jsonl and conf/rubric/haiku.yaml, as README's "Adding
+    an agent" names them: ten agents with it, the nine without, and data/haiku.jsonl left out of the
+    nine's data with a note."""
+    ten = agents_from(compose_config(["agents=with_haiku"]).agents)
+    assert list(ten) == [*default_agents(), "haiku"] and ten["haiku"].rubric == "haiku"
+    assert problems(compose_config(["agents=with_haiku"])) == []  # its rubric file is there
+    assert agents_from(compose_config().agents) == default_agents()
+    with caplog.at_level(logging.WARNING, logger="ms.data"):
+        nine = load_dir(REPO / "data")
+    assert list(nine) == list(default_agents())
+    assert "haiku.jsonl left out: agent 'haiku' is not in this agent set (it is in conf/agents/with_haiku.yaml)" \
+        in caplog.text
+    shutil.copy(HAIKU, tmp_path)
+    shutil.copy(REPO / "data" / "sonnet.jsonl", tmp_path)
+    assert {a: len(v) for a, v in load_dir(tmp_path, agents=ten).items()} == {"sonnet": 64, "haiku": 10}
     with pytest.raises(DataError, match="unknown agent 'haiku'"):
         load_dir(tmp_path, ["haiku"])
-    ten = agents_from(compose_config([f"hydra.searchpath=[{HAIKU}]", "agents=with_haiku"]).agents)
-    assert {a: len(v) for a, v in load_dir(tmp_path, agents=ten).items()} == {"sonnet": 64, "haiku": 10}
+
+
+def test_ms_data_validate_of_an_agent_set_needs_each_agents_file(tmp_path, capsys):
+    from ms.datacli import main as ms_data
+
+    for path in (REPO / "data").glob("*.jsonl"):
+        if path != HAIKU:
+            shutil.copy(path, tmp_path)
+    assert ms_data(["validate", "--data-dir", str(tmp_path), "--agents", "with_haiku"]) == USER_ERROR_EXIT
+    assert capsys.readouterr().err.strip() == (f"ms-data: error: {tmp_path / 'haiku.jsonl'}: missing: the data of "
+                                               "agent 'haiku' is expected there")
+    shutil.copy(HAIKU, tmp_path)
+    assert ms_data(["validate", "--data-dir", str(tmp_path), "--agents", "with_haiku"]) == 0
+    pairs = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in tmp_path.glob("*.jsonl"))
+    assert f"{tmp_path}: 10 files, {pairs} pairs valid" in capsys.readouterr().out
 
 
 # ---- the pool records each memory's backbone ----------------------------------------------------
@@ -127,7 +161,7 @@ def test_a_schema_2_pool_gains_the_backbone_column_in_place(tmp_path):
 def test_a_tenth_agent_and_a_new_domain_from_config_run_through_the_loop(tmp_path, models_cache, pool_mode):
     data = tmp_path / "data"
     data.mkdir()
-    for source in (REPO / "data" / "limerick.jsonl", FIXTURES / "haiku.jsonl", FIXTURES / "proverb.jsonl"):
+    for source in (REPO / "data" / "limerick.jsonl", HAIKU, FIXTURES / "proverb.jsonl"):
         shutil.copy(source, data)
     # with_haiku (the nine and haiku), and proverb in a domain of its own, graded with its own rubric.
     overrides = agent_set(tmp_path, f"""defaults: [with_haiku, _self_]
@@ -138,18 +172,20 @@ proverb:
 """)
     cfg = compose_config(SMALL + overrides + [f"cache_dir={models_cache}", f"data.dir={data}", f"pool={pool_mode}",
                                               "data.agents=[limerick,haiku,proverb]"]
-                         + (["eval.metrics=[ref_logprob]"] if pool_mode == "single" else []))
+                         + (["eval.metrics=[ref_logprob]", "retriever.save=false"] * (pool_mode == "single")))
     assert problems(cfg) == []
     out = tmp_path / "run"
     out.mkdir()
     metrics = Experiment(cfg, out).run()
 
     assert metrics["run"]["agents"] == ["limerick", "haiku", "proverb"]
+    # The trained retriever is kept by default (87 MB); retriever.save=false leaves it out.
+    assert (out / "retriever" / "model.safetensors").exists() == (pool_mode == "domain")
     assert set(metrics["fills"]["100"]["per_agent"]) == {"limerick", "haiku", "proverb"}
     decisions = [json.loads(line) for line in (out / "decisions.jsonl").open()]
     graded = {d["agent"]: (d["rubric"], d["scope"]) for d in decisions}
     if pool_mode == "domain":
-        assert graded == {"limerick": ("literary", "literary"), "haiku": ("literary", "literary"),
+        assert graded == {"limerick": ("literary", "literary"), "haiku": ("haiku", "literary"),  # its own rubric
                           "proverb": ("folk", "folk")}
     else:
         assert graded == {a: ("single", "single") for a in ("limerick", "haiku", "proverb")}

@@ -65,8 +65,9 @@ def test_summarize_means_per_agent_and_overall_with_cis():
     assert {m: pun[m] for m in ("P", "R", "F1", "ref_logprob")} == pytest.approx(
         {"P": 0.6, "R": 0.4, "F1": 0.5, "ref_logprob": -2.0})
     assert pun["n"] == {"P": 2, "R": 2, "F1": 2, "ref_logprob": 2}
-    estimate = mean_ci([0.8, 0.4])
-    assert pun["ci"]["P"] == [estimate.lo, estimate.hi] and estimate.lo < 0.6 < estimate.hi
+    assert pun["ci"]["P"] == [None, None]  # two questions: too few for an interval
+    estimate = mean_ci([0.8, 0.4, 0.3])
+    assert summary["overall"]["ci"]["P"] == [estimate.lo, estimate.hi] and estimate.lo < 0.5 < estimate.hi
     riddle = summary["per_agent"]["riddle"]
     assert "ref_logprob" not in riddle  # not measured: absent, never 0
     assert riddle["ci"]["P"] == [None, None]  # one question: no interval

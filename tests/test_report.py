@@ -299,6 +299,29 @@ def test_figure_renderers_draw_one_curve_and_band_per_agent_and_scope():
     assert list(limerick.get_ydata()) == [1.0, 0.5]
 
 
+def test_a_one_fill_figure_is_a_point_with_its_ci_bar_and_legends_sit_off_the_data():
+    curves = {a: {100: Estimate(0.1 * i, 0.1 * i - 0.02, 0.1 * i + 0.03, 10)} for i, a in enumerate(AGENTS)}
+    fig = figure4(curves, "t", "P")
+    fig.canvas.draw()
+    index = {a: i for i, a in enumerate(AGENTS)}
+    for ax, agents in zip(fig.axes, DOMAINS.values()):
+        assert [c.get_label() for c in ax.containers] == list(agents)  # one error bar per agent
+        for bar, agent in zip(ax.containers, agents):
+            (x, mean), = bar.lines[0].get_xydata()
+            [(_, lo), (_, hi)] = bar.lines[2][0].get_segments()[0]
+            assert (mean, lo, hi) == pytest.approx((0.1 * index[agent], 0.1 * index[agent] - 0.02,
+                                                    0.1 * index[agent] + 0.03))
+            assert 95 < x < 105
+        assert list(ax.get_xticks()) == [100] and ax.get_xlim()[1] - ax.get_xlim()[0] <= 20
+        assert ax.get_legend().get_window_extent().y1 <= ax.get_window_extent().y0  # below the panel
+    decisions = [{"agent": a, "scope": AGENTS[a].domain, "pool_size": 5 + i, "accepted": True}
+                 for i, a in enumerate(AGENTS)]
+    growth = pool_growth(decisions, "t")
+    growth.canvas.draw()
+    for ax in growth.axes:
+        assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1  # right of the plot
+
+
 def test_cli_main(sweep, tmp_path, capsys):
     out = tmp_path / "cli"
     assert main([str(sweep), "--out", str(out), "--metric", "F1"]) == 0
@@ -312,12 +335,74 @@ def test_cli_main(sweep, tmp_path, capsys):
         assert (out / name).stat().st_size > 0
 
 
-def test_cli_default_out_is_under_the_first_sweep_dir(tmp_path):
-    make_run(tmp_path / "sweep", "backbone=smollm2,k=3", backbone="smollm2")
-    assert main([str(tmp_path / "sweep")]) == 0
-    assert (tmp_path / "sweep" / "report" / "summary.md").exists()
+def test_cli_default_out_is_outside_the_sweep_dir_and_printed(tmp_path, monkeypatch, capsys):
+    """Reports on committed results (results/<sweep>/runs) must not write into them: without --out
+    the report goes under outputs/report/ in the current folder, and the command says where."""
+    sweep = tmp_path / "results" / "sweep" / "runs"
+    make_run(sweep, "backbone=smollm2,k=3", backbone="smollm2")
+    before = sorted(p for p in (tmp_path / "results").rglob("*"))
+    monkeypatch.chdir(tmp_path)
+    assert main([str(sweep)]) == 0
+    out = Path("outputs") / "report" / "results__sweep__runs"
+    assert (tmp_path / out / "summary.md").exists() and f"report written to {out}/" in capsys.readouterr().out
+    assert sorted(p for p in (tmp_path / "results").rglob("*")) == before
     with pytest.raises(SystemExit):
         main([str(tmp_path / "nowhere")])
+
+
+def ref_logprob_only(base: float, questions: int) -> Predict:
+    """A sweep evaluated by ref_logprob alone (eval.metrics=[ref_logprob]): no BERTScore keys."""
+    bert = spread(base, questions)
+    return lambda agent, q, fill: {"ref_logprob": bert(agent, q, fill)["P"] - 4}
+
+
+def test_without_metric_the_report_draws_the_metric_the_runs_have(tmp_path, caplog):
+    sweep = tmp_path / "sweep"
+    run = make_run(sweep, "backbone=smollm2,k=3", backbone="smollm2", predict=ref_logprob_only(0.3, 3))
+    metrics = json.loads((run / "metrics.json").read_text())
+    del metrics["bertscore"]  # as such a run writes it
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    with caplog.at_level(logging.INFO, logger="ms.report"):
+        assert main([str(sweep), "--out", str(tmp_path / "out")]) == 0
+    assert "metric: ref_logprob, the first the runs measured" in caplog.text
+    rows = {r["agent"]: r for r in read_csv(tmp_path / "out" / "table1.csv")}
+    assert_estimate(rows["pun"], "3-shot smollm2 ours", mean_ci(predicted(run, "ref_logprob", agent="pun")))
+    assert "–" not in (tmp_path / "out" / "table1.md").read_text().split("\n\n")[1]  # no empty cell
+    assert (tmp_path / "out" / "figure4_smollm2.png").read_bytes()[:8] == PNG_MAGIC
+    assert "ref log-prob" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_nothing_to_draw_exits_2_and_writes_nothing(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty"), "--out", str(tmp_path / "out1")]) == 2
+    assert "nothing to draw: no finished run under" in capsys.readouterr().err and not (tmp_path / "out1").exists()
+    make_run(tmp_path / "sweep", "k=3", backbone="smollm2", predict=ref_logprob_only(0.3, 3))
+    assert main([str(tmp_path / "sweep"), "--metric", "P", "--out", str(tmp_path / "out2")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and error.endswith("measured P; they measured ref_logprob (--metric)")
+    assert not (tmp_path / "out2").exists()
+
+
+def test_intervals_below_three_questions_are_marked_too_small(tmp_path):
+    from ms.printout import format_table
+
+    run = make_run(tmp_path / "sweep", "k=3", backbone="smollm2", questions=2)
+    write_report([tmp_path / "sweep"], tmp_path / "out")
+    lines = [line.split(" | ") for line in (tmp_path / "out" / "table1.md").read_text().splitlines()
+             if line.startswith("| ")]
+    ours = lines[0].index("3-shot smollm2 ours")
+    cells = {line[0].strip("| "): line[ours] for line in lines[2:]}
+    assert cells["pun"] == f"{fmean(predicted(run, agent='pun')):.2f} (n<3, too small)"  # 2 questions
+    assert cells["overall"].count("[") == 1 and "too small" not in cells["overall"]  # 18 questions
+    metrics = json.loads((run / "metrics.json").read_text())  # the run's own table, as it prints at the end
+    metrics["run"]["retriever"] = "dense"
+    for fill in metrics["fills"].values():
+        for cell in [fill["overall"], *fill["per_agent"].values()]:
+            cell["ci"] = {"P": [None, None] if cell["n"] < 3 else [0.1, 0.9]}
+    metrics["stream"]["rejected"] = {}
+    printed = format_table(metrics).splitlines()
+    assert "(n<3, too small)" in next(line for line in printed if line.startswith("pun"))
+    assert "[0.100, 0.900]" in next(line for line in printed if line.startswith("overall"))
 
 
 # ---- ablation: retriever x memory policy -----------------------------------------------------

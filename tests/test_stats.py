@@ -30,9 +30,14 @@ def test_interval_covers_the_true_mean_and_matches_the_normal_theory_width():
     assert est.hi - est.lo == pytest.approx(2 * 1.96 * 0.1 / np.sqrt(400), rel=0.2)
 
 
-def test_fewer_than_two_values_give_no_interval():
+def test_fewer_than_three_values_give_no_interval_and_say_so():
     one = mean_ci([0.7])
     assert (one.mean, one.lo, one.hi, one.n) == (0.7, None, None, 1)
+    two = mean_ci([0.2, 0.6])  # a bootstrap of two values is their span, [0.2, 0.6]: not a CI
+    assert (two.mean, two.lo, two.hi, two.n) == (pytest.approx(0.4), None, None, 2)
+    assert two.text() == "0.400 (n<3, too small) n=2" and one.text(1) == "0.7 (n<3, too small) n=1"
+    three = mean_ci([0.2, 0.6, 0.5])
+    assert three.lo is not None and three.text().startswith("0.433 [")
     empty = mean_ci([])
     assert (empty.mean, empty.lo, empty.hi, empty.n) == (None, None, None, 0)
     assert mean_ci([None, 0.2, None]).n == 1  # None is 'not measured', not a value

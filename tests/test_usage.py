@@ -101,12 +101,11 @@ def test_the_report_sums_usage_and_cost_over_a_sweeps_runs(tmp_path):
             lm.generate(["one two"] * calls)  # 2 prompt and 2 completion tokens a call
         with lm.acting_as("score"):
             lm.generate(["x"])
-        return Run(name, tmp_path / name, {"usage": usage_report([lm])}, [], 0.0)
+        return Run(name, tmp_path / name, {"run": {"backbone": "b"}, "usage": usage_report([lm])}, [], 0.0)
 
     price = {"input_per_million": 1.0, "output_per_million": 3.0}
-    old = Run("old", tmp_path / "old", {"usage": {"agents": {"calls": 5}}}, [], 0.0)  # written before roles
-    summary = write_usage([run("r1", 2, price), run("r2", 3, price), old], tmp_path)
-    assert "LLM usage of 2 of 3 runs" in summary
+    summary = write_usage([run("r1", 2, price), run("r2", 3, price)], tmp_path)
+    assert "LLM usage of 2 of 2 runs. " in summary
     lines = {line.split(" | ")[0].strip("| *"): line.split(" | ")[1:] for line in summary.splitlines()
              if line.startswith("| ") and "---" not in line}
     assert lines["answer"][0] == "5" and lines["score"][0] == "2" and lines["sweep total"][0] == "7"
@@ -122,3 +121,32 @@ def test_the_report_sums_usage_and_cost_over_a_sweeps_runs(tmp_path):
 
     unpriced = write_usage([run("r1", 2, price), run("r3", 1, None)], tmp_path)
     assert "left out because 1 run(s) have an unpriced backbone" in unpriced
+
+
+def test_the_report_reads_every_usage_shape_ms_has_written(tmp_path):
+    """The first runs wrote one LM's counters, later ones {"agents": ..., "scorer": ...}, both without
+    roles and the first without `retries`; some keep usage only in llm_usage.json. Each is counted."""
+    import json
+
+    from ms.report.runs import Run
+    from ms.report.usage import write_usage
+
+    counters = {"calls": 5, "prompt_tokens": 50, "completion_tokens": 7, "cache_hits": 2, "cache_misses": 5,
+                "backend_seconds": 1.5}
+    lm = WordLM("m")
+    with lm.acting_as("answer"):
+        lm.generate(["one two"])
+    shapes = {"flat": counters, "parts": {"agents": counters, "scorer": dict(counters, calls=1)},
+              "roles": usage_report([lm])}
+    runs = [Run(name, tmp_path / name, {"run": {"backbone": "smollm2"}, "usage": usage}, [], 0.0)
+            for name, usage in shapes.items()]
+    (tmp_path / "file_only").mkdir()
+    (tmp_path / "file_only" / "llm_usage.json").write_text(json.dumps({"agents": counters}))
+    runs.append(Run("file_only", tmp_path / "file_only", {"run": {"backbone": "smollm2"}}, [], 0.0))
+    summary = write_usage(runs, tmp_path)
+    assert "LLM usage of 4 of 4 runs (3 written before usage was kept per role: their calls count under `other`)" \
+        in summary
+    lines = {line.split(" | ")[0].strip("| *"): line.split(" | ")[1:] for line in summary.splitlines()
+             if line.startswith("| ") and "---" not in line}
+    assert lines["other"][:2] == ["16", "8"] and lines["answer"][0] == "1"  # 5 + (5 + 1) + 5 calls, 2 hits each
+    assert lines["sweep total"][0] == "17"

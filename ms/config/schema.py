@@ -319,6 +319,11 @@ class RetrieverConfig:
     refresh_budget: int = setting(1000, ge=1)  # memories re-encoded per training step, on average
     seed: int = 0
     composite: CompositeConfig = field(default_factory=CompositeConfig)
+    # Keep the fine-tuned encoder in the run folder (retriever/, about 87 MB with MiniLM). Nothing in
+    # ms reads it back: tables, claims and figures come from the run's JSON files. On by default, as
+    # a lone run's trained retriever cannot be had without running it again; the *_offline sweeps
+    # turn it off (conf/experiment/offline.yaml).
+    save: bool = True
 
 
 @dataclass

@@ -8,6 +8,7 @@ from pathlib import Path
 from ms.config.schema import PROVIDERS
 from ms.llm.base import LM, BackendError, LoglikelihoodUnsupported, Usage
 from ms.llm.cache import CACHE_FILENAME, ResponseCache
+from ms.llm.local import models_dir
 
 
 __all__ = ["LM", "BackendError", "LoglikelihoodUnsupported", "Usage", "ResponseCache", "build_lm"]
@@ -63,7 +64,7 @@ def _provider_lm(backbone, cache_dir: str | Path, use_response_cache: bool) -> L
     if backbone.provider == "hf":
         return cls(backbone.model, gguf_file=backbone.gguf_file, gguf_package=backbone.gguf_package,
                    device=backbone.device, dtype=backbone.dtype, batch_size=backbone.batch_size,
-                   max_length=backbone.max_length, models_dir=Path(cache_dir) / "models",
+                   max_length=backbone.max_length, models_dir=models_dir(),
                    engine=getattr(backbone, "engine", "hf"),
                    prompt_format=getattr(backbone, "prompt_format", "chat"), **common)
     return cls(backbone.model, api_key_env=backbone.api_key_env, base_url=backbone.base_url,

@@ -2,7 +2,8 @@
 
 Why: a decoding step reads every weight once; int8 weights are a quarter of transformers' fp32
 bytes, and CTranslate2 batches sequences of one call into each step. It installs as a wheel (no
-compiler), and converts the transformers copy of the model ms already keeps in cache_dir/models.
+compiler), and converts the transformers copy of the model ms already keeps in its models folder
+(ms.llm.local.models_dir).
 
 As with llama.cpp, only token ids cross the boundary (CTranslate2 takes them as token strings):
 ms's tokenizer and chat template make the prompt and decode the reply.
@@ -10,13 +11,12 @@ ms's tokenizer and chat template make the prompt and decode the reply.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ms.llm.base import engine_package
 from ms.llm.llamacpp import cores
+from ms.llm.local import made_once
 
 
 def _import_ctranslate2():
@@ -24,19 +24,15 @@ def _import_ctranslate2():
 
 
 def converted_ct2(folder: Path, quantization: str = "int8") -> Path:
-    """A CTranslate2 copy of a transformers model folder, made once beside it (about 30 s)."""
+    """A CTranslate2 copy of a transformers model folder, made once beside it (about 30 s;
+    ms.llm.local.made_once)."""
     ctranslate2 = _import_ctranslate2()
-    target = folder.parent / f"{folder.name}.ct2-{quantization}"
-    if (target / "model.bin").exists():
-        return target
-    staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=folder.parent))
-    ctranslate2.converters.TransformersConverter(str(folder)).convert(str(staging), quantization=quantization,
-                                                                      force=True)
-    try:
-        staging.rename(target)  # atomic: a parallel process either sees no copy or a whole one
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)  # another process finished first
-    return target
+
+    def convert(staging: Path) -> None:
+        ctranslate2.converters.TransformersConverter(str(folder)).convert(str(staging), quantization=quantization,
+                                                                          force=True)  # a killed attempt's leftovers
+
+    return made_once(folder.parent / f"{folder.name}.ct2-{quantization}", convert)
 
 
 class CT2Generator:

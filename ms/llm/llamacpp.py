@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ms.llm.base import BackendError, engine_package
+from ms.llm.local import made_once
 
 
 def cores() -> int:
@@ -55,23 +56,19 @@ WEIGHTS = {"f16": 1, "q8_0": 7, "q4_0": 2}  # name -> llama_ftype
 
 
 def requantized(gguf: Path, weights: str, models_dir: Path) -> Path:
-    """`gguf` re-written with `weights`, made once in models_dir; the file itself for None."""
+    """`gguf` re-written with `weights`, made once per models_dir (ms.llm.local.made_once)."""
     lib = _import_llama_cpp()
     stat = gguf.stat()
-    target = models_dir / f"{gguf.stem}-{stat.st_size}-{int(stat.st_mtime)}.{weights}.gguf"
-    if target.exists():
-        return target
-    models_dir.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    params = lib.llama_model_quantize_default_params()
-    params.ftype = WEIGHTS[weights]
-    params.allow_requantize = True
-    params.nthread = cores()
-    if lib.llama_model_quantize(str(gguf).encode(), str(staging).encode(), ctypes.byref(params)) != 0:
-        staging.unlink(missing_ok=True)
-        raise BackendError(f"backbone.engine=llamacpp-{weights}: llama.cpp could not re-write {gguf}")
-    staging.rename(target)  # atomic: a parallel process either sees no file or a whole one
-    return target
+
+    def quantize(staging: Path) -> None:
+        params = lib.llama_model_quantize_default_params()
+        params.ftype = WEIGHTS[weights]
+        params.allow_requantize = True
+        params.nthread = cores()
+        if lib.llama_model_quantize(str(gguf).encode(), str(staging).encode(), ctypes.byref(params)) != 0:
+            raise BackendError(f"backbone.engine=llamacpp-{weights}: llama.cpp could not re-write {gguf}")
+
+    return made_once(models_dir / f"{gguf.stem}-{stat.st_size}-{int(stat.st_mtime)}.{weights}.gguf", quantize)
 
 
 def _free(lib, batch, ctx, model) -> None:

@@ -1,10 +1,56 @@
-"""Where a model shipped inside a PyPI package lies, and which device runs a local model: helpers
-shared by the causal LMs (ms.llm.hf), the retriever's encoder and BERTScore."""
+"""Where a model shipped inside a PyPI package lies, which device runs a local model, and where
+converted models are kept: helpers shared by the causal LMs (ms.llm.hf and its engines), the
+retriever's encoder and BERTScore."""
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
+import os
+import shutil
 from pathlib import Path
+from typing import Callable
+
+from ms.llm.base import BackendError
+
+MODELS_ENV = "MS_MODELS_DIR"
+
+
+def models_dir() -> Path:
+    """Where converted models are kept, one copy per machine and user whatever a run's cache_dir:
+    $MS_MODELS_DIR, else ms/models in the user's cache folder ($XDG_CACHE_HOME, else ~/.cache)."""
+    if os.environ.get(MODELS_ENV):
+        return Path(os.environ[MODELS_ENV])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ms" / "models"
+
+
+def made_once(target: Path, make: Callable[[Path], None]) -> Path:
+    """`target` (a file or folder), made by `make(staging)` unless it exists. It is made at a staging
+    path beside it and renamed into place, so a reader sees no copy or a whole one; under a lock
+    file, so that of processes that need it at once one makes it and the others wait, then read it
+    (the lock goes with its process, even one killed mid-way)."""
+    if target.exists():
+        return target
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lock = (target.parent / f".{target.name}.lock").open("a")
+    except OSError as err:
+        raise BackendError(f"cannot keep converted models in {target.parent} ({err}); set {MODELS_ENV} "
+                           "to a writable folder") from err
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.exists():  # made by the process that held the lock before
+            return target
+        staging = target.with_name(f".{target.name}.{os.getpid()}.staging")
+        try:
+            make(staging)
+            staging.rename(target)
+        finally:
+            if staging.is_dir():
+                shutil.rmtree(staging, ignore_errors=True)
+            else:
+                staging.unlink(missing_ok=True)
+    return target
 
 
 def package_dir(package: str) -> Path:

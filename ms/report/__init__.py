@@ -4,7 +4,8 @@
 
 Everything is read from what runs leave in their folders: metrics.json says what a run was,
 predictions.jsonl what it scored on each test question (every mean and 95% CI is drawn from it),
-decisions.jsonl how its pool grew, its pool file (or memories.csv) who wrote each memory. Writes into --out (default: SWEEP_DIR/report): table1/table2 as
+decisions.jsonl how its pool grew, its pool file (or memories.csv) who wrote each memory. Writes into --out
+(default: outputs/report/<SWEEP_DIR path>, never into the runs' own folders): table1/table2 as
 .md/.csv/.tex, claims.md/.csv, runs.md, figure4_<backbone>.png/.pdf, pool_growth_<run>.png,
 ablation.md/.csv (when the runs hold more than one retriever/memory combination), sharing/ (who
 retrieved whose memories, per run) and summary.md.

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ms.errors import DEBUG_ENV, USER_ERROR_EXIT, report_user_errors
+from ms.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
 from ms.evaluate import METRICS, REF_LOGPROB
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
 from ms.report.claims import claims_csv, claims_grid, claims_markdown, comparisons, test_all, untested
@@ -18,15 +18,43 @@ from ms.report.paper import PaperTables, load_paper_tables
 from ms.report.pages import runs_markdown, summary_markdown
 from ms.report.records import record_warnings, records_markdown
 from ms.report.render import to_csv, to_latex, to_markdown
-from ms.report.runs import find_runs, metric_label, read_jsonl, slug
+from ms.report.runs import Run, find_runs, metric_label, read_jsonl, slug
 from ms.report.sharing import write_sharing
 from ms.report.tables import table1, table2
 from ms.report.usage import write_usage
 from ms.config.files import DECISIONS_FILE
+from ms.stats import MIN_CI_N
 
 log = logging.getLogger(__name__)
 
 CLAIM_METRICS = ("P", REF_LOGPROB)  # the headline metric and the cheap, sensitive one (DESIGN.md section 5)
+# Where a report goes without --out: beside the runs' own outputs, which git ignores, so that a
+# report on committed results (results/...) never writes into them.
+DEFAULT_OUT = Path("outputs") / "report"
+
+
+def default_out(sweep_dir: Path) -> Path:
+    """DEFAULT_OUT/<the sweep dir's path>, e.g. outputs/report/multirun__table1 (relative to the
+    current folder, as ms-run's outputs/ is)."""
+    path = sweep_dir.resolve()
+    parts = path.relative_to(Path.cwd()).parts if path.is_relative_to(Path.cwd()) else path.parts[1:]
+    return DEFAULT_OUT / slug("__".join(parts) or path.name)
+
+
+def chosen_metric(runs: Sequence[Run], metric: Optional[str], roots: Sequence[Path]) -> str:
+    """`metric`, or where None the first of METRICS that some run measured; a metric no run
+    measured leaves nothing to draw, and is a user error."""
+    measured = list(dict.fromkeys(m for m in METRICS for run in runs if m in run.measured))
+    where = ", ".join(map(str, roots))
+    if not runs:
+        raise UserError(f"nothing to draw: no finished run under {where} (a run folder holds a metrics.json "
+                        "that says complete: true)")
+    if metric is None and measured:
+        return measured[0]
+    if metric not in measured:
+        raise UserError(f"nothing to draw: no run under {where} measured {metric}; they measured "
+                        f"{', '.join(measured) or 'no metric'} (--metric)")
+    return metric
 
 
 def _write_claims(out: Path, compared, runs, metric: str) -> str:
@@ -39,13 +67,15 @@ def _write_claims(out: Path, compared, runs, metric: str) -> str:
     return (claims_grid(rows) if rows else "No claim could be tested on these runs.") + "\n" + missing
 
 
-def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Optional[PaperTables] = None,
-                 sharing_fill: Optional[int] = None) -> Path:
-    """Write every table, claim and figure for the runs under `roots` into `out`; returns summary.md."""
+def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
+                 paper: Optional[PaperTables] = None, sharing_fill: Optional[int] = None) -> Path:
+    """Write every table, claim and figure for the runs under `roots` into `out`; returns summary.md.
+    `metric` None: the runs' own (chosen_metric). Nothing is written when there is nothing to draw."""
     paper = paper or load_paper_tables()
     runs, skipped = find_runs(roots)
-    if not runs and not skipped:
-        log.warning("no run folders (metrics.json or .hydra/) under %s", ", ".join(map(str, roots)))
+    given, metric = metric, chosen_metric(runs, metric, roots)
+    if given is None:
+        log.info("metric: %s, the first the runs measured (--metric picks another)", metric)
     conds, replaced = conditions(runs)
     chosen, why_not = choose(conds, replaced)
     out.mkdir(parents=True, exist_ok=True)
@@ -75,9 +105,13 @@ def write_report(roots: Sequence[Path], out: Path, metric: str = "P", paper: Opt
     figure4s = {}
     for (backbone, k, pool), cond in sorted(chosen.items()):
         if (k, pool) == (FIGURE4_K, FIGURE4_POOL):
+            if metric not in cond.first.measured:
+                log.warning("no Figure 4 for %s: %s did not measure %s", backbone, cond.name, metric)
+                continue
             scorer = f"\nBERTScore model {cond.scorer}" if metric != REF_LOGPROB else ""
             fig = figure4(cond.curves(metric), f"{metric_label(metric)} vs memory fill: {backbone}, k = {k}, "
-                          f"Domain-pool (band: 95% CI){scorer}", metric_label(metric))
+                          f"Domain-pool (95% CI: band, or bar at a single fill; none at n < {MIN_CI_N}){scorer}",
+                          metric_label(metric))
             stem = f"figure4_{slug(backbone)}"
             for suffix in (".png", ".pdf"):
                 fig.savefig(out / f"{stem}{suffix}", dpi=150)
@@ -112,10 +146,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      "beside the paper's published numbers.")
     parser.add_argument("sweep_dirs", nargs="+", type=Path, metavar="SWEEP_DIR",
                         help="folders searched recursively for run folders (metrics.json or .hydra/)")
-    parser.add_argument("--out", type=Path, help="where to write (default: the first SWEEP_DIR/report)")
-    parser.add_argument("--metric", choices=METRICS, default="P",
-                        help="a BERTScore component (P by default, as the paper's code reported precision), or "
-                             f"{REF_LOGPROB}: the reference answer's mean log-prob per token (nats; no paper numbers)")
+    parser.add_argument("--out", type=Path, help=f"where to write (default: {DEFAULT_OUT}/<first SWEEP_DIR's path>, "
+                                                 "under the current folder)")
+    parser.add_argument("--metric", choices=METRICS,
+                        help="a BERTScore component (the paper's code reported precision, P), or "
+                             f"{REF_LOGPROB}: the reference answer's mean log-prob per token (nats; no paper numbers). "
+                             "Default: the first of these the runs measured")
     parser.add_argument("--sharing-fill", type=int, metavar="PERCENT",
                         help="the fill the sharing matrices count retrievals at (default: each run's last)")
     parser.add_argument("--debug", action="store_true",
@@ -128,9 +164,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if missing:
         parser.error(f"not a folder: {', '.join(missing)}")
     # A user error (e.g. a damaged results file) prints one line and exits 2; a bug keeps its traceback.
-    summary = report_user_errors("ms-report", lambda: write_report(args.sweep_dirs, args.out or args.sweep_dirs[0]
-                                                                   / "report", args.metric, None, args.sharing_fill))
+    out = args.out or default_out(args.sweep_dirs[0])
+    summary = report_user_errors("ms-report", lambda: write_report(args.sweep_dirs, out, args.metric, None,
+                                                                   args.sharing_fill))
     if summary == USER_ERROR_EXIT:
         return USER_ERROR_EXIT
-    print(f"report written: {summary}")
+    print(f"report written to {out}/ (start with {summary})")
     return 0

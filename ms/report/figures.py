@@ -14,6 +14,7 @@ from ms.agents import default_agents, domains
 from ms.stats import Estimate
 
 OTHER = "other agents"  # the panel of agents the default agent set does not know
+DODGE = 2.0  # fill percentage points between the error bars of one panel's agents at a single fill
 
 
 def _panels(agents) -> dict[str, tuple[str, ...]]:
@@ -38,16 +39,28 @@ def _figure(width: float, height: float) -> Figure:
     return fig
 
 
+def _legend_below(ax) -> None:
+    """Below the panel, off the data: a legend inside covers the curves it names."""
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+
+
 def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> Figure:
     """One panel per domain, one curve per agent: the mean against memory fill (%), in a shaded
-    band of its 95% CI wherever the fill has one."""
+    band of its 95% CI wherever the fill has one. An agent measured at one fill is a point with its
+    CI as an error bar, the agents of a panel set a little apart so that no bar hides another."""
     panels = _panels(curves)
-    fig = _figure(13 * len(panels) / 3, 4)
+    fig = _figure(13 * len(panels) / 3, 4.8)
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    fills = sorted({f for points in curves.values() for f, e in points.items() if e.mean is not None})
     for ax, (heading, agents) in zip(axes, panels.items()):
-        for agent in agents:
-            points = sorted((fill, e) for fill, e in curves.get(agent, {}).items() if e.mean is not None)
-            if not points:
+        drawn = {a: sorted((f, e) for f, e in curves.get(a, {}).items() if e.mean is not None) for a in agents}
+        drawn = {a: points for a, points in drawn.items() if points}
+        for i, (agent, points) in enumerate(drawn.items()):
+            if len(points) == 1:
+                [(fill, e)] = points
+                bar = None if e.lo is None else [[e.mean - e.lo], [e.hi - e.mean]]
+                ax.errorbar([fill + (i - (len(drawn) - 1) / 2) * DODGE], [e.mean], yerr=bar, fmt="o", capsize=4,
+                            label=agent)
                 continue
             (line,) = ax.plot([f for f, _ in points], [e.mean for _, e in points], marker="o", label=agent)
             band = [(f, e.lo, e.hi) for f, e in points if e.lo is not None]
@@ -55,9 +68,12 @@ def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> 
                 ax.fill_between(*zip(*band), color=line.get_color(), alpha=0.15, linewidth=0)
         ax.set_title(heading)
         ax.set_xlabel("memory fill (%)")
+        ax.set_xticks(fills)
+        if len(fills) == 1:  # one fill: a narrow axis around it, not a range of fills never run
+            ax.set_xlim(fills[0] - 5 * DODGE, fills[0] + 5 * DODGE)
         ax.grid(alpha=0.3)
         if ax.has_data():
-            ax.legend(fontsize="small")
+            _legend_below(ax)
     axes[0].set_ylabel(ylabel)
     fig.suptitle(title)
     return fig
@@ -88,7 +104,7 @@ def pool_growth(decisions: Sequence[dict], title: str) -> Figure:
     for ax in (top, bottom):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        if ax.has_data():
-            ax.legend(fontsize="small", ncol=3)
+        if ax.has_data():  # to the right of the plot, off the lines
+            ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     fig.suptitle(title)
     return fig

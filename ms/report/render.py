@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Sequence, Union
 
 from ms.report.conditions import Score
+from ms.stats import interval_text
 
 OURS, PAPER, DIFF = "ours", "paper", "ours - paper"
 CI_COLUMNS = ("ci_lo", "ci_hi", "n")
@@ -33,14 +34,13 @@ def _number(x: float, signed: bool, digits: int) -> str:
 
 
 def value_text(value: Value, missing: str = "–", signed: bool = False, show_n: bool = False, digits: int = 2) -> str:
-    """'0.41', or for ours '0.41 [0.38, 0.44]' (plus ' n=20' with show_n). Two decimals, as the paper prints."""
+    """'0.41', or for ours '0.41 [0.38, 0.44]' or '0.41 (n<3, too small)' (plus ' n=20' with
+    show_n). Two decimals, as the paper prints."""
     if isinstance(value, Score):
         est = value.est
         if est.mean is None:
             return missing
-        text = _number(est.mean, signed, digits)
-        if est.lo is not None:
-            text += f" [{_number(est.lo, signed, digits)}, {_number(est.hi, signed, digits)}]"
+        text = _number(est.mean, signed, digits) + interval_text(est.lo, est.hi, est.n, digits, signed)
         return text + (f" n={est.n}" if show_n else "")
     return missing if value is None else _number(value, signed, digits)
 

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 import yaml
 
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
-from ms.evaluate import REF_LOGPROB
+from ms.evaluate import METRICS, REF_LOGPROB
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,12 @@ class Run:
     @property
     def agents(self) -> list[str]:
         return list(self.metrics["fills"][str(self.last_fill)]["per_agent"])
+
+    @property
+    def measured(self) -> list[str]:
+        """The metrics (of METRICS, in its order) the run has a value of at its last fill."""
+        overall = self.metrics["fills"][str(self.last_fill)]["overall"]
+        return [m for m in METRICS if overall.get(m) is not None]
 
     @property
     def scorer(self) -> str:

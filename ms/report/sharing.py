@@ -23,7 +23,7 @@ from scipy import stats
 from ms.report.figures import _figure
 from ms.report.runs import Item, Run, metric_label
 from ms.report.writers import UNWRITTEN, Writer, read_writers, run_config
-from ms.stats import CONFIDENCE, RESAMPLES, SEED, Estimate
+from ms.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def weighted_mean_ci(weights: Sequence[float], values: Sequence[float]) -> Estim
     if not len(w):
         return Estimate(None, None, None, 0)
     mean, n = float(w @ v / w.sum()), int(w.sum())
-    if len(w) < 2:
+    if len(w) < MIN_CI_N:
         return Estimate(mean, None, None, n)
     if np.ptp(v) == 0:
         return Estimate(mean, mean, mean, n)

@@ -1,24 +1,40 @@
 """What the runs' LLM calls cost: usage.md and usage.csv, per run and per role, and the sweep's
-total. Read from each run's metrics.json (`usage`, as llm_usage.json holds it)."""
+total. Read from each run's metrics.json (`usage`, as llm_usage.json holds it), else its
+llm_usage.json, in any of the shapes ms has written them (ms.usage.upgraded_usage)."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
+import logging
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ms.llm.base import Usage
+from ms.config.files import USAGE_FILE
+from ms.llm.base import OTHER, Usage
 from ms.report.runs import Run
-from ms.usage import ROWS, by_role
+from ms.usage import ROWS, by_role, upgraded_usage
+
+log = logging.getLogger(__name__)
 
 FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "backend_seconds", "cost")
 
 
 def _usage(run: Run) -> Optional[dict]:
-    """The run's usage report; None for runs written before usage was kept per role."""
-    usage = run.metrics.get("usage") or {}
-    return usage if "backbones" in usage else None
+    """The run's usage report in today's shape; None for a run that kept none."""
+    raw, path = run.metrics.get("usage"), run.path / USAGE_FILE
+    if not raw and path.is_file():
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            log.warning("%s unreadable, its usage left out: %s", path, err)
+    return upgraded_usage(raw or {}, str(run.fields["backbone"]))
+
+
+def _without_roles(report: dict) -> bool:
+    """Usage written before calls were counted per role: all of it sits under OTHER."""
+    return all(set(b["roles"]) == {OTHER} for b in report["backbones"].values())
 
 
 def _cells(u: dict) -> list[str]:
@@ -44,8 +60,11 @@ def write_usage(runs: Sequence[Run], out: Path) -> str:
             "|---|---|---|---|---|---|---|")
     role_rows = [f"| {role} | " + " | ".join(_cells(u)) + " |" for role, u in roles.items()
                  if u["calls"] or u["cache_hits"]]
-    summary = [f"LLM usage of {len(reports)} of {len(runs)} runs (runs written before usage was kept per role "
-               "have none). Calls reached the backend; cache hits did not, and cost nothing. The cost is the "
+    roleless = sum(map(_without_roles, reports.values()))
+    summary = [f"LLM usage of {len(reports)} of {len(runs)} runs"
+               + (f" ({roleless} written before usage was kept per role: their calls count under `{OTHER}`)"
+                  if roleless else "")
+               + ". Calls reached the backend; cache hits did not, and cost nothing. The cost is the "
                "backbone configs' `price` times the tokens"
                + (f"; it is left out because {len(unpriced)} run(s) have an unpriced backbone" if unpriced else "")
                + ". Per run: [usage.md](usage.md), [usage.csv](usage.csv).\n",
