@@ -22,7 +22,16 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	$(BIN)/pip install -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(VENV)/.torch
+# llama.cpp is built for AVX2, not for the build machine's own CPU (-march=native): on a CPU with AMX
+# units, the native build crashed in its first forward pass here (SIGSEGV in ggml_backend_amx_mul_mat,
+# llama-cpp-python 0.3.36, 2026-11-25). --no-cache-dir keeps pip from reusing a wheel built natively.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+$(VENV)/.llama: $(VENV)/.torch
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --no-cache-dir --force-reinstall --no-deps "llama-cpp-python>=0.3"
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.llama
 	$(BIN)/pip install -e ".[test]"
 	touch $@ $(VENV)/.installed
 
