@@ -650,3 +650,24 @@ def test_gates_are_compared_paired_and_each_gate_gets_its_growth_claim(tmp_path)
     table = {r["agent"]: r for r in read_csv(tmp_path / "report" / "table1.csv")}
     rubric_means = metrics_of(tmp_path, "gate=rubric")["fills"]["100"]["per_agent"]
     assert float(table["pun"]["3-shot smollm2 ours"]) == pytest.approx(rubric_means["pun"]["P"])
+    assert (tmp_path / "report" / "figure4_gates_smollm2.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_each_gates_change_since_its_first_fill_is_paired_per_question(tmp_path):
+    from ms.report.conditions import conditions, select
+    from ms.report.gates import by_gate, change_since_first_fill
+    from ms.report.runs import find_runs
+
+    k0, k3 = paired_predictors(0.2)
+    make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=k0)
+    make_run(tmp_path, "gate=both", backbone="smollm2", questions=20, gate="both",
+             predict=lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill))
+    make_run(tmp_path, "k=1", backbone="smollm2", k=1, questions=20, gate="both", predict=k0)  # not Figure 4's
+    runs, _ = find_runs([tmp_path])
+    chosen, _ = select(runs)
+    gates = by_gate(conditions(runs)[0], chosen)["smollm2"]
+    assert list(gates) == ["both", "rubric"] and gates["both"].cell == ("smollm2", 3, "domain")
+    change = change_since_first_fill(gates["both"], "P")
+    assert change[20].mean == 0 and change[60].mean == pytest.approx(0, abs=1e-12)
+    assert change[100].mean == pytest.approx(0.2) and change[100].lo < 0.2 < change[100].hi and change[100].n == 180
+    assert change_since_first_fill(gates["rubric"], "P")[100].mean == pytest.approx(0, abs=1e-12)

@@ -13,7 +13,8 @@ from ms.evaluate import METRICS, REF_LOGPROB
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
 from ms.report.claims import claims_csv, claims_grid, claims_markdown, comparisons, test_all, untested
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
-from ms.report.figures import figure4, pool_growth
+from ms.report.figures import change_by_gate, figure4, pool_growth
+from ms.report.gates import by_gate, change_since_first_fill
 from ms.report.paper import PaperTables, load_paper_tables
 from ms.report.pages import runs_markdown, summary_markdown
 from ms.report.records import record_warnings, records_markdown
@@ -116,6 +117,16 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
             for suffix in (".png", ".pdf"):
                 fig.savefig(out / f"{stem}{suffix}", dpi=150)
             figure4s[backbone] = f"{stem}.png"
+
+    for backbone, gates in by_gate(conds, chosen).items():
+        fig = change_by_gate({gate: change_since_first_fill(c, metric) for gate, c in gates.items()},
+                             f"Change since the first fill, by gate: {backbone}, k = {FIGURE4_K}, Domain-pool\n"
+                             "(paired over the same test questions; band: 95% CI)",
+                             f"change in {metric_label(metric)}")
+        stem = f"figure4_gates_{slug(backbone)}"
+        for suffix in (".png", ".pdf"):
+            fig.savefig(out / f"{stem}{suffix}", dpi=150)
+        figure4s[f"{backbone}, change since the first fill by gate"] = f"{stem}.png"
 
     growth = {}
     for run in runs:

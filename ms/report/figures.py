@@ -79,6 +79,27 @@ def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> 
     return fig
 
 
+def change_by_gate(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> Figure:
+    """One line per gate: its change since its first fill against memory fill (%), in a band of its
+    paired 95% CI; the line at 0 is no change."""
+    fig = _figure(7, 4.8)
+    ax = fig.subplots()
+    ax.axhline(0.0, color="grey", linewidth=0.8)
+    for gate, points in curves.items():
+        drawn = sorted((f, e) for f, e in points.items() if e.mean is not None)
+        (line,) = ax.plot([f for f, _ in drawn], [e.mean for _, e in drawn], marker="o", label=f"gate={gate}")
+        band = [(f, e.lo, e.hi) for f, e in drawn if e.lo is not None]
+        if band:
+            ax.fill_between(*zip(*band), color=line.get_color(), alpha=0.15, linewidth=0)
+    ax.set_xticks(sorted({f for points in curves.values() for f in points}))
+    ax.set_xlabel("memory fill (%)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    _legend_below(ax)
+    fig.suptitle(title)
+    return fig
+
+
 def pool_growth(decisions: Sequence[dict], title: str) -> Figure:
     """Pool size per scope and each agent's running acceptance rate along the stream."""
     sizes: dict[str, list[tuple[int, int]]] = defaultdict(list)
