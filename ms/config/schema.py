@@ -194,7 +194,7 @@ class GateConfig:
     # rubric first, then utility on what the rubric admits.
     name: str = setting("rubric", choices=GATES)
     # Admit when the mean change in log-prob per token over the probes exceeds this (nats per token).
-    # 0 means "helps on average"; it is not yet chosen from a measurement.
+    # 0 means "helps on average", kept after the gate check (results/README.md, "The gates").
     utility_threshold: float = 0.0
     probes: int = setting(3, ge=1)  # m: the candidate's nearest memories it is replayed on
 
