@@ -114,17 +114,6 @@ class PlainPolicy:
     def admit(self, items: list[dict[str, Any]], step: int) -> list[int | None]:
         return self.pool.add(items, step)
 
-    def consolidation_groups(self, items: Sequence[Memory]) -> list[list[Memory]]:
-        """The groups a due store is consolidated in. With `keep_above`, an item that has shown its
-        worth as an example stays one item, so it moves to long-term memory as it is; the rest are
-        grouped lowest measured utility first, unmeasured last."""
-        limit = self.cfg.keep_above
-        if limit is None:
-            return self.group(items)
-        kept = [m for m in items if m.utility is not None and m.utility > limit]
-        rest = sorted((m for m in items if m not in kept), key=lambda m: (m.utility is None, m.utility or 0.0))
-        return [[m] for m in kept] + (self.group(rest) if rest else [])
-
     def maybe_consolidate(self, step: int) -> Consolidation:
         return Consolidation()
 
