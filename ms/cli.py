@@ -94,6 +94,24 @@ def preflight(args: list[str]) -> None:
     if parsed.cfg is None:
         for _, cfg in composed:
             validate(cfg)
+        check_data(cfg for _, cfg in composed)
+
+
+def check_data(cfgs) -> None:
+    """Read each job's data files as its run will (a data folder's; a hub dataset is read by the
+    run), so that a bad line is reported before any run folder exists. Sweep cells that share their
+    data and agents are read once."""
+    from omegaconf import OmegaConf
+
+    from ms.agents import agents_from
+    from ms.data import load_splits
+
+    seen = set()
+    for cfg in cfgs:
+        key = OmegaConf.to_yaml(cfg.data) + OmegaConf.to_yaml(cfg.agents)
+        if cfg.data.hf is None and key not in seen:
+            seen.add(key)
+            load_splits(cfg.data, agents_from(cfg.agents))
 
 
 def main() -> None:

@@ -67,6 +67,20 @@ def test_a_config_mistake_is_one_line_before_any_model_module_loads_and_writes_n
     assert list(work.iterdir()) == []  # Hydra's outputs/ or multirun/ folder, the cache: none of them
 
 
+def test_a_bad_data_line_is_one_line_before_any_run_folder_or_model(tmp_path):
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    (data / "riddle.jsonl").write_text('{"id": oops}\n')
+    done = subprocess.run([sys.executable, "-c", PROBE, f"data.dir={data}", "data.agents=[riddle]",
+                           f"cache_dir={work / 'cache'}"], cwd=work, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    said, loaded = done.stderr.splitlines()
+    assert said.startswith(f"ms-run: error: {data / 'riddle.jsonl'}:1: malformed JSON") and loaded == "loaded: []"
+    assert list(work.iterdir()) == []
+
+
 @pytest.mark.parametrize("override, says", [
     ("stream_k=x", "invalid setting stream_k=x: must be an integer or null"),
     ("train.enabled=maybe", "invalid setting train.enabled=maybe: must be true or false"),
