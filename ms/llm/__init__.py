@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 def build_lm(backbone, cache_dir: str | Path, use_response_cache: bool = True) -> LM:
     """`backbone` is a BackboneConfig (or any object with its fields). `cache_dir` holds the
-    response cache and converted local models."""
+    response cache; converted local models are kept once per machine (ms.llm.local.models_dir)."""
     log.info("loading backbone %s (%s: %s)", backbone.name, backbone.provider,
              backbone.model or backbone.gguf_package)
     lm = _provider_lm(backbone, cache_dir, use_response_cache)

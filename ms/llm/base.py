@@ -240,9 +240,10 @@ class LM(ABC):
             todo = sorted(first.values())
         else:
             todo = [i for i, k in enumerate(keys) if k not in found]
-        self.usage.cache_hits += len(keys) - len(todo)
+        hits = len(keys) - len(todo)
+        self.usage.cache_hits += hits
         self.usage.cache_misses += len(todo) if cacheable else 0
-        if hits := len(requests) - len(todo):
+        if hits:
             self._advance(hits)
         if todo:
             started = time.perf_counter()

@@ -12,6 +12,7 @@ from statistics import fmean
 from typing import Optional, Sequence
 
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, Condition
+from ms.report.gates import gate_variants
 from ms.report.render import csv_number, markdown_grid
 from ms.report.runs import Cell
 from ms.stats import ALPHA, CONFIDENCE, RESAMPLES, Paired, paired
@@ -108,13 +109,8 @@ def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> li
             out.append(Comparison(CLAIMS["e"], f"gate={gate} vs rubric", _setting(backbone, k, pool, retriever, memory),
                                   c, other, c.last_fill, other.last_fill))
     for (backbone, k, pool), chosen_c in sorted(chosen.items()):
-        if (k, pool) != (FIGURE4_K, FIGURE4_POOL):
-            continue
-        # The growth curve of the chosen condition, and of the same setting under each other gate.
-        setting = (*chosen_c.cell, chosen_c.retriever_label, chosen_c.memory)
-        others = [c for key, c in sorted(index.items(), key=lambda kv: kv[0])
-                  if key[:5] == setting and key[5] != chosen_c.gate]
-        out += [_growth(c) for c in [chosen_c, *others] if len(c.fills) > 1]
+        if (k, pool) == (FIGURE4_K, FIGURE4_POOL):  # its growth curve, and the same setting's under each other gate
+            out += [_growth(c) for c in gate_variants(conds, chosen_c).values()]
     return sorted(out, key=lambda cmp: cmp.claim.id)
 
 

@@ -12,21 +12,21 @@ from ms.report.runs import Cell
 from ms.stats import Estimate, paired
 
 
+def gate_variants(conds: Sequence[Condition], chosen: Condition) -> dict[str, Condition]:
+    """gate -> the condition of `chosen`'s setting (cell, retriever, memory) grown under that gate,
+    with two or more fills: `chosen` itself for its own gate, the most recently finished elsewhere."""
+    same = [c for c in sorted(conds, key=lambda c: (c.finished, c.name))
+            if (c.cell, c.retriever_label, c.memory) == (chosen.cell, chosen.retriever_label, chosen.memory)]
+    found = {c.gate: c for c in same} | {chosen.gate: chosen}
+    return {gate: c for gate, c in sorted(found.items()) if len(c.fills) > 1}
+
+
 def by_gate(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> dict[str, dict[str, Condition]]:
-    """backbone -> gate -> the condition of Figure 4's setting (the chosen one's cell, retriever and
-    memory) grown under that gate, the most recently finished where several are; only backbones
-    with two or more gates, each with two or more fills."""
-    out: dict[str, dict[str, Condition]] = {}
+    """backbone -> gate_variants of its Figure 4 condition, for backbones grown under two or more gates."""
+    out = {}
     for (backbone, k, pool), chosen_c in chosen.items():
-        if (k, pool) != (FIGURE4_K, FIGURE4_POOL):
-            continue
-        gates: dict[str, Condition] = {}
-        for c in sorted(conds, key=lambda c: (c.finished, c.name)):
-            if (c.cell, c.retriever_label, c.memory) == (chosen_c.cell, chosen_c.retriever_label, chosen_c.memory) \
-                    and len(c.fills) > 1:
-                gates[c.gate] = c
-        if len(gates) > 1:
-            out[backbone] = dict(sorted(gates.items()))
+        if (k, pool) == (FIGURE4_K, FIGURE4_POOL) and len(gates := gate_variants(conds, chosen_c)) > 1:
+            out[backbone] = gates
     return out
 
 
