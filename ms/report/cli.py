@@ -68,6 +68,13 @@ def _write_claims(out: Path, compared, runs, metric: str) -> str:
     return (claims_grid(rows) if rows else "No claim could be tested on these runs.") + "\n" + missing
 
 
+def _saved(fig, out: Path, stem: str) -> str:
+    """A figure written as PNG and PDF; the PNG's name, as summary.md links it."""
+    for suffix in (".png", ".pdf"):
+        fig.savefig(out / f"{stem}{suffix}", dpi=150)
+    return f"{stem}.png"
+
+
 def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
                  paper: Optional[PaperTables] = None, sharing_fill: Optional[int] = None) -> Path:
     """Write every table, claim and figure for the runs under `roots` into `out`; returns summary.md.
@@ -113,20 +120,14 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
             fig = figure4(cond.curves(metric), f"{metric_label(metric)} vs memory fill: {backbone}, k = {k}, "
                           f"Domain-pool (95% CI: band, or bar at a single fill; none at n < {MIN_CI_N}){scorer}",
                           metric_label(metric))
-            stem = f"figure4_{slug(backbone)}"
-            for suffix in (".png", ".pdf"):
-                fig.savefig(out / f"{stem}{suffix}", dpi=150)
-            figure4s[backbone] = f"{stem}.png"
+            figure4s[backbone] = _saved(fig, out, f"figure4_{slug(backbone)}")
 
     for backbone, gates in by_gate(conds, chosen).items():
         fig = change_by_gate({gate: change_since_first_fill(c, metric) for gate, c in gates.items()},
                              f"Change since the first fill, by gate: {backbone}, k = {FIGURE4_K}, Domain-pool\n"
                              "(paired over the same test questions; band: 95% CI)",
                              f"change in {metric_label(metric)}")
-        stem = f"figure4_gates_{slug(backbone)}"
-        for suffix in (".png", ".pdf"):
-            fig.savefig(out / f"{stem}{suffix}", dpi=150)
-        figure4s[f"{backbone}, change since the first fill by gate"] = f"{stem}.png"
+        figure4s[f"{backbone}, change since the first fill by gate"] = _saved(fig, out, f"figure4_gates_{slug(backbone)}")
 
     growth = {}
     for run in runs:
