@@ -87,7 +87,8 @@ def change_by_gate(curves: dict[str, dict[int, Estimate]], title: str, ylabel: s
     ax.axhline(0.0, color="grey", linewidth=0.8)
     for gate, points in curves.items():
         drawn = sorted((f, e) for f, e in points.items() if e.mean is not None)
-        (line,) = ax.plot([f for f, _ in drawn], [e.mean for _, e in drawn], marker="o", label=f"gate={gate}")
+        n = max(e.n for _, e in drawn)  # test questions paired at each fill
+        (line,) = ax.plot([f for f, _ in drawn], [e.mean for _, e in drawn], marker="o", label=f"gate={gate}, n = {n}")
         band = [(f, e.lo, e.hi) for f, e in drawn if e.lo is not None]
         if band:
             ax.fill_between(*zip(*band), color=line.get_color(), alpha=0.15, linewidth=0)
