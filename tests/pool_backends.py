@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ms.pool.local_server import USER, Cluster, free_port, postgres_bin  # noqa: F401  (conftest imports them here)
+from ms.pool.local_server import Cluster, postgres_bin  # noqa: F401  (conftest imports postgres_bin from here)
 
 PASSWORD = "pw-7Hq2-never-printed"
 SERVER_OPTIONS = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60"

@@ -193,7 +193,8 @@ def test_writers_backbones(tmp_path):
     with (tmp_path / WRITERS_FILE).open() as f:
         rows = {int(r["id"]): r for r in csv.DictReader(f)}
     assert rows[ids["sonnet stream"]] | {"id": 0} == {"id": 0, "agent": "sonnet", "domain": "literary",
-                                                      "origin": "stream", "backbone": "open-mistral-7b"}
+                                                      "origin": "stream", "backbone": "open-mistral-7b",
+                                                      "run_id": "", "run": ""}  # make_pool records no run
 
 
 def test_a_bad_writers_table_is_a_user_error_naming_the_file_and_column(sweep, tmp_path, capsys):
