@@ -118,31 +118,41 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def create(folder: Path, port: int | None = None, options: str = "") -> Cluster:
+    """A new server in `folder` (not started) whose random password only FOLDER/pgpass holds; its
+    `dsn(database, passfile(cluster))` connects without a password anywhere else."""
+    cluster = Cluster(folder, port or free_port(), options=options)
+    password = secrets.token_urlsafe(24)
+    cluster.initdb(password)
+    (folder / "port").write_text(f"{cluster.port}\n")
+    # Written by (and readable only by) whoever runs ms; libpq ignores a pgpass others can read.
+    passfile(cluster).touch(mode=0o600)
+    passfile(cluster).write_text(f"127.0.0.1:{cluster.port}:*:{USER}:{password}\n")
+    return cluster
+
+
+def passfile(cluster: Cluster) -> Path:
+    return cluster.folder / "pgpass"
+
+
 def start(folder: Path, port: int | None, database: str) -> str:
     """Start (creating if new) the server in `folder` and its `database`; returns the DSN."""
     import psycopg  # the postgres extra: pip install 'ms[postgres]'
 
     folder = folder.resolve()
-    passfile, port_file = folder / "pgpass", folder / "port"
     if (folder / "data" / "PG_VERSION").is_file():
-        cluster = Cluster(folder, int(port_file.read_text()))
+        cluster = Cluster(folder, int((folder / "port").read_text()))
         if port is not None and port != cluster.port:
             raise SystemExit(f"{folder} serves on port {cluster.port}; drop --port, or use another folder")
     else:
-        cluster = Cluster(folder, port or free_port())
-        password = secrets.token_urlsafe(24)
-        cluster.initdb(password)
-        port_file.write_text(f"{cluster.port}\n")
-        # Written by (and readable only by) whoever runs ms; libpq ignores a pgpass others can read.
-        passfile.touch(mode=0o600)
-        passfile.write_text(f"127.0.0.1:{cluster.port}:*:{USER}:{password}\n")
-        _say(f"created a PostgreSQL server in {folder} (password in {passfile}, mode 0600)")
+        cluster = create(folder, port)
+        _say(f"created a PostgreSQL server in {folder} (password in {passfile(cluster)}, mode 0600)")
     if cluster.running():
         _say(f"the server in {folder} is already running on 127.0.0.1:{cluster.port}")
     else:
         cluster.start()
         _say(f"started the server in {folder} on 127.0.0.1:{cluster.port} (log: {folder / 'server.log'})")
-    with psycopg.connect(cluster.dsn("postgres", passfile), autocommit=True) as conn:
+    with psycopg.connect(cluster.dsn("postgres", passfile(cluster)), autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone():
             # A pool already there is shared with the runs that wrote it: a new experiment wants a new name.
             _say(f"database {database} already exists: runs on it share what it holds "
@@ -151,7 +161,7 @@ def start(folder: Path, port: int | None, database: str) -> str:
             conn.execute(f'CREATE DATABASE "{database}"')
             _say(f"created database {database}")
     _say(f"stop it with: python -m ms.pool.local_server stop {folder}")
-    return cluster.dsn(database, passfile)
+    return cluster.dsn(database, passfile(cluster))
 
 
 def main(argv: list[str] | None = None) -> int:
