@@ -9,7 +9,7 @@ TORCH ?= torch==2.13.0
 # The pool tests start a throwaway PostgreSQL server (tests/pool_backends.py) from Debian's package.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench clean postgres-server
+.PHONY: run test bench clean postgres-server pool-server pool-server-stop
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,22 @@ run: $(VENV)/.installed
 postgres-server:
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y postgresql; }
+
+# A lasting PostgreSQL server for pool.backend=postgres (experiment=sharing_postgres), run as an
+# unprivileged user (ms/pool/local_server.py). Its last line of stdout is the export line, so
+#   eval "$$(make -s pool-server | tail -1)"   sets MS_POOL_DSN;   make pool-server-stop   stops it.
+POOL_SERVER ?= /tmp/ms-pool-server
+POOL_DATABASE ?= ms
+
+$(VENV)/.postgres: $(VENV)/.installed
+	$(BIN)/python -c "import psycopg, psycopg_pool" 2>/dev/null || $(BIN)/pip install -e ".[postgres]"
+	touch $@
+
+pool-server: $(VENV)/.postgres postgres-server
+	@$(BIN)/python -m ms.pool.local_server start $(POOL_SERVER) --database $(POOL_DATABASE)
+
+pool-server-stop:
+	@$(BIN)/python -m ms.pool.local_server stop $(POOL_SERVER)
 
 test: $(VENV)/.installed-test postgres-server
 	$(BIN)/lint-imports

@@ -1,10 +1,11 @@
 """The memory core as the pool grows: adding, dense search, query encoding, index refresh and BM25
-mining, at each pool size asked for.
+mining, at each pool size asked for, on a SQLite file or a PostgreSQL server (--backend).
 
     python benchmarks/retrieval.py --sizes 1000,10000,100000 --json OUT.json
+    python benchmarks/retrieval.py --backend postgres [--dsn DSN] --sizes 10000,100000,1000000 --json OUT.json
 
-Each size runs in a fresh process (so its rss_mb is its own) on a new pool file holding one scope
-of that many memories. Their texts are the examples of data/*.jsonl, cycled, each with a variant
+Each size runs in a fresh process (so its rss_mb is its own) on a new pool (a file, or a database:
+see benchmarks/bench_pool.py) holding one scope of that many memories. Their texts are the examples of data/*.jsonl, cycled, each with a variant
 number so no two are equal; their dense vectors are SYNTHETIC (random unit vectors, as cheap to
 make as to store), so that 100k memories take minutes rather than a day of MiniLM encoding. What a
 real encoder costs enters through `encode_s_per_memory` and `query_encode_p50_ms`, both measured
@@ -22,7 +23,11 @@ Fields of the JSON object written per size:
                         cycle of ceil(size / --refresh-budget) steps) x encode_s_per_memory
   bm25_mine_p50_ms      BM25Retriever.retrieve as memory train mines: a question, top 10, itself excluded
   bm25_reference_mine_p50_ms   the same through rank-bm25 (sizes up to --reference-upto; else null)
+  catchup_p50_ms, _p99  after another process commits --catchup-batch memories, this process's next
+                        DenseRetriever.index (what a search runs first) taking them in (bench_pool.catch_up)
+  unchanged_sync_p50_ms, _p99   the same call with nothing new: what every search pays to learn that
   rss_mb                resident memory of the size's process at the end
+  backend, server       sqlite | postgres; for postgres the server's version and commit settings
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_pool import BACKENDS, bench_target, catch_up, given_dsn, open_pool, server_settings, throwaway_server
 
 REPO = Path(__file__).resolve().parent.parent
 BATCH = 32  # memories per Pool.add: the stream's micro_batch
@@ -91,7 +98,6 @@ def measure(size: int, args) -> dict:
     import psutil
     import torch
 
-    from ms.pool import Pool
     from ms.retrieval import REFRESH_POLICIES
     from ms.retrieval.bm25 import BM25Retriever, RankBM25Retriever
     from ms.retrieval.dense import DenseRetriever
@@ -101,7 +107,8 @@ def measure(size: int, args) -> dict:
         torch.set_num_threads(args.threads)
     items = memory_items(size)
     out: dict = {"size": size}
-    with tempfile.TemporaryDirectory() as folder, Pool(Path(folder) / "pool.sqlite") as pool:
+    with (tempfile.TemporaryDirectory() as folder, bench_target(args.backend, args.dsn, folder, size) as target,
+          open_pool(args.backend, target) as pool):
         dense, bm25 = DenseRetriever(pool, synthetic_encoder()), BM25Retriever(pool)
         start = time.perf_counter()
         for i in range(0, size, BATCH):
@@ -162,6 +169,9 @@ def measure(size: int, args) -> dict:
             mine(rank_bm25)  # builds its index, which the timing leaves out
             reference = round(percentile(timed_ms(lambda: mine(rank_bm25), 20, 1), 50), 3)
         out["bm25_reference_mine_p50_ms"] = reference
+        # Last: the other process's memories would change every measurement after it.
+        out.update(catch_up(args.backend, target, dense, SCOPE, args.catchup_batch, args.catchup_repeats, percentile))
+        out.update(backend=args.backend, server=server_settings(target) if args.backend == "postgres" else None)
         out["rss_mb"] = round(psutil.Process().memory_info().rss / 2 ** 20, 1)
     out.update(synthetic_embeddings=True, note=NOTE, queries=args.queries, torch_threads=torch.get_num_threads(),
                cpus=os.cpu_count(), load_average=[round(x, 2) for x in os.getloadavg()], machine=platform.machine())
@@ -180,16 +190,31 @@ def main() -> None:
     parser.add_argument("--encode-sample", type=int, default=128, help="memories MiniLM encodes to time it")
     parser.add_argument("--reference-upto", type=int, default=10000, help="largest size timed with rank-bm25")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--backend", choices=BACKENDS, default="sqlite", help="where the pool is (default sqlite)")
+    parser.add_argument("--dsn", help="postgres: a server where this user may create databases (default: "
+                                      "MS_POOL_DSN; with neither, a throwaway local server)")
+    parser.add_argument("--catchup-batch", type=int, default=BATCH, help="memories per write of the other process")
+    parser.add_argument("--catchup-repeats", type=int, default=50, help="timed catch-ups per size")
     parser.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # the per-size child process
     args = parser.parse_args()
     if args.one_size is not None:
         print(json.dumps(measure(args.one_size, args)))
         return
+    if args.backend == "postgres" and not given_dsn(args):
+        with throwaway_server() as args.dsn:
+            run_sizes(args)
+    else:
+        args.dsn = given_dsn(args)
+        run_sizes(args)
+
+
+def run_sizes(args) -> None:
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         child = [sys.executable, __file__, "--one-size", str(size)] + [
             f"--{name.replace('_', '-')}={getattr(args, name)}"
             for name in ("queries", "steps", "refresh_every", "refresh_budget", "encode_sample", "reference_upto", "threads")]
+        child += pool_flags(args)
         done = subprocess.run(child, capture_output=True, text=True,
                               env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"})
         if done.returncode != 0:
@@ -200,9 +225,19 @@ def main() -> None:
               f"(p99 {row['search_p99_ms']:.3f}, bare matmul+topk {row['matmul_topk_p50_ms']:.3f}), "
               f"query encode {row['query_encode_p50_ms']:.1f} ms, BM25 mine {row['bm25_mine_p50_ms']:.2f} ms, "
               f"refresh s/step {row['refresh_s_per_step']}, rss {row['rss_mb']:.0f} MB", flush=True)
+        print(f"{'':>7} {args.backend}: catch-up after another process's write of {row['catchup_batch']} p50 "
+              f"{row['catchup_p50_ms']:.2f} ms (p99 {row['catchup_p99_ms']:.2f}), unchanged sync p50 "
+              f"{row['unchanged_sync_p50_ms']:.3f} ms", flush=True)
     print(f"note: {NOTE}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def pool_flags(args) -> list[str]:
+    """The pool's flags for a size's child process (the DSN names no password: see ms.pool.local_server)."""
+    flags = [f"--backend={args.backend}", f"--catchup-batch={args.catchup_batch}",
+             f"--catchup-repeats={args.catchup_repeats}"]
+    return flags + ([f"--dsn={args.dsn}"] if args.dsn else [])
 
 
 if __name__ == "__main__":

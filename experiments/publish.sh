@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Copy a finished sweep's evidence (each cell's metrics, predictions, decisions, usage and config,
-# and memories.csv: who wrote each memory of its pool) into results/<sweep>/runs, then draw its
-# report from those copies, so anyone can redraw it:
+# and memories.csv: who wrote each memory of its pool, and in which run) into results/<sweep>/runs,
+# then draw its report from those copies, so anyone can redraw it:
 #   bash experiments/publish.sh table1_offline --metric ref_logprob
+# A sweep whose pool is on PostgreSQL (pool.backend=postgres) needs MS_POOL_DSN set to its database.
 set -euo pipefail
 sweep=$1; shift
 report=${MS_REPORT:-ms-report}
@@ -20,7 +21,8 @@ for cell in "$src"/*/; do
   [ -f "$cell/metrics.json" ] || { echo "skipping $cell: no metrics.json (unfinished)" >&2; continue; }
   out="$dst/runs/$(basename "$cell")"
   mkdir -p "$out/.hydra"
-  for f in metrics.json predictions.jsonl decisions.jsonl llm_usage.json; do
+  # run_id: the id its memories carry, so the sharing matrix can tell its own memories from other runs'.
+  for f in metrics.json predictions.jsonl decisions.jsonl llm_usage.json run_id; do
     [ -f "$cell/$f" ] && cp "$cell/$f" "$out/"
   done
   cp "$cell"/.hydra/config.yaml "$cell"/.hydra/overrides.yaml "$out/.hydra/"

@@ -124,7 +124,7 @@ def ms_run(tmp_path, capsys, monkeypatch):
 def postgres_cluster():
     """A PostgreSQL server on 127.0.0.1 for the session, removed afterwards. Under CI=true a missing
     server fails the tests that need it; elsewhere they are skipped with the reason."""
-    from pool_backends import PASSWORD, Cluster, postgres_bin
+    from pool_backends import PASSWORD, postgres_bin, throwaway_cluster
 
     def missing(reason: str):
         if os.environ.get("CI") == "true":
@@ -138,7 +138,7 @@ def postgres_cluster():
     bin_dir = postgres_bin()
     if bin_dir is None:
         missing("no PostgreSQL server binaries (initdb); `make test` installs Debian's postgresql")
-    cluster = Cluster(bin_dir, free_port())
+    cluster = throwaway_cluster(bin_dir, free_port())
     previous = os.environ.get("PGPASSWORD")
     os.environ["PGPASSWORD"] = PASSWORD  # the only way the password reaches libpq, here and in child processes
     try:

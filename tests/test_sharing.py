@@ -172,6 +172,20 @@ def test_a_published_copy_draws_the_same_matrix_and_the_run_is_not_touched(sweep
     assert draw(copy, tmp_path / "from csv") == original
 
 
+def test_a_k0_run_of_all_agents_pairs_with_a_run_of_some(sweep, tmp_path):
+    """data.agents picks agents, not questions: one process's run of experiment=sharing_postgres pairs with a
+    k = 0 run of all nine. Any other data setting still keeps them apart."""
+    root, _ = sweep
+    (root / "k=3" / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
+        {"backbone": {"name": "smollm2"}, "k": 3, "pool": {"mode": "single", "path": None},
+         "data": {"dir": "data", "agents": ["sonnet", "limerick", "pun"]}}))
+    m = draw(root, tmp_path / "report")
+    assert float(m["gain", "all"]["all"]) == pytest.approx(sum(GAIN.values()) / len(GAIN))
+    (root / "k=3" / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
+        {"backbone": {"name": "smollm2"}, "k": 3, "data": {"dir": "data", "agents": ["pun"], "max_test": 1}}))
+    assert draw(root, tmp_path / "again")["gain", "all"]["all"] == ""
+
+
 def test_writers_backbones(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
@@ -193,7 +207,8 @@ def test_writers_backbones(tmp_path):
     with (tmp_path / WRITERS_FILE).open() as f:
         rows = {int(r["id"]): r for r in csv.DictReader(f)}
     assert rows[ids["sonnet stream"]] | {"id": 0} == {"id": 0, "agent": "sonnet", "domain": "literary",
-                                                      "origin": "stream", "backbone": "open-mistral-7b"}
+                                                      "origin": "stream", "backbone": "open-mistral-7b",
+                                                      "run_id": "", "run": ""}  # make_pool records no run
 
 
 def test_a_bad_writers_table_is_a_user_error_naming_the_file_and_column(sweep, tmp_path, capsys):

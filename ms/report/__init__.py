@@ -12,8 +12,9 @@ retrieved whose memories, per run) and summary.md.
 
 Modules: runs (run folders), conditions (seed replicates, which run speaks for a cell), paper (the
 published numbers), tables and render (Tables 1-2 and their formats), ablation, claims, figures,
-pages (runs.md, summary.md), writers and sharing (who helped whom; export writes memories.csv) and
-cli (write_report, main).
+pages (runs.md, summary.md), writers, pool_server, baseline and sharing (who helped whom; writers
+reads a pool file, memories.csv or, through pool_server, a PostgreSQL pool; baseline pairs each run
+with a k = 0 run; export writes memories.csv) and cli (write_report, main).
 """
 
 from ms.report.cli import main, write_report

@@ -20,9 +20,10 @@ from matplotlib.colors import CenteredNorm
 from matplotlib.figure import Figure
 from scipy import stats
 
+from ms.report.baseline import Baseline, find_baseline
 from ms.report.figures import _figure
 from ms.report.runs import Item, Run, metric_label
-from ms.report.writers import UNWRITTEN, Writer, read_writers, run_config
+from ms.report.writers import UNWRITTEN, Writer, own_run_id, read_writers, run_config
 from ms.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
 
 log = logging.getLogger(__name__)
@@ -30,30 +31,26 @@ log = logging.getLogger(__name__)
 FOLDER = "sharing"
 ALL = "all"
 OWN, SAME_DOMAIN, OTHER_DOMAIN = "own agent", "same domain", "other domain"
+# Which run admitted a memory, where the pool was shared with other runs (each `ms-run` process of a
+# multi-process run is a run of its own): a cross-process retrieval is one of another run's memories.
+THIS_RUN, OTHER_RUN, UNRECORDED = "this run", "another run", "unrecorded"
 NOT_IN_POOL = "(not in pool)"  # a retrieved id the pool no longer holds (e.g. consolidated away)
 QUANTITIES = ("retrievals", "fraction", "questions", "gain", "gain_ci_lo", "gain_ci_hi", "gain_n")
-# What a k = 0 evaluation must share with the run for its per-question values to be the baseline:
-# the test questions, the prompt wording, the agents and the metric's settings (k = 0 reads no pool).
-BASELINE_KEYS = ("data", "prompt", "agents", "eval.model", "eval.num_layers", "eval.lang")
 DEFINITIONS = (
     "A retrieval is one memory id in one test question's prompt (`retrieved` in predictions.jsonl) at the "
     "fill shown, so each question adds k. Rows are the retrieving agents; the `agent=` columns are the "
     "agents that wrote the memories, `backbone=` the backbone that wrote them (`seed`: the data's own pairs), "
     "and `source=` whether the writer is the retrieving agent itself, another agent of its domain, or an "
-    "agent of another domain. Each block of columns sums to the row's retrievals (`all`). "
+    "agent of another domain. Where other runs wrote to the same pool (a shared pool.path, or a PostgreSQL pool "
+    "that several `ms-run` processes share), `run=` says whether the memory was admitted by this run or by "
+    "another one (`unrecorded`: a pool that did not record it); which other runs, is listed under the table. "
+    "Each block of columns sums to the row's retrievals (`all`). "
     "**Gain**: each k > 0 question is paired with the same (agent, test question) evaluated at k = 0 in a "
     "run of the same backbone, data and prompt among the runs given; a retrieval's gain is that question's "
     "metric difference (k > 0 minus k = 0; higher is better), and a cell's gain is the mean over the "
     "retrievals it counts, i.e. each question weighted by how many of its k memories the cell holds. The "
     "95% CI resamples the cell's questions (bootstrap). The whole prompt's gain is credited to each of its "
     "memories, so a cell's gain is what its retrievals came with, not what they caused.")
-
-
-@dataclass(frozen=True)
-class Baseline:
-    run: Run
-    values: dict[Item, float]  # per test question, at k = 0
-    mismatched: int  # questions with the same id whose text or reference differ: left unpaired
 
 
 @dataclass
@@ -67,6 +64,7 @@ class Sharing:
     gain: dict[Item, float]  # per paired question: k > 0 minus k = 0
     baseline: Optional[Baseline]
     domains: dict[str, Optional[str]]  # retrieving agent -> its domain
+    other_runs: dict[str, Counter] = field(default_factory=dict)  # retrieving agent or ALL -> other run -> count
     _estimates: dict[tuple[str, str], Estimate] = field(default_factory=dict)  # bootstraps are the slow part
 
     def count(self, row: str, column: str) -> int:
@@ -103,47 +101,18 @@ def weighted_mean_ci(weights: Sequence[float], values: Sequence[float]) -> Estim
     return Estimate(mean, float(ci.low), float(ci.high), n)
 
 
-def _setting(config: dict, dotted: str):
-    for key in dotted.split("."):
-        config = config.get(key) if isinstance(config, dict) else None
-    return config
-
-
-def find_baseline(run: Run, runs: Sequence[Run], metric: str, fill: int) -> Optional[Baseline]:
-    """The k = 0 run whose questions pair with `run`'s at `fill`: same backbone and BASELINE_KEYS; of
-    several, one with the same seed, then pool, then the most recently finished. Its last fill is used:
-    at k = 0 nothing is retrieved, so every fill is the same evaluation."""
-    mine = run_config(run.path)
-    candidates = []
-    for other in runs:
-        if other.cell[1] != 0 or other.fields["backbone"] != run.fields["backbone"] or other.predictions is None:
-            continue
-        theirs = run_config(other.path)
-        if all(_setting(mine, key) == _setting(theirs, key) for key in BASELINE_KEYS):
-            candidates.append(other)
-    if not candidates:
-        return None
-    best = max(candidates, key=lambda r: (r.seed == run.seed, r.fields["pool"] == run.fields["pool"], r.finished,
-                                          r.name))
-    rows = best.predictions.get(best.last_fill, {})
-    values, mismatched = {}, 0
-    for item, row in run.predictions.get(fill, {}).items():
-        base = rows.get(item)
-        if base is None or base.get(metric) is None:
-            continue
-        if (base.get("question"), base.get("reference")) != (row.get("question"), row.get("reference")):
-            mismatched += 1  # the same id names another question: not a pair
-            continue
-        values[item] = float(base[metric])
-    return Baseline(best, values, mismatched)
-
-
-def _writer_columns(writers: dict[int, Writer], rows: list[str], seen: set[str]) -> list[str]:
+def _writer_columns(writers: dict[int, Writer], rows: list[str], seen: set[str], shared: bool) -> list[str]:
     agents = [*rows, *sorted({w.agent for w in writers.values()} - set(rows))]
     backbones = sorted({w.backbone for w in writers.values()}, key=lambda b: (b not in UNWRITTEN, b))
     missing = [NOT_IN_POOL] if NOT_IN_POOL in seen else []
+    runs = [THIS_RUN, OTHER_RUN, *([UNRECORDED] if UNRECORDED in seen else []), *missing] if shared else []
     return ([f"agent={a}" for a in [*agents, *missing]] + [f"backbone={b}" for b in [*backbones, *missing]]
-            + [f"source={s}" for s in [OWN, SAME_DOMAIN, OTHER_DOMAIN, *missing]] + [ALL])
+            + [f"source={s}" for s in [OWN, SAME_DOMAIN, OTHER_DOMAIN, *missing]] + [f"run={r}" for r in runs]
+            + [ALL])
+
+
+def _writing_run(w: Writer, own: Optional[str]) -> str:
+    return THIS_RUN if w.run_id == own else OTHER_RUN if w.run_id else UNRECORDED
 
 
 def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Baseline], metric: str,
@@ -162,16 +131,29 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
     rows.sort(key=lambda a: domains.index(domain_of[a]))  # stable: an agent's domain mates stay in order
     weights: dict[tuple[str, str], Counter] = defaultdict(Counter)
     seen = set()
+    # The run block appears only where the pool holds another run's memories: a run's own pool
+    # file would show one column of 100%.
+    own = own_run_id(run.path)
+    shared = own is not None and any(w.run_id not in (None, own) for w in writers.values())
+    blocks = ("agent", "backbone", "source", *(["run"] if shared else []))
+    other_runs: dict[str, Counter] = defaultdict(Counter)
     for item, row in predictions.items():
         agent = item[0]
         for memory_id in row.get("retrieved") or []:
             w = writers.get(int(memory_id))
             if w is None:
                 seen.add(NOT_IN_POOL)
-                keys = [f"{block}={NOT_IN_POOL}" for block in ("agent", "backbone", "source")]
+                keys = [f"{block}={NOT_IN_POOL}" for block in blocks]
             else:
                 source = OWN if w.agent == agent else SAME_DOMAIN if w.domain == domain_of.get(agent) else OTHER_DOMAIN
                 keys = [f"agent={w.agent}", f"backbone={w.backbone}", f"source={source}"]
+                if shared:
+                    writing = _writing_run(w, own)
+                    seen.add(writing)
+                    keys.append(f"run={writing}")
+                    if writing == OTHER_RUN:
+                        for r in (agent, ALL):
+                            other_runs[r][w.run or w.run_id] += 1
             for r in (agent, ALL):
                 for key in (*keys, ALL):
                     weights[r, key][item] += 1
@@ -179,8 +161,8 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
     if baseline is not None:
         gain = {item: float(row[metric]) - baseline.values[item] for item, row in predictions.items()
                 if item in baseline.values and row.get(metric) is not None}
-    return Sharing(run, fill, metric, [*rows, ALL], _writer_columns(writers, rows, seen), weights, gain, baseline,
-                   domain_of)
+    return Sharing(run, fill, metric, [*rows, ALL], _writer_columns(writers, rows, seen, shared), weights, gain,
+                   baseline, domain_of, dict(other_runs))
 
 
 def _number(x: Optional[float]) -> str:
@@ -210,7 +192,7 @@ def heatmap(s: Sharing, title: str) -> Figure:
     """Left: each agent's share of retrievals by writer agent and backbone (count in the cell); right:
     the mean gain of those retrievals. Lines part domains and the backbone block."""
     rows = s.rows[:-1]
-    columns = [c for c in s.columns if c.split("=")[0] in ("agent", "backbone")]
+    columns = [c for c in s.columns if c.split("=")[0] in ("agent", "backbone", "run")]
     share = np.array([[s.count(r, c) / max(s.count(r, ALL), 1) for c in columns] for r in rows])
     gains = np.array([[s.estimate(r, c).mean if s.count(r, c) else None for c in columns] for r in rows], dtype=float)
     fig = _figure(max(8.0, 0.55 * len(columns) * 2 + 3), 0.5 * len(rows) + 3)
@@ -236,6 +218,8 @@ def heatmap(s: Sharing, title: str) -> Figure:
                 ax.axhline(i - 0.5, color="grey", lw=0.8)
                 ax.axvline(i - 0.5, color="grey", lw=0.8)
         ax.axvline(agent_columns - 0.5, color="black", lw=1.5)
+        if any(c.startswith("run=") for c in columns):  # the block of this run / another run
+            ax.axvline(columns.index(next(c for c in columns if c.startswith("run="))) - 0.5, color="black", lw=1.5)
         ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", fontsize=8)
         ax.set_yticks(range(len(rows)), rows, fontsize=8)
         ax.set_xlabel("writer")
@@ -264,17 +248,21 @@ def sharing_markdown(s: Sharing, stem: str) -> str:
                if base.mismatched else "") if base else "none: no k = 0 run of the same backbone, data and prompt")
     backbones = [c for c in s.columns if c.startswith("backbone=")]
     blocks = [f"source={x}" for x in (OWN, SAME_DOMAIN, OTHER_DOMAIN)]
-    header = ["agent", "retrievals", *(c.split("=", 1)[1] for c in blocks), *(f"by {c.split('=', 1)[1]}" for c in
-              backbones), *(f"gain: {c.split('=', 1)[1]}" for c in blocks), "gain: all"]
+    runs = [f"run={OTHER_RUN}"] if f"run={OTHER_RUN}" in s.columns else []
+    header = ["agent", "retrievals", *(c.split("=", 1)[1] for c in blocks + runs), *(f"by {c.split('=', 1)[1]}" for c
+              in backbones), *(f"gain: {c.split('=', 1)[1]}" for c in blocks + runs), "gain: all"]
     lines = [f"## {s.run.name}", "",
              f"{f['backbone']}, k = {f['k']}, {f['pool']} pool, retriever {s.run.retriever_label}, fill {s.fill}%; "
              f"{s.count(ALL, ALL)} retrievals. Gain ({metric_label(s.metric)}): {gain}.", "",
              f"![sharing heatmap]({stem}.png) (all counts, shares and gains: [{stem}.csv]({stem}.csv))", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in s.rows:
-        cells = [str(s.count(row, ALL)), *(_share(s, row, c) for c in blocks + backbones),
-                 *(_gain(s, row, c) for c in [*blocks, ALL])]
+        cells = [str(s.count(row, ALL)), *(_share(s, row, c) for c in blocks + runs + backbones),
+                 *(_gain(s, row, c) for c in [*blocks, *runs, ALL])]
         lines.append(f"| {'**all**' if row == ALL else row} | " + " | ".join(cells) + " |")
+    if runs:
+        by_run = ", ".join(f"`{name}` {n}" for name, n in sorted(s.other_runs.get(ALL, Counter()).items()))
+        lines += ["", f"Retrievals of memories another run admitted, by that run: {by_run or 'none'}."]
     return "\n".join(lines) + "\n"
 
 

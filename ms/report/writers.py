@@ -1,6 +1,7 @@
-"""Who wrote each memory a run retrieved, read from the run's pool file or from `memories.csv`, the
-small table experiments/publish.sh exports beside a published run (results/ keeps no pool files)
-with `python -m ms.report.export RUN_DIR OUT_CSV`."""
+"""Who wrote each memory a run retrieved, and in which run: read from the run's pool file, from
+`memories.csv`, the small table experiments/publish.sh exports beside a published run (results/ keeps
+no pool files) with `python -m ms.report.export RUN_DIR OUT_CSV`, or from the PostgreSQL server of a
+run with pool.backend=postgres (ms.report.pool_server)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ from typing import Optional
 
 import yaml
 
-from ms.config.files import POOL_FILENAME, WRITERS_FILE
+from ms.config.files import POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
 from ms.errors import UserError
+from ms.report.pool_server import server_rows
 
 WRITER_COLUMNS = ("id", "agent", "domain", "origin", "backbone")
+# Which run admitted each memory: its id, and its folder's name. Optional on reading, as tables
+# exported before they were added lack them.
+RUN_COLUMNS = ("run_id", "run")
 UNWRITTEN = ("seed", "imported")  # origins no backbone wrote: pairs that came with the data
 
 
@@ -28,12 +33,20 @@ class Writer:
     domain: str
     origin: str
     backbone: str  # the backbone that wrote it, or its origin for the data's own pairs
+    run_id: Optional[str] = None  # the run that admitted it; None where not recorded
+    run: Optional[str] = None  # that run's folder name, where the pool's runs table has it
 
 
 def run_config(run_dir: Path) -> dict:
     """The run's composed config (.hydra/config.yaml); {} for a folder without one."""
     path = run_dir / ".hydra" / "config.yaml"
     return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
+
+
+def own_run_id(run_dir: Path) -> Optional[str]:
+    """The id the run's memories carry in the pool (the run folder's run_id file); None without one."""
+    path = run_dir / RUN_ID_FILE
+    return (path.read_text(encoding="utf-8").strip() or None) if path.is_file() else None
 
 
 def _backbones(config: dict, default: str) -> dict[str, str]:
@@ -68,8 +81,11 @@ def _pool_rows(path: Path) -> list[dict]:
                 columns = {r["name"] for r in conn.execute("PRAGMA table_info(memories)")}
                 if not columns:
                     raise UserError(f"{path} holds no memories table: it is not an ms pool file")
-                backbone = "backbone" if "backbone" in columns else "NULL AS backbone"
-                return [dict(r) for r in conn.execute(f"SELECT id, agent, domain, origin, {backbone} FROM memories")]
+                backbone = "m.backbone" if "backbone" in columns else "NULL AS backbone"
+                # Pools of schema 1 recorded no runs (neither the column nor the runs table).
+                runs = ("m.run_id, r.label AS run FROM memories m LEFT JOIN runs r ON r.run_id = m.run_id"
+                        if "run_id" in columns else "NULL AS run_id, NULL AS run FROM memories m")
+                return [dict(r) for r in conn.execute(f"SELECT m.id, m.agent, m.domain, m.origin, {backbone}, {runs}")]
             finally:
                 conn.close()
         except sqlite3.DatabaseError as error:
@@ -94,8 +110,8 @@ def _csv_rows(path: Path) -> list[dict]:
 
 
 def writers_source(run_dir: Path) -> Optional[Path]:
-    """Where the run's memories are recorded: its pool file (in its folder, or `pool.path` when it
-    shared one), else the exported memories.csv; None where there is neither."""
+    """Where the run's memories are recorded in files: its pool file (in its folder, or `pool.path`
+    when it shared one), else the exported memories.csv; None where there is neither."""
     shared = (run_config(run_dir).get("pool") or {}).get("path")
     candidates = [run_dir / POOL_FILENAME, *([Path(shared), run_dir / shared] if shared else []),
                   run_dir / WRITERS_FILE]
@@ -105,21 +121,30 @@ def writers_source(run_dir: Path) -> Optional[Path]:
 def read_writers(run_dir: Path, run_backbone: str = "") -> Optional[dict[int, Writer]]:
     """memory id -> who wrote it, for every memory the run's pool holds; None where no source exists.
     `run_backbone` stands in where the run's config names none."""
+    config = run_config(run_dir)
     source = writers_source(run_dir)
-    if source is None:
+    if source is not None:
+        rows = _csv_rows(source) if source.name == WRITERS_FILE else _pool_rows(source)
+    elif (config.get("pool") or {}).get("backend") == "postgres":  # a published memories.csv comes first
+        rows = server_rows(run_dir, config)
+    else:
         return None
-    rows = _csv_rows(source) if source.name == WRITERS_FILE else _pool_rows(source)
-    backbones = _backbones(run_config(run_dir), run_backbone)
-    return {int(r["id"]): Writer(r["agent"], r["domain"], r["origin"], _backbone(r, backbones)) for r in rows}
+    backbones = _backbones(config, run_backbone)
+    # The runs table records each run's folder as a path; its name is what ms-report calls the run.
+    return {int(r["id"]): Writer(r["agent"], r["domain"], r["origin"], _backbone(r, backbones),
+                                 r.get("run_id") or None, Path(r["run"]).name if r.get("run") else None)
+            for r in rows}
 
 
 def export_writers(run_dir: Path, out: Path) -> int:
     """Write the run's writers table (WRITER_COLUMNS, backbones resolved) to `out`; returns its rows."""
     writers = read_writers(run_dir)
     if writers is None:
-        raise UserError(f"{run_dir} holds no {POOL_FILENAME} (nor names one by pool.path): no writers to export")
+        raise UserError(f"{run_dir} holds no {POOL_FILENAME} (nor names one by pool.path, nor kept its pool on "
+                        f"PostgreSQL): no writers to export")
     with out.open("w", newline="", encoding="utf-8") as f:
         table = csv.writer(f)
-        table.writerow(WRITER_COLUMNS)
-        table.writerows((i, w.agent, w.domain, w.origin, w.backbone) for i, w in sorted(writers.items()))
+        table.writerow(WRITER_COLUMNS + RUN_COLUMNS)
+        table.writerows((i, w.agent, w.domain, w.origin, w.backbone, w.run_id or "", w.run or "")
+                        for i, w in sorted(writers.items()))
     return len(writers)
