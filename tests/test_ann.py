@@ -85,17 +85,22 @@ def test_ann_top10_matches_exact_on_structured_vectors(pool, monkeypatch):
 
 
 def test_a_scope_below_the_threshold_is_searched_exactly(pool, monkeypatch):
-    table = structured(3000, seed=0)
+    table = structured(3001, seed=0)
     pool.add(items(range(2000)), step=0)
     queries = torch.from_numpy(structured(20, seed=1))
     ann = DenseRetriever(pool, TableEncoder(table), index="ann", ann_min_size=2500)
     exact = DenseRetriever(pool, TableEncoder(table))
     assert ann.search(queries, "s", K) == exact.search(queries, "s", K)  # exactly: same memories, same order
     assert ann.graph("s") is None and ann.index("s").graph is None  # no graph was even made
-    pool.add(items(range(2000, 3000)), step=1)  # the scope passes the threshold
+    # Memory 0, encoded by the exact searches, leaves long-term memory before the graph exists.
+    first = pool.memories("s")[0]
+    pool.set_fields(first.id, tier="short")
+    pool.add(items(range(2000, 3001)), step=1)  # the scope passes the threshold
     monkeypatch.setattr(DenseRetriever, "_cosines", lambda *a: pytest.fail("exact search in an ANN scope"))
     ann.search(queries, "s", K)
-    assert len(ann.graph("s")) == 3000
+    assert len(ann.graph("s")) == 3000  # the graph holds searchable memories only
+    pool.set_fields(first.id, tier="long")  # back, with the vector it already had: no new encoding
+    assert ann.search(torch.from_numpy(table[:1]), "s", 1)[0][0].id == first.id
 
 
 def test_another_writers_rows_appear_in_the_next_ann_search(pool, tmp_path):
@@ -128,6 +133,7 @@ def test_ann_never_returns_another_scope_or_an_unsearchable_memory(pool):
     for scope, parity in (("a", 0), ("b", 1)):
         found = ann.search(queries, scope, K)
         assert all(len(row) == K and all(row_of(m) % 2 == parity for m in row) for row in found)
+        assert recall(found, exact.search(queries, scope, K)) >= 0.95  # and searched with its own vectors
     # Fold the current top 3 of every query into summaries, or delete them: none may come back.
     gone = {m.id for row in ann.search(queries, "a", 3) for m in row}
     for i, memory_id in enumerate(sorted(gone)):
