@@ -23,6 +23,9 @@ Fields of the JSON object written per size:
   bm25_mine_p50_ms      BM25Retriever.retrieve as memory train mines: a question, top 10, itself excluded
   bm25_reference_mine_p50_ms   the same through rank-bm25 (sizes up to --reference-upto; else null)
   rss_mb                resident memory of the size's process at the end
+
+`--index ann` measures the approximate index (retriever.index=ann) instead, on vectors with
+neighbourhood structure: benchmarks/retrieval_ann.py, which lists its own fields.
 """
 
 from __future__ import annotations
@@ -181,7 +184,16 @@ def main() -> None:
     parser.add_argument("--reference-upto", type=int, default=10000, help="largest size timed with rank-bm25")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # the per-size child process
+    # --index ann: its own measurement and flags, kept in retrieval_ann.py
+    import retrieval_ann
+
+    parser.add_argument("--index", choices=("exact", "ann"), default="exact",
+                        help="exact: the measurements above; ann: retriever.index=ann (benchmarks/retrieval_ann.py)")
+    retrieval_ann.add_arguments(parser)
     args = parser.parse_args()
+    if args.index == "ann":
+        retrieval_ann.main(args)
+        return
     if args.one_size is not None:
         print(json.dumps(measure(args.one_size, args)))
         return

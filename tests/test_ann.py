@@ -77,11 +77,12 @@ def test_ann_top10_matches_exact_on_structured_vectors(pool, monkeypatch):
     monkeypatch.setattr(DenseRetriever, "_cosines", lambda *a: pytest.fail("exact search in an ANN scope"))
     found = ann.search(queries, "s", K)
     assert ann.graph("s") is not None and len(ann.graph("s")) == len(table)
+    assert ann.graph("s").nbytes() > table.nbytes  # its own copy of the vectors, and the links
     assert recall(found, exact) >= 0.95
     # Each list is best first by the exact cosine, as the exact path orders it.
     for query, row in zip(queries, found):
         cosines = [float(torch.from_numpy(table[row_of(m)]) @ query) for m in row]
-        assert cosines == sorted(cosines, reverse=True)
+        assert all(a >= b - 1e-6 for a, b in zip(cosines, cosines[1:]))
 
 
 def test_a_scope_below_the_threshold_is_searched_exactly(pool, monkeypatch):

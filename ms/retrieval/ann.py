@@ -19,6 +19,7 @@ made, so ms runs without it while retriever.index=exact.
 from __future__ import annotations
 
 import importlib.util
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -29,6 +30,11 @@ from ms.errors import UserError
 # for 1M, where recall at a given effort is lower (benchmarks/ann_libraries.py, README).
 GRAPH_DEGREE = 32
 BUILD_EFFORT = 128  # faiss efConstruction: candidates kept while linking a new node
+# faiss shares a search or an add among its OpenMP threads by vector. A single query, or a stream
+# batch of a few dozen new rows, gains little from that, and waiting for the threads to meet costs
+# milliseconds whenever other processes hold the cores: at 10k vectors with load average 4 on this
+# 2-core machine, one-query search p50 / p99 was 0.30 / 24 ms on two threads, 0.26 / 8 ms on one.
+PARALLEL_FROM = 256  # vectors per call before faiss may use all its threads
 NO_FAISS = "faiss-cpu is not installed: pip install 'ms[ann]' (or faiss-cpu), or set retriever.index=exact"
 
 
@@ -44,6 +50,20 @@ def require_faiss():
     except ImportError:
         raise UserError(f"retriever.index=ann needs faiss-cpu; {NO_FAISS}") from None
     return faiss
+
+
+@contextmanager
+def _threads(faiss, vectors: int):
+    """faiss on one thread for calls on fewer than PARALLEL_FROM vectors."""
+    if vectors >= PARALLEL_FROM:
+        yield
+        return
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 class ScopeGraph:
@@ -98,13 +118,30 @@ class ScopeGraph:
             # Rows not searchable now stay out, as a rebuild leaves the dead out; they join if they come back.
             fresh = np.flatnonzero(encoded & snap.searchable[:rows] & ~self._in_graph[:rows])
             if fresh.size:
-                self._index.add_with_ids(np.ascontiguousarray(vectors[fresh], dtype=np.float32), fresh.astype(np.int64))
+                with _threads(self._faiss, fresh.size):
+                    self._index.add_with_ids(np.ascontiguousarray(vectors[fresh], dtype=np.float32),
+                                             fresh.astype(np.int64))
                 self._in_graph[fresh] = True
                 self.added += fresh.size
             self._writes = writes
         if changed or self._params is None:
             self._params = self._search_params(snap.searchable if self._dead else None)
             self._generation = snap.generation
+
+    def set_effort(self, ef_search: int) -> None:
+        """Search with this efSearch from now on (the benchmark's recall/latency frontier)."""
+        self.ef_search = ef_search
+        if self._params is not None:
+            self._params.efSearch = ef_search
+
+    def nbytes(self) -> int:
+        """Memory the graph holds: its own copy of the vectors, the links, levels and labels."""
+        if self._index is None:
+            return 0
+        flat = self._faiss.downcast_index(self._index.index)
+        links = flat.hnsw
+        return (flat.ntotal * flat.storage.sa_code_size() + links.neighbors.size() * 4 + links.levels.size() * 4
+                + links.offsets.size() * 8 + self._index.id_map.size() * 8)
 
     def _search_params(self, searchable: np.ndarray | None):
         faiss = self._faiss
@@ -121,5 +158,6 @@ class ScopeGraph:
         searches with max(efSearch, take), so a large `take` is never starved)."""
         if not len(self):
             return [np.zeros(0, dtype=np.int64) for _ in queries]
-        _, labels = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), take, params=self._params)
+        with _threads(self._faiss, len(queries)):
+            _, labels = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), take, params=self._params)
         return [row[row >= 0] for row in labels]  # -1: fewer than `take` found
