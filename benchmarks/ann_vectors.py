@@ -3,20 +3,22 @@
 Uniform random unit vectors in 384 dimensions are all about equally far apart (cosines near 0,
 standard deviation 0.05), so "the" ten nearest are an accident of noise and recall@10 measures
 nothing real. Real sentence embeddings are clustered by topic and locally low-dimensional. These
-vectors are a Gaussian mixture in a `latent`-dimensional subspace (random orthonormal basis),
-with a little isotropic noise in all 384 dimensions, then normalized:
+vectors are a Gaussian mixture (CLUSTERS = 50 centres) in a LATENT = 32-dimensional subspace (a
+random orthonormal basis), with a little isotropic noise in all 384 dimensions, then normalized:
 
     z = centre[c] + spread * N(0, I_latent),  c uniform over `clusters`
     x = normalize(basis @ z + noise * N(0, I_384))
 
 The defaults were chosen to look like the packaged MiniLM's embeddings of this repository's 586
-data texts, measured at the same count (586 vectors): mean cosine to the 1st / 10th nearest
-neighbour 0.72 / 0.52 here against 0.61 / 0.50 real; standard deviation of a random pair's cosine
-0.19 against 0.16; TwoNN intrinsic dimension 15 against 20 (uniform random vectors: 0.16 / 0.11,
-0.05, 110). What they do not copy is the real embeddings' long tail of small principal
-directions (90% of the variance takes 26 components here, 132 real). A Gaussian mixture rather
-than noisy copies of the 586 real embeddings: at 1M vectors that would be 1,700 copies of each
-text, whose neighbours among themselves are again isotropic noise, the uniform case in miniature.
+data texts, compared at the same count (`python benchmarks/ann_vectors.py` prints both): mean
+cosine to the 1st / 10th nearest neighbour 0.72 / 0.53 here against 0.61 / 0.50 real; standard
+deviation of a random pair's cosine 0.19 against 0.16; TwoNN intrinsic dimension 16 against 20
+(uniform random vectors: 0.16 / 0.11, 0.05, 110). What they do not copy: the real embeddings
+share a common direction (a random pair's mean cosine is 0.13 real, 0.02 here) and have a long
+tail of small principal directions (90% of the variance takes 26 components here, 132 real).
+A Gaussian mixture rather than noisy copies of the 586 real embeddings: at 1M vectors that would
+be 1,700 copies of each text, whose neighbours among themselves are again isotropic noise, the
+uniform case in miniature.
 
 Queries are fresh draws from the same mixture (a separate seed), so none is in the index.
 """
@@ -61,3 +63,35 @@ def recall_at(found: np.ndarray, truth: np.ndarray) -> float:
     """Mean over queries of |found row ∩ true top-k| / k."""
     k = truth.shape[1]
     return float(np.mean([len(set(f[:k].tolist()) & set(t.tolist())) / k for f, t in zip(found, truth)]))
+
+
+def profile(vectors: np.ndarray) -> str:
+    """The neighbourhood statistics the docstring compares, for unit vectors (a few thousand at most)."""
+    v = vectors.astype(np.float64)
+    sims = v @ v.T
+    np.fill_diagonal(sims, -2.0)
+    nearest = -np.sort(-sims, axis=1)
+    pairs = sims[np.triu_indices(len(v), 1)]
+    variance = np.linalg.svd(v - v.mean(0), compute_uv=False) ** 2
+    components = int(np.searchsorted(np.cumsum(variance) / variance.sum(), 0.9)) + 1
+    # TwoNN (Facco et al. 2017): the ratio of 2nd to 1st neighbour distance is Pareto(dimension).
+    distance = np.sqrt(np.maximum(2 - 2 * nearest[:, :2], 1e-12))
+    two_nn = len(v) / np.log(distance[:, 1] / distance[:, 0]).sum()
+    return (f"nn1 {nearest[:, 0].mean():.3f}  nn10 {nearest[:, 9].mean():.3f}  random pair {pairs.mean():.3f} "
+            f"(sd {pairs.std():.3f})  components for 90% variance {components}  TwoNN dimension {two_nn:.1f}")
+
+
+if __name__ == "__main__":
+    import json
+    from pathlib import Path
+
+    from ms.retrieval.encoder import Encoder
+
+    lines = [line for path in sorted((Path(__file__).parent.parent / "data").glob("*.jsonl"))
+             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [f"{e['question']}\n{e['answer']}" for e in map(json.loads, lines)]
+    real = Encoder().encode(texts).numpy()
+    uniform = np.random.default_rng(0).standard_normal(real.shape)
+    print(f"MiniLM, {len(texts)} data texts: {profile(real)}")
+    print(f"structured_vectors({len(texts)}):   {profile(structured_vectors(len(texts)))}")
+    print(f"uniform random:              {profile(uniform / np.linalg.norm(uniform, axis=1, keepdims=True))}")

@@ -26,14 +26,14 @@ import numpy as np
 from ms.errors import UserError
 
 # HNSW graph degree (faiss M). At 100k structured vectors, M=32 against M=16 raised recall@10 at
-# efSearch=64 from 0.994 to 0.997 for 1.2x the search time and 8% more index memory; the margin is
+# efSearch=64 from 0.994 to 0.997 for 1.3x the search time and 8% more index memory; the margin is
 # for 1M, where recall at a given effort is lower (benchmarks/ann_libraries.py, README).
 GRAPH_DEGREE = 32
 BUILD_EFFORT = 128  # faiss efConstruction: candidates kept while linking a new node
 # faiss shares a search or an add among its OpenMP threads by vector. A single query, or a stream
 # batch of a few dozen new rows, gains little from that, and waiting for the threads to meet costs
-# milliseconds whenever other processes hold the cores: at 10k vectors with load average 4 on this
-# 2-core machine, one-query search p50 / p99 was 0.30 / 24 ms on two threads, 0.26 / 8 ms on one.
+# milliseconds whenever other processes hold the cores: at 10k vectors, load average 4 on this
+# 2-core machine, a one-query graph search's p99 was 20-22 ms on two threads, 4-8 ms on one.
 PARALLEL_FROM = 256  # vectors per call before faiss may use all its threads
 NO_FAISS = "faiss-cpu is not installed: pip install 'ms[ann]' (or faiss-cpu), or set retriever.index=exact"
 
