@@ -166,21 +166,30 @@ def test_a_retrained_encoder_rebuilds_the_graph(pool):
 
 
 def test_without_faiss_index_ann_is_one_line_user_error(pool, monkeypatch):
+    from conftest import compose_config
     from ms.config.schema import RetrieverConfig
     from ms.errors import UserError
     from ms.retrieval import ann, build_retriever
+    from ms.validation import problems
 
     monkeypatch.setitem(sys.modules, "faiss", None)  # what an import of a missing module meets
     monkeypatch.setattr(ann.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(UserError) as raised:
         build_retriever(RetrieverConfig(index="ann"), pool)
     assert "\n" not in str(raised.value) and "pip install 'ms[ann]'" in str(raised.value)
-    assert ann.ann_problem() is not None
+    # ms-run says so before it opens anything; with index=exact faiss is never asked for.
+    assert [line for line in problems(compose_config(["retriever.index=ann"])) if "faiss" in line] == [
+        f"invalid setting retriever.index=ann: {ann.NO_FAISS}"]
+    assert not problems(compose_config([]))
 
 
 def test_the_config_offers_exact_and_ann():
     from conftest import compose_config
+    from ms.validation import problems
 
     cfg = compose_config(["retriever.index=ann", "retriever.ann_min_size=100", "retriever.ann_ef=32"])
     assert (cfg.retriever.index, cfg.retriever.ann_min_size, cfg.retriever.ann_ef) == ("ann", 100, 32)
     assert compose_config([]).retriever.index == "exact"
+    bad = compose_config(["retriever.index=hnsw", "retriever.ann_min_size=0", "retriever.ann_ef=0"])
+    named = {line.split("=")[0].split()[-1] for line in problems(bad)}  # "invalid setting KEY=VALUE: why"
+    assert {"retriever.index", "retriever.ann_min_size", "retriever.ann_ef"} <= named
