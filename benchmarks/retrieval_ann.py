@@ -158,7 +158,9 @@ def measure(size: int, args) -> dict:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `--index ann` (benchmarks/retrieval.py adds them to its own)."""
-    parser.add_argument("--ann-ef", type=int, default=128, help="efSearch of the headline figures (retriever.ann_ef)")
+    from ms.config.schema import ANN_EF
+
+    parser.add_argument("--ann-ef", type=int, default=ANN_EF, help="efSearch of the headline figures (retriever.ann_ef)")
     parser.add_argument("--efs", default="16,32,64,256", help="efSearch values of the recall/latency frontier (--ann-ef is added)")
     parser.add_argument("--stream", type=int, default=2048, help="memories added in batches of 32 to time adds")
     parser.add_argument("--catchups", type=int, default=10, help="writes by another process timed")

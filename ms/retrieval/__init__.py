@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
-from ms.config.schema import AT_TEST, INDEXES, REFRESH_POLICIES, RETRIEVERS
+from ms.config.schema import ANN_EF, ANN_MIN_SIZE, AT_TEST, INDEXES, REFRESH_POLICIES, RETRIEVERS
 from ms.pool import Pool
 from ms.retrieval.base import Retriever
 

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from ms.pool import Memory
-from ms.retrieval import INDEXES, REFRESH_POLICIES
+from ms.retrieval import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.encoder import Encoder
 from ms.retrieval.snapshot import ScopeSnapshot
@@ -44,7 +44,6 @@ if TYPE_CHECKING:  # faiss is imported only where a graph is made
     from ms.retrieval.ann import ScopeGraph
 
 QUERY_CACHE_SIZE = 8192  # query vectors kept; an evaluation's test questions fit many times over
-ANN_MIN_SIZE, ANN_EF = 50_000, 128  # defaults of retriever.ann_min_size and retriever.ann_ef (see the schema)
 
 
 @dataclass
