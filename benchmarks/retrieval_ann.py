@@ -84,8 +84,11 @@ def answered(dense, queries) -> tuple[list[float], np.ndarray]:
 def measure(size: int, args) -> dict:
     import torch
 
+    from ms.config.schema import ANN_EF
     from ms.pool import Pool
     from ms.retrieval.dense import DenseRetriever
+
+    args.ann_ef = args.ann_ef or ANN_EF
 
     if args.threads:
         import faiss
@@ -158,9 +161,7 @@ def measure(size: int, args) -> dict:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `--index ann` (benchmarks/retrieval.py adds them to its own)."""
-    from ms.config.schema import ANN_EF
-
-    parser.add_argument("--ann-ef", type=int, default=ANN_EF, help="efSearch of the headline figures (retriever.ann_ef)")
+    parser.add_argument("--ann-ef", type=int, help="efSearch of the headline figures (default: retriever.ann_ef's)")
     parser.add_argument("--efs", default="16,32,64,256", help="efSearch values of the recall/latency frontier (--ann-ef is added)")
     parser.add_argument("--stream", type=int, default=2048, help="memories added in batches of 32 to time adds")
     parser.add_argument("--catchups", type=int, default=10, help="writes by another process timed")
@@ -171,7 +172,7 @@ def main(args) -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         child = [sys.executable, __file__, "--one-size", str(size)] + [
             f"--{name.replace('_', '-')}={getattr(args, name)}"
-            for name in ("queries", "threads", "ann_ef", "efs", "stream", "catchups")]
+            for name in ("queries", "threads", "ann_ef", "efs", "stream", "catchups") if getattr(args, name) is not None]
         done = subprocess.run(child, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
         if done.returncode != 0:
             sys.exit(f"size {size} failed:\n{done.stderr[-3000:]}")
