@@ -23,6 +23,7 @@ search encodes every memory (a table look-up here). Fields of the JSON object pe
   frontier              per efSearch of --efs: search p50 / p99 and recall@10
   catchup_p50_ms, _p99  the first search after another process added 32 memories to the pool file,
                         timed from when the writer has exited: snapshot sync, encoding, graph add, search
+  rebuilds, exact_fallbacks   graph rebuilds after the first build, searches redone exactly (both 0)
   rss_mb                resident memory of the size's process at the end
 """
 
@@ -154,6 +155,7 @@ def measure(size: int, args) -> dict:
             out.update(catchup_p50_ms=round(percentile(catchups, 50), 3),
                        catchup_p99_ms=round(percentile(catchups, 99), 3))
         out["rebuilds"] = graph.builds - 1  # 0: the stream's adds and the catch-ups added, never rebuilt
+        out["exact_fallbacks"] = dense.ann_fallbacks  # graph searches that came back short (expected 0)
     out.update(rss_mb=round(rss_mb(), 1), note=NOTE, queries=args.queries, torch_threads=torch.get_num_threads(),
                cpus=os.cpu_count(), load_average=[round(x, 2) for x in os.getloadavg()], machine=platform.machine())
     return out

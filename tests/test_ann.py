@@ -118,7 +118,8 @@ def test_another_writers_rows_appear_in_the_next_ann_search(pool, tmp_path):
             pool.add({items(range(4000, 4005))!r}, step=1)
     """)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert [row_of(found[0]) for found in ann.search(asked, "s", K)] == list(range(4000, 4005))
     assert ann.graph("s") is graph and graph.builds == 1 and graph.added == 4005  # added, not rebuilt
@@ -146,6 +147,20 @@ def test_ann_never_returns_another_scope_or_an_unsearchable_memory(pool):
     pool.set_fields(back, tier="long")
     hit = torch.from_numpy(table[row_of(pool.get([back])[0])])[None]
     assert ann.search(hit, "a", 1)[0][0].id == back
+
+
+def test_a_walk_that_comes_back_short_is_searched_exactly(pool, monkeypatch):
+    from ms.retrieval.ann import ScopeGraph
+
+    table = structured(3000, seed=0)
+    pool.add(items(range(len(table))), step=0)
+    queries = torch.from_numpy(structured(10, seed=1))
+    ann = DenseRetriever(pool, TableEncoder(table), index="ann", ann_min_size=1000)
+    walk = ScopeGraph.search
+    # As a walk through a mostly filtered graph can: fewer than asked, here 3 of 10.
+    monkeypatch.setattr(ScopeGraph, "search", lambda self, queries, take: [r[:3] for r in walk(self, queries, take)])
+    assert ann.search(queries, "s", K) == DenseRetriever(pool, TableEncoder(table)).search(queries, "s", K)
+    assert ann.ann_fallbacks == len(queries)
 
 
 def test_a_retrained_encoder_rebuilds_the_graph(pool):

@@ -7,9 +7,10 @@ dense retriever's exact vectors, labelled by snapshot position, and following th
   - when the retriever throws every vector away to re-encode it (a refresh after memory train
     changed the encoder, ms.retrieval.dense), the vectors' version changes and the graph is
     rebuilt from the new vectors at the next search: HNSW has no way to move a node;
-  - rows that stop being searchable (consolidated, deleted) stay in the graph but are filtered
-    out during the search (faiss's ID selector on the snapshot's searchable mask), so a search
-    still returns k live memories; once they are over half the graph it is rebuilt without them.
+  - rows that stop being searchable (consolidated, deleted, back to short-term) stay in the graph
+    but are filtered out during the search (faiss's ID selector on the snapshot's searchable
+    mask); once they are over half the graph it is rebuilt without them, since a walk through a
+    mostly filtered graph can come back with fewer than k (the retriever then searches exactly).
 Scopes never share a graph, so a search can only return memories of its own scope.
 
 faiss is an optional extra (`pip install 'ms[ann]'`); this module imports it only when a graph is
@@ -82,6 +83,7 @@ class ScopeGraph:
         self._in_graph = np.zeros(0, dtype=bool)  # by snapshot position
         self._dead = 0  # rows in the graph that are no longer searchable
         self._params = None
+        self._bitmap = self._selector = None  # the filter's bits and selector: faiss holds raw pointers
 
     def __len__(self) -> int:
         return 0 if self._index is None else int(self._index.ntotal)
@@ -114,8 +116,9 @@ class ScopeGraph:
         if writes != self._writes or changed:
             rows = len(encoded)
             if len(self._in_graph) < rows:
-                self._in_graph = np.concatenate([self._in_graph, np.zeros(rows - len(self._in_graph), dtype=bool)])
-            # Rows not searchable now stay out, as a rebuild leaves the dead out; they join if they come back.
+                grown = np.zeros(rows - len(self._in_graph), dtype=bool)
+                self._in_graph = np.concatenate([self._in_graph, grown])
+            # Rows not searchable now stay out, as a rebuild leaves the dead out; they join when back.
             fresh = np.flatnonzero(encoded & snap.searchable[:rows] & ~self._in_graph[:rows])
             if fresh.size:
                 with _threads(self._faiss, fresh.size):
@@ -140,24 +143,25 @@ class ScopeGraph:
             return 0
         flat = self._faiss.downcast_index(self._index.index)
         links = flat.hnsw
-        return (flat.ntotal * flat.storage.sa_code_size() + links.neighbors.size() * 4 + links.levels.size() * 4
-                + links.offsets.size() * 8 + self._index.id_map.size() * 8)
+        return (flat.ntotal * flat.storage.sa_code_size() + links.neighbors.size() * 4
+                + links.levels.size() * 4 + links.offsets.size() * 8 + self._index.id_map.size() * 8)
 
     def _search_params(self, searchable: np.ndarray | None):
         faiss = self._faiss
         if searchable is None:  # every row in the graph is searchable: no filter to pay for
             return faiss.SearchParametersHNSW(efSearch=self.ef_search)
         # faiss reads bit i of the bitmap as bitmap[i >> 3] >> (i & 7) & 1: little-endian bit order.
-        self._bitmap = np.packbits(searchable, bitorder="little")  # kept alive: faiss holds a raw pointer
-        selector = faiss.IDSelectorBitmap(len(self._bitmap), faiss.swig_ptr(self._bitmap))
-        self._selector = selector
-        return faiss.SearchParametersHNSW(efSearch=self.ef_search, sel=selector)
+        self._bitmap = np.packbits(searchable, bitorder="little")
+        self._selector = faiss.IDSelectorBitmap(len(self._bitmap), faiss.swig_ptr(self._bitmap))
+        return faiss.SearchParametersHNSW(efSearch=self.ef_search, sel=self._selector)
 
     def search(self, queries: np.ndarray, take: int) -> list[np.ndarray]:
-        """Per query row, the positions of up to `take` searchable memories, nearest first (faiss
-        searches with max(efSearch, take), so a large `take` is never starved)."""
+        """Per query row, the positions of up to `take` searchable memories, nearest first. faiss
+        walks with max(efSearch, take) candidates, so a large `take` is not starved; fewer come
+        back only where the filter rejected most of what the walk met."""
         if not len(self):
             return [np.zeros(0, dtype=np.int64) for _ in queries]
         with _threads(self._faiss, len(queries)):
-            _, labels = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), take, params=self._params)
+            _, labels = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), take,
+                                           params=self._params)
         return [row[row >= 0] for row in labels]  # -1: fewer than `take` found

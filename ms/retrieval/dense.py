@@ -65,7 +65,8 @@ class DenseRetriever(Retriever):
         if index not in INDEXES:
             raise ValueError(f"unknown retriever.index '{index}'; choose one of {', '.join(INDEXES)}")
         if ann_min_size < 1 or ann_ef < 1:
-            raise ValueError(f"retriever.ann_min_size and retriever.ann_ef must be at least 1, got {ann_min_size}, {ann_ef}")
+            raise ValueError(f"retriever.ann_min_size and retriever.ann_ef must be at least 1, "
+                             f"got {ann_min_size} and {ann_ef}")
         if index == "ann":
             from ms.retrieval.ann import require_faiss
 
@@ -86,6 +87,7 @@ class DenseRetriever(Retriever):
         self.encoder_version = 0  # training steps taken: bumped by whoever changes the weights
         self.encoded = 0  # memories encoded so far, for the run's accounting
         self.refreshes = 0  # times a scope's vectors were all thrown away to be re-encoded
+        self.ann_fallbacks = 0  # ANN searches that found fewer than asked and were done exactly
         self._indexes: dict[str, _ScopeIndex] = {}
         self._queries: dict[str, torch.Tensor] = {}
         self._queries_version = 0
@@ -228,6 +230,12 @@ class DenseRetriever(Retriever):
         # on busy cores waiting for it cost milliseconds per search (measured at 10k, load 5).
         positions, cosines, vectors, asked = [], [], index.vectors.numpy(), queries.numpy()
         for query, found in zip(asked, graph.search(asked, take)):
+            if len(found) < take:  # a walk among many filtered rows came up short: search exactly
+                self.ann_fallbacks += 1
+                top = self._cosines(torch.from_numpy(query)[None], index)[0].topk(take)
+                positions.append(top.indices.tolist())
+                cosines.append(top.values)
+                continue
             cos = vectors[found] @ query
             order = np.argsort(-cos, kind="stable")
             positions.append(found[order].tolist())
