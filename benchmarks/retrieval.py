@@ -28,6 +28,9 @@ Fields of the JSON object written per size:
   unchanged_sync_p50_ms, _p99   the same call with nothing new: what every search pays to learn that
   rss_mb                resident memory of the size's process at the end
   backend, server       sqlite | postgres; for postgres the server's version and commit settings
+
+`--index ann` measures the approximate index (retriever.index=ann) instead, on vectors with
+neighbourhood structure: benchmarks/retrieval_ann.py, which lists its own fields.
 """
 
 from __future__ import annotations
@@ -196,7 +199,16 @@ def main() -> None:
     parser.add_argument("--catchup-batch", type=int, default=BATCH, help="memories per write of the other process")
     parser.add_argument("--catchup-repeats", type=int, default=50, help="timed catch-ups per size")
     parser.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # the per-size child process
+    # --index ann: its own measurement and flags, kept in retrieval_ann.py
+    import retrieval_ann
+
+    parser.add_argument("--index", choices=("exact", "ann"), default="exact",
+                        help="exact: the measurements above; ann: retriever.index=ann (benchmarks/retrieval_ann.py)")
+    retrieval_ann.add_arguments(parser)
     args = parser.parse_args()
+    if args.index == "ann":
+        retrieval_ann.main(args)
+        return
     if args.one_size is not None:
         print(json.dumps(measure(args.one_size, args)))
         return

@@ -26,6 +26,7 @@ from ms.errors import UserError
 from ms.llm.api import api_key_from_env
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
 from ms.pool import PoolFileError, damaged_pool_message
+from ms.retrieval.ann import ann_problem
 from ms.scorer import rubric_path
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -141,6 +142,8 @@ def _outside_problems(cfg: DictConfig) -> Iterator[str]:
         yield from _unscorable(cfg, running)
     if cfg.gate.name != "rubric" and not unknown:
         yield from _unmeasurable(cfg, running)
+    if cfg.retriever.index == "ann" and (missing := ann_problem()):
+        yield f"invalid setting retriever.index=ann: {missing}"
 
 
 def _dsn_problems(dsn: Optional[str]) -> Iterator[str]:

@@ -32,6 +32,10 @@ AT_TEST = ("bm25", "random", "dense_frozen")
 # after every n steps, once a per-step budget of re-encoded memories covers the scope, or never,
 # because only a separate query encoder is trained.
 REFRESH_POLICIES = ("full", "every_n", "budget", "query_tower")
+# How a dense search finds its top k (ms.retrieval.dense): one exact matrix product over the scope,
+# or, in scopes of at least retriever.ann_min_size memories, an HNSW graph (ms.retrieval.ann).
+INDEXES = ("exact", "ann")
+ANN_MIN_SIZE, ANN_EF = 50_000, 128  # the defaults of retriever.ann_min_size and ann_ef: why, beside them
 LABEL_METHODS = ("likelihood", "verbalized")
 POLICIES = ("plain", "stm_ltm")
 AGE_UNITS = ("steps", "hours")
@@ -235,6 +239,19 @@ class RetrieverConfig:
     refresh: str = setting("budget", choices=REFRESH_POLICIES)
     refresh_every: int = setting(8, ge=1)
     refresh_budget: int = setting(1000, ge=1)  # memories re-encoded per training step, on average
+    # exact: one matrix product per search, exact at every size (about 15 ms per search at 100k on
+    # this 2-core CPU, linear in the scope). ann: an approximate HNSW graph (faiss-cpu, the `ann`
+    # extra) for scopes of at least ann_min_size searchable memories; smaller scopes stay exact.
+    index: str = setting("exact", choices=INDEXES)
+    # 50,000: below it an exact search costs under about 8 ms, a fifth of encoding the query with
+    # MiniLM here (about 40 ms), so an approximate one saves little and would give up exactness and
+    # the graph's memory and build time; above it exact search grows linearly (an estimated 150 ms
+    # at 1M, ten times the 100k figure).
+    ann_min_size: int = setting(ANN_MIN_SIZE, ge=1)
+    # HNSW search effort (faiss efSearch): candidates kept while walking the graph. 128 gave
+    # recall@10 0.999 at 100k structured vectors (0.997 at 64) in the library comparison, a margin
+    # for 1M (README, "Approximate index"; benchmarks/retrieval.py --index ann measures the frontier).
+    ann_ef: int = setting(ANN_EF, ge=1)
     seed: int = 0
     composite: CompositeConfig = field(default_factory=CompositeConfig)
     # Keep the fine-tuned encoder in the run folder (retriever/, about 87 MB with MiniLM). Nothing in
@@ -281,4 +298,4 @@ class Config:
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 
-__all__ = ["AGE_UNITS", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]
+__all__ = ["AGE_UNITS", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, NamedTuple, Optional
 
-from ms.config.schema import AT_TEST, REFRESH_POLICIES, RETRIEVERS
+from ms.config.schema import ANN_EF, ANN_MIN_SIZE, AT_TEST, INDEXES, REFRESH_POLICIES, RETRIEVERS
 from ms.pool import Pool
 from ms.retrieval.base import Retriever
 
@@ -35,7 +35,12 @@ def build_retriever(cfg, pool: Pool, name: str | None = None, learned: bool | No
         refresh = cfg.refresh if learned else "full"
         if refresh not in REFRESH_POLICIES:  # before the encoder loads
             raise ValueError(f"unknown retriever.refresh '{refresh}'; choose one of {', '.join(REFRESH_POLICIES)}")
-        dense = DenseRetriever(pool, Encoder(cfg.encoder), refresh, cfg.refresh_every, cfg.refresh_budget)
+        if cfg.index == "ann":  # before the encoder loads, too
+            from ms.retrieval.ann import require_faiss
+
+            require_faiss()
+        dense = DenseRetriever(pool, Encoder(cfg.encoder), refresh, cfg.refresh_every, cfg.refresh_budget,
+                               index=cfg.index, ann_min_size=cfg.ann_min_size, ann_ef=cfg.ann_ef)
         trainable = dense if learned else None
         if name == "dense":
             return Built(dense, trainable)

@@ -87,17 +87,16 @@ class CompositeRetriever(Retriever):
         """Per query, the dense top-max(candidates, k) memories of `scope`, best composite score first."""
         if not self.dense.snapshot(scope).searchable_count:
             return [[] for _ in queries]
-        snap, cosines = self.dense.scores(self.dense.query_vectors(queries), scope)
         cfg = self.cfg
         banned = set(exclude)
         want = max(cfg.candidates, k)
-        take = min(snap.searchable_count, want + len(banned))
+        snap, positions, cosines = self.dense.nearest(self.dense.query_vectors(queries), scope, want + len(banned))
         ranked = []
         # Only the dense candidates are re-ranked, so importance and recency are computed for them alone.
-        for q, top in enumerate(cosines.topk(take, dim=-1).indices.tolist()):
-            top = [i for i in top if snap.memories[i].id not in banned][:want]
-            memories = [snap.memories[i] for i in top]
-            cos = cosines[q, top].to(torch.float64)
+        for top, cos in zip(positions, cosines):
+            keep = [j for j, i in enumerate(top) if snap.memories[i].id not in banned][:want]
+            memories = [snap.memories[top[j]] for j in keep]
+            cos = cos[keep].to(torch.float64)
             recency = cfg.decay ** self._ages(memories)
             importance = torch.tensor([m.importance_or(cfg.default_importance) for m in memories],
                                       dtype=torch.float64)
@@ -105,7 +104,7 @@ class CompositeRetriever(Retriever):
             utility = torch.tensor([utility_term(m, cfg.utility_scale) for m in memories], dtype=torch.float64)
             totals = totals + cfg.similarity_weight * cos.clamp(0, 1) + cfg.utility_weight * utility
             # Stable sort: equal totals keep the dense order.
-            order = sorted(range(len(top)), key=lambda i: -totals[i].item())
+            order = sorted(range(len(memories)), key=lambda i: -totals[i].item())
             ranked.append([Ranked(memories[i], cos[i].item(), recency[i].item(), importance[i].item(),
                                   utility[i].item(), totals[i].item()) for i in order])
         return ranked

@@ -19,22 +19,29 @@ follow is the refresh policy:
   query_tower  train a separate copy of the encoder for queries only; the memory encoder stays
                frozen, so memory vectors never go stale and are never re-encoded.
 `state(scope)` says which version a search used and how many steps stale its vectors were.
+
+Search is exact (`index="exact"`: one matrix product over the scope) or, for scopes of at least
+`ann_min_size` searchable memories, approximate (`index="ann"`: an HNSW graph per scope that
+follows these vectors, ms.retrieval.ann). Either way the candidates' cosines are the exact ones.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import torch
 
 from ms.pool import Memory
-from ms.retrieval import REFRESH_POLICIES
+from ms.retrieval import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.encoder import Encoder
 from ms.retrieval.snapshot import ScopeSnapshot
+
+if TYPE_CHECKING:  # faiss is imported only where a graph is made
+    from ms.retrieval.ann import ScopeGraph
 
 QUERY_CACHE_SIZE = 8192  # query vectors kept; an evaluation's test questions fit many times over
 
@@ -45,12 +52,26 @@ class _ScopeIndex:
     vectors: torch.Tensor | None = None  # [capacity, d]; rows past len(snapshot) are unused
     encoded: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # row holds a vector
     version: int = 0  # encoder version at which every vector was last (re)computed
+    writes: int = 0  # bumped whenever rows are (re)encoded, so an ANN graph knows when to look
+    generation: int = -1  # snapshot generation the vectors were last caught up with
+    graph: ScopeGraph | None = None  # under index="ann", once the scope reached ann_min_size
 
 
 class DenseRetriever(Retriever):
     def __init__(self, pool, encoder: Encoder, refresh: str = "full", refresh_every: int = 1,
-                 refresh_budget: int = 1000):
+                 refresh_budget: int = 1000, index: str = "exact", ann_min_size: int = ANN_MIN_SIZE,
+                 ann_ef: int = ANN_EF):
         super().__init__(pool)
+        if index not in INDEXES:
+            raise ValueError(f"unknown retriever.index '{index}'; choose one of {', '.join(INDEXES)}")
+        if ann_min_size < 1 or ann_ef < 1:
+            raise ValueError(f"retriever.ann_min_size and retriever.ann_ef must be at least 1, "
+                             f"got {ann_min_size} and {ann_ef}")
+        if index == "ann":
+            from ms.retrieval.ann import require_faiss
+
+            require_faiss()  # a missing faiss is a UserError now, not once a scope first grows large
+        self.index_kind, self.ann_min_size, self.ann_ef = index, ann_min_size, ann_ef
         if refresh not in REFRESH_POLICIES:
             raise ValueError(f"unknown retriever.refresh '{refresh}'; choose one of {', '.join(REFRESH_POLICIES)}")
         if refresh_every < 1:
@@ -66,6 +87,7 @@ class DenseRetriever(Retriever):
         self.encoder_version = 0  # training steps taken: bumped by whoever changes the weights
         self.encoded = 0  # memories encoded so far, for the run's accounting
         self.refreshes = 0  # times a scope's vectors were all thrown away to be re-encoded
+        self.ann_fallbacks = 0  # ANN searches that found fewer than asked and were done exactly
         self._indexes: dict[str, _ScopeIndex] = {}
         self._queries: dict[str, torch.Tensor] = {}
         self._queries_version = 0
@@ -99,22 +121,28 @@ class DenseRetriever(Retriever):
         if index is None:
             index = self._indexes[scope] = _ScopeIndex(self.snapshot(scope), version=self.encoder_version)
         snap = index.snapshot.sync()
+        refresh = self._refresh_due(index)
+        if snap.generation == index.generation and not refresh:
+            return index  # nothing new: no scan of the scope, which at 1M memories costs milliseconds
         if len(index.encoded) < len(snap):
             index.encoded = np.concatenate([index.encoded, np.zeros(len(snap) - len(index.encoded), dtype=bool)])
-        if self._refresh_due(index):
+        if refresh:
             if index.encoded.any():
                 self.refreshes += 1
             index.encoded[:] = False
             index.version = self.encoder_version
+            index.writes += 1
         missing = np.flatnonzero(snap.searchable & ~index.encoded)
         if missing.size:
             fresh = self.encoder.encode([memory_text(snap.memories[i]) for i in missing])
             self._reserve(index, len(snap), fresh.shape[1])
             index.vectors[torch.from_numpy(missing)] = fresh.to(index.vectors.dtype)
             index.encoded[missing] = True
+            index.writes += 1
             self.encoded += len(missing)
         elif index.vectors is not None:  # rows for memories that are not searchable yet
             self._reserve(index, len(snap), index.vectors.shape[1])
+        index.generation = snap.generation  # last: an encoding that failed is tried again
         return index
 
     @staticmethod
@@ -151,30 +179,77 @@ class DenseRetriever(Retriever):
 
     # ---- search ----------------------------------------------------------------------------
 
+    def _graph(self, index: _ScopeIndex) -> ScopeGraph | None:
+        """The scope's ANN graph, caught up with its vectors, where this search should use one."""
+        if self.index_kind != "ann" or index.snapshot.searchable_count < self.ann_min_size:
+            return None  # a small scope: exact search is fast, and exact
+        if index.graph is None:
+            from ms.retrieval.ann import ScopeGraph
+
+            index.graph = ScopeGraph(self.ann_ef)
+        index.graph.follow(index.vectors.numpy(), index.encoded, index.version, index.writes, index.snapshot)
+        return index.graph
+
+    def graph(self, scope: str) -> ScopeGraph | None:
+        """`scope`'s ANN graph as the next search would use it; None where that search is exact."""
+        return self._graph(self.index(scope))
+
+    @staticmethod
+    def _cosines(query_vectors: torch.Tensor, index: _ScopeIndex) -> torch.Tensor:
+        snap = index.snapshot
+        cosines = query_vectors.to(index.vectors.dtype) @ index.vectors[:len(snap)].T
+        if snap.searchable_count < len(snap):
+            cosines.masked_fill_(~torch.from_numpy(snap.searchable), float("-inf"))
+        return cosines
+
     def scores(self, query_vectors: torch.Tensor, scope: str) -> tuple[ScopeSnapshot, torch.Tensor]:
         """Cosine of each query with each snapshot position: [Q, len(snapshot)], -inf wherever the
-        memory is not searchable (short-term, consolidated or deleted)."""
+        memory is not searchable (short-term, consolidated or deleted). Always exact."""
         index = self.index(scope)
         snap = index.snapshot
         if snap.searchable_count == 0:
             return snap, torch.full((len(query_vectors), len(snap)), float("-inf"))
-        cosines = query_vectors.to(index.vectors.dtype) @ index.vectors[:len(snap)].T
-        if snap.searchable_count < len(snap):
-            cosines.masked_fill_(~torch.from_numpy(snap.searchable), float("-inf"))
-        return snap, cosines
+        return snap, self._cosines(query_vectors, index)
+
+    def nearest(self, query_vectors: torch.Tensor, scope: str,
+                take: int) -> tuple[ScopeSnapshot, list[list[int]], list[torch.Tensor]]:
+        """Per query vector, the snapshot positions of the `take` most similar searchable memories,
+        best first, and their cosines: by exact search, or by the scope's ANN graph, whose
+        candidates are then scored exactly and sorted again, so both paths report the same cosines."""
+        index = self.index(scope)
+        snap = index.snapshot
+        take = min(take, snap.searchable_count)
+        if take <= 0:
+            return snap, [[] for _ in query_vectors], [torch.empty(0) for _ in query_vectors]
+        queries = query_vectors.detach().to(index.vectors.dtype)
+        graph = self._graph(index)
+        if graph is None:
+            top = self._cosines(queries, index).topk(take, dim=-1)
+            return snap, top.indices.tolist(), list(top.values)
+        # numpy for these few-row products: torch may hand even a tiny one to its thread pool, and
+        # on busy cores waiting for it cost milliseconds per search (measured at 10k, load 5).
+        positions, cosines, vectors, asked = [], [], index.vectors.numpy(), queries.numpy()
+        for query, found in zip(asked, graph.search(asked, take)):
+            if len(found) < take:  # a walk among many filtered rows came up short: search exactly
+                self.ann_fallbacks += 1
+                top = self._cosines(torch.from_numpy(query)[None], index)[0].topk(take)
+                positions.append(top.indices.tolist())
+                cosines.append(top.values)
+                continue
+            cos = vectors[found] @ query
+            order = np.argsort(-cos, kind="stable")
+            positions.append(found[order].tolist())
+            cosines.append(torch.from_numpy(cos[order]))
+        return snap, positions, cosines
 
     def search(self, query_vectors: torch.Tensor, scope: str, k: int,
                exclude: Sequence[int] = ()) -> list[list[Memory]]:
         """Per query vector, the k most similar searchable memories, never one in `exclude`."""
         if k <= 0:
             return [[] for _ in range(len(query_vectors))]
-        snap, cosines = self.scores(query_vectors, scope)
         banned = set(exclude)
-        take = min(snap.searchable_count, k + len(banned))
-        if take == 0:
-            return [[] for _ in range(len(query_vectors))]
-        top = cosines.topk(take, dim=-1).indices.tolist()
-        found = [[snap.memories[i] for i in row] for row in top]
+        snap, positions, _ = self.nearest(query_vectors, scope, k + len(banned))
+        found = [[snap.memories[i] for i in row] for row in positions]
         return [[m for m in row if m.id not in banned][:k] for row in found] if banned else found
 
     def similarities(self, queries: Sequence[str], scope: str) -> tuple[list[Memory], torch.Tensor]:
