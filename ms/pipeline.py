@@ -6,6 +6,7 @@ admit, train), and evaluate on the test split at every fill checkpoint.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import time
@@ -43,6 +44,17 @@ from ms.validation import validate
 
 log = logging.getLogger(__name__)
 
+
+
+def release_freed_memory() -> None:
+    """Give back to the system the memory that freed tensors leave inside glibc's heap. glibc keeps
+    it: tensors of up to 32 MB come from the heap once larger ones have been freed, and torch's
+    threads allocate from arenas of their own, so later phases reuse it only in part. Called between
+    the loop's phases: without it, the resident floor of a 2-step stream grew from 0.8 to 4.9 GB.
+    A no-op where the C library is not glibc."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 @dataclass
@@ -206,6 +218,7 @@ class Experiment:
                          [{"step": self.step, "memory_id": memory_id, "pool_size": pool_sizes[q.scope],
                            "scope": q.scope, **used[q.scope]}
                           for q, memory_id in zip(queries, memory_ids)])
+        release_freed_memory()  # what answering, grading, labelling and the train step freed
         return decisions
 
     def evaluate(self, fill: int) -> list[dict]:
@@ -228,6 +241,7 @@ class Experiment:
             scores = self.bertscore.score([r["answer"] for r in rows], [r["reference"] for r in rows])
             for row, (p, r, f) in zip(rows, scores):
                 row.update(P=p, R=r, F1=f)
+        release_freed_memory()
         return rows
 
     def evaluate_batch(self, part: list[dict], queries: list[Query]) -> None:

@@ -94,6 +94,35 @@ def test_bce_steps_raise_positive_cosines_relative_to_negatives(tmp_path):
     assert (tmp_path / "retriever" / "head.pt").exists() and (tmp_path / "retriever" / "config.json").exists()
 
 
+def test_a_step_recomputing_activations_is_the_step_that_keeps_them(tmp_path):
+    """The trainer has the encoder recompute its activations in the backward pass, to bound a
+    step's memory; dropout's masks are replayed, so the step's loss and weights are the same to
+    the bit as with every activation kept."""
+    from ms.retrieval.encoder import Encoder
+
+    pool = Pool(tmp_path / "p.sqlite")
+    pairs = [LabelledPair("Write a poem about the sea at night, with a lighthouse.", "Waves on the shore.", 1.0, 0.1),
+             LabelledPair("Plan a three-day trip to Rome.", "A recipe for lemon cake with a glaze.", 0.0, 0.9),
+             LabelledPair("What has keys but opens no locks?", "A piano.\nIt has keys.", 1.0, 0.2)]
+    steps = []
+    for recompute in (True, False):
+        torch.manual_seed(0)
+        dense = DenseRetriever(pool, Encoder())
+        trainer = RetrieverTrainer(TrainConfig(replay_per_step=0), dense, BM25Retriever(pool), labeller=None)
+        net = dense.encoder.net
+        assert any(getattr(m, "gradient_checkpointing", False) for m in net.modules())
+        if not recompute:  # transformers 5 names it activation_checkpointing_disable
+            (getattr(net, "activation_checkpointing_disable", None) or net.gradient_checkpointing_disable)()
+            assert not any(getattr(m, "gradient_checkpointing", False) for m in net.modules())
+        torch.manual_seed(1)  # the same dropout masks
+        loss = trainer.step(pairs)
+        steps.append((loss, {k: v.clone() for k, v in dense.encoder.state_dict().items()}))
+    (recomputed, weights), (kept, reference) = steps
+    assert recomputed == kept
+    assert all(torch.equal(weights[k], reference[k]) for k in reference)
+    assert not all(torch.equal(weights[k], Encoder().state_dict()[k]) for k in reference)  # the step moved them
+
+
 def test_replay_buffer_is_bounded_and_mixed_in(tmp_path):
     from ms.retrieval.encoder import Encoder
 
