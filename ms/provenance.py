@@ -8,21 +8,19 @@ Nothing here may fail a run: a field that cannot be read is recorded as None.
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from ms.llm.local import file_sha256
+
 SOURCE_DIR = Path(__file__).resolve().parent
 # The packages whose versions change the numbers; the engines are recorded only where installed.
 CORE_PACKAGES = ("torch", "transformers")
 ENGINE_PACKAGES = ("llama-cpp-python", "ctranslate2")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
-
-_hashes: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256
-
 
 def git_state(folder: Path = SOURCE_DIR) -> dict[str, Any]:
     """The commit checked out where the package's source lies, and whether tracked or untracked (not
@@ -48,20 +46,6 @@ def package_versions() -> dict[str, Optional[str]]:
             if name in CORE_PACKAGES:
                 versions[name] = None
     return versions
-
-
-def file_sha256(path: Path) -> str:
-    """The file's SHA-256, read once per process while its size and mtime stay the same: a GGUF is
-    about 100 MB, and every run of a sweep in one process names the same files."""
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _hashes:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _hashes[key] = digest.hexdigest()
-    return _hashes[key]
 
 
 def local_folder(source: str) -> Optional[Path]:

@@ -101,3 +101,17 @@ def test_two_runs_with_their_own_cache_dirs_convert_the_packaged_model_once(tmp_
     assert len(copies) == 1 and (copies[0] / "config.json").exists()  # one copy, and no staging left
     assert sorted(p.name for p in shared.iterdir() if p.name.startswith(".")) == [f".{copies[0].name}.lock"]
     assert not any((tmp_path / f"cache{i}" / "models").exists() for i in range(2))
+
+
+def test_a_reinstalled_file_maps_to_the_same_converted_copy(tmp_path):
+    """A package reinstalled (a fresh clone's venv) writes the same weights with a new mtime: what
+    ms converts from them must be found again, not made again beside the old copy."""
+    from ms.llm.local import derived_name
+
+    first, second, other = (tmp_path / d / "model.gguf" for d in ("venv1", "venv2", "venv3"))
+    for path, data in ((first, b"weights"), (second, b"weights"), (other, b"other weights")):
+        path.parent.mkdir()
+        path.write_bytes(data)
+    os.utime(second, (first.stat().st_mtime + 3600,) * 2)
+    assert derived_name(first, ".q4_0.gguf") == derived_name(second, ".q4_0.gguf")
+    assert derived_name(first).startswith("model-") and derived_name(first) != derived_name(other)

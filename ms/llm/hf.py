@@ -12,7 +12,7 @@ import torch
 from ms.config.schema import ENGINES
 from ms.llm.base import LM, BackendError, Message, Prompt, as_messages
 from ms.llm.gguf_chunks import assembled_gguf, chunked_package
-from ms.llm.local import made_once, package_dir, resolve_device
+from ms.llm.local import derived_name, made_once, package_dir, resolve_device
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
 from ms.llm.prompt_format import prompt_format as make_prompt_format
@@ -25,8 +25,6 @@ def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
     de-quantizing and converting the GGUF tokenizer takes about 25 s on 2 cores and writes about
     517 MB for SmolLM2-135M, loading the converted copy under 1 s."""
     gguf_path = Path(folder) / gguf_file
-    stat = gguf_path.stat()
-
     def convert(staging: Path) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -41,7 +39,7 @@ def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
         net.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
 
-    return made_once(models_dir / f"{gguf_path.stem}-{stat.st_size}-{int(stat.st_mtime)}", convert)
+    return made_once(models_dir / derived_name(gguf_path), convert)
 
 
 def model_source(model: str | None, gguf_file: str | None, gguf_package: str | None) -> tuple[str, str | None]:

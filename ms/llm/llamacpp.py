@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ms.llm.base import BackendError, engine_package
-from ms.llm.local import made_once
+from ms.llm.local import derived_name, made_once
 
 
 def cores() -> int:
@@ -58,7 +58,6 @@ WEIGHTS = {"f16": 1, "q8_0": 7, "q4_0": 2}  # name -> llama_ftype
 def requantized(gguf: Path, weights: str, models_dir: Path) -> Path:
     """`gguf` re-written with `weights`, made once per models_dir (ms.llm.local.made_once)."""
     lib = _import_llama_cpp()
-    stat = gguf.stat()
 
     def quantize(staging: Path) -> None:
         params = lib.llama_model_quantize_default_params()
@@ -68,7 +67,7 @@ def requantized(gguf: Path, weights: str, models_dir: Path) -> Path:
         if lib.llama_model_quantize(str(gguf).encode(), str(staging).encode(), ctypes.byref(params)) != 0:
             raise BackendError(f"backbone.engine=llamacpp-{weights}: llama.cpp could not re-write {gguf}")
 
-    return made_once(models_dir / f"{gguf.stem}-{stat.st_size}-{int(stat.st_mtime)}.{weights}.gguf", quantize)
+    return made_once(models_dir / derived_name(gguf, f".{weights}.gguf"), quantize)
 
 
 def _free(lib, batch, ctx, model) -> None:

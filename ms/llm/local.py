@@ -5,6 +5,7 @@ retriever's encoder and BERTScore."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -14,6 +15,30 @@ from typing import Callable
 from ms.llm.base import BackendError
 
 MODELS_ENV = "MS_MODELS_DIR"
+
+_hashes: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256
+
+
+def file_sha256(path: Path) -> str:
+    """The file's SHA-256, read once per process while its size and mtime stay the same: a GGUF is
+    about 100 MB, and every run of a sweep in one process names the same files."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _hashes:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        _hashes[key] = digest.hexdigest()
+    return _hashes[key]
+
+
+def derived_name(source: Path, suffix: str = "") -> str:
+    """The name under models_dir of what is made from `source`: its stem and the first 16 hex digits
+    of its SHA-256. Keyed by content, not size and mtime: every reinstall of a package (each fresh
+    clone's venv) gives its file a new mtime, and a name with the mtime in it made another 0.5-1 GB
+    copy of the same weights each time (seven copies of SmolLM2 on one machine)."""
+    return f"{source.stem}-{file_sha256(source)[:16]}{suffix}"
 
 
 def models_dir() -> Path:
