@@ -25,11 +25,8 @@ def file_sha256(path: Path) -> str:
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _hashes:
-        digest = hashlib.sha256()
         with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _hashes[key] = digest.hexdigest()
+            _hashes[key] = hashlib.file_digest(f, "sha256").hexdigest()
     return _hashes[key]
 
 
