@@ -186,6 +186,24 @@ def test_a_k0_run_of_all_agents_pairs_with_a_run_of_some(sweep, tmp_path):
     assert draw(root, tmp_path / "again")["gain", "all"]["all"] == ""
 
 
+def test_agents_on_two_backbones_get_a_family_block_with_the_cross_family_gain(sweep, tmp_path):
+    """sonnet answers on gpt-4o, the others on smollm2: the stream memory sonnet wrote is the same
+    backbone for sonnet's questions and the other backbone for pun's."""
+    root, _ = sweep
+    assert not any(c.startswith("family=") for c in draw(root, tmp_path / "one")["retrievals", "all"])
+    agents = {"agents": {"sonnet": {"domain": "literary", "backbone": "gpt-4o"}}}
+    for run in ("k=3", "k=0"):
+        config = yaml.safe_load((root / run / ".hydra" / "config.yaml").read_text())
+        (root / run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config | agents))
+    m = draw(root, tmp_path / "two")
+    every = m["retrievals", "all"]
+    assert (every["family=same backbone"], every["family=other backbone"], every["family=seed"]) == ("2", "1", "12")
+    assert m["retrievals", "pun"]["family=other backbone"] == "1" and m["retrievals", "sonnet"]["family=other backbone"] == "0"
+    assert float(m["gain", "all"]["family=other backbone"]) == pytest.approx(GAIN["pun-0"])  # paired with k = 0
+    text = (tmp_path / "two" / FOLDER / "sharing.md").read_text()
+    assert "| sonnet (gpt-4o) |" in text and "| pun (smollm2) |" in text and "gain: other backbone" in text
+
+
 def test_writers_backbones(tmp_path):
     run = tmp_path / "run"
     run.mkdir()

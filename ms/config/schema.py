@@ -98,7 +98,7 @@ class ScorerConfig:
     min_mass: float = setting(1e-4, ge=0.0, le=1.0)
     max_new_tokens: int = setting(16, ge=1)  # text read: a number, perhaps with a few words around it
     retries: int = setting(1, ge=0)  # text read: batched re-asks for replies with no readable score
-    backbone: Optional[str] = None  # None: grade with the agents' own backbone
+    backbone: Optional[str] = None  # a conf/backbone name; None: the run's `backbone` (conf/grader sets both)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from scipy import stats
 from ms.report.baseline import Baseline, find_baseline
 from ms.report.figures import _figure
 from ms.report.runs import Item, Run, metric_label
-from ms.report.writers import UNWRITTEN, Writer, own_run_id, read_writers, run_config
+from ms.report.writers import UNWRITTEN, Writer, agent_backbones, own_run_id, read_writers, run_config
 from ms.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,9 @@ OWN, SAME_DOMAIN, OTHER_DOMAIN = "own agent", "same domain", "other domain"
 # Which run admitted a memory, where the pool was shared with other runs (each `ms-run` process of a
 # multi-process run is a run of its own): a cross-process retrieval is one of another run's memories.
 THIS_RUN, OTHER_RUN, UNRECORDED = "this run", "another run", "unrecorded"
+# Whether the backbone that wrote a memory is the retrieving agent's own, where the run's agents run on
+# more than one backbone (`agents.NAME.backbone`): a cross-family retrieval is one of the other's memories.
+SAME_BACKBONE, OTHER_BACKBONE = "same backbone", "other backbone"
 NOT_IN_POOL = "(not in pool)"  # a retrieved id the pool no longer holds (e.g. consolidated away)
 QUANTITIES = ("retrievals", "fraction", "questions", "gain", "gain_ci_lo", "gain_ci_hi", "gain_n")
 DEFINITIONS = (
@@ -44,6 +47,9 @@ DEFINITIONS = (
     "agent of another domain. Where other runs wrote to the same pool (a shared pool.path, or a PostgreSQL pool "
     "that several `ms-run` processes share), `run=` says whether the memory was admitted by this run or by "
     "another one (`unrecorded`: a pool that did not record it); which other runs, is listed under the table. "
+    "Where the run's agents run on more than one backbone, `family=` says whether the backbone that wrote the "
+    "memory is the retrieving agent's own (`same backbone`) or another (`other backbone`), or that no backbone "
+    "wrote it (`seed`); each agent's backbone is shown beside its name. "
     "Each block of columns sums to the row's retrievals (`all`). "
     "**Gain**: each k > 0 question is paired with the same (agent, test question) evaluated at k = 0 in a "
     "run of the same backbone, data and prompt among the runs given; a retrieval's gain is that question's "
@@ -59,12 +65,13 @@ class Sharing:
     fill: int
     metric: str
     rows: list[str]  # retrieving agents, then ALL
-    columns: list[str]  # agent=..., backbone=..., source=..., ALL
+    columns: list[str]  # agent=..., backbone=..., source=..., [run=...], [family=...], ALL
     weights: dict[tuple[str, str], Counter]  # (row, column) -> test question -> retrievals
     gain: dict[Item, float]  # per paired question: k > 0 minus k = 0
     baseline: Optional[Baseline]
     domains: dict[str, Optional[str]]  # retrieving agent -> its domain
     other_runs: dict[str, Counter] = field(default_factory=dict)  # retrieving agent or ALL -> other run -> count
+    backbone_of: dict[str, str] = field(default_factory=dict)  # retrieving agent -> its backbone, where they differ
     _estimates: dict[tuple[str, str], Estimate] = field(default_factory=dict)  # bootstraps are the slow part
 
     def count(self, row: str, column: str) -> int:
@@ -101,14 +108,23 @@ def weighted_mean_ci(weights: Sequence[float], values: Sequence[float]) -> Estim
     return Estimate(mean, float(ci.low), float(ci.high), n)
 
 
-def _writer_columns(writers: dict[int, Writer], rows: list[str], seen: set[str], shared: bool) -> list[str]:
+def _writer_columns(writers: dict[int, Writer], rows: list[str], seen: set[str], shared: bool,
+                    families: bool) -> list[str]:
     agents = [*rows, *sorted({w.agent for w in writers.values()} - set(rows))]
     backbones = sorted({w.backbone for w in writers.values()}, key=lambda b: (b not in UNWRITTEN, b))
     missing = [NOT_IN_POOL] if NOT_IN_POOL in seen else []
     runs = [THIS_RUN, OTHER_RUN, *([UNRECORDED] if UNRECORDED in seen else []), *missing] if shared else []
+    unwritten = [b for b in backbones if b in UNWRITTEN]
+    family = [SAME_BACKBONE, OTHER_BACKBONE, *unwritten, *missing] if families else []
     return ([f"agent={a}" for a in [*agents, *missing]] + [f"backbone={b}" for b in [*backbones, *missing]]
             + [f"source={s}" for s in [OWN, SAME_DOMAIN, OTHER_DOMAIN, *missing]] + [f"run={r}" for r in runs]
-            + [ALL])
+            + [f"family={f}" for f in family] + [ALL])
+
+
+def _family(w: Writer, retrieving_backbone: str) -> str:
+    if w.backbone in UNWRITTEN:
+        return w.backbone
+    return SAME_BACKBONE if w.backbone == retrieving_backbone else OTHER_BACKBONE
 
 
 def _writing_run(w: Writer, own: Optional[str]) -> str:
@@ -124,8 +140,10 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
     rows = [a for a in rows if any(a == item[0] for item in predictions)]
     # An agent's domain as its own memories say, else as the run's agents config does.
     written = {w.agent: w.domain for w in writers.values()}
-    configured = run_config(run.path).get("agents")
-    configured = configured if isinstance(configured, dict) else {}
+    config = run_config(run.path)
+    configured = config.get("agents") if isinstance(config.get("agents"), dict) else {}
+    backbone_of = agent_backbones(config, run.fields["backbone"])
+    families = len({backbone_of[a] for a in rows}) > 1
     domain_of = {a: written.get(a) or (configured.get(a) or {}).get("domain") for a in rows}
     domains = list(dict.fromkeys(domain_of.values()))
     rows.sort(key=lambda a: domains.index(domain_of[a]))  # stable: an agent's domain mates stay in order
@@ -135,7 +153,7 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
     # file would show one column of 100%.
     own = own_run_id(run.path)
     shared = own is not None and any(w.run_id not in (None, own) for w in writers.values())
-    blocks = ("agent", "backbone", "source", *(["run"] if shared else []))
+    blocks = ("agent", "backbone", "source", *(["run"] if shared else []), *(["family"] if families else []))
     other_runs: dict[str, Counter] = defaultdict(Counter)
     for item, row in predictions.items():
         agent = item[0]
@@ -154,6 +172,8 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
                     if writing == OTHER_RUN:
                         for r in (agent, ALL):
                             other_runs[r][w.run or w.run_id] += 1
+                if families:
+                    keys.append(f"family={_family(w, backbone_of[agent])}")
             for r in (agent, ALL):
                 for key in (*keys, ALL):
                     weights[r, key][item] += 1
@@ -161,8 +181,8 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
     if baseline is not None:
         gain = {item: float(row[metric]) - baseline.values[item] for item, row in predictions.items()
                 if item in baseline.values and row.get(metric) is not None}
-    return Sharing(run, fill, metric, [*rows, ALL], _writer_columns(writers, rows, seen, shared), weights, gain,
-                   baseline, domain_of, dict(other_runs))
+    return Sharing(run, fill, metric, [*rows, ALL], _writer_columns(writers, rows, seen, shared, families), weights,
+                   gain, baseline, domain_of, dict(other_runs), {a: backbone_of[a] for a in rows} if families else {})
 
 
 def _number(x: Optional[float]) -> str:
@@ -192,7 +212,7 @@ def heatmap(s: Sharing, title: str) -> Figure:
     """Left: each agent's share of retrievals by writer agent and backbone (count in the cell); right:
     the mean gain of those retrievals. Lines part domains and the backbone block."""
     rows = s.rows[:-1]
-    columns = [c for c in s.columns if c.split("=")[0] in ("agent", "backbone", "run")]
+    columns = [c for c in s.columns if c.split("=")[0] in ("agent", "backbone", "run", "family")]
     share = np.array([[s.count(r, c) / max(s.count(r, ALL), 1) for c in columns] for r in rows])
     gains = np.array([[s.estimate(r, c).mean if s.count(r, c) else None for c in columns] for r in rows], dtype=float)
     fig = _figure(max(8.0, 0.55 * len(columns) * 2 + 3), 0.5 * len(rows) + 3)
@@ -218,10 +238,11 @@ def heatmap(s: Sharing, title: str) -> Figure:
                 ax.axhline(i - 0.5, color="grey", lw=0.8)
                 ax.axvline(i - 0.5, color="grey", lw=0.8)
         ax.axvline(agent_columns - 0.5, color="black", lw=1.5)
-        if any(c.startswith("run=") for c in columns):  # the block of this run / another run
-            ax.axvline(columns.index(next(c for c in columns if c.startswith("run="))) - 0.5, color="black", lw=1.5)
+        for block in ("run=", "family="):  # the blocks of this run / another run, same / other backbone
+            if any(c.startswith(block) for c in columns):
+                ax.axvline(columns.index(next(c for c in columns if c.startswith(block))) - 0.5, color="black", lw=1.5)
         ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", fontsize=8)
-        ax.set_yticks(range(len(rows)), rows, fontsize=8)
+        ax.set_yticks(range(len(rows)), [_row_label(s, r) for r in rows], fontsize=8)
         ax.set_xlabel("writer")
     left.set_ylabel("retrieving agent")
     left.set_title("who wrote the retrieved memories (count; colour: share)", fontsize=9)
@@ -229,6 +250,10 @@ def heatmap(s: Sharing, title: str) -> Figure:
                     else "no k = 0 run to pair with", fontsize=9)
     fig.suptitle(title)
     return fig
+
+
+def _row_label(s: Sharing, row: str) -> str:
+    return f"{row} ({s.backbone_of[row]})" if row in s.backbone_of else row
 
 
 def _share(s: Sharing, row: str, column: str) -> str:
@@ -249,6 +274,7 @@ def sharing_markdown(s: Sharing, stem: str) -> str:
     backbones = [c for c in s.columns if c.startswith("backbone=")]
     blocks = [f"source={x}" for x in (OWN, SAME_DOMAIN, OTHER_DOMAIN)]
     runs = [f"run={OTHER_RUN}"] if f"run={OTHER_RUN}" in s.columns else []
+    runs += [f"family={OTHER_BACKBONE}"] if f"family={OTHER_BACKBONE}" in s.columns else []
     header = ["agent", "retrievals", *(c.split("=", 1)[1] for c in blocks + runs), *(f"by {c.split('=', 1)[1]}" for c
               in backbones), *(f"gain: {c.split('=', 1)[1]}" for c in blocks + runs), "gain: all"]
     lines = [f"## {s.run.name}", "",
@@ -259,8 +285,8 @@ def sharing_markdown(s: Sharing, stem: str) -> str:
     for row in s.rows:
         cells = [str(s.count(row, ALL)), *(_share(s, row, c) for c in blocks + runs + backbones),
                  *(_gain(s, row, c) for c in [*blocks, *runs, ALL])]
-        lines.append(f"| {'**all**' if row == ALL else row} | " + " | ".join(cells) + " |")
-    if runs:
+        lines.append(f"| {'**all**' if row == ALL else _row_label(s, row)} | " + " | ".join(cells) + " |")
+    if f"run={OTHER_RUN}" in runs:
         by_run = ", ".join(f"`{name}` {n}" for name, n in sorted(s.other_runs.get(ALL, Counter()).items()))
         lines += ["", f"Retrievals of memories another run admitted, by that run: {by_run or 'none'}."]
     return "\n".join(lines) + "\n"

@@ -49,7 +49,7 @@ def own_run_id(run_dir: Path) -> Optional[str]:
     return (path.read_text(encoding="utf-8").strip() or None) if path.is_file() else None
 
 
-def _backbones(config: dict, default: str) -> dict[str, str]:
+def agent_backbones(config: dict, default: str) -> dict[str, str]:
     """agent -> the backbone it ran on: its own `agents.<name>.backbone`, else the run's."""
     fallback = str((config.get("backbone") or {}).get("name") or default)
     entries = config.get("agents") if isinstance(config.get("agents"), dict) else {}
@@ -129,7 +129,7 @@ def read_writers(run_dir: Path, run_backbone: str = "") -> Optional[dict[int, Wr
         rows = server_rows(run_dir, config)
     else:
         return None
-    backbones = _backbones(config, run_backbone)
+    backbones = agent_backbones(config, run_backbone)
     # The runs table records each run's folder as a path; its name is what ms-report calls the run.
     return {int(r["id"]): Writer(r["agent"], r["domain"], r["origin"], _backbone(r, backbones),
                                  r.get("run_id") or None, Path(r["run"]).name if r.get("run") else None)
