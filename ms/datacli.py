@@ -185,6 +185,21 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def cross_grade_cmd(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ms.crossgrade import cross_grade
+
+    # Run folders' names hold "=" too (backbone=smollm2,k=3): a folder that exists is a run.
+    runs = [Path(a) for a in args.items if Path(a).is_dir()]
+    overrides = [a for a in args.items if not Path(a).is_dir()]
+    if not runs:
+        raise UserError("cross-grade: name at least one run folder (with decisions.jsonl)")
+    configs = {name: _compose([*overrides, f"grader={name}"]) for name in args.graders.split(",")}
+    print(cross_grade(runs, configs, Path(args.out)))
+    return 0
+
+
 def _gates(text: str) -> list[str]:
     """--gate: one gate or several, comma-separated; `both` is derived from the other two's measurements."""
     from ms.config import GATES
@@ -302,6 +317,15 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--out", default="gate_check", help="folder for gate_check.{md,csv} and the decisions")
     gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
     gate.set_defaults(handler=gate_check_cmd)
+
+    cross = commands.add_parser("cross-grade", help="every grader (conf/grader) on the stream pairs that runs "
+                                                    "graded: scores, admissions by writer backbone, agreement")
+    cross.add_argument("items", nargs="+", metavar="RUN_OR_OVERRIDE",
+                       help="run folders (with decisions.jsonl, metrics.json and .hydra/), then any Hydra "
+                            "overrides, e.g. cache_dir=...")
+    cross.add_argument("--graders", default="smollm2,gemma3", help="conf/grader names, comma-separated")
+    cross.add_argument("--out", default="cross_grade", help="folder for cross_grade.{md,csv}")
+    cross.set_defaults(handler=cross_grade_cmd)
 
     stats_pool = commands.add_parser("pool-stats", help="memories in a pool file per run, scope and agent, "
                                                         "split by origin (seed, stream, summary)")
