@@ -304,6 +304,9 @@ class Experiment:
                     # only where the gate is not the rubric, so rubric runs stay one condition with older runs
                     **({"gate": self.cfg.gate.name, "utility_threshold": self.cfg.gate.utility_threshold,
                         "utility_probes": self.cfg.gate.probes} if self.cfg.gate.name != "rubric" else {}),
+                    # only where another backbone grades, so self-graded runs stay one condition with older runs
+                    **({"grader": self.cfg.scorer.backbone, "threshold": self.cfg.scorer.threshold}
+                       if self.cfg.scorer.backbone not in (None, self.cfg.backbone.name) else {}),
                     # only where some agent runs on a backbone other than the default
                     **({"agent_backbones": self.agent_backbone}
                        if set(self.agent_backbone.values()) != {self.cfg.backbone.name} else {})},

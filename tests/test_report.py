@@ -55,9 +55,9 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
              retriever: str = "dense", learned: bool = True, base: float = 0.3, complete: bool = True,
              with_metrics: bool = True, memory: Optional[str] = None, agents: Optional[list[str]] = None,
              seed: Optional[int] = 0, questions: int = 3, predict: Optional[Predict] = None,
-             with_predictions: bool = True, gate: Optional[str] = None) -> Path:
-    """memory=None writes no memory fields, seed=None no seed, and gate=None no gate (the rubric), as
-    older runs did."""
+             with_predictions: bool = True, gate: Optional[str] = None, grader: Optional[str] = None) -> Path:
+    """memory=None writes no memory fields, seed=None no seed, gate=None no gate (the rubric), and
+    grader=None no grader (the run's own backbone graded), as older runs did."""
     run = sweep / folder
     (run / ".hydra").mkdir(parents=True)
     overrides = [f"backbone={backbone}", f"k={k}", f"pool={pool}", f"retriever={retriever}"]
@@ -102,6 +102,8 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
         metrics["run"]["seed"] = seed
     if gate is not None:
         metrics["run"]["gate"] = gate
+    if grader is not None:
+        metrics["run"] |= {"grader": grader, "threshold": 23}
     if memory is not None:
         metrics["run"]["memory"] = memory
         metrics["memory"] = {"policy": memory, "consolidation": {"summaries": 2, "summarized": 6, "moved": 3,
@@ -651,6 +653,27 @@ def test_gates_are_compared_paired_and_each_gate_gets_its_growth_claim(tmp_path)
     rubric_means = metrics_of(tmp_path, "gate=rubric")["fills"]["100"]["per_agent"]
     assert float(table["pun"]["3-shot smollm2 ours"]) == pytest.approx(rubric_means["pun"]["P"])
     assert (tmp_path / "report" / "figure4_gates_smollm2.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_runs_graded_by_another_backbone_are_their_own_condition_and_claims_pair_within_one_grader(tmp_path):
+    """experiment=sharing_families_offline: the same cells graded by each family in turn. Under its own
+    grader k = 3 gains 0.2; graded by gemma3, nothing. Neither pair of runs replaces or borrows from the other."""
+    k0, k3 = paired_predictors(0.2)
+    flat0, flat3 = paired_predictors(0.0)
+    make_run(tmp_path, "grader=smollm2,k=0", backbone="smollm2", k=0, questions=20, predict=k0)
+    make_run(tmp_path, "grader=smollm2,k=3", backbone="smollm2", questions=20, predict=k3)
+    make_run(tmp_path, "grader=gemma3,k=0", backbone="smollm2", k=0, questions=20, predict=flat0, grader="gemma3")
+    make_run(tmp_path, "grader=gemma3,k=3", backbone="smollm2", questions=20, predict=flat3, grader="gemma3")
+    write_report([tmp_path], tmp_path / "report")
+    rows = [r for r in read_csv(tmp_path / "report" / "claims.csv")
+            if r["claim"] == "a" and r["comparison"] == "k=3 vs k=0" and r["metric"] == "P"]
+    by_run = {(r["runs_a"], r["runs_b"]): r for r in rows}
+    assert set(by_run) == {("grader=smollm2,k=3", "grader=smollm2,k=0"), ("grader=gemma3,k=3", "grader=gemma3,k=0")}
+    own, other = by_run["grader=smollm2,k=3", "grader=smollm2,k=0"], by_run["grader=gemma3,k=3", "grader=gemma3,k=0"]
+    assert own["verdict"] == "supported" and float(own["estimate"]) == pytest.approx(0.2)
+    assert other["verdict"] == "inconclusive" and float(other["estimate"]) == pytest.approx(0.0, abs=1e-12)
+    assert "graded by gemma3" in other["setting"] and "graded by" not in own["setting"]
+    assert "replaces it" not in (tmp_path / "report" / "runs.md").read_text()
 
 
 def test_each_gates_change_since_its_first_fill_is_paired_per_question(tmp_path):

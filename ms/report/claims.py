@@ -75,38 +75,42 @@ class ClaimRow:
 
 
 def _setting(backbone: str, k: Optional[int], pool: Optional[str], retriever: Optional[str], memory: str,
-             gate: Optional[str] = "rubric") -> str:
+             gate: Optional[str] = "rubric", grader: Optional[str] = None) -> str:
     parts = [backbone, None if k is None else f"k={k}", None if pool is None else f"{pool} pool", retriever,
-             f"{memory} memory", None if gate in (None, "rubric") else f"gate={gate}"]
+             f"{memory} memory", None if gate in (None, "rubric") else f"gate={gate}",
+             None if grader in (None, backbone) else f"graded by {grader}"]
     return ", ".join(p for p in parts if p)
 
 
 def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> list[Comparison]:
     """Every comparison the conditions allow, claim by claim; claims (a), (b) and (d) compare runs
-    under one gate. Where two conditions share (backbone, k, pool, retriever, memory, gate), the most
-    recently finished one is used."""
+    under one gate, and every claim compares runs graded by one backbone. Where two conditions share
+    (backbone, k, pool, retriever, memory, gate, grader), the most recently finished one is used."""
     index: dict[tuple, Condition] = {}
     for c in sorted(conds, key=lambda c: (c.finished, c.name)):
-        index[(*c.cell, c.retriever_label, c.memory, c.gate)] = c
+        index[(*c.cell, c.retriever_label, c.memory, c.gate, c.grader)] = c
     out = []
-    for (backbone, k, pool, retriever, memory, gate), c in sorted(index.items(), key=lambda kv: kv[0]):
+    for (backbone, k, pool, retriever, memory, gate, grader), c in sorted(index.items(), key=lambda kv: kv[0]):
         if k == 0:
-            setting = _setting(backbone, None, pool, retriever, memory, gate)
+            setting = _setting(backbone, None, pool, retriever, memory, gate, grader)
             for k_ in (1, 2, 3):
-                if (other := index.get((backbone, k_, pool, retriever, memory, gate))) is not None:
+                if (other := index.get((backbone, k_, pool, retriever, memory, gate, grader))) is not None:
                     out.append(Comparison(CLAIMS["a"], f"k={k_} vs k=0", setting, other, c, other.last_fill,
                                           c.last_fill))
-        if (k, pool) == (3, "domain") and (other := index.get((backbone, 3, "single", retriever, memory, gate))):
-            out.append(Comparison(CLAIMS["b"], "Domain vs Single", _setting(backbone, 3, None, retriever, memory, gate),
+        if (k, pool) == (3, "domain") and (other := index.get((backbone, 3, "single", retriever, memory, gate,
+                                                                grader))):
+            out.append(Comparison(CLAIMS["b"], "Domain vs Single",
+                                  _setting(backbone, 3, None, retriever, memory, gate, grader),
                                   c, other, c.last_fill, other.last_fill))
         if retriever == "dense-learned" and memory == "plain":
             for baseline in BASELINES:
-                if (other := index.get((backbone, k, pool, baseline, memory, gate))) is not None:
+                if (other := index.get((backbone, k, pool, baseline, memory, gate, grader))) is not None:
                     out.append(Comparison(CLAIMS["d"], f"dense-learned vs {baseline}",
-                                          _setting(backbone, k, pool, None, memory, gate), c, other,
+                                          _setting(backbone, k, pool, None, memory, gate, grader), c, other,
                                           c.last_fill, other.last_fill))
-        if gate != "rubric" and (other := index.get((backbone, k, pool, retriever, memory, "rubric"))) is not None:
-            out.append(Comparison(CLAIMS["e"], f"gate={gate} vs rubric", _setting(backbone, k, pool, retriever, memory),
+        if gate != "rubric" and (other := index.get((backbone, k, pool, retriever, memory, "rubric", grader))):
+            out.append(Comparison(CLAIMS["e"], f"gate={gate} vs rubric",
+                                  _setting(backbone, k, pool, retriever, memory, grader=grader),
                                   c, other, c.last_fill, other.last_fill))
     for (backbone, k, pool), chosen_c in sorted(chosen.items()):
         if (k, pool) == (FIGURE4_K, FIGURE4_POOL):  # its growth curve, and the same setting's under each other gate
@@ -124,7 +128,8 @@ def _growth(c: Condition) -> Comparison:
         caveats.append("no 100% fill: its largest")
     label = f"fill {top}% vs {low}%" + (f" ({'; '.join(caveats)})" if caveats else "")
     backbone, k, pool = c.cell
-    return Comparison(CLAIMS["c"], label, _setting(backbone, k, pool, c.retriever_label, c.memory, c.gate), c, c, top, low)
+    return Comparison(CLAIMS["c"], label, _setting(backbone, k, pool, c.retriever_label, c.memory, c.gate, c.grader),
+                      c, c, top, low)
 
 
 def compare(comparison: Comparison, metric: str) -> Optional[ClaimRow]:

@@ -83,6 +83,10 @@ class Condition:
         return self.first.gate
 
     @property
+    def grader(self) -> str:
+        return self.first.grader
+
+    @property
     def fills(self) -> list[int]:
         return self.first.fills
 

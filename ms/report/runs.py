@@ -82,6 +82,11 @@ class Run:
         return str(self.fields.get("gate") or "rubric")
 
     @property
+    def grader(self) -> str:
+        """The backbone that graded the stream's pairs; runs record it only where it is not their own."""
+        return str(self.fields.get("grader") or self.fields["backbone"])
+
+    @property
     def accepted(self) -> Optional[int]:
         """Stream questions whose answers the gate admitted to the pool; None where not recorded."""
         counts = (self.metrics.get("stream") or {}).get("accepted")
