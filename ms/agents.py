@@ -39,8 +39,11 @@ class Agent:
 
 
 def _plain(entries: Mapping[str, Any]) -> dict[str, dict]:
-    """Entries as plain dicts; an unset field reads as MISSING ("???")."""
-    return OmegaConf.to_container(entries) if OmegaConf.is_config(entries) else {k: dict(v) for k, v in entries.items()}
+    """Entries as plain dicts, interpolations resolved (a twin's `instruction: ${agents.NAME.instruction}`);
+    an unset field reads as MISSING ("???")."""
+    if OmegaConf.is_config(entries):
+        return OmegaConf.to_container(entries, resolve=True)
+    return {k: dict(v) for k, v in entries.items()}
 
 
 def agent_problems(entries: Mapping[str, Any], key: str = "agents") -> Iterator[str]:

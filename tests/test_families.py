@@ -5,17 +5,21 @@ on SmolLM2 and on Gemma 3 write one Single pool, and one family grades the other
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from omegaconf import OmegaConf
 
+from ms.agents import agents_from
 from ms.compose import jobs
+from ms.data.splits import load_splits
 from ms.pipeline import Experiment
 from ms.pool import Pool
 from ms.report.baseline import BASELINE_KEYS, _setting
 from ms.validation import problems
 
-from conftest import compose_config
+from conftest import REPO, compose_config
 from test_pipeline import TINY
 
 GEMMA_AGENTS = {"sonnet", "limerick", "travel", "fitness"}
@@ -73,3 +77,25 @@ def test_gemma_grades_smollm2s_answers_and_both_families_write_one_pool(tmp_path
     assert {(m.agent, m.backbone) for m in stream} == {("limerick", "gemma3"), ("riddle", "smollm2")}
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").open()]
     assert {p["agent"] for p in predictions if "ref_logprob" in p} == {"limerick", "riddle"}
+
+
+def test_twins_answer_the_same_stream_and_test_questions_on_the_other_family(tmp_path):
+    """experiment=sharing_twins_offline: each twin is its agent's copy on Gemma, in its domain, with the
+    very same seed, stream and test questions (experiments/make_twins.py keeps the ids the split hashes)."""
+    out = tmp_path / "twins"
+    subprocess.run([sys.executable, str(REPO / "experiments" / "make_twins.py"), "--agents", "sonnet,puzzle,study",
+                    "--data", str(REPO / "data"), "--out", str(out)], check=True, capture_output=True)
+    cfg = compose_config(["experiment=sharing_twins_offline", "k=3", f"data.dir={out}"])
+    assert problems(cfg) == []
+    agents = agents_from(cfg.agents)
+    splits = load_splits(cfg.data, agents)
+    assert sorted(splits) == sorted(["sonnet", "sonnet_gemma3", "puzzle", "puzzle_gemma3", "study", "study_gemma3"])
+    for name in ("sonnet", "puzzle", "study"):
+        twin = agents[f"{name}_gemma3"]
+        assert (twin.backbone, twin.domain, twin.instruction) == ("gemma3", agents[name].domain, agents[name].instruction)
+        assert agents[name].backbone is None  # the run's backbone, SmolLM2
+        for part in ("seed", "stream", "test"):
+            ours, theirs = getattr(splits[name], part), getattr(splits[f"{name}_gemma3"], part)
+            assert [(e.id, e.question, e.answer) for e in ours] == [(e.id, e.question, e.answer) for e in theirs]
+            assert {e.agent for e in theirs} == {f"{name}_gemma3"}
+        assert (len(splits[name].stream), len(splits[name].test)) == (13, 20)
