@@ -102,6 +102,7 @@ def summary(pairs: Sequence[Pair], scores: dict[str, list[Optional[float]]], thr
             p_value = stats.fisher_exact(table).pvalue
             lines.append(f"- {g} admits its own family's answers {sum(own)}/{len(own)} and the other's "
                          f"{sum(other)}/{len(other)}; Fisher exact p = {p_value:.2g}.")
+            lines += _same_question(g, pairs, admitted[g])
     for i, a in enumerate(graders):
         for b in graders[i + 1:]:
             both = [(x, y) for x, y in zip(scores[a], scores[b]) if x is not None and y is not None]
@@ -118,6 +119,23 @@ def summary(pairs: Sequence[Pair], scores: dict[str, list[Optional[float]]], thr
             lines.append(f"- {g} re-graded the {len(own)} pairs of the runs it graded: {same} reproduce the "
                          f"recorded score within {REPRODUCED:g}.")
     return "\n".join(lines) + "\n"
+
+
+def _same_question(grader: str, pairs: Sequence[Pair], admitted: Sequence[bool]) -> list[str]:
+    """Where both families answered the same question in one run (twin agents), the paired view of
+    own-family favour: on how many questions the grader admits only its own family's answer, and on how
+    many only the other's (exact McNemar test: a binomial test of those two counts)."""
+    by_question: dict[tuple, dict[bool, bool]] = {}
+    for p, ok in zip(pairs, admitted):
+        by_question.setdefault((p.run, p.rubric, p.question), {})[p.writer == grader] = ok
+    both = [d for d in by_question.values() if len(d) == 2]
+    own_only = sum(d[True] and not d[False] for d in both)
+    other_only = sum(d[False] and not d[True] for d in both)
+    if not both:
+        return []
+    p_value = stats.binomtest(own_only, own_only + other_only).pvalue if own_only + other_only else 1.0
+    return [f"  - on the {len(both)} questions both families answered, it admits only its own family's answer "
+            f"on {own_only} and only the other's on {other_only}; exact McNemar p = {p_value:.2g}."]
 
 
 def write_scores(path: Path, pairs: Sequence[Pair], scores: dict[str, list[Optional[float]]]) -> None:

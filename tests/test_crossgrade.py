@@ -59,6 +59,23 @@ def test_summary_counts_admissions_per_grader_and_writer_at_each_threshold():
     assert "the same admission decision on 2 of 4" in text  # both admit the first pair and reject the last
 
 
+def test_where_both_families_answered_a_question_own_favour_is_tested_paired():
+    """Twin agents: sonnet on SmolLM2 and sonnet_gemma3 answer the same three questions. SmolLM2 admits
+    only its own answer on two of them and both on the third; Gemma admits only the other's on one."""
+    pairs = [Pair("twins", agent, writer, "literary", f"question {q}", "a", "smollm2", None)
+             for q in range(3) for agent, writer in [("sonnet", "smollm2"), ("sonnet_gemma3", "gemma3")]]
+    scores = {"smollm2": [20.0, 5.0, 20.0, 5.0, 20.0, 20.0], "gemma3": [30.0, 10.0, 10.0, 10.0, 30.0, 30.0]}
+    text = summary(pairs, scores, {"smollm2": 15, "gemma3": 23})
+    lines = [line for line in text.splitlines() if "questions both families answered" in line]
+    assert lines == ["  - on the 3 questions both families answered, it admits only its own family's answer on 2 "
+                     "and only the other's on 0; exact McNemar p = 0.5.",
+                     "  - on the 3 questions both families answered, it admits only its own family's answer on 0 "
+                     "and only the other's on 1; exact McNemar p = 1."]
+    # Answers to different questions are not paired: the families runs' agents answer their own questions.
+    apart = [Pair("run", p.agent, p.writer, p.rubric, f"{p.agent}: {p.question}", "a", "smollm2", None) for p in pairs]
+    assert "questions both families answered" not in summary(apart, scores, {"smollm2": 15, "gemma3": 23})
+
+
 @pytest.mark.slow
 def test_cross_grade_with_smollm2_reproduces_the_scores_a_run_recorded(tmp_path, models_cache, capsys):
     answers = [("limerick", "There once was a cat from Peru\nwho dreamt he was eating a shoe."),
