@@ -129,10 +129,10 @@ def _same_question(grader: str, pairs: Sequence[Pair], admitted: Sequence[bool])
     for p, ok in zip(pairs, admitted):
         by_question.setdefault((p.run, p.rubric, p.question), {})[p.writer == grader] = ok
     both = [d for d in by_question.values() if len(d) == 2]
-    own_only = sum(d[True] and not d[False] for d in both)
-    other_only = sum(d[False] and not d[True] for d in both)
     if not both:
         return []
+    own_only = sum(d[True] and not d[False] for d in both)
+    other_only = sum(d[False] and not d[True] for d in both)
     p_value = stats.binomtest(own_only, own_only + other_only).pvalue if own_only + other_only else 1.0
     return [f"  - on the {len(both)} questions both families answered, it admits only its own family's answer "
             f"on {own_only} and only the other's on {other_only}; exact McNemar p = {p_value:.2g}."]

@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, Condition
 from ms.report.gates import gate_variants
@@ -74,44 +74,55 @@ class ClaimRow:
     agents: int
 
 
-def _setting(backbone: str, k: Optional[int], pool: Optional[str], retriever: Optional[str], memory: str,
-             gate: Optional[str] = "rubric", grader: Optional[str] = None) -> str:
-    parts = [backbone, None if k is None else f"k={k}", None if pool is None else f"{pool} pool", retriever,
-             f"{memory} memory", None if gate in (None, "rubric") else f"gate={gate}",
-             None if grader in (None, backbone) else f"graded by {grader}"]
-    return ", ".join(p for p in parts if p)
+class Setting(NamedTuple):
+    """What a comparison holds fixed: the two runs it pairs differ in one of these and share the rest."""
+    backbone: str
+    k: Optional[int]
+    pool: Optional[str]
+    retriever: Optional[str]
+    memory: str
+    gate: Optional[str]
+    grader: Optional[str]
+
+    @classmethod
+    def of(cls, c: Condition) -> "Setting":
+        return cls(*c.cell, c.retriever_label, c.memory, c.gate, c.grader)
+
+    def text(self, **varied: None) -> str:
+        """As claims.md names it, without the fields the comparison varies (given as None)."""
+        s = self._replace(**varied)
+        parts = [s.backbone, None if s.k is None else f"k={s.k}", None if s.pool is None else f"{s.pool} pool",
+                 s.retriever, f"{s.memory} memory", None if s.gate in (None, "rubric") else f"gate={s.gate}",
+                 None if s.grader in (None, s.backbone) else f"graded by {s.grader}"]
+        return ", ".join(p for p in parts if p)
 
 
 def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> list[Comparison]:
-    """Every comparison the conditions allow, claim by claim; claims (a), (b) and (d) compare runs
-    under one gate, and every claim compares runs graded by one backbone. Where two conditions share
-    (backbone, k, pool, retriever, memory, gate, grader), the most recently finished one is used."""
-    index: dict[tuple, Condition] = {}
+    """Every comparison the conditions allow, claim by claim: two conditions whose Setting differs in
+    the one field the claim varies (claims (a), (b) and (d) compare runs under one gate, and every claim
+    compares runs graded by one backbone). Where two conditions share a Setting, the most recently
+    finished one is used."""
+    index: dict[Setting, Condition] = {}
     for c in sorted(conds, key=lambda c: (c.finished, c.name)):
-        index[(*c.cell, c.retriever_label, c.memory, c.gate, c.grader)] = c
+        index[Setting.of(c)] = c
     out = []
-    for (backbone, k, pool, retriever, memory, gate, grader), c in sorted(index.items(), key=lambda kv: kv[0]):
-        if k == 0:
-            setting = _setting(backbone, None, pool, retriever, memory, gate, grader)
+    for s, c in sorted(index.items(), key=lambda kv: kv[0]):
+        if s.k == 0:
             for k_ in (1, 2, 3):
-                if (other := index.get((backbone, k_, pool, retriever, memory, gate, grader))) is not None:
-                    out.append(Comparison(CLAIMS["a"], f"k={k_} vs k=0", setting, other, c, other.last_fill,
+                if (other := index.get(s._replace(k=k_))) is not None:
+                    out.append(Comparison(CLAIMS["a"], f"k={k_} vs k=0", s.text(k=None), other, c, other.last_fill,
                                           c.last_fill))
-        if (k, pool) == (3, "domain") and (other := index.get((backbone, 3, "single", retriever, memory, gate,
-                                                                grader))):
-            out.append(Comparison(CLAIMS["b"], "Domain vs Single",
-                                  _setting(backbone, 3, None, retriever, memory, gate, grader),
-                                  c, other, c.last_fill, other.last_fill))
-        if retriever == "dense-learned" and memory == "plain":
+        if (s.k, s.pool) == (3, "domain") and (other := index.get(s._replace(pool="single"))) is not None:
+            out.append(Comparison(CLAIMS["b"], "Domain vs Single", s.text(pool=None), c, other, c.last_fill,
+                                  other.last_fill))
+        if s.retriever == "dense-learned" and s.memory == "plain":
             for baseline in BASELINES:
-                if (other := index.get((backbone, k, pool, baseline, memory, gate, grader))) is not None:
-                    out.append(Comparison(CLAIMS["d"], f"dense-learned vs {baseline}",
-                                          _setting(backbone, k, pool, None, memory, gate, grader), c, other,
-                                          c.last_fill, other.last_fill))
-        if gate != "rubric" and (other := index.get((backbone, k, pool, retriever, memory, "rubric", grader))):
-            out.append(Comparison(CLAIMS["e"], f"gate={gate} vs rubric",
-                                  _setting(backbone, k, pool, retriever, memory, grader=grader),
-                                  c, other, c.last_fill, other.last_fill))
+                if (other := index.get(s._replace(retriever=baseline))) is not None:
+                    out.append(Comparison(CLAIMS["d"], f"dense-learned vs {baseline}", s.text(retriever=None), c,
+                                          other, c.last_fill, other.last_fill))
+        if s.gate != "rubric" and (other := index.get(s._replace(gate="rubric"))) is not None:
+            out.append(Comparison(CLAIMS["e"], f"gate={s.gate} vs rubric", s.text(gate=None), c, other,
+                                  c.last_fill, other.last_fill))
     for (backbone, k, pool), chosen_c in sorted(chosen.items()):
         if (k, pool) == (FIGURE4_K, FIGURE4_POOL):  # its growth curve, and the same setting's under each other gate
             out += [_growth(c) for c in gate_variants(conds, chosen_c).values()]
@@ -127,9 +138,7 @@ def _growth(c: Condition) -> Comparison:
     if top != 100:
         caveats.append("no 100% fill: its largest")
     label = f"fill {top}% vs {low}%" + (f" ({'; '.join(caveats)})" if caveats else "")
-    backbone, k, pool = c.cell
-    return Comparison(CLAIMS["c"], label, _setting(backbone, k, pool, c.retriever_label, c.memory, c.gate, c.grader),
-                      c, c, top, low)
+    return Comparison(CLAIMS["c"], label, Setting.of(c).text(), c, c, top, low)
 
 
 def compare(comparison: Comparison, metric: str) -> Optional[ClaimRow]:
