@@ -18,6 +18,7 @@ import yaml
 from scipy import stats
 
 from ms.errors import UserError
+from ms.stats import mean_ci
 
 DECISIONS_FILE = "decisions.jsonl"
 REPRODUCED = 0.01  # points on 0-100: a re-grade this close to the run's recorded score reproduces it
@@ -73,24 +74,19 @@ def _share(admitted: int, n: int) -> str:
     return f"{admitted}/{n} ({admitted / n:.0%} [{ci.low:.0%}, {ci.high:.0%}])"
 
 
-def _mean(values: Sequence[Optional[float]]) -> str:
-    read = [v for v in values if v is not None]
-    return f"{sum(read) / len(read):.1f}" if read else "–"
-
-
 def summary(pairs: Sequence[Pair], scores: dict[str, list[Optional[float]]], thresholds: dict[str, float]) -> str:
     """Markdown: per grader, each writer backbone's and each agent's mean score and admissions; the
     own-versus-other test; the graders' agreement; and whether each run's own grader reproduced it."""
     graders, writers = list(scores), sorted({p.writer for p in pairs})
     admitted = {g: [s is not None and s >= thresholds[g] for s in scores[g]] for g in graders}
-    header = ["answers by", "n", *(f"{g} ({what})" for g in graders for what in ("mean score",
+    header = ["answers by", "n", *(f"{g} ({what})" for g in graders for what in ("mean score [95% CI]",
                                                                                  f"admitted at {thresholds[g]:g}"))]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     groups = [(f"**{w}**", [i for i, p in enumerate(pairs) if p.writer == w]) for w in writers]
     agents = sorted({(p.writer, p.agent) for p in pairs})
     groups += [(f"{a} ({w})", [i for i, p in enumerate(pairs) if p.agent == a and p.writer == w]) for w, a in agents]
     for name, rows in groups:
-        cells = [c for g in graders for c in (_mean([scores[g][i] for i in rows]),
+        cells = [c for g in graders for c in (mean_ci([scores[g][i] for i in rows]).text(digits=1),
                                              _share(sum(admitted[g][i] for i in rows), len(rows)))]
         lines.append(f"| {name} | {len(rows)} | " + " | ".join(cells) + " |")
     lines.append("")

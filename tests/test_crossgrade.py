@@ -50,13 +50,17 @@ def test_summary_counts_admissions_per_grader_and_writer_at_each_threshold():
     scores = {"smollm2": [30.0, 5.0, 20.0, 10.0], "gemma3": [40.0, 25.0, None, 22.0]}
     text = summary(pairs, scores, {"smollm2": 15, "gemma3": 23})
     rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
-    assert "| 2 | 17.5 | 1/2 (50%" in rows["**gemma3**"]  # smollm2 admits one of gemma's two answers...
+    assert "| 2 | 17.5 (n<3, too small) n=2 | 1/2 (50%" in rows["**gemma3**"]  # smollm2 admits one of gemma's two answers...
     assert rows["**gemma3**"].rstrip(" |").endswith("2/2 (100% [34%, 100%])")  # ...gemma admits both
-    assert "| 15.0 | 1/2 (50%" in rows["**smollm2**"] and "| 22.0 | 0/2 (0%" in rows["**smollm2**"]
+    assert "| 15.0 (n<3, too small) n=2 | 1/2 (50%" in rows["**smollm2**"]
+    assert "| 22.0 (n<3, too small) n=1 | 0/2 (0%" in rows["**smollm2**"]  # gemma read one score of two
     assert "pun (smollm2)" in rows and "sonnet (gemma3)" in rows
     assert "smollm2 admits its own family's answers 1/2 and the other's 1/2" in text
     assert "gemma3 admits its own family's answers 2/2 and the other's 0/2" in text
-    assert "the same admission decision on 2 of 4" in text  # both admit the first pair and reject the last
+    assert "the same admission decision on 2 of 4" in text
+    # with three scores or more the mean carries its bootstrap CI
+    three = summary(pairs[:1] * 3, {"smollm2": [10.0, 20.0, 30.0]}, {"smollm2": 15})
+    assert "| 3 | 20.0 [" in three and "] n=3 | 2/3 (67%" in three  # both admit the first pair and reject the last
 
 
 def test_where_both_families_answered_a_question_own_favour_is_tested_paired():
