@@ -19,10 +19,12 @@ import yaml
 
 from ms.errors import UserError
 from ms.pool import Pool
+from ms.report.baseline import find_baseline
 from ms.report.cli import main as report_main
 from ms.report.runs import find_runs
-from ms.report.sharing import FOLDER, heatmap, sharing_matrix, write_sharing
+from ms.report.sharing import FOLDER, _gain_cell, heatmap, sharing_matrix, write_sharing
 from ms.report.writers import WRITERS_FILE, export_writers, read_writers
+from ms.stats import Estimate
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO = Path(__file__).resolve().parent.parent
@@ -262,6 +264,22 @@ def test_heatmap_and_runs_without_retrievals(sweep, tmp_path):
     assert not (out / FOLDER / "k=0.csv").exists()  # k = 0 retrieves nothing
     assert write_sharing([r for r in runs if r.name == "k=0"], tmp_path / "none", "ref_logprob") == ""
     assert not (tmp_path / "none" / FOLDER).exists()
+
+
+def test_each_gain_cell_of_the_heatmap_shows_its_mean_and_its_95_ci(sweep):
+    root, _ = sweep
+    runs, _ = find_runs([root])
+    run = next(r for r in runs if r.name == "k=3")
+    s = sharing_matrix(run, read_writers(run.path), find_baseline(run, runs, "ref_logprob", 100), "ref_logprob", 100)
+    right = heatmap(s, "title").axes[1]
+    texts = {t.get_text() for t in right.texts}
+    whole = s.estimate("pun", "agent=pun")  # three retrievals over two questions: no interval
+    assert f"{whole.mean:+.2f}\n(n=3, no CI)" in texts
+    assert "[95% CI]" in right.get_title()
+    cells = [t for t in texts if t]
+    assert cells and all(len(t.split("\n")) == 2 for t in cells)
+    # a cell over three questions or more carries its interval (this fixture's cells have at most two)
+    assert _gain_cell(Estimate(0.1, 0.05, 0.15, 12)) == "+0.10\n[+0.05, +0.15]"
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="publish.sh is a bash script")

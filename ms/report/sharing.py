@@ -210,12 +210,12 @@ def sharing_csv(s: Sharing) -> str:
 
 def heatmap(s: Sharing, title: str) -> Figure:
     """Left: each agent's share of retrievals by writer agent and backbone (count in the cell); right:
-    the mean gain of those retrievals. Lines part domains and the backbone block."""
+    the mean gain of those retrievals with its 95% CI. Lines part domains and the backbone block."""
     rows = s.rows[:-1]
     columns = [c for c in s.columns if c.split("=")[0] in ("agent", "backbone", "run", "family")]
     share = np.array([[s.count(r, c) / max(s.count(r, ALL), 1) for c in columns] for r in rows])
     gains = np.array([[s.estimate(r, c).mean if s.count(r, c) else None for c in columns] for r in rows], dtype=float)
-    fig = _figure(max(8.0, 0.55 * len(columns) * 2 + 3), 0.5 * len(rows) + 3)
+    fig = _figure(max(8.0, 0.7 * len(columns) * 2 + 3), 0.5 * len(rows) + 3)
     left, right = fig.subplots(1, 2, sharey=True)
     shown = left.imshow(share, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     fig.colorbar(shown, ax=left, shrink=0.8, label="share of the agent's retrievals")
@@ -230,9 +230,10 @@ def heatmap(s: Sharing, title: str) -> Figure:
                 n = s.count(r, c)
                 if n:
                     g = gains[i, j]
-                    text = str(n) if ax is left else (f"{g:+.2f}" if np.isfinite(g) else "")
+                    text = str(n) if ax is left else (_gain_cell(s.estimate(r, c)) if np.isfinite(g) else "")
                     dark = share[i, j] > 0.6 if ax is left else abs(g) > 0.6 * halfrange  # white on dark cells
-                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7 if ax is left else 5.5,
+                            color="white" if dark else "black")
         for i in range(1, len(rows)):  # domain boundaries; the agent columns start with the rows' agents
             if s.domains[rows[i]] != s.domains[rows[i - 1]]:
                 ax.axhline(i - 0.5, color="grey", lw=0.8)
@@ -246,10 +247,16 @@ def heatmap(s: Sharing, title: str) -> Figure:
         ax.set_xlabel("writer")
     left.set_ylabel("retrieving agent")
     left.set_title("who wrote the retrieved memories (count; colour: share)", fontsize=9)
-    right.set_title("mean gain of those retrievals (their question at k > 0 minus k = 0)" if s.baseline
+    right.set_title("mean gain of those retrievals [95% CI] (their question at k > 0 minus k = 0)" if s.baseline
                     else "no k = 0 run to pair with", fontsize=9)
     fig.suptitle(title)
     return fig
+
+
+def _gain_cell(e: Estimate) -> str:
+    """The mean, and its CI on a second line (too few questions for one: said so)."""
+    interval = f"[{e.lo:+.2f}, {e.hi:+.2f}]" if e.lo is not None and e.hi is not None else f"(n={e.n}, no CI)"
+    return f"{e.mean:+.2f}\n{interval}"
 
 
 def _row_label(s: Sharing, row: str) -> str:
