@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ms.config.schema import POOL_DSN_ENV
 from ms.config.store import CONF_DIR, register
@@ -27,6 +27,31 @@ MULTIRUN = ("-m", "--multirun")
 HYDRA_ONLY = ("help", "hydra_help", "shell_completion", "info", "config_path", "config_name", "experimental_rerun")
 
 log = logging.getLogger(__name__)
+
+# Overrides whose values are paths, named in run folders by a tag instead (Hydra's exclude_keys
+# leaves them out of override_dirname, conf/config.yaml).
+PATH_KEYS = ("data.dir", "gate.match")
+
+
+def path_tags(task_overrides) -> str:
+    """",data.dir=NAME-HASH" for each path-valued override: the path's last part, made safe for a
+    folder name, and 6 hex digits of its SHA-256, so two paths that end alike still differ."""
+    import hashlib
+    import re
+
+    tags = []
+    for override in task_overrides:
+        key, _, value = str(override).partition("=")
+        if key.lstrip("+~") in PATH_KEYS and value:
+            value = value.strip("'\"")
+            name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(value).name)[-40:]
+            tags.append(f"{key.lstrip('+~')}={name}-{hashlib.sha256(value.encode()).hexdigest()[:6]}")
+    return "".join("," + t for t in sorted(tags))
+
+
+# Registered when this module is imported, not in main(): a launcher's worker processes import it to
+# unpickle the task, and resolve each job's folder name there.
+OmegaConf.register_new_resolver("ms_path_tags", path_tags, replace=True)
 
 # Set once Hydra has composed a config and called the task. Hydra exits with status 1 both for
 # a config it cannot compose and for a bug in the task; only the first is the user's to fix, and
@@ -94,24 +119,41 @@ def preflight(args: list[str]) -> None:
     if parsed.cfg is None:
         for _, cfg in composed:
             validate(cfg)
-        check_data(cfg for _, cfg in composed)
+        fingerprints = check_data(cfg for _, cfg in composed)
+        for _, cfg in composed:
+            check_folder(cfg, parsed.multirun, fingerprints)
 
 
-def check_data(cfgs) -> None:
+def check_data(cfgs) -> dict[str, str]:
     """Read each job's data files as its run will (a data folder's; a hub dataset is read by the
     run), so that a bad line is reported before any run folder exists. Sweep cells that share their
-    data and agents are read once."""
-    from omegaconf import OmegaConf
-
+    data and agents are read once. Returns each data key's fingerprint (ms.cell)."""
     from ms.agents import agents_from
+    from ms.cell import data_fingerprint
     from ms.data import load_splits
 
-    seen = set()
+    fingerprints = {}
     for cfg in cfgs:
-        key = OmegaConf.to_yaml(cfg.data) + OmegaConf.to_yaml(cfg.agents)
-        if cfg.data.hf is None and key not in seen:
-            seen.add(key)
-            load_splits(cfg.data, agents_from(cfg.agents))
+        key = data_key(cfg)
+        if cfg.data.hf is None and key not in fingerprints:
+            fingerprints[key] = data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents)))
+    return fingerprints
+
+
+def data_key(cfg: DictConfig) -> str:
+    return OmegaConf.to_yaml(cfg.data) + OmegaConf.to_yaml(cfg.agents)
+
+
+def check_folder(cfg: DictConfig, multirun: bool, fingerprints: dict[str, str]) -> None:
+    """Refuse, before Hydra rewrites anything in it, a job whose folder holds a finished run of other
+    settings or data: resuming would return that run's numbers as this one's (ms.cell)."""
+    from ms.cell import check_same_cell
+    from ms.run_folder import completed
+
+    folder = Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir if multirun else Path(cfg.hydra.run.dir)
+    metrics = completed(folder)
+    if metrics is not None:
+        check_same_cell(folder, metrics, cfg, fingerprints.get(data_key(cfg)))
 
 
 def main() -> None:

@@ -5,7 +5,8 @@ what kind it is.
 - rubric: an LLM grades the pair against its rubric (ms.scorer);
 - utility: the pair is admitted when it helps its nearest memories' answers as an example (ms.utility);
 - both: the rubric first, then utility on what the rubric admits (utility alone cannot tell an
-  on-style answer to the wrong question from a right one; DESIGN.md section 6).
+  on-style answer to the wrong question from a right one; DESIGN.md section 6);
+- all, random: admission controls that judge nothing (ms.controls).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
+from ms.controls import AllGate, MatchedRandomGate, RandomGate, matched_gate
 from ms.scorer import Decision, Scorer
 from ms.config import GATES, GateConfig
 from ms.utility import Candidate, Utility, UtilityMeter
@@ -64,16 +66,33 @@ class BothGate:
         return decisions
 
 
-Gate = RubricGate | UtilityGate | BothGate
+Gate = RubricGate | UtilityGate | BothGate | AllGate | RandomGate | MatchedRandomGate
 
 
 def build_gate(cfg: GateConfig, scorer: Scorer, rubric_of: Callable[[str], str],
-               meter: Callable[[], UtilityMeter]) -> Gate:
-    """`meter` is called only for the gates that measure utility."""
+               meter: Callable[[], UtilityMeter], seed: int = 0) -> Gate:
+    """`meter` is called only for the gates that measure utility; `seed` draws the random gate's coins."""
     if cfg.name == "rubric":
         return RubricGate(scorer, rubric_of)
     if cfg.name == "utility":
         return UtilityGate(meter(), cfg.utility_threshold)
     if cfg.name == "both":
         return BothGate(RubricGate(scorer, rubric_of), meter(), cfg.utility_threshold)
+    if cfg.name == "all":
+        return AllGate()
+    if cfg.name == "random":
+        return MatchedRandomGate(cfg.match, seed) if cfg.match else RandomGate(cfg.rate, seed)
     raise ValueError(f"unknown gate '{cfg.name}'; choose one of {', '.join(GATES)}")
+
+
+def gate_record(gate) -> dict:
+    """The gate's settings as metrics.json's run record keeps them: nothing for the rubric, so rubric
+    runs stay one condition with runs recorded before other gates existed."""
+    if gate.name == "rubric":
+        return {}
+    if gate.name in ("utility", "both"):
+        return {"gate": gate.name, "utility_threshold": gate.utility_threshold, "utility_probes": gate.probes}
+    if gate.name == "random":
+        return {"gate": gate.name, **({"match": gate.match, "matched_gate": matched_gate(gate.match)}
+                                      if gate.match else {"rate": gate.rate})}
+    return {"gate": gate.name}

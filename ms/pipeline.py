@@ -21,11 +21,12 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from ms.agents import PromptTemplate, agents_from, chat, seed_memories
+from ms.cell import check_same_cell, data_fingerprint, record as cell_record
 from ms.backbones import backbone_config, build_backbones, resolve
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, USAGE_FILE
 from ms.data import Example, load_splits
 from ms.evaluate import REF_LOGPROB, BERTScore, summarize, validate_metrics
-from ms.gate import build_gate
+from ms.gate import build_gate, gate_record
 from ms.llm import LM
 from ms.pool import Memory, scope_for
 from ms.provenance import provenance
@@ -105,7 +106,8 @@ class Experiment:
                                meter=lambda: UtilityMeter(
                                    self.retriever.retrieve_batch, lambda a: self.backbones[self.agent_backbone[a]],
                                    self.agents, self.template, cfg.gate.probes, self.stream_k,
-                                   [e.question for s in self.splits.values() for e in s.test]))
+                                   [e.question for s in self.splits.values() for e in s.test]),
+                               seed=cfg.seed)
         # Taken before the stream runs: the code and files the run started with.
         uses_encoder = (cfg.retriever.name in ("dense", "composite") or cfg.retriever.at_test == "dense_frozen"
                         or cfg.memory.policy != "plain")
@@ -192,7 +194,9 @@ class Experiment:
     def stream_batch(self, queries: Sequence[Query]) -> list:
         self.step += 1
         prompts = self.prompts(queries, self.stream_k, mark=True)[0]
-        answers = self.answer(queries, prompts, "answer")
+        # stream.answers=reference: the dataset's reference goes to the gate, and nothing is generated.
+        answers = ([q.example.answer for q in queries] if self.cfg.stream.answers == "reference"
+                   else self.answer(queries, prompts, "answer"))
         # memory.question=prompt, as the authors' code: the question a new memory stores (and the
         # scorer grades, and memory train mines with) is the whole prompt the agent saw.
         asked = [p[-1]["content"] if self.cfg.memory.question == "prompt" else q.example.question
@@ -263,6 +267,12 @@ class Experiment:
         seeded = self.seed_pool()
         stream = [Query(e.agent, self.scope(e.agent), e)
                   for e in interleave({a: s.stream for a, s in self.splits.items()})]
+        # A reference-written stream skips the questions that have no reference, and counts them.
+        no_reference = Counter(q.agent for q in stream if not (q.example.answer or "").strip())
+        if self.cfg.stream.answers == "reference" and no_reference:
+            stream = [q for q in stream if (q.example.answer or "").strip()]
+            log.info("stream.answers=reference: skipped %d stream questions without a reference (%s)",
+                     sum(no_reference.values()), ", ".join(f"{a} {n}" for a, n in sorted(no_reference.items())))
         skip_stream = skips_stream(self.cfg)
         if skip_stream:
             log.info("k=0: the stream is skipped (zero-shot answers do not read the pool)")
@@ -302,8 +312,9 @@ class Experiment:
                     "agents": list(self.splits), "fills": sorted(int(f) for f in self.cfg.fills), "seed": self.cfg.seed,
                     "metrics": self.metrics, "scorer_read": self.scorer.read,
                     # only where the gate is not the rubric, so rubric runs stay one condition with older runs
-                    **({"gate": self.cfg.gate.name, "utility_threshold": self.cfg.gate.utility_threshold,
-                        "utility_probes": self.cfg.gate.probes} if self.cfg.gate.name != "rubric" else {}),
+                    **gate_record(self.cfg.gate),
+                    # only where the stream wrote references, so model-written runs stay one condition
+                    **({"stream_answers": self.cfg.stream.answers} if self.cfg.stream.answers != "model" else {}),
                     # only where another backbone grades, so self-graded runs stay one condition with older runs
                     **({"grader": self.cfg.scorer.backbone, "threshold": self.cfg.scorer.threshold}
                        if self.cfg.scorer.backbone not in (None, self.cfg.backbone.name) else {}),
@@ -313,6 +324,9 @@ class Experiment:
             "bertscore": self.bertscore.describe() if self.bertscore is not None else None,
             "fills": by_fill,
             "stream": {"questions": 0 if skip_stream else len(stream), "k": self.stream_k, "seeded": seeded,
+                       "answers": self.cfg.stream.answers,
+                       **({"skipped_without_reference": dict(no_reference)}
+                          if self.cfg.stream.answers == "reference" else {}),
                        "accepted": dict(accepted),
                        "rejected": dict(rejected),
                        # rejected because no score could be read; 0 wherever the scorer reads probabilities
@@ -323,6 +337,7 @@ class Experiment:
             "usage": usage,
             "provenance": self.provenance,
             "wall_seconds": round(time.perf_counter() - started, 1),
+            "cell": cell_record(self.cfg, data_fingerprint(self.splits)),  # what a resumed sweep must match
         }
         write_atomic(self.out / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False))
         return metrics
@@ -335,7 +350,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics = completed(out_dir)
     if metrics is not None:
-        log.info("%s already holds a complete run; skipping it", out_dir)
+        check_same_cell(out_dir, metrics, cfg, data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents))))
+        log.info("%s already holds a complete run of these settings and data; skipping it", out_dir)
     else:
         clear_partial(out_dir, cfg)
         metrics = Experiment(cfg, out_dir).run()

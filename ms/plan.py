@@ -221,6 +221,8 @@ class _Planner:
         for role in ROLES:  # every role shows, on the backbone it runs on
             self.row(role, {"score": cfg.scorer.backbone, "label": cfg.train.backbone}.get(role))
         stream = interleave({a: s.stream for a, s in self.splits.items()})
+        if cfg.stream.answers == "reference":  # as the run: questions without a reference are skipped
+            stream = [e for e in stream if (e.answer or "").strip()]
         pool = {scope: float(n) for scope, n in self.seeds.items()}
         stores: dict[str, list[tuple[int, float]]] = {}
         step = 0
@@ -238,9 +240,12 @@ class _Planner:
         for e in batch:
             a, kk = e.agent, min(k, pool[self.scope[e.agent]])
             user = self.user_prompt(a, e.question, kk)
-            reply = self.reply(a, self.backbone(self.agents[a].backbone).generation.max_new_tokens)
-            self.generated(self.row("answer", self.agents[a].backbone), a, e.question, kk,
-                           self.system(a) + user + PER_MESSAGE, reply)
+            if cfg.stream.answers == "reference":  # the reference is the answer: nothing is generated
+                reply = tokens(e.answer)
+            else:
+                reply = self.reply(a, self.backbone(self.agents[a].backbone).generation.max_new_tokens)
+                self.generated(self.row("answer", self.agents[a].backbone), a, e.question, kk,
+                               self.system(a) + user + PER_MESSAGE, reply)
             # memory.question=prompt: the pair's question is the whole prompt the agent saw
             question = user if cfg.memory.question == "prompt" else tokens(e.question)
             asked.append((e, question, reply))

@@ -13,6 +13,7 @@ from typing import Optional
 
 from omegaconf import DictConfig
 
+from ms.controls import matched_counts
 from ms.plan_tokens import PER_MESSAGE, tokens
 from ms.schedule import stream_k
 from ms.scorer import SYSTEM_PROMPT, USER_PROMPT, rubric_for
@@ -36,6 +37,14 @@ def acceptance(cfg: DictConfig, accept: Optional[float]) -> tuple[float, str]:
     rubric, why = rubric_acceptance(cfg)
     utility = (f"{UTILITY_ACCEPT:.2f} of measured pairs pass the utility gate (an even split around "
                f"gate.utility_threshold, assumed)")
+    if cfg.gate.name == "all":
+        return 1.0, "every stream pair admitted: gate=all"
+    if cfg.gate.name == "random" and cfg.gate.match:
+        counts = [n for agents in matched_counts(cfg.gate.match).values() for n in agents.values()]
+        rate = sum(a for _, a in counts) / max(sum(n for n, _ in counts), 1)
+        return rate, f"{rate:.2f} of stream pairs admitted, as the matched run {cfg.gate.match} admitted"
+    if cfg.gate.name == "random":
+        return float(cfg.gate.rate), f"{cfg.gate.rate:.2f} of stream pairs admitted: gate.rate"
     rate = {"rubric": rubric, "utility": UTILITY_ACCEPT, "both": rubric * UTILITY_ACCEPT}[cfg.gate.name]
     said = {"rubric": why, "utility": utility, "both": f"{why}; {utility}"}[cfg.gate.name]
     return rate, f"{rate:.2f} of stream pairs admitted: {said}; +plan_accept=RATE sets another rate"

@@ -207,6 +207,9 @@ def parse_score(text: str | None) -> int | None:
 SCORE_OPTIONS = [str(v) for v in range(RUBRIC_TOTAL + 1)]
 
 
+READS_OF_A_GRADER = ("probabilities", "text")  # Decision.read where a grader gave the score
+
+
 @dataclass
 class Decision:
     agent: str
@@ -225,8 +228,8 @@ class Decision:
 
     @property
     def unscored(self) -> bool:
-        """Rejected because the rubric gate could read no score (a utility gate never grades)."""
-        return self.score is None and self.utility is None
+        """Rejected because the rubric gate could read no score (the other gates never grade)."""
+        return self.score is None and self.utility is None and self.read in READS_OF_A_GRADER
 
     def as_dict(self) -> dict:
         return asdict(self)

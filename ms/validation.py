@@ -22,6 +22,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from ms.agents import agent_problems, agents_from
 from ms.backbones import backbone_config, can, named_backbones
 from ms.config.fields import CHECK
+from ms.config.files import DECISIONS_FILE
 from ms.errors import UserError
 from ms.llm.api import api_key_from_env
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
@@ -140,8 +141,11 @@ def _outside_problems(cfg: DictConfig) -> Iterator[str]:
         yield damaged_cache_message(Path(cfg.cache_dir) / CACHE_FILENAME, "file is not a database")
     if list(cfg.eval.metrics) == ["ref_logprob"] and not unknown:
         yield from _unscorable(cfg, running)
-    if cfg.gate.name != "rubric" and not unknown:
+    if cfg.gate.name in ("utility", "both") and not unknown:
         yield from _unmeasurable(cfg, running)
+    if cfg.gate.name == "random" and cfg.gate.match and not (Path(cfg.gate.match) / DECISIONS_FILE).is_file():
+        yield (f"invalid setting gate.match={cfg.gate.match}: no {DECISIONS_FILE} there; name the folder of a "
+               f"finished run to match")
     if cfg.retriever.index == "ann" and (missing := ann_problem()):
         yield f"invalid setting retriever.index=ann: {missing}"
 

@@ -9,7 +9,7 @@ from ms.config.schema import (
     DataConfig, ENGINES, EVAL_METRICS, EvalConfig, GATES, GateConfig, GenerationConfig, HFDataConfig, LABEL_METHODS,
     MemoryConfig, POLICIES, POOL_MODES, PROMPT_LOGPROBS, PROVIDERS, PoolConfig,
     PriceConfig, PromptConfig, READS, REFRESH_POLICIES, REF_LOGPROB, RETRIEVERS,
-    RUBRIC_TOTAL, RetrieverConfig, ScorerConfig, StmLtmConfig, TrainConfig,
+    RUBRIC_TOTAL, RetrieverConfig, STREAM_ANSWERS, ScorerConfig, StmLtmConfig, StreamConfig, TrainConfig,
 )
 from ms.config.store import CONF_DIR, register
 
@@ -18,4 +18,5 @@ __all__ = ["CONF_DIR", "Check", "register", "setting", "AGE_UNITS", "AT_TEST", "
            "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "LABEL_METHODS", "MemoryConfig",
            "POLICIES", "POOL_MODES", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig",
            "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS",
-           "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]
+           "RUBRIC_TOTAL", "RetrieverConfig", "STREAM_ANSWERS", "ScorerConfig", "StmLtmConfig", "StreamConfig",
+           "TrainConfig"]

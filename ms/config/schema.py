@@ -40,8 +40,12 @@ LABEL_METHODS = ("likelihood", "verbalized")
 POLICIES = ("plain", "stm_ltm")
 AGE_UNITS = ("steps", "hours")
 READS = ("auto", "probabilities", "text")  # how the gate reads a grader's score
-# What admits a new pair (ms.gate): the rubric grader, the utility replay (ms.utility), or both in turn.
-GATES = ("rubric", "utility", "both")
+# What admits a new pair (ms.gate): the rubric grader, the utility replay (ms.utility), or both in turn;
+# and two admission controls that judge nothing: all (admit every pair) and random (a coin, or the
+# counts of a finished run per agent and micro-batch).
+GATES = ("rubric", "utility", "both", "all", "random")
+# What the stream writes as each new pair's answer: the backbone's answer, or the dataset's reference.
+STREAM_ANSWERS = ("model", "reference")
 RUBRIC_TOTAL = 100  # a rubric's points add up to this
 # ref_logprob: mean log-probability per token of the reference answer given exactly the agent's
 # prompt (EPR and LLM-R's demonstration utility): one forward pass, no decoding. Nats per token.
@@ -201,6 +205,23 @@ class GateConfig:
     # 0 means "helps on average", kept after the gate check (results/README.md, "The gates").
     utility_threshold: float = 0.0
     probes: int = setting(3, ge=1)  # m: the candidate's nearest memories it is replayed on
+    # gate=random: each candidate is admitted with this probability, drawn from the run's seed ...
+    rate: float = setting(0.5, ge=0.0, le=1.0)
+    # ... or, given a finished run's folder, exactly as many per agent and micro-batch as it admitted,
+    # the pairs chosen at random: a control that admits as much as the gate it controls for.
+    match: Optional[str] = None
+
+    def problems(self):
+        if self.match is not None and self.name != "random":
+            yield "match", f"is read by gate=random only, not gate={self.name}"
+
+
+@dataclass
+class StreamConfig:
+    # model: the agent's backbone answers each stream question | reference: the dataset's reference
+    # answer goes to the gate instead and nothing is generated for the stream (a question without
+    # one is skipped and counted).
+    answers: str = setting("model", choices=STREAM_ANSWERS)
 
 
 # ---- the whole ----
@@ -285,6 +306,7 @@ class Config:
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
     gate: GateConfig = field(default_factory=GateConfig)  # the `gate` group: rubric | utility | both
     eval: EvalConfig = field(default_factory=EvalConfig)
+    stream: StreamConfig = field(default_factory=StreamConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     k: int = setting(3, ge=0)  # memories retrieved per test query
     # Memories per stream query. None: k. A sweep over k fixes it, so all its cells grow the same
@@ -298,4 +320,4 @@ class Config:
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 
-__all__ = ["AGE_UNITS", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "StmLtmConfig", "TrainConfig"]
+__all__ = ["AGE_UNITS", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "STREAM_ANSWERS", "StmLtmConfig", "StreamConfig", "TrainConfig"]

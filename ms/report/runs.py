@@ -78,8 +78,13 @@ class Run:
 
     @property
     def gate(self) -> str:
-        """What admitted the stream's pairs; runs record it only where it is not the rubric."""
-        return str(self.fields.get("gate") or "rubric")
+        """What admitted the stream's pairs; runs record it only where it is not the rubric. A random
+        control is named by what it matched (or its rate), a reference-written stream by its answers."""
+        gate = str(self.fields.get("gate") or "rubric")
+        if gate == "random":
+            matched = self.fields.get("matched_gate")
+            gate = f"random~{matched}" if matched else f"random@{self.fields.get('rate')}"
+        return gate + ("+reference" if self.fields.get("stream_answers") == "reference" else "")
 
     @property
     def grader(self) -> str:

@@ -1,0 +1,103 @@
+"""What makes a run folder's numbers the answer to a command: its cell identity.
+
+A sweep resumes by skipping folders that hold a finished run. That is safe only if the finished run
+is the one requested, so a finished run records its identity in metrics.json (`cell`): every setting
+that can change a number, and a fingerprint of the examples it read (seed, stream and test, each
+question and reference), which catches other data behind the same `data.dir` or the same data
+behind another path. A request whose identity differs from a finished run's in the same folder is
+refused, naming the keys that differ: it is never skipped, and never run over the old results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from ms.errors import UserError
+
+# Settings that cannot change a number: where things are kept, how they are shown, and the data
+# folder's path (its content is compared instead, by fingerprint).
+NOT_IDENTITY = ("hydra", "cache_dir", "use_cache", "pool.dsn", "data.dir", "data.created_by", "retriever.save",
+                "retriever.composite.debug", "eval.device")
+DATA_KEY = "data (the examples read)"
+
+
+def flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """{'a.b.c': leaf} of a nested dict; lists stay leaves."""
+    if not isinstance(tree, Mapping):
+        return {prefix: tree}
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        out.update(flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def identity(cfg: DictConfig | Mapping, *, data_dir: bool = False) -> dict[str, Any]:
+    """The settings of a run that can change its numbers, flattened to dotted keys; `data_dir` keeps
+    the data folder's path, the only clue to its data where a run recorded no fingerprint."""
+    node = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+    try:
+        tree = OmegaConf.to_container(node, resolve=True)
+    except Exception:  # a saved config whose interpolations no longer resolve here: compared as written
+        tree = OmegaConf.to_container(node, resolve=False)
+    skipped = [s for s in NOT_IDENTITY if not (data_dir and s == "data.dir")]
+    return {k: v for k, v in flat(tree).items()
+            if not any(k == skip or k.startswith(skip + ".") for skip in skipped)}
+
+
+def data_fingerprint(splits: Mapping[str, Any]) -> str:
+    """SHA-256 of every example a run reads, by agent and part, in the order the run reads them."""
+    digest = hashlib.sha256()
+    for agent, split in splits.items():
+        for part in ("seed", "stream", "test"):
+            for e in getattr(split, part):
+                digest.update(json.dumps([agent, part, e.id, e.question, e.answer], ensure_ascii=False).encode())
+    return digest.hexdigest()
+
+
+def record(cfg: DictConfig, fingerprint: str) -> dict:
+    """metrics.json's `cell`: what a later request must match for this run to answer it."""
+    return {"data_sha256": fingerprint, "config": identity(cfg)}
+
+
+def stored(folder: Path, metrics: Mapping) -> tuple[Optional[dict], Optional[str], bool]:
+    """(settings, data fingerprint, whether the record is the run's own) a finished run was made with:
+    from its metrics.json, or, for runs that predate the record, from the config Hydra saved beside it
+    (then without a fingerprint)."""
+    cell = metrics.get("cell")
+    if isinstance(cell, Mapping):
+        return dict(cell.get("config") or {}), cell.get("data_sha256"), True
+    saved = folder / ".hydra" / "config.yaml"
+    try:
+        return identity(yaml.safe_load(saved.read_text(encoding="utf-8")) or {}, data_dir=True), None, False
+    except (OSError, yaml.YAMLError):
+        return None, None, False
+
+
+def differences(wanted: Mapping[str, Any], found: Mapping[str, Any], *, every_key: bool) -> list[str]:
+    """Dotted keys whose values differ. `every_key` False compares only the keys both hold: a run that
+    predates the cell record may lack settings added since, whose value it ran with is not known."""
+    shared = wanted.keys() & found.keys()
+    unshared = (wanted.keys() ^ found.keys()) if every_key else set()
+    return sorted(k for k in shared if wanted[k] != found[k]) + sorted(unshared)
+
+
+def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint: Optional[str]) -> None:
+    """Raise UserError (one line, naming the differing keys and the folder) unless the finished run in
+    `folder` was made with `cfg`'s settings on the same examples."""
+    settings, data, own = stored(folder, metrics)
+    if settings is None:
+        raise UserError(f"{folder} holds a finished run whose settings cannot be read (no cell record in "
+                        f"metrics.json, no .hydra/config.yaml); move it away or name another output folder")
+    keys = differences(identity(cfg, data_dir=not own), settings, every_key=own)
+    if fingerprint is not None and data is not None and data != fingerprint:
+        keys.insert(0, DATA_KEY)
+    if keys:
+        shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+        raise UserError(f"{folder} holds a finished run of other settings ({shown}); it is left as it is: "
+                        f"name another output folder (hydra.run.dir= or hydra.sweep.dir=), or move that one away")

@@ -1,0 +1,131 @@
+"""A resumed cell must be the same cell (ms.cell): a folder holding a finished run answers a request
+only if the run was made with the same settings on the same examples; otherwise the request is
+refused in one line before anything in the folder changes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from ms.cell import check_same_cell, data_fingerprint, differences, identity, record
+from ms.errors import UserError
+
+from conftest import REPO, compose_config
+
+TINY = ["data.agents=[limerick,riddle]", "data.max_seed=2", "data.max_stream=2", "data.max_test=1",
+        "fills=[100]", "micro_batch=4", "train.candidates=2", "train.labelled=2",
+        "backbone.generation.max_new_tokens=8", "eval.metrics=[ref_logprob]", "scorer.threshold=0"]
+
+
+def splits_of(cfg):
+    from ms.agents import agents_from
+    from ms.data import load_splits
+
+    return load_splits(cfg.data, agents_from(cfg.agents))
+
+
+def change_every_answer(path):
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**r, "answer": r["answer"] + " (changed)"}) + "\n" for r in rows))
+
+
+def test_identity_leaves_out_what_cannot_change_a_number_and_keeps_what_can():
+    base = identity(compose_config(["cache_dir=/tmp/a", "data.dir=data"]))
+    moved = identity(compose_config(["cache_dir=/tmp/b", "retriever.save=false", "data.dir=elsewhere"]))
+    assert differences(base, moved, every_key=True) == []
+    other = identity(compose_config(["seed=1", "gate=utility", "data.agents=[riddle]"]))
+    assert {"seed", "gate.name", "data.agents"} <= set(differences(base, other, every_key=True))
+
+
+def test_the_data_fingerprint_follows_the_examples_not_the_path(tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(REPO / "data", copy)
+    here = data_fingerprint(splits_of(compose_config(TINY)))
+    assert data_fingerprint(splits_of(compose_config(TINY + [f"data.dir={copy}"]))) == here
+    change_every_answer(copy / "riddle.jsonl")
+    assert data_fingerprint(splits_of(compose_config(TINY + [f"data.dir={copy}"]))) != here
+
+
+def test_a_finished_run_recorded_before_the_cell_record_is_compared_by_its_saved_config(tmp_path):
+    old = compose_config(TINY)
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(identity_tree(old)))
+    check_same_cell(tmp_path, {"complete": True}, old, "any")  # same settings: no fingerprint to compare
+    with pytest.raises(UserError, match=r"other settings \(data.dir\)"):
+        check_same_cell(tmp_path, {"complete": True}, compose_config(TINY + ["data.dir=.cache/paper_data_clean"]),
+                        "any")
+
+
+def identity_tree(cfg):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def test_a_recorded_cell_refuses_other_data_behind_the_same_settings(tmp_path):
+    cfg = compose_config(TINY)
+    metrics = {"complete": True, "cell": record(cfg, "aaa")}
+    check_same_cell(tmp_path, metrics, cfg, "aaa")
+    with pytest.raises(UserError, match=r"other settings \(data \(the examples read\)\)"):
+        check_same_cell(tmp_path, metrics, cfg, "bbb")
+    with pytest.raises(UserError, match=r"data.agents"):
+        check_same_cell(tmp_path, metrics, compose_config(TINY[1:] + ["data.agents=[riddle,pun]"]), "aaa")
+
+
+def folder_state(folder):
+    """Every file's bytes; a pool by its rows (SQLite may fold its write-ahead log into the file at any time)."""
+    from ms.pool import Pool
+
+    files = {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*"))
+             if p.is_file() and not p.name.startswith("pool.sqlite")}
+    pools = {}
+    for path in sorted(folder.rglob("pool.sqlite")):
+        with Pool(path) as pool:
+            pools[path.relative_to(folder)] = [(m.id, m.answer) for s in pool.scopes() for m in pool.memories(s)]
+    return files, pools
+
+
+@pytest.mark.slow
+def test_a_sweep_and_a_run_refuse_a_finished_folder_of_other_data_and_change_nothing(tmp_path, ms_run):
+    """The issue's reproduction: a sweep finished on one data set, then the same command on another
+    data folder's content, and on other agents; and the same for a single run's folder."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    shutil.copytree(REPO / "data", data)
+    sweep = tmp_path / "sweep"
+    common = [*TINY, f"data.dir={data}", f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={sweep}"]
+
+    def sweep_run(*extra):
+        return subprocess.run([sys.executable, "-m", "ms", "-m", *common, *extra], cwd=REPO, capture_output=True,
+                              text=True, timeout=900, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+
+    first = sweep_run("k=1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    [cell] = [p for p in sweep.iterdir() if p.is_dir()]
+    assert "data.dir=data-" in cell.name  # the data folder is named in the cell's folder
+    metrics = json.loads((cell / "metrics.json").read_text())
+    assert metrics["cell"]["data_sha256"] == data_fingerprint(splits_of(compose_config(TINY + [f"data.dir={data}"])))
+
+    again = sweep_run("k=1")  # the same cell: skipped
+    assert again.returncode == 0 and "already holds a complete run of these settings and data" in again.stdout
+    before = folder_state(sweep)
+
+    change_every_answer(data / "riddle.jsonl")
+    refused = sweep_run("k=1")
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr[-3000:]
+    assert str(cell) in lines[0] and "data (the examples read)" in lines[0]
+    assert folder_state(sweep) == before
+
+    single = tmp_path / "run"
+    code, _ = ms_run(*TINY, f"data.dir={data}", "k=1")  # the fixture's hydra.run.dir is tmp_path/run
+    assert code == 0
+    before = folder_state(single)
+    code, err = ms_run(*TINY[1:], "data.agents=[riddle,pun]", f"data.dir={data}", "k=1")
+    assert code == 2 and len(err) == 1 and "data.agents" in err[0] and str(single) in err[0]
+    assert folder_state(single) == before
