@@ -54,9 +54,10 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
              retriever: str = "dense", learned: bool = True, base: float = 0.3, complete: bool = True,
              with_metrics: bool = True, memory: Optional[str] = None, agents: Optional[list[str]] = None,
              seed: Optional[int] = 0, questions: int = 3, predict: Optional[Predict] = None,
-             with_predictions: bool = True, gate: Optional[str] = None, grader: Optional[str] = None) -> Path:
+             with_predictions: bool = True, gate: Optional[str] = None, grader: Optional[str] = None,
+             fields: Optional[dict] = None) -> Path:
     """memory=None writes no memory fields, seed=None no seed, gate=None no gate (the rubric), and
-    grader=None no grader (the run's own backbone graded), as older runs did."""
+    grader=None no grader (the run's own backbone graded), as older runs did; `fields` adds run fields."""
     run = sweep / folder
     (run / ".hydra").mkdir(parents=True)
     overrides = [f"backbone={backbone}", f"k={k}", f"pool={pool}", f"retriever={retriever}"]
@@ -103,6 +104,7 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
         metrics["run"]["gate"] = gate
     if grader is not None:
         metrics["run"] |= {"grader": grader, "threshold": 23}
+    metrics["run"] |= fields or {}
     if memory is not None:
         metrics["run"]["memory"] = memory
         metrics["memory"] = {"policy": memory, "consolidation": {"summaries": 2, "summarized": 6, "moved": 3,

@@ -169,3 +169,27 @@ def test_each_gates_change_since_its_first_fill_is_paired_per_question(tmp_path)
     assert change[20].mean == 0 and change[60].mean == pytest.approx(0, abs=1e-12)
     assert change[100].mean == pytest.approx(0.2) and change[100].lo < 0.2 < change[100].hi and change[100].n == 180
     assert change_since_first_fill(gates["rubric"], "P")[100].mean == pytest.approx(0, abs=1e-12)
+
+
+def test_the_controls_pair_with_what_they_control_for(tmp_path):
+    """Claim (f): a reference-written stream against the model-written run under the same gate; claim (g):
+    a gate against the random gate matched to it. Neither is claim (e), which is the utility gates'."""
+    k0, k3 = paired_predictors(0.2)
+    grown = lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill)  # noqa: E731
+    make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=grown)
+    make_run(tmp_path, "gate=random", backbone="smollm2", questions=20, gate="random", predict=k0,
+             fields={"match": "runs/gate=rubric", "matched_gate": "rubric"})
+    make_run(tmp_path, "gate=all", backbone="smollm2", questions=20, gate="all", predict=k0)
+    make_run(tmp_path, "gate=all,reference", backbone="smollm2", questions=20, gate="all", predict=grown,
+             fields={"stream_answers": "reference"})
+    write_report([tmp_path], tmp_path / "report")
+    rows = read_csv(tmp_path / "report" / "claims.csv")
+    assert not [r for r in rows if r["claim"] == "e"]
+    [g] = [r for r in rows if r["claim"] == "g" and r["metric"] == "P"]
+    assert (g["comparison"], g["runs_a"], g["runs_b"]) == ("gate=rubric vs random matched to it", "gate=rubric",
+                                                           "gate=random")
+    assert g["verdict"] == "supported" and float(g["estimate"]) == pytest.approx(0.2)
+    [f] = [r for r in rows if r["claim"] == "f" and r["metric"] == "P"]
+    assert (f["runs_a"], f["runs_b"]) == ("gate=all,reference", "gate=all") and f["verdict"] == "supported"
+    growth = {r["runs_a"] for r in rows if r["claim"] == "c" and r["metric"] == "P"}
+    assert growth == {"gate=rubric", "gate=random", "gate=all", "gate=all,reference"}

@@ -48,7 +48,21 @@ CLAIMS = {c.id: c for c in [
           "each run under gate=utility or gate=both against the rubric-gated run of the same backbone, k, pool, "
           "retriever and memory policy, each at its last fill (not a claim of the paper: ms's utility gate).",
           "a gate=utility or gate=both run and a rubric-gated run that share backbone, k, pool, retriever and memory"),
+    Claim("f", "a pool grown with the stream's reference answers beats one grown with the model's answers",
+          "the run whose stream wrote the references (stream.answers=reference) against the run under the same "
+          "gate that wrote the model's answers, same backbone, k, pool, retriever and memory, each at its last "
+          "fill (a control, not a claim of the paper). ref_logprob rewards the data's own writing style, so "
+          "this comparison favours the reference-grown pool by construction.",
+          "a stream.answers=reference run and a model-written run under the same gate and setting"),
+    Claim("g", "a gate admits a better pool than a random gate admitting as many",
+          "each gate's run against the gate=random run matched to it (gate.match: the same number admitted per "
+          "agent and micro-batch, the pairs drawn at random), same backbone, k, pool, retriever and memory, each "
+          "at its last fill: whether the gate admits better, not just less (a control, not a claim of the paper).",
+          "a gated run and a gate=random run matched to it (gate.match) that share the setting"),
 ]}
+# gate labels of the controls (ms.report.runs.Run.gate): a reference-written stream, a matched random gate
+REFERENCE_SUFFIX, MATCHED_PREFIX = "+reference", "random~"
+UTILITY_GATES = ("utility", "both")
 BASELINES = ("dense-frozen", "bm25", "random")  # claim (d)'s opponents, in its order
 METRIC_WORDS = {"P": "BERTScore precision", "R": "BERTScore recall", "F1": "BERTScore F1",
                 "ref_logprob": "the reference answer's mean log-prob per token given the agent's prompt, in nats"}
@@ -120,9 +134,17 @@ def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> li
                 if (other := index.get(s._replace(retriever=baseline))) is not None:
                     out.append(Comparison(CLAIMS["d"], f"dense-learned vs {baseline}", s.text(retriever=None), c,
                                           other, c.last_fill, other.last_fill))
-        if s.gate != "rubric" and (other := index.get(s._replace(gate="rubric"))) is not None:
+        if s.gate in UTILITY_GATES and (other := index.get(s._replace(gate="rubric"))) is not None:
             out.append(Comparison(CLAIMS["e"], f"gate={s.gate} vs rubric", s.text(gate=None), c, other,
                                   c.last_fill, other.last_fill))
+        model_written = s.gate.removesuffix(REFERENCE_SUFFIX)
+        if model_written != s.gate and (other := index.get(s._replace(gate=model_written))) is not None:
+            out.append(Comparison(CLAIMS["f"], "reference-grown vs model-grown", s.text(), c, other,
+                                  c.last_fill, other.last_fill))
+        matched = s.gate.removeprefix(MATCHED_PREFIX)
+        if matched != s.gate and (other := index.get(s._replace(gate=matched))) is not None:
+            out.append(Comparison(CLAIMS["g"], f"gate={matched} vs random matched to it", s.text(gate=None), other, c,
+                                  other.last_fill, c.last_fill))
     for (backbone, k, pool), chosen_c in sorted(chosen.items()):
         if (k, pool) == (FIGURE4_K, FIGURE4_POOL):  # its growth curve, and the same setting's under each other gate
             out += [_growth(c) for c in gate_variants(conds, chosen_c).values()]
