@@ -200,6 +200,11 @@ def cross_grade_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def gate_quality_cmd(args: argparse.Namespace) -> None:
+    from ms.report.quality import gate_quality  # lazily: ms.report loads matplotlib
+    gate_quality(args.runs)
+
+
 def _gates(text: str) -> list[str]:
     """--gate: one gate or several, comma-separated; `both` is derived from the other two's measurements."""
     from ms.config import GATES
@@ -326,6 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
     cross.add_argument("--graders", default="smollm2,gemma3", help="conf/grader names, comma-separated")
     cross.add_argument("--out", default="cross_grade", help="folder for cross_grade.{md,csv}")
     cross.set_defaults(handler=cross_grade_cmd)
+
+    quality = commands.add_parser("gate-quality", help="BERTScore of each answer a run's gate judged against its "
+                                                       "stream question's reference: <run>/quality.jsonl")
+    quality.add_argument("runs", nargs="+", metavar="RUN_DIR", help="finished run folders (decisions.jsonl, .hydra/)")
+    quality.set_defaults(handler=gate_quality_cmd)
 
     stats_pool = commands.add_parser("pool-stats", help="memories in a pool file per run, scope and agent, "
                                                         "split by origin (seed, stream, summary)")

@@ -8,13 +8,15 @@ decisions.jsonl how its pool grew, its pool file (or memories.csv) who wrote eac
 (default: outputs/report/<SWEEP_DIR path>, never into the runs' own folders): table1/table2 as
 .md/.csv/.tex, claims.md/.csv, runs.md, figure4_<backbone>.png/.pdf, pool_growth_<run>.png,
 ablation.md/.csv (when the runs hold more than one retriever/memory combination), sharing/ (who
-retrieved whose memories, per run) and summary.md.
+retrieved whose memories, per run), stream_share.md/.csv (the share of each top k the stream wrote, per
+fill), quality.md/.csv (where runs hold the quality.jsonl `ms-data gate-quality` writes) and summary.md.
 
 Modules: runs (run folders), conditions (seed replicates, which run speaks for a cell), paper (the
 published numbers), tables and render (Tables 1-2 and their formats), ablation, claims, figures,
 pages (runs.md, summary.md), writers, pool_server, baseline and sharing (who helped whom; writers
 reads a pool file, memories.csv or, through pool_server, a PostgreSQL pool; baseline pairs each run
-with a k = 0 run; export writes memories.csv) and cli (write_report, main).
+with a k = 0 run; export writes memories.csv), quality (gated answers against the references) and cli
+(write_report, main).
 """
 
 from ms.report.cli import main, write_report

@@ -17,10 +17,11 @@ from ms.report.figures import change_by_gate, figure4, pool_growth
 from ms.report.gates import by_gate, change_since_first_fill
 from ms.report.paper import PaperTables, load_paper_tables
 from ms.report.pages import runs_markdown, summary_markdown
+from ms.report.quality import write_quality
 from ms.report.records import record_warnings, records_markdown
 from ms.report.render import to_csv, to_latex, to_markdown
 from ms.report.runs import Run, find_runs, metric_label, read_jsonl, slug
-from ms.report.sharing import write_sharing
+from ms.report.sharing import write_sharing, write_stream_share
 from ms.report.tables import table1, table2
 from ms.report.usage import write_usage
 from ms.config.files import DECISIONS_FILE
@@ -144,10 +145,13 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
 
     (out / "runs.md").write_text(runs_markdown(runs, why_not, paper, metric, skipped), encoding="utf-8")
     sharing = write_sharing(runs, out, metric, sharing_fill)
+    stream_shares = write_stream_share(runs, out)
+    quality = write_quality(runs, out)
     usage = write_usage(runs, out)
     summary = out / "summary.md"
     summary.write_text(summary_markdown(list(roots), metric, runs, skipped, tables, figure4s, growth, why_not, paper,
-                                        claims, ablation) + (f"\n{sharing}\n" if sharing else "")
+                                        claims, ablation, stream_shares) + (f"\n{sharing}\n" if sharing else "")
+                       + (f"\n{quality}" if quality else "")
                        + f"\n## LLM usage and cost\n\n{usage}\n\n{records_markdown(warnings, runs)}",
                        encoding="utf-8")
     return summary

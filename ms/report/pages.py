@@ -46,10 +46,11 @@ def runs_markdown(runs: Sequence[Run], why_not: dict[str, str], paper: PaperTabl
 def summary_markdown(roots: Sequence[Path], metric: str, runs: Sequence[Run], skipped: Sequence[Skipped],
                      tables: dict[str, Table], figure4s: dict[str, str], growth: dict[str, str],
                      why_not: dict[str, str], paper: PaperTables, claims: str,
-                     ablation: Optional[str] = None) -> str:
+                     ablation: Optional[str] = None, stream_shares: Optional[dict[str, str]] = None) -> str:
     """The report's front page: what was found, what was left out, and every table, claim and figure.
     `claims` is the claims table (claims_grid and the untested claims); `ablation` is
-    ablation_markdown(..., level=2) where ablation.md was written, else None."""
+    ablation_markdown(..., level=2) where ablation.md was written, else None; `stream_shares`: run name ->
+    the line shown under its pool-growth curve (write_stream_share)."""
     out = ["# ms report\n",
            f"Sweep dirs: {', '.join(f'`{r}`' for r in roots)}. Metric: {metric_label(metric)} "
            f"(the paper's code reported BERTScore {paper.metric_key}). Published numbers: {paper.source}. "
@@ -79,7 +80,9 @@ def summary_markdown(roots: Sequence[Path], metric: str, runs: Sequence[Run], sk
     if not figure4s:
         out.append("No dense run at k = 3 with a Domain-pool.\n")
     out.append("\n## Pool growth along the stream\n")
-    out += [f"### {name}\n\n![pool growth, {name}]({png})\n" for name, png in growth.items()]
+    shares = stream_shares or {}
+    out += [f"### {name}\n\n![pool growth, {name}]({png})\n" + (f"\n{shares[name]}\n" if name in shares else "")
+            for name, png in growth.items()]
     if not growth:
         out.append("No run has a decisions.jsonl.\n")
     return "\n".join(out) + "\n"

@@ -16,9 +16,10 @@ from typing import Optional
 
 import yaml
 
-from ms.config.files import POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
+from ms.config.files import DECISIONS_FILE, POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
 from ms.errors import UserError
 from ms.report.pool_server import server_rows
+from ms.report.runs import read_jsonl
 
 WRITER_COLUMNS = ("id", "agent", "domain", "origin", "backbone")
 # Which run admitted each memory: its id, and its folder's name. Optional on reading, as tables
@@ -134,6 +135,21 @@ def read_writers(run_dir: Path, run_backbone: str = "") -> Optional[dict[int, Wr
     return {int(r["id"]): Writer(r["agent"], r["domain"], r["origin"], _backbone(r, backbones),
                                  r.get("run_id") or None, Path(r["run"]).name if r.get("run") else None)
             for r in rows}
+
+
+def stream_written(run_dir: Path, run_backbone: str = "") -> Optional[tuple[set[int], str]]:
+    """The ids of the memories the stream wrote, i.e. every memory but the data's own pairs (UNWRITTEN), and
+    where that was read: the writers, else decisions.jsonl's memory_id of each admitted pair (runs that kept
+    neither a pool file nor memories.csv; there every other id is a seed). None where there is neither."""
+    writers = read_writers(run_dir, run_backbone)
+    if writers is not None:
+        source = writers_source(run_dir)
+        return ({i for i, w in writers.items() if w.origin not in UNWRITTEN},
+                source.name if source else "the PostgreSQL pool")
+    path = run_dir / DECISIONS_FILE
+    if not path.is_file():
+        return None
+    return {int(d["memory_id"]) for d in read_jsonl(path) if d.get("memory_id") is not None}, DECISIONS_FILE
 
 
 def export_writers(run_dir: Path, out: Path) -> int:
