@@ -8,19 +8,23 @@ traceback. A bug exits with status 1 and its traceback, as Hydra reports it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Optional
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from ms.config.files import DECISIONS_FILE
 from ms.config.schema import POOL_DSN_ENV
 from ms.config.store import CONF_DIR, register
 from ms.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
 
 PROG = "ms-run"
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 MULTIRUN = ("-m", "--multirun")
 # Flags with which Hydra prints its own help or information, or composes from another primary
 # config: ms-run leaves these commands to Hydra unchecked.
@@ -68,6 +72,7 @@ def hydra_main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     out = Path(HydraConfig.get().runtime.output_dir)
+    earlier = decisions_state(out)  # an earlier attempt's decisions.jsonl, which says nothing of this one
     log.info("output folder: %s", out)  # first, before the seconds that importing torch takes
     try:
         from tqdm.contrib.logging import logging_redirect_tqdm
@@ -84,6 +89,49 @@ def hydra_main(cfg: DictConfig) -> None:
     except UserError as error:
         print_user_error(PROG, error)
         sys.exit(USER_ERROR_EXIT)
+    except KeyboardInterrupt:
+        # Nothing is left half-written that a re-run would trust: metrics.json, which marks a run
+        # finished, is written last and atomically, and a re-run in this folder clears what an
+        # unfinished attempt left (ms.run_folder.clear_partial) and starts it over.
+        print(f"{PROG}: interrupted{after_step(out, earlier)}; {resume_hint(HydraConfig.get(), out)}",
+              file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT)
+
+
+def decisions_state(out: Path) -> Optional[tuple]:
+    """What identifies the run's decisions.jsonl as it is now (None: there is none)."""
+    try:
+        found = (out / DECISIONS_FILE).stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_size, found.st_mtime_ns
+
+
+def after_step(out: Path, earlier: Optional[tuple]) -> str:
+    """" after stream step N": the last step this attempt wrote to the run's decisions.jsonl (the
+    loop's own counter lives in the run, out of reach here); "" where it wrote none, the file being
+    missing or as an earlier attempt left it (`earlier`, decisions_state when the job began)."""
+    path = out / DECISIONS_FILE
+    if decisions_state(out) in (None, earlier):
+        return ""
+    steps = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            steps.append(int(json.loads(line)["step"]))
+        except (ValueError, KeyError, TypeError):  # a line the interrupt cut short
+            continue
+    return f" after stream step {max(steps)}" if steps else ""
+
+
+def resume_hint(hydra_config, out: Path) -> str:
+    """How to resume: the same command, in the same folder, which a folder named by the clock is not."""
+    from hydra.types import RunMode
+
+    multirun = hydra_config.mode == RunMode.MULTIRUN
+    named = OmegaConf.to_container(hydra_config.sweep if multirun else hydra_config.run, resolve=False)["dir"]
+    where = "" if "${now:" not in str(named) else (
+        f" with hydra.sweep.dir={hydra_config.sweep.dir}" if multirun else f" with hydra.run.dir={out}")
+    return f"re-run the same command{where} to resume (the unfinished run starts over in its folder)"
 
 
 def take_pool_dsn(argv: list[str]) -> list[str]:
@@ -157,7 +205,16 @@ def check_folder(cfg: DictConfig, multirun: bool, fingerprints: dict[str, str]) 
 
 
 def main() -> None:
-    """`ms-run`: Hydra's command line, plus --debug, and plan mode (+plan=true, see ms.plancli)."""
+    """`ms-run`: Hydra's command line, plus --debug, and plan mode (+plan=true, see ms.plancli).
+    Ctrl-C exits with status 130 and one line, no traceback."""
+    try:
+        _main()
+    except KeyboardInterrupt:  # outside a job, which says where it stopped: composing, planning, between runs
+        print(f"{PROG}: interrupted; re-run the same command to resume", file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT)
+
+
+def _main() -> None:
     register()
     sys.argv = take_pool_dsn(take_debug_flag(sys.argv))
     multirun = any(arg in MULTIRUN for arg in sys.argv[1:])

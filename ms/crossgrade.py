@@ -145,6 +145,14 @@ def write_scores(path: Path, pairs: Sequence[Pair], scores: dict[str, list[Optio
                             p.question, p.answer])
 
 
+def graded_pairs(runs: Sequence[Path]) -> list[Pair]:
+    """Every stream pair the runs graded, in run order."""
+    for run in runs:
+        if not (run / DECISIONS_FILE).is_file():
+            raise UserError(f"{run / DECISIONS_FILE}: not found; give run folders whose stream was graded")
+    return [p for run in runs for p in read_pairs(run)]
+
+
 def cross_grade(runs: Sequence[Path], configs: dict, out: Path) -> str:
     """Every grader (name -> its composed config, `grader=NAME`) on every run's stream pairs;
     cross_grade.{md,csv} in `out`. Returns the markdown."""
@@ -154,10 +162,7 @@ def cross_grade(runs: Sequence[Path], configs: dict, out: Path) -> str:
     from ms.llm import build_lm
     from ms.scorer import Scorer, load_rubrics
 
-    for run in runs:
-        if not (run / DECISIONS_FILE).is_file():
-            raise UserError(f"{run / DECISIONS_FILE}: not found; give run folders whose stream was graded")
-    pairs = [p for run in runs for p in read_pairs(run)]
+    pairs = graded_pairs(runs)
     rubrics = load_rubrics({p.rubric for p in pairs})
     scores, thresholds, seconds = {}, {}, {}
     for name, cfg in configs.items():

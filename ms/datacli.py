@@ -104,11 +104,14 @@ def invert_cmd(args: argparse.Namespace) -> int:
     from ms.agents import agents_from
     from ms.invert import invert, read_answers
     from ms.llm import build_lm
+    from ms.plan_data import invert_plan
     from ms.usage import format_usage, save_usage
 
-    cfg = _compose([f"backbone={args.backbone}", *args.overrides])
+    cfg = _compose([f"backbone={args.backbone}", *args.overrides], plan=args.plan)
     agents = agents_from(cfg.agents)
     rows = read_answers(args.answers, args.agent, agents)[: args.limit]
+    if args.plan:
+        return invert_plan(cfg, rows, agents, args.out)
     lm = build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)
     made, empty = invert(lm, rows, agents)
     with open(args.out, "w", encoding="utf-8") as f:
@@ -126,27 +129,22 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from ms.agents import agents_from
-    from ms.backbones import build_backbones, can, resolve
+    from ms.backbones import build_backbones, resolve
     from ms.config.files import USAGE_FILE
-    from ms.data import load_splits
-    from ms.gatecheck import (MISSING_SCORE, corrupted_copies, format_results, gate_scores, grade, summarize,
-                              threshold_report, write_results)
+    from ms.gatecheck import (MISSING_SCORE, format_results, gate_scores, grade, summarize, threshold_report,
+                              what_to_check, write_results)
     from ms.gatecheck_utility import utility_of_jobs
+    from ms.plan_data import gate_check_plan
     from ms.schedule import stream_k
     from ms.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
     from ms.usage import format_usage, save_usage
 
-    cfg = _compose(args.overrides)
-    agents = agents_from(cfg.agents)
-    splits = load_splits(cfg.data, agents)
-    jobs = corrupted_copies({agent: parts.seed[:args.per_agent] for agent, parts in splits.items()})
-    rubric, utility = bool({"rubric", "both"} & set(args.gate)), bool({"utility", "both"} & set(args.gate))
-    backbone_of = {agent: resolve(cfg, agents[agent].backbone) for agent in splits}
-    for agent, name in backbone_of.items():
-        if utility and not can(cfg, name, "scores_text"):
-            raise UserError(f"--gate {','.join(args.gate)}: backbone '{name}' of agent {agent} cannot score given "
-                            f"text; use an hf backbone, or backbone.prompt_logprobs=echo")
+    cfg = _compose(args.overrides, plan=args.plan)
+    checked = what_to_check(cfg, args.per_agent, args.gate)
+    agents, splits, jobs, rubric, utility, backbone_of = checked
+    out = Path(args.out or time.strftime("outputs/gate_check/%Y-%m-%d_%H-%M-%S"))  # beside ms-run's folders
+    if args.plan:
+        return gate_check_plan(cfg, checked, out)
     backbones = build_backbones(cfg, [*(backbone_of.values() if utility else []), cfg.scorer.backbone])
     seconds, decisions, utilities, scorer = {}, None, None, None
     if rubric:
@@ -164,7 +162,6 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     scores = gate_scores(args.gate, decisions, utilities)
     results = {gate: summarize([(j.agent, j.kind, s) for j, s in zip(jobs, scores[gate])],
                                MISSING_SCORE.get(gate, 0.0)) for gate in args.gate}
-    out = Path(args.out)
     write_results(out, jobs, decisions, utilities, results)
     header = (f"Gate check: gates {', '.join(args.gate)}; backbone {cfg.backbone.name}; up to {args.per_agent} seed "
               f"pairs per agent from {cfg.data.dir}, each against corrupted copies (swapped, other_question, "
@@ -182,20 +179,24 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     (out / "gate_check.md").write_text("```\n" + text + "\n```\n", encoding="utf-8")
     print(text)
     print(format_usage(save_usage(list(backbones.values()), out / USAGE_FILE)))
+    print(f"gate check written to {out}")
     return 0
 
 
 def cross_grade_cmd(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ms.crossgrade import cross_grade
+    from ms.crossgrade import cross_grade, graded_pairs
+    from ms.plan_data import cross_grade_plan
 
     # Run folders' names hold "=" too (backbone=smollm2,k=3): a folder that exists is a run.
     runs = [Path(a) for a in args.items if Path(a).is_dir()]
     overrides = [a for a in args.items if not Path(a).is_dir()]
     if not runs:
         raise UserError("cross-grade: name at least one run folder (with decisions.jsonl)")
-    configs = {name: _compose([*overrides, f"grader={name}"]) for name in args.graders.split(",")}
+    configs = {name: _compose([*overrides, f"grader={name}"], plan=args.plan) for name in args.graders.split(",")}
+    if args.plan:
+        return cross_grade_plan(graded_pairs(runs), configs, Path(args.out))
     print(cross_grade(runs, configs, Path(args.out)))
     return 0
 
@@ -245,8 +246,9 @@ def pool_stats_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compose(overrides, check: bool = True):
-    """The config ms-run would compose from these overrides, checked as ms-run checks it (`check`)."""
+def _compose(overrides, check: bool = True, plan: bool = False):
+    """The config ms-run would compose from these overrides, checked as ms-run checks it (`check`),
+    or as its plan mode does (`plan`: no API key or pool DSN needed)."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
@@ -260,7 +262,7 @@ def _compose(overrides, check: bool = True):
         except HydraException as err:  # a misspelt key or option
             raise UserError(one_line(f"{err} {err.__cause__ or ''}", 500)) from err
     if check:
-        validate(cfg)
+        validate(cfg, plan=plan)
     return cfg
 
 
@@ -319,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--gate", type=_gates, default=["rubric"], metavar="GATES",
                       help="rubric (default), utility, both, or several comma-separated (rubric,utility,both): "
                            "each gate's AUC from one measurement of the pairs")
-    gate.add_argument("--out", default="gate_check", help="folder for gate_check.{md,csv} and the decisions")
+    gate.add_argument("--out", help="folder for gate_check.{md,csv} and the decisions "
+                                    "(default: outputs/gate_check/DATE_TIME)")
     gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
     gate.set_defaults(handler=gate_check_cmd)
 
@@ -349,10 +352,16 @@ def main(argv: list[str] | None = None) -> int:
     --debug (or HYDRA_FULL_ERROR=1) shows their traceback."""
     from ms.config.store import register
     from ms.errors import report_user_errors, take_debug_flag
+    from ms.plan_data import take_plan
 
     register()  # the schema the configs it composes (gate-check, invert) are typed by
     args = build_parser().parse_args(take_debug_flag(list(sys.argv[1:] if argv is None else argv)))
-    return report_user_errors("ms-data", lambda: args.handler(args) or 0)
+
+    def call() -> int:
+        args.plan = take_plan(args)  # +plan=true: what the command would ask of its LLMs, and nothing more
+        return args.handler(args) or 0
+
+    return report_user_errors("ms-data", call)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats
 
 from ms.data import Example
+from ms.errors import UserError
 from ms.scorer import Decision, Scorer
 from ms.stats import CONFIDENCE, RESAMPLES, SEED
 from ms.utility import Utility
@@ -71,6 +72,35 @@ def corrupted_copies(seeds: dict[str, list[Example]]) -> list[Job]:
             out.append(Job(agent, "truncated", example, truncated(example.answer)))
             out.append(Job(agent, "empty", example, EMPTY_ANSWER))
     return out
+
+
+class Checked(NamedTuple):
+    """What `ms-data gate-check` judges and on which backbones, from the config alone (its plan too)."""
+
+    agents: dict  # name -> ms.agents.Agent
+    splits: dict  # agent -> its data splits
+    jobs: list[Job]
+    rubric: bool  # whether the rubric grades the jobs (--gate rubric or both)
+    utility: bool  # whether the utility gate measures them (--gate utility or both)
+    backbone_of: dict[str, str]  # agent -> the backbone it answers (and its utility is scored) on
+
+
+def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
+    """Up to `per_agent` seed pairs per agent and their corrupted copies, and which gates measure them."""
+    from ms.agents import agents_from
+    from ms.backbones import can, resolve
+    from ms.data import load_splits
+
+    agents = agents_from(cfg.agents)
+    splits = load_splits(cfg.data, agents)
+    jobs = corrupted_copies({agent: parts.seed[:per_agent] for agent, parts in splits.items()})
+    rubric, utility = bool({"rubric", "both"} & set(gates)), bool({"utility", "both"} & set(gates))
+    backbone_of = {agent: resolve(cfg, agents[agent].backbone) for agent in splits}
+    for agent, name in backbone_of.items():
+        if utility and not can(cfg, name, "scores_text"):
+            raise UserError(f"--gate {','.join(gates)}: backbone '{name}' of agent {agent} cannot score given "
+                            f"text; use an hf backbone, or backbone.prompt_logprobs=echo")
+    return Checked(agents, splits, jobs, rubric, utility, backbone_of)
 
 
 def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch: int = 16) -> list[Decision]:

@@ -34,7 +34,8 @@ from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
 from ms.memory import SUMMARY_SYSTEM, SUMMARY_USER
 from ms.schedule import batches, interleave, learns, skips_stream, stream_k
-from ms.plan_gate import acceptance, plan_gate
+from ms.plan_gate import acceptance, plan_gate, reads_probabilities
+from ms.plan_measured import Measured
 from ms.plan_tokens import PER_MESSAGE, tokens
 from ms.pool import scope_for
 from ms.training import VERBALIZED_PROMPT
@@ -133,7 +134,7 @@ def renderer(bc: DictConfig) -> Callable:
 
 
 class _Planner:
-    def __init__(self, cfg: DictConfig, accept: Optional[float], probe: CacheProbe):
+    def __init__(self, cfg: DictConfig, accept: Optional[float | Measured], probe: CacheProbe):
         self.cfg, self.probe = cfg, probe
         self.agents = agents_from(cfg.agents)
         self.splits = load_splits(cfg.data, self.agents)
@@ -166,7 +167,7 @@ class _Planner:
 
     def scorer_reads_probabilities(self) -> bool:
         """As the Scorer decides: probabilities unless scorer.read=text or the backbone has none."""
-        return self.cfg.scorer.read != "text" and self.can(self.cfg.scorer.backbone, "reads_probabilities")
+        return reads_probabilities(self.cfg)
 
     def reply(self, agent: str, cap: int) -> float:
         return min(float(cap), self.answer_tokens[agent])
@@ -309,7 +310,7 @@ class _Planner:
                         row.add(1, prompt + tokens(e.answer), 0.0, cached_exact=not self.cfg.use_cache)
 
 
-def plan_run(cfg: DictConfig, accept: Optional[float] = None, probe: Optional[CacheProbe] = None) -> RunPlan:
+def plan_run(cfg: DictConfig, accept: Optional[float | Measured] = None, probe: Optional[CacheProbe] = None) -> RunPlan:
     """Every role's calls, tokens, cache answers and cost for the run `cfg` describes."""
     planner = _Planner(cfg, accept, probe or CacheProbe(cfg.cache_dir))
     rows = planner.plan()

@@ -13,10 +13,12 @@ from typing import Optional
 
 from omegaconf import DictConfig
 
+from ms.backbones import can
 from ms.controls import matched_counts
+from ms.plan_measured import Measured
 from ms.plan_tokens import PER_MESSAGE, tokens
 from ms.schedule import stream_k
-from ms.scorer import SYSTEM_PROMPT, USER_PROMPT, rubric_for
+from ms.scorer import SYSTEM_PROMPT, USER_PROMPT, Rubric, rubric_for
 
 # Nothing is known of utilities before they are measured: the plan assumes half fall above the threshold.
 UTILITY_ACCEPT = 0.5
@@ -27,11 +29,15 @@ def rubric_acceptance(cfg: DictConfig) -> tuple[float, str]:
     if threshold == 0:
         return 1.0, "every pair the grader scores passes the rubric: scorer.threshold=0"
     rate = 1 - threshold / 100
-    return rate, f"{rate:.2f} of pairs pass the rubric, as if scores were uniform on 0-100 (scorer.threshold={threshold:g})"
+    return rate, (f"{rate:.2f} of pairs pass the rubric, assumed: as if scores were uniform on 0-100 "
+                  f"(scorer.threshold={threshold:g})")
 
 
-def acceptance(cfg: DictConfig, accept: Optional[float]) -> tuple[float, str]:
-    """The share of stream pairs the gate is assumed to admit, and the assumption in words."""
+def acceptance(cfg: DictConfig, accept: Optional[float | Measured]) -> tuple[float, str]:
+    """The share of stream pairs the gate is assumed to admit, and the assumption in words.
+    `accept`: a rate given by plan_accept, or measured in a finished run (plan_from)."""
+    if isinstance(accept, Measured):
+        return accept.rate, accept.said
     if accept is not None:
         return float(accept), f"{accept:.2f} of stream pairs admitted, as given by plan_accept"
     rubric, why = rubric_acceptance(cfg)
@@ -47,7 +53,23 @@ def acceptance(cfg: DictConfig, accept: Optional[float]) -> tuple[float, str]:
         return float(cfg.gate.rate), f"{cfg.gate.rate:.2f} of stream pairs admitted: gate.rate"
     rate = {"rubric": rubric, "utility": UTILITY_ACCEPT, "both": rubric * UTILITY_ACCEPT}[cfg.gate.name]
     said = {"rubric": why, "utility": utility, "both": f"{why}; {utility}"}[cfg.gate.name]
-    return rate, f"{rate:.2f} of stream pairs admitted: {said}; +plan_accept=RATE sets another rate"
+    # An assumption, and said to be one: the committed offline runs at threshold 15 admitted 0.4 to
+    # 0.65 where the uniform assumption gives 0.85. A finished run's measured rate is better.
+    return rate, (f"{rate:.2f} of stream pairs admitted: {said}; +plan_from=RUN_DIR uses the rate a finished "
+                  f"run measured, +plan_accept=RATE sets another")
+
+
+def reads_probabilities(cfg: DictConfig) -> bool:
+    """Whether the grader reads scores from probabilities, as the Scorer decides: unless scorer.read=text
+    or its backbone has none."""
+    return cfg.scorer.read != "text" and can(cfg, cfg.scorer.backbone, "reads_probabilities")
+
+
+def grading_tokens(rubric: Rubric, agent: str) -> float:
+    """Tokens of the grader's prompt for a pair of `agent` under `rubric`, less the pair's question and answer."""
+    return (tokens(SYSTEM_PROMPT) + tokens(USER_PROMPT.format(
+        title=rubric.title, total=rubric.total, criteria=rubric.render(), agent=agent, question="", answer=""))
+        + 2 * PER_MESSAGE)
 
 
 def plan_gate(planner, agent: str, question: float, reply: float, in_scope: float) -> None:
@@ -56,10 +78,7 @@ def plan_gate(planner, agent: str, question: float, reply: float, in_scope: floa
     cfg = planner.cfg
     if cfg.gate.name in ("rubric", "both"):
         probabilities = planner.scorer_reads_probabilities()
-        rubric = rubric_for(planner.agents[agent], cfg.pool.mode)
-        grading = (tokens(SYSTEM_PROMPT) + tokens(USER_PROMPT.format(
-            title=rubric.title, total=rubric.total, criteria=rubric.render(), agent=agent, question="", answer=""))
-            + question + reply + 2 * PER_MESSAGE)
+        grading = grading_tokens(rubric_for(planner.agents[agent], cfg.pool.mode), agent) + question + reply
         planner.row("score", cfg.scorer.backbone).add(
             1, grading, 0.0 if probabilities else cfg.scorer.max_new_tokens,
             exact=probabilities, cached_exact=not cfg.use_cache)

@@ -14,15 +14,18 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ms.compose import jobs
 from ms.errors import UserError
+from ms.plan_measured import Measured, measured, wall_time
 
 PLAN = re.compile(r"\+{0,2}plan=(.*)")
 ACCEPT = re.compile(r"\+{0,2}plan_accept=(.*)")
+FROM = re.compile(r"\+{0,2}plan_from=(.*)")
 TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
 
-def take_plan_flags(args: Sequence[str]) -> tuple[list[str], bool, Optional[float]]:
-    """(the other arguments, whether plan mode is on, the acceptance rate given by plan_accept)."""
-    rest, plan, accept = [], False, None
+def take_plan_flags(args: Sequence[str]) -> tuple[list[str], bool, Optional[float | Measured]]:
+    """(the other arguments, whether plan mode is on, the acceptance rate given by plan_accept or
+    measured in the finished run plan_from names)."""
+    rest, plan, accept, run = [], False, None, None
     for arg in args:
         if found := PLAN.fullmatch(arg):
             value = found.group(1).lower()
@@ -36,11 +39,15 @@ def take_plan_flags(args: Sequence[str]) -> tuple[list[str], bool, Optional[floa
                 accept = -1.0
             if not 0 <= accept <= 1:
                 raise UserError(f"invalid setting plan_accept={found.group(1)}: must be a rate from 0 to 1")
+        elif found := FROM.fullmatch(arg):
+            run = Path(found.group(1))
         else:
             rest.append(arg)
-    if accept is not None and not plan:
-        raise UserError("plan_accept is a setting of plan mode: add +plan=true")
-    return rest, plan, accept
+    if (accept is not None or run is not None) and not plan:
+        raise UserError(f"{'plan_accept' if run is None else 'plan_from'} is a setting of plan mode: add +plan=true")
+    if accept is not None and run is not None:
+        raise UserError("plan_accept and plan_from both set the admission rate: give one of them")
+    return rest, plan, accept if run is None else measured(run)
 
 
 def output_dir(cfg: DictConfig, multirun: bool) -> Optional[Path]:
@@ -91,7 +98,8 @@ LEGEND = ("calls: requests the run will make (~: an estimate); cached: how many 
           "(<=: at most, where cached is unknown; -: no price set). Tokens are estimates (ms/plan.py says how).")
 
 
-def plan_main(overrides: list[str], multirun: bool, accept: Optional[float]) -> int:
+def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Measured]) -> int:
+    from ms.backbones import backbone_config
     from ms.plan import CacheProbe, Row, plan_run
     from ms.run_folder import completed
     from ms.validation import validate
@@ -103,7 +111,7 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float]) -> 
     summed: dict[tuple[str, str], Row] = {}
     cells = jobs(overrides, multirun)
     for number, (job, cfg) in enumerate(cells, 1):
-        validate(cfg)
+        validate(cfg, plan=True)  # a plan calls no model and opens no pool: no API key or DSN needed
         probe = probe if probe is not None and probe.path.parent == Path(cfg.cache_dir) else CacheProbe(cfg.cache_dir)
         folder = output_dir(cfg, multirun)
         # Nothing is written there: it names the run the plan is for.
@@ -116,7 +124,10 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float]) -> 
         plan = plan_run(cfg, accept, probe)
         print(f"  {plan.title}")
         print(format_rows(plan.rows))
-        print("".join(f"- {note}\n" for note in plan.notes))
+        # A finished run's seconds per token time the local backbones' calls (plan_from).
+        timed = (wall_time(plan.rows, accept.run, lambda name: backbone_config(cfg, name).provider == "hf")
+                 if isinstance(accept, Measured) else None)
+        print("".join(f"- {note}\n" for note in plan.notes + ([timed] if timed else [])))
         for r in plan.rows:
             summed.setdefault((r.role, r.backbone), Row(r.role, r.backbone, r.price)).merge(r)
     if multirun:

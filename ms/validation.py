@@ -4,7 +4,9 @@ Each config dataclass declares the limits of its fields next to them, with `sett
 ms.config.fields); a dataclass with rules that span several fields adds a `problems(self)` method
 yielding (field, message) pairs. `validate` walks the config along its dataclass types, applies every rule,
 adds the checks that look outside the config (data files, writable folders, API keys in the
-environment), and raises one ConfigError that lists every violation with its full key.
+environment), and raises one ConfigError that lists every violation with its full key. A plan
+(`+plan=true`) is checked without what only spending needs, an API key and a pool's DSN: it calls
+no model and opens no pool.
 
 Hydra has already checked types and unknown keys at composition (ms.compose makes each of those one
 line); this pass checks values.
@@ -49,7 +51,11 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def _walk(node: DictConfig, prefix: str) -> Iterator[str]:
+# Settings only a run that spends needs: a plan reads them nowhere (see the module's docstring).
+SPENDING_ONLY = ("pool.dsn",)
+
+
+def _walk(node: DictConfig, prefix: str, plan: bool = False) -> Iterator[str]:
     """Every violation under `node`, a config node of some dataclass type."""
     kind = OmegaConf.get_type(node)
     if kind is None or not dataclasses.is_dataclass(kind):
@@ -61,7 +67,7 @@ def _walk(node: DictConfig, prefix: str) -> Iterator[str]:
             continue
         value = node[f.name]
         if isinstance(value, DictConfig):
-            yield from _walk(value, key + ".")
+            yield from _walk(value, key + ".", plan)
             continue
         check = f.metadata.get(CHECK)
         if check is not None:
@@ -69,6 +75,8 @@ def _walk(node: DictConfig, prefix: str) -> Iterator[str]:
     problems = getattr(kind, "problems", None)
     if problems is not None:  # cross-field rules, read through the node (attribute access only)
         for name, problem in problems(node):
+            if plan and f"{prefix}{name}" in SPENDING_ONLY:
+                continue
             yield f"invalid setting {prefix}{name}={_shown(node[name])}: {problem}"
 
 
@@ -97,9 +105,9 @@ def _not_sqlite(path: Path) -> bool:
     return bool(head) and head != SQLITE_HEADER
 
 
-def _outside_problems(cfg: DictConfig) -> Iterator[str]:
+def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
     """Checks that read the file system or other modules: the data, and where files will be written."""
-    yield from _agent_problems(cfg)
+    yield from _agent_problems(cfg, plan)
     data = cfg.data
     running = list(cfg.agents) if data.agents is None else list(data.agents)
     unknown = [a for a in running if a not in cfg.agents]
@@ -165,7 +173,7 @@ def _dsn_problems(dsn: Optional[str]) -> Iterator[str]:
         yield f"invalid setting pool.dsn: {problem}"
 
 
-def _agent_problems(cfg: DictConfig) -> Iterator[str]:
+def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
     """The agents' entries, the rubric files they are graded with, and every backbone a role names
     (agents.NAME.backbone, scorer.backbone, train.backbone): a conf/backbone file that passes its checks."""
     found = list(agent_problems(cfg.agents))
@@ -179,7 +187,8 @@ def _agent_problems(cfg: DictConfig) -> Iterator[str]:
             key = "rubric" if cfg.agents[agent.name].rubric else "domain"
             yield (f"invalid setting agents.{agent.name}.{key}={cfg.agents[agent.name][key]}: no rubric file {path} "
                    f"(a domain's rubric is conf/rubric/<domain>.yaml); add it, or set agents.{agent.name}.rubric")
-    yield from _missing_key(cfg.backbone, "")
+    if not plan:
+        yield from _missing_key(cfg.backbone, "")
     for key, name in named_backbones(cfg, agents):
         try:
             node = backbone_config(cfg, name)
@@ -187,7 +196,8 @@ def _agent_problems(cfg: DictConfig) -> Iterator[str]:
             yield f"invalid setting {key}={name}: {error}"
             continue
         yield from _walk(node, f"{key}={name}: backbone.")
-        yield from _missing_key(node, f"invalid setting {key}={name}: ")
+        if not plan:
+            yield from _missing_key(node, f"invalid setting {key}={name}: ")
 
 
 def _missing_key(backbone: DictConfig, prefix: str) -> Iterator[str]:
@@ -239,16 +249,17 @@ def _unmeasurable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
                f"on a server that returns prompt log-probs")
 
 
-def problems(cfg: DictConfig) -> list[str]:
-    """Every violation in `cfg`, one line each, in the order the keys appear."""
-    found = list(_walk(cfg, ""))
-    found += _outside_problems(cfg)
+def problems(cfg: DictConfig, plan: bool = False) -> list[str]:
+    """Every violation in `cfg`, one line each, in the order the keys appear; `plan`: for a plan,
+    which needs no API key and no pool DSN."""
+    found = list(_walk(cfg, "", plan))
+    found += _outside_problems(cfg, plan)
     return found
 
 
-def validate(cfg: DictConfig) -> None:
+def validate(cfg: DictConfig, plan: bool = False) -> None:
     """Raise ConfigError listing every violation in `cfg`; return quietly when there is none."""
-    found = problems(cfg)
+    found = problems(cfg, plan)
     if found:
         raise ConfigError(found)
 

@@ -154,3 +154,42 @@ def test_ms_data_stats_counts_every_agent():
     lines = done.stdout.splitlines()
     for agent in ("wuyanlvshi", "limerick", "sonnet", "puzzle", "riddle", "pun", "study", "travel", "fitness"):
         assert any(line.startswith(agent) for line in lines), agent
+
+
+def test_ctrl_c_during_a_run_is_one_line_with_the_step_reached_and_exit_130(ms_run, monkeypatch):
+    """No traceback: the last stream step the run wrote to decisions.jsonl, and how to resume."""
+    import ms.pipeline
+    from test_pipeline import TINY
+
+    def interrupted_after_two_steps(cfg, out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "decisions.jsonl").write_text('{"step": 1}\n{"step": 2}\n{"step": 2, "agen')  # the last line cut
+        raise KeyboardInterrupt
+
+    def ms_run_interrupted():
+        try:
+            return ms_run(*TINY)
+        except KeyboardInterrupt:  # else it would stop the whole test session
+            pytest.fail("Ctrl-C left ms-run as a traceback")
+
+    monkeypatch.setattr(ms.pipeline, "run", interrupted_after_two_steps)
+    resume = "re-run the same command to resume (the unfinished run starts over in its folder)"
+    assert ms_run_interrupted() == (130, [f"ms-run: interrupted after stream step 2; {resume}"])
+
+    def interrupted_at_once(cfg, out):
+        raise KeyboardInterrupt
+
+    # The decisions.jsonl left there is the earlier attempt's: this one reached no step.
+    monkeypatch.setattr(ms.pipeline, "run", interrupted_at_once)
+    assert ms_run_interrupted() == (130, [f"ms-run: interrupted; {resume}"])
+
+
+def test_where_a_folder_is_named_by_the_clock_the_resume_hint_names_the_folder():
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    from ms.cli import resume_hint
+
+    clock = OmegaConf.create({"mode": RunMode.RUN, "run": {"dir": "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"}})
+    assert resume_hint(clock, Path("outputs/2026-01-01/12-00-00")).startswith(
+        "re-run the same command with hydra.run.dir=outputs/2026-01-01/12-00-00 to resume")

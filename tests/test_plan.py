@@ -157,3 +157,61 @@ def test_utility_from_labels_adds_one_zero_shot_label_pass_per_admitted_pair(tmp
     more = by_role(plan_run(compose_config(TINY + [f"cache_dir={tmp_path}", "train.utility_from_labels=true"])))
     assert more["label"].calls == base["label"].calls + 4  # threshold 0 admits all 4 stream pairs
     assert base["label"].prompt_tokens < more["label"].prompt_tokens < base["label"].prompt_tokens * 4 / 3
+
+
+# ---- plan mode needs nothing that only spending needs; a finished run's measured admission rate ----
+
+def test_plan_mode_with_an_api_backbone_needs_no_api_key(ms_run, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert ms_run(*TINY, "backbone=gpt-4o", "+plan=true") == (0, [])
+    code, errors = ms_run(*TINY, "backbone=gpt-4o")  # a run still needs it, and says so before it starts
+    assert code == 2 and "OPENAI_API_KEY" in errors[0]
+
+
+def test_plan_mode_with_a_postgres_pool_needs_no_dsn_but_reports_a_real_mistake(ms_run, monkeypatch):
+    from ms.config.schema import POOL_DSN_ENV
+
+    monkeypatch.delenv(POOL_DSN_ENV, raising=False)
+    assert ms_run(*TINY, "pool.backend=postgres", "+plan=true") == (0, [])
+    assert ms_run(*TINY, "pool.backend=postgres", "k=-1", "+plan=true") == (2, [
+        "ms-run: error: invalid setting k=-1: must be at least 0"])
+
+
+def finished_run(folder, accepted: dict, rejected: dict, usage: dict):
+    folder.mkdir()
+    (folder / "metrics.json").write_text(json.dumps({"complete": True, "run": {"backbone": "smollm2"},
+                                                     "stream": {"accepted": accepted, "rejected": rejected}}))
+    (folder / "llm_usage.json").write_text(json.dumps(usage))
+    return folder
+
+
+def test_plan_from_a_finished_run_uses_its_measured_admission_rate_and_times_local_calls(tmp_path, capsys):
+    from ms.errors import UserError
+    from ms.plancli import plan_main, take_plan_flags
+
+    # An old-shaped llm_usage.json (one backbone's counters): 60 s for 6,000 tokens, 0.01 s a token.
+    usage = {"calls": 10, "prompt_tokens": 6000, "completion_tokens": 0, "cache_hits": 0, "cache_misses": 10,
+             "backend_seconds": 60.0}
+    run = finished_run(tmp_path / "done", {"riddle": 1}, {"riddle": 2, "limerick": 1}, usage)
+    overrides = TINY + [f"cache_dir={tmp_path / 'cache'}", "scorer.threshold=15"]
+    args, plan, accept = take_plan_flags([*overrides, "+plan=true", f"+plan_from={run}"])
+    assert (args, plan, accept.rate) == (overrides, True, 0.25)
+
+    cfg = compose_config(overrides)
+    measured, assumed = plan_run(cfg, accept), plan_run(cfg)
+    # 4 stream pairs, each admitted one mines 3 candidates to label: 1 of 4 admitted, against 0.85 assumed.
+    assert by_role(measured)["label"].calls == pytest.approx(3)
+    assert by_role(assumed)["label"].calls == pytest.approx(4 * 3 * 0.85)
+    assert f"measured: the finished run {run} admitted 1 of 4" in measured.notes[0]
+    assert "assumed" in assumed.notes[0] and "+plan_from=RUN_DIR" in assumed.notes[0]
+
+    assert plan_main(overrides, False, accept) == 0
+    out = capsys.readouterr().out
+    tokens = sum(r.billed["prompt_tokens"] + r.billed["completion_tokens"] for r in measured.rows)
+    assert f"- wall time: ~{tokens * 0.01:,.0f} s of backend time on smollm2" in out
+
+    for flags, says in [([f"+plan_from={tmp_path}"], "no finished run there"),
+                        ([f"+plan_from={run}", "+plan_accept=0.5"], "give one of them"),
+                        ([f"+plan_from={finished_run(tmp_path / 'k0', {}, {}, usage)}"], "judged no stream pair")]:
+        with pytest.raises(UserError, match=says):
+            take_plan_flags([*overrides, "+plan=true", *flags])

@@ -1,0 +1,149 @@
+"""`ms-data gate-check|cross-grade|invert ... +plan=true`: what the command would ask of its LLMs,
+per role and backbone, printed as `ms-run ... +plan=true` prints a run's (ms.plancli), before
+anything is spent. The command reads its config and data as it would, then stops: no model loads,
+no folder is written, and neither an API key nor a pool DSN is needed.
+
+Calls are counted from the pairs the command builds: gate-check grades each pair once (rubric) and
+scores two prompts per probe (utility); cross-grade grades each run's stream pairs once per grader;
+invert asks once per answer. Tokens are estimated from the text as ms.plan estimates them, and what
+the response cache holds is not looked up (`?`), so costs are upper bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from statistics import fmean
+from typing import Mapping, Sequence
+
+from omegaconf import DictConfig
+
+from ms.errors import UserError
+from ms.plancli import format_rows, take_plan_flags
+
+LEGEND = ("calls: requests the command will make (~: an estimate); cached: how many of them the response cache "
+          "will answer (?: not looked up; >=: at least, repeats within the command); est. cost: the backbone's "
+          "`price` times the tokens of the calls the cache will not answer (<=: at most; -: no price set). "
+          "Tokens are estimates (4 characters a token).")
+
+
+def take_plan(args: argparse.Namespace) -> bool:
+    """Take `+plan=...` out of the command's Hydra overrides (cross-grade's items): whether plan mode is on."""
+    name = "items" if args.command == "cross-grade" else "overrides"
+    if not hasattr(args, name):  # a command that calls no model takes no overrides
+        return False
+    rest, plan, accept = take_plan_flags(getattr(args, name))
+    if accept is not None:
+        raise UserError(f"ms-data {args.command}: plan_accept and plan_from set a run's admission rate; "
+                        f"this command's plan does not use one")
+    setattr(args, name, rest)
+    return plan
+
+
+def _printed(head: str, rows: Sequence, notes: Sequence[str] = ()) -> int:
+    print(head)
+    print(format_rows(list(rows)))
+    print("".join(f"- {note}\n" for note in notes) + LEGEND)
+    return 0
+
+
+def _row(cfg: DictConfig, role: str, name: str | None):
+    from ms.backbones import backbone_config, resolve
+    from ms.llm import price_of
+    from ms.plan import Row
+
+    return Row(role, resolve(cfg, name), price_of(backbone_config(cfg, name)))
+
+
+def _score_row(cfg: DictConfig, graded: Sequence[tuple[object, str, str, str]]):
+    """The grader's calls on `graded`: (rubric, agent, question, answer) each, one call a pair."""
+    from ms.plan_gate import grading_tokens, reads_probabilities
+    from ms.plan_tokens import tokens
+
+    row, probabilities = _row(cfg, "score", cfg.scorer.backbone), reads_probabilities(cfg)
+    for rubric, agent, question, answer in graded:
+        row.add(1, grading_tokens(rubric, agent) + tokens(question) + tokens(answer),
+                0.0 if probabilities else cfg.scorer.max_new_tokens, exact=probabilities,
+                cached_exact=not cfg.use_cache)
+    return row
+
+
+def _utility_rows(cfg: DictConfig, checked) -> list:
+    """The utility gate's calls on gate-check's pairs: each seed pair's jobs are probed among its
+    scope's seed pairs, less those that ask its question or carry one of its jobs' answers
+    (ms.gatecheck_utility withholds them)."""
+    from ms.agents import PromptTemplate
+    from ms.plan_tokens import PER_MESSAGE, tokens
+    from ms.pool import normalize_space, scope_for
+    from ms.schedule import stream_k
+
+    agents, template, shots = checked.agents, PromptTemplate(**cfg.prompt), max(1, stream_k(cfg))
+    scope = {a: scope_for(agents[a].domain, cfg.pool.mode) for a in checked.splits}
+    seeds: dict[str, list] = {}
+    for a, parts in checked.splits.items():
+        seeds.setdefault(scope[a], []).extend(parts.seed)
+    groups: dict[tuple[str, str], list] = {}
+    for j in checked.jobs:
+        groups.setdefault((j.agent, j.example.id), []).append(j)
+    rows: dict[str, object] = {}
+    for (agent, _), group in groups.items():
+        answers = {normalize_space(j.answer) for j in group}
+        question = normalize_space(group[0].example.question)
+        pool = [e for e in seeds[scope[agent]]
+                if normalize_space(e.question) != question and normalize_space(e.answer) not in answers]
+        probes = min(cfg.gate.probes, len(pool))
+        pair = fmean(tokens(template.example.format(question=e.question, answer=e.answer)) for e in pool) if pool else 0
+        # A probe's prompt: the agent's instruction, the template, its shots, and the probe's pair to score.
+        system = tokens(agents[agent].instruction) + PER_MESSAGE if template.system else 0.0
+        prompt = system + tokens(template.with_examples.format(examples="", query="")) + (shots + 1) * pair
+        name = checked.backbone_of[agent]
+        # Two prompts per probe and job; the prompt as retrieved is the same for every job of the pair,
+        # so with the cache on only the first job's is computed.
+        rows.setdefault(name, _row(cfg, "utility", name)).add(
+            2 * probes * len(group), prompt + PER_MESSAGE, 0.0, exact=False,
+            cached=probes * (len(group) - 1) if cfg.use_cache else 0.0, cached_exact=not cfg.use_cache)
+    return list(rows.values())
+
+
+def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
+    """`checked`: ms.gatecheck.Checked, the pairs gate-check built from the config and data."""
+    from ms.gatecheck import GOOD
+    from ms.scorer import rubric_for
+
+    jobs, rows = checked.jobs, []
+    if checked.rubric:
+        rows.append(_score_row(cfg, [(rubric_for(checked.agents[j.agent], cfg.pool.mode), j.agent,
+                                      j.example.question, j.answer) for j in jobs]))
+    if checked.utility:
+        rows += _utility_rows(cfg, checked)
+    good = sum(j.kind == GOOD for j in jobs)
+    notes = [f"{len(jobs)} pairs to judge: {good} seed pairs of {len(checked.splits)} agents and their corrupted copies"]
+    if checked.utility:
+        notes.append(f"utility: 2 scored prompts per probe, up to gate.probes={cfg.gate.probes} probes per pair "
+                     f"among its scope's seed pairs")
+    return _printed(f"plan for {out} (nothing is written): ms-data gate-check", rows, notes)
+
+
+def cross_grade_plan(pairs: Sequence, configs: Mapping[str, DictConfig], out: Path) -> int:
+    """`pairs`: the runs' graded stream pairs (ms.crossgrade.Pair); `configs`: grader -> its config."""
+    from ms.scorer import load_rubrics
+
+    rubrics = load_rubrics({p.rubric for p in pairs})
+    rows = [_score_row(cfg, [(rubrics[p.rubric], p.agent, p.question, p.answer) for p in pairs])
+            for cfg in configs.values()]
+    return _printed(f"plan for {out} (nothing is written): ms-data cross-grade, {len(pairs)} stream pairs "
+                    f"graded by {', '.join(configs)}", rows)
+
+
+def invert_plan(cfg: DictConfig, answers: Sequence[tuple[str, str, str]], agents: Mapping, out: str) -> int:
+    """`answers`: (id, agent, answer) each, as ms.invert.read_answers reads them."""
+    from ms.invert import INVERT_PROMPT
+    from ms.plan_tokens import PER_MESSAGE, tokens
+
+    row = _row(cfg, "invert", None)
+    for _, agent, answer in answers:
+        row.add(1, tokens(agents[agent].instruction) + tokens(INVERT_PROMPT.format(answer=answer)) + 2 * PER_MESSAGE,
+                cfg.backbone.generation.max_new_tokens, cached_exact=not cfg.use_cache)
+    return _printed(f"plan for {out} (nothing is written): ms-data invert, {len(answers)} answers", [row],
+                    ["completion tokens: each question counted at backbone.generation.max_new_tokens, "
+                     "its cap (an upper bound)"])
