@@ -193,3 +193,29 @@ def test_the_controls_pair_with_what_they_control_for(tmp_path):
     assert (f["runs_a"], f["runs_b"]) == ("gate=all,reference", "gate=all") and f["verdict"] == "supported"
     growth = {r["runs_a"] for r in rows if r["claim"] == "c" and r["metric"] == "P"}
     assert growth == {"gate=rubric", "gate=random", "gate=all", "gate=all,reference"}
+
+
+def test_runs_of_other_data_or_other_agents_are_never_paired(tmp_path):
+    """A k = 3 run on other examples (its recorded fingerprint differs) or of other agents is no
+    opponent for a k = 0 run; the same examples pair as before."""
+    import json
+
+    k0, k3 = paired_predictors(0.2)
+
+    def fingerprinted(run: Path, data: str) -> None:
+        metrics = json.loads((run / "metrics.json").read_text())
+        (run / "metrics.json").write_text(json.dumps({**metrics, "cell": {"data_sha256": data, "config": {}}}))
+
+    for name, data in (("same", "aaa"), ("other", "bbb")):
+        sweep = tmp_path / name
+        fingerprinted(make_run(sweep, "k=0", backbone="smollm2", k=0, questions=20, predict=k0), "aaa")
+        fingerprinted(make_run(sweep, "k=3", backbone="smollm2", k=3, questions=20, predict=k3), data)
+        write_report([sweep], sweep / "report")
+    assert claim_rows(tmp_path / "same" / "report", "a")[("k=3 vs k=0", "P")]["verdict"] == "supported"
+    assert not claim_rows(tmp_path / "other" / "report", "a")
+
+    agents = tmp_path / "agents"
+    make_run(agents, "k=0", backbone="smollm2", k=0, questions=20, predict=k0)
+    make_run(agents, "k=3", backbone="smollm2", k=3, questions=20, predict=k3, agents=["riddle", "pun"])
+    write_report([agents], agents / "report")
+    assert not claim_rows(agents / "report", "a")

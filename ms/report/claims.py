@@ -97,10 +97,11 @@ class Setting(NamedTuple):
     memory: str
     gate: Optional[str]
     grader: Optional[str]
+    agents: tuple[str, ...]  # two runs of other agents answer other test questions: never paired
 
     @classmethod
     def of(cls, c: Condition) -> "Setting":
-        return cls(*c.cell, c.retriever_label, c.memory, c.gate, c.grader)
+        return cls(*c.cell, c.retriever_label, c.memory, c.gate, c.grader, tuple(sorted(c.agents)))
 
     def text(self, **varied: None) -> str:
         """As claims.md names it, without the fields the comparison varies (given as None)."""
@@ -120,29 +121,34 @@ def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> li
     for c in sorted(conds, key=lambda c: (c.finished, c.name)):
         index[Setting.of(c)] = c
     out = []
+
+    def same_data(a: Condition, b: Optional[Condition]) -> Optional[Condition]:
+        """`b`, unless both runs recorded the examples they read and those differ: such runs are never paired."""
+        return None if b is None or (a.data and b.data and a.data != b.data) else b
+
     for s, c in sorted(index.items(), key=lambda kv: kv[0]):
         if s.k == 0:
             for k_ in (1, 2, 3):
-                if (other := index.get(s._replace(k=k_))) is not None:
+                if (other := same_data(c, index.get(s._replace(k=k_)))) is not None:
                     out.append(Comparison(CLAIMS["a"], f"k={k_} vs k=0", s.text(k=None), other, c, other.last_fill,
                                           c.last_fill))
-        if (s.k, s.pool) == (3, "domain") and (other := index.get(s._replace(pool="single"))) is not None:
+        if (s.k, s.pool) == (3, "domain") and (other := same_data(c, index.get(s._replace(pool="single")))) is not None:
             out.append(Comparison(CLAIMS["b"], "Domain vs Single", s.text(pool=None), c, other, c.last_fill,
                                   other.last_fill))
         if s.retriever == "dense-learned" and s.memory == "plain":
             for baseline in BASELINES:
-                if (other := index.get(s._replace(retriever=baseline))) is not None:
+                if (other := same_data(c, index.get(s._replace(retriever=baseline)))) is not None:
                     out.append(Comparison(CLAIMS["d"], f"dense-learned vs {baseline}", s.text(retriever=None), c,
                                           other, c.last_fill, other.last_fill))
-        if s.gate in UTILITY_GATES and (other := index.get(s._replace(gate="rubric"))) is not None:
+        if s.gate in UTILITY_GATES and (other := same_data(c, index.get(s._replace(gate="rubric")))) is not None:
             out.append(Comparison(CLAIMS["e"], f"gate={s.gate} vs rubric", s.text(gate=None), c, other,
                                   c.last_fill, other.last_fill))
         model_written = s.gate.removesuffix(REFERENCE_SUFFIX)
-        if model_written != s.gate and (other := index.get(s._replace(gate=model_written))) is not None:
+        if model_written != s.gate and (other := same_data(c, index.get(s._replace(gate=model_written)))) is not None:
             out.append(Comparison(CLAIMS["f"], "reference-grown vs model-grown", s.text(), c, other,
                                   c.last_fill, other.last_fill))
         matched = s.gate.removeprefix(MATCHED_PREFIX)
-        if matched != s.gate and (other := index.get(s._replace(gate=matched))) is not None:
+        if matched != s.gate and (other := same_data(c, index.get(s._replace(gate=matched)))) is not None:
             out.append(Comparison(CLAIMS["g"], f"gate={matched} vs random matched to it", s.text(gate=None), other, c,
                                   other.last_fill, c.last_fill))
     for (backbone, k, pool), chosen_c in sorted(chosen.items()):

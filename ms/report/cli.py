@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import os
 from pathlib import Path
 from typing import Optional, Sequence
@@ -181,8 +182,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"not a folder: {', '.join(missing)}")
     # A user error (e.g. a damaged results file) prints one line and exits 2; a bug keeps its traceback.
     out = args.out or default_out(args.sweep_dirs[0])
-    summary = report_user_errors("ms-report", lambda: write_report(args.sweep_dirs, out, args.metric, None,
-                                                                   args.sharing_fill))
+    fresh = not out.exists()
+    try:
+        summary = report_user_errors("ms-report", lambda: write_report(args.sweep_dirs, out, args.metric, None,
+                                                                       args.sharing_fill))
+    except BaseException:
+        summary = None
+        raise
+    finally:
+        if fresh and summary in (None, USER_ERROR_EXIT):  # a report cut short is no report: no half-written folder
+            shutil.rmtree(out, ignore_errors=True)
     if summary == USER_ERROR_EXIT:
         return USER_ERROR_EXIT
     print(f"report written to {out}/ (start with {summary})")

@@ -87,6 +87,10 @@ class Condition:
         return self.first.grader
 
     @property
+    def data(self) -> Optional[str]:
+        return self.first.data
+
+    @property
     def fills(self) -> list[int]:
         return self.first.fills
 
@@ -164,7 +168,9 @@ class Condition:
 
 
 def _identity(run: Run) -> str:
-    return json.dumps({k: v for k, v in run.fields.items() if k != "seed"}, sort_keys=True, default=str)
+    """Replicates share every run field but the seed, and the examples they read where both recorded them."""
+    return json.dumps({**{k: v for k, v in run.fields.items() if k != "seed"}, "data": run.data}, sort_keys=True,
+                      default=str)
 
 
 def conditions(runs: Sequence[Run]) -> tuple[list[Condition], dict[str, str]]:
