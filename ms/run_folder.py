@@ -8,13 +8,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
+import shutil
+import time
 import uuid
 from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ms.config.files import (DECISIONS_FILE, METRICS_FILE, POOL_FILENAME, PREDICTIONS_FILE, RUN_ID_FILE,
-                             USAGE_FILE)
+from ms.config.files import (DECISIONS_FILE, FAILED_FILE, METRICS_FILE, POOL_FILENAME, PREDICTIONS_FILE,
+                             RUN_ID_FILE, USAGE_FILE)
 from ms.pool import Pool, open_pool
 
 log = logging.getLogger(__name__)
@@ -39,7 +42,7 @@ def completed(out_dir: Path) -> dict | None:
 
 def clear_partial(out_dir: Path, cfg: DictConfig) -> None:
     """Remove what an interrupted run left here, so a redo starts from an empty pool."""
-    names = [PREDICTIONS_FILE, DECISIONS_FILE, USAGE_FILE]
+    names = [PREDICTIONS_FILE, DECISIONS_FILE, USAGE_FILE, FAILED_FILE]
     if not cfg.pool.path and cfg.pool.backend == "sqlite":
         names += [POOL_FILENAME + suffix for suffix in ("", "-wal", "-shm")]
     for name in names:
@@ -69,3 +72,41 @@ def open_run_pool(cfg: DictConfig, out_dir: Path) -> Pool:
         log.info("redoing interrupted run %s: removed the %d memories its earlier attempt admitted to %s",
                  run_id, removed, pool.location)
     return pool
+
+
+# What Hydra writes into a job's folder before the job runs: a folder holding nothing else never began.
+HYDRA_ONLY_FILES = {".hydra", "cli.log"}
+# Overrides that name where a job's folder is: the resume command names the folder itself instead.
+FOLDER_OVERRIDES = ("hydra.run.dir=", "hydra.sweep.dir=", "hydra.sweep.subdir=", "hydra.mode=")
+
+
+def began(out_dir: Path) -> bool:
+    """Whether a run started in this folder: it writes its id before its first memory."""
+    return (out_dir / RUN_ID_FILE).is_file()
+
+
+def resume_command(prog: str, out_dir: Path, task: list[str], hydra: list[str]) -> str:
+    """The command that resumes this run in its own folder (for a sweep's cell, that cell alone): its
+    overrides, and hydra.run.dir naming the folder, whose run id makes it remove this attempt's memories first."""
+    kept = [o for o in hydra if not o.startswith(FOLDER_OVERRIDES)]
+    # Quoted for Hydra's override grammar too: a sweep cell's folder name holds '=', ',' and brackets.
+    folder = str(out_dir).replace("\\", "\\\\").replace("'", "\\'")
+    return shlex.join([prog, *task, *kept, f"hydra.run.dir='{folder}'"])
+
+
+def mark_failed(out_dir: Path, reason: str) -> None:
+    """Say why an attempt that had begun stopped, so that ms-report lists the folder as failed; a
+    folder where nothing began is removed instead: it holds only what Hydra wrote before the job."""
+    if began(out_dir):
+        write_atomic(out_dir / FAILED_FILE, json.dumps({"reason": reason, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+                                                       ensure_ascii=False) + "\n")
+    elif out_dir.is_dir() and {p.name for p in out_dir.iterdir()} <= HYDRA_ONLY_FILES:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def failure(out_dir: Path) -> str | None:
+    """Why the attempt in this folder failed, where it says so."""
+    try:
+        return str(json.loads((out_dir / FAILED_FILE).read_text(encoding="utf-8")).get("reason"))
+    except (OSError, ValueError, AttributeError):
+        return None

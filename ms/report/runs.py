@@ -15,6 +15,7 @@ import yaml
 
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.evaluate import METRICS, REF_LOGPROB
+from ms.run_folder import failure
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,11 @@ class Run:
             matched = self.fields.get("matched_gate")
             gate = f"random~{matched}" if matched else f"random@{self.fields.get('rate')}"
         return gate + ("+reference" if self.fields.get("stream_answers") == "reference" else "")
+
+    @property
+    def data(self) -> Optional[str]:
+        """The fingerprint of the examples the run read (ms.cell); None for runs that predate it."""
+        return (self.metrics.get("cell") or {}).get("data_sha256")
 
     @property
     def grader(self) -> str:
@@ -164,7 +170,8 @@ def _read_metrics(folder: Path) -> tuple[Optional[dict], str]:
     """A run's metrics, or None and why the folder is an incomplete cell."""
     path = folder / METRICS_FILE
     if not path.exists():
-        return None, "no metrics.json (still running, or failed)"
+        failed = failure(folder)
+        return None, f"failed: {failed}" if failed else "no metrics.json (still running, or failed)"
     try:
         metrics = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
