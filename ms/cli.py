@@ -22,6 +22,7 @@ from ms.config.files import DECISIONS_FILE
 from ms.config.schema import POOL_DSN_ENV
 from ms.config.store import CONF_DIR, register
 from ms.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
+from ms.run_folder import began, mark_failed, resume_command
 
 PROG = "ms-run"
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
@@ -87,8 +88,16 @@ def hydra_main(cfg: DictConfig) -> None:
             run(cfg, out)
         log.info("done; this run wrote to %s", out)
     except UserError as error:
+        mark_failed(out, str(error))
+        if began(out):
+            hc = HydraConfig.get()
+            error = UserError(f"{error}; to resume this run in its folder, removing what this attempt admitted "
+                              f"first: {resume_command(PROG, out, list(hc.overrides.task), list(hc.overrides.hydra))}")
         print_user_error(PROG, error)
         sys.exit(USER_ERROR_EXIT)
+    except Exception as bug:  # a bug keeps its traceback; its folder still says the attempt failed
+        mark_failed(out, f"{type(bug).__name__}: {bug}")
+        raise
     except KeyboardInterrupt:
         # Nothing is left half-written that a re-run would trust: metrics.json, which marks a run
         # finished, is written last and atomically, and a re-run in this folder clears what an
@@ -170,6 +179,20 @@ def preflight(args: list[str]) -> None:
         fingerprints = check_data(cfg for _, cfg in composed)
         for _, cfg in composed:
             check_folder(cfg, parsed.multirun, fingerprints)
+        check_servers(cfg.pool for _, cfg in composed)
+
+
+def check_servers(pools) -> None:
+    """Reach each PostgreSQL pool's server once, before Hydra makes a folder: a server that is down
+    is one line now, not a run folder with nothing in it."""
+    from ms.pool import PoolFileError, open_pool
+
+    for dsn in dict.fromkeys(p.dsn for p in pools if p.backend == "postgres"):
+        try:
+            with open_pool(OmegaConf.create({"backend": "postgres", "dsn": dsn}), Path(os.devnull)):
+                pass
+        except PoolFileError as error:
+            raise UserError(str(error)) from None
 
 
 def check_data(cfgs) -> dict[str, str]:

@@ -96,7 +96,10 @@ def resume_command(prog: str, out_dir: Path, task: list[str], hydra: list[str]) 
 
 def mark_failed(out_dir: Path, reason: str) -> None:
     """Say why an attempt that had begun stopped, so that ms-report lists the folder as failed; a
-    folder where nothing began is removed instead: it holds only what Hydra wrote before the job."""
+    folder where nothing began is removed instead: it holds only what Hydra wrote before the job. A
+    finished run's folder is left as it is (a refused request must change nothing there)."""
+    if completed(out_dir) is not None:
+        return
     if began(out_dir):
         write_atomic(out_dir / FAILED_FILE, json.dumps({"reason": reason, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
                                                        ensure_ascii=False) + "\n")

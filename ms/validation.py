@@ -27,6 +27,7 @@ from ms.config.fields import CHECK
 from ms.config.files import DECISIONS_FILE
 from ms.errors import UserError
 from ms.llm.api import api_key_from_env
+from ms.llm.base import engine_problem
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
 from ms.pool import PoolFileError, damaged_pool_message
 from ms.retrieval.ann import ann_problem
@@ -189,6 +190,7 @@ def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
                    f"(a domain's rubric is conf/rubric/<domain>.yaml); add it, or set agents.{agent.name}.rubric")
     if not plan:
         yield from _missing_key(cfg.backbone, "")
+        yield from _missing_engine(cfg.backbone, "")
     for key, name in named_backbones(cfg, agents):
         try:
             node = backbone_config(cfg, name)
@@ -198,6 +200,14 @@ def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
         yield from _walk(node, f"{key}={name}: backbone.")
         if not plan:
             yield from _missing_key(node, f"invalid setting {key}={name}: ")
+            yield from _missing_engine(node, f"invalid setting {key}={name}: ")
+
+
+def _missing_engine(backbone: DictConfig, prefix: str) -> Iterator[str]:
+    """A local backbone's generation engine must be installed: found missing once the model has
+    loaded, it would stop a run whose folder is already made."""
+    if backbone.provider == "hf" and (missing := engine_problem(backbone.engine)):
+        yield prefix + missing
 
 
 def _missing_key(backbone: DictConfig, prefix: str) -> Iterator[str]:

@@ -11,7 +11,7 @@ import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from ms.errors import UserError
 from ms.llm.cache import ResponseCache, request_key
@@ -39,8 +39,29 @@ def engine_package(module: str, engine: str, pip: str):
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        raise BackendError(f"backbone.engine={engine} needs {pip.split('>')[0]}, which is not installed "
-                           f"(pip install '{pip}', or set backbone.engine=hf)") from error
+        raise BackendError(engine_missing(engine, pip)) from error
+
+
+# llama-cpp-python builds from source; a build for the build machine's own CPU crashed on CPUs with AMX
+# units, so the hint gives the flags the Makefile builds with (README, "Set-up").
+LLAMA_BUILD = 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" pip install --no-cache-dir'
+ENGINE_PACKAGES = {"llamacpp": ("llama_cpp", "llama-cpp-python>=0.3"), "ct2": ("ctranslate2", "ctranslate2>=4")}
+
+
+def engine_missing(engine: str, pip: str) -> str:
+    install = f"{LLAMA_BUILD} '{pip}'" if pip.startswith("llama-cpp") else f"pip install '{pip}'"
+    return (f"backbone.engine={engine} needs {pip.split('>')[0]}, which is not installed "
+            f"({install}, or set backbone.engine=hf)")
+
+
+def engine_problem(engine: str) -> Optional[str]:
+    """Why `engine` cannot run here (its package is missing), found without importing it; None if it can."""
+    import importlib.util
+
+    module, pip = ENGINE_PACKAGES.get(engine.split("-")[0], (None, ""))
+    if module is None or importlib.util.find_spec(module) is not None:
+        return None
+    return engine_missing(engine, pip)
 
 def cache_key(kind: str, provider: str, model: str, params: dict[str, Any], request: Any) -> str:
     """The response-cache key of one request: what `_cached` looks up, and what plan mode probes."""

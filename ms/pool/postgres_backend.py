@@ -170,8 +170,7 @@ class PostgresDatabase(Database):
             if secret:
                 reason = reason.replace(secret, "***")
             raise PoolFileError(f"the pool's PostgreSQL server at host {self.host}, port {self.port}, database "
-                                f"{self.database} failed ({reason}): start it or correct pool.dsn, then run again "
-                                f"(a re-run removes what this attempt admitted)") from None
+                                f"{self.database} failed ({reason}): start it or correct pool.dsn") from None
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[PostgresSession]:
