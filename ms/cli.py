@@ -86,6 +86,7 @@ def hydra_main(cfg: DictConfig) -> None:
         transformers_logging.disable_progress_bar()
         with logging_redirect_tqdm():  # a log line goes above the bars instead of through them
             run(cfg, out)
+            export_memories(out)
         log.info("done; this run wrote to %s", out)
     except UserError as error:
         mark_failed(out, str(error))
@@ -105,6 +106,17 @@ def hydra_main(cfg: DictConfig) -> None:
         print(f"{PROG}: interrupted{after_step(out, earlier)}; {resume_hint(HydraConfig.get(), out)}",
               file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT)
+
+
+def export_memories(out: Path) -> None:
+    """memories.csv beside the run's results: who wrote each memory of its pool, so that ms-report and
+    the sharing matrix never need the pool's file or server again."""
+    from ms.config.files import WRITERS_FILE
+    from ms.report.writers import export_writers
+
+    if not (out / WRITERS_FILE).exists():
+        rows = export_writers(out, out / WRITERS_FILE)
+        log.info("wrote %s (%d memories)", out / WRITERS_FILE, rows)
 
 
 def decisions_state(out: Path) -> Optional[tuple]:

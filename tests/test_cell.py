@@ -124,7 +124,7 @@ def test_a_sweep_and_a_run_refuse_a_finished_folder_of_other_data_and_change_not
 
     single = tmp_path / "run"
     code, _ = ms_run(*TINY, f"data.dir={data}", "k=1")  # the fixture's hydra.run.dir is tmp_path/run
-    assert code == 0
+    assert code == 0 and (single / "memories.csv").exists()  # who wrote each memory, exported at the end
     before = folder_state(single)
     code, err = ms_run(*TINY[1:], "data.agents=[riddle,pun]", f"data.dir={data}", "k=1")
     assert code == 2 and len(err) == 1 and "data.agents" in err[0] and str(single) in err[0]

@@ -84,6 +84,9 @@ def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(p
         by_run = pool.tally(["run_id", "origin"])
     stream = {run: n for (run, origin), n in by_run.items() if origin == "stream"}
     assert stream == {run_id: sum(metrics["stream"]["accepted"].values())}  # one run's worth, credited to it
+    # Who wrote each memory is exported beside the results, so a report never needs the server.
+    exported = (folder / "memories.csv").read_text().splitlines()
+    assert len(exported) - 1 == sum(by_run.values())
     steps = [json.loads(line)["step"] for line in (folder / "decisions.jsonl").read_text().splitlines()]
     assert steps == sorted(steps) and len(steps) == 8  # the redo's own decisions only
 
