@@ -25,10 +25,28 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 # llama.cpp is built for AVX2, not for the build machine's own CPU (-march=native): on a CPU with AMX
 # units, the native build crashed in its first forward pass here (SIGSEGV in ggml_backend_amx_mul_mat,
 # llama-cpp-python 0.3.36, 2026-11-25). --no-cache-dir keeps pip from reusing a wheel built natively.
+LLAMA_VERSION := 0.3.36
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# That build takes minutes, so its wheel (py3-none-<platform>: it loads llama.cpp through ctypes)
+# is kept once per machine, in a folder named by the version and a hash of the flags: a changed
+# version or flag builds anew. A folder there is whole: the wheel is built into a temporary folder
+# beside it that is then renamed. To build again: rm -rf ~/.cache/ms/wheels
+WHEEL_CACHE ?= $(HOME)/.cache/ms/wheels
+LLAMA_WHEELS := $(WHEEL_CACHE)/llama-cpp-python-$(LLAMA_VERSION)-$(shell printf '%s' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 
 $(VENV)/.llama: $(VENV)/.torch
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --no-cache-dir --force-reinstall --no-deps "llama-cpp-python>=0.3"
+	@set -e; dir="$(LLAMA_WHEELS)"; \
+	if [ ! -d "$$dir" ]; then \
+		echo "Building llama-cpp-python $(LLAMA_VERSION) for AVX2 into $$dir (minutes; once per machine)"; \
+		mkdir -p "$(WHEEL_CACHE)"; \
+		tmp=$$(mktemp -d "$$dir.partial.XXXXXX"); \
+		trap 'rm -rf "$$tmp"' EXIT; trap 'exit 1' INT TERM; \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --no-deps --no-cache-dir -w "$$tmp" \
+			"llama-cpp-python==$(LLAMA_VERSION)"; \
+		mv -T "$$tmp" "$$dir" 2>/dev/null || true; \
+	fi; \
+	echo "Installing llama-cpp-python from $$dir"; \
+	$(BIN)/pip install --no-deps --force-reinstall "$$dir"/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.llama

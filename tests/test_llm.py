@@ -269,29 +269,15 @@ def test_a_cache_told_locked_while_another_process_recovers_it_waits_and_opens(t
 
 def test_a_request_repeated_within_one_call_is_computed_once_and_counted_as_a_hit(tmp_path):
     """The utility gate sends each probe's baseline prompt once per candidate that probes it."""
-    from ms.llm.base import LM
+    from fakes import FakeLM
 
-    class Counting(LM):  # records what reaches the backend; the scores are a stand-in
-        provider, scores_text = "counting", True
-
-        def __init__(self, cache):
-            super().__init__("m", cache)
-            self.seen: list[tuple[str, str]] = []
-
-        def _generate(self, chats, *, max_new_tokens, temperature, stop):
-            self.seen += [(c[-1]["content"], "") for c in chats]
-            return [c[-1]["content"].upper() for c in chats]
-
-        def _loglikelihood(self, contexts, continuations):
-            self.seen += list(zip(contexts, continuations))
-            return [(-float(len(c + x)), len(x)) for c, x in zip(contexts, continuations)]
-
-    lm = Counting(ResponseCache(tmp_path / "responses.sqlite"))
+    # It records what reaches the backend; the scores are a stand-in.
+    lm = FakeLM(default="a reply", scores=lambda c, x: (-float(len(c + x)), len(x)),
+                cache=ResponseCache(tmp_path / "responses.sqlite"))
     out = lm.loglikelihood(["a", "bb", "a", "a"], ["x", "y", "x", "z"])
     assert out == [(-2.0, 1), (-3.0, 1), (-2.0, 1), (-2.0, 1)]
-    assert lm.seen == [("a", "x"), ("bb", "y"), ("a", "z")]
+    assert lm.scored == [("a", "x"), ("bb", "y"), ("a", "z")]
     assert (lm.usage.calls, lm.usage.cache_misses, lm.usage.cache_hits) == (3, 3, 1)
     # Sampled generation is not a function of its request: repeats are sampled again.
-    lm.seen.clear()
     lm.generate(["p", "p"], temperature=0.7)
-    assert len(lm.seen) == 2
+    assert len(lm.chats) == 2

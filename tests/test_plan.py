@@ -95,21 +95,18 @@ def test_plan_looks_zero_shot_answers_up_in_the_response_cache(tmp_path):
     """An answer the cache holds, written through LM.generate as a run writes it, is found by the plan."""
     from ms.agents import PromptTemplate, agents_from, chat
     from ms.data import load_splits
-    from ms.llm import LM, ResponseCache
+    from ms.llm import ResponseCache
     from ms.llm.hf import model_id, model_source
+
+    from fakes import FakeLM
 
     cfg = compose_config(TINY + [f"cache_dir={tmp_path}", "k=0", "eval.metrics=[bertscore]"])
     bc, gen = cfg.backbone, cfg.backbone.generation
 
-    class Stand(LM):  # the default backbone's provider and model name, without loading it
-        provider = "hf"
-
-        def _generate(self, chats, **params):
-            return ["an answer"] * len(chats)
-
-    lm = Stand(model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package)),
-               cache=ResponseCache(tmp_path / "responses.sqlite"), max_new_tokens=gen.max_new_tokens,
-               temperature=gen.temperature, stop=list(gen.stop))
+    # The default backbone's provider and model name, without loading it.
+    lm = FakeLM(default="an answer", provider="hf", model=model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package)),
+                cache=ResponseCache(tmp_path / "responses.sqlite"), max_new_tokens=gen.max_new_tokens,
+                temperature=gen.temperature, stop=list(gen.stop))
     agents = agents_from(cfg.agents)
     riddle = load_splits(cfg.data, agents)["riddle"].test[0]
     lm.generate([chat(agents["riddle"], PromptTemplate(**cfg.prompt).render(riddle.question))])

@@ -1,13 +1,13 @@
 import json
-import re
 from pathlib import Path
 
 import pytest
 
 from ms.agents import Agent, default_agents
-from ms.llm.base import LM
 from ms.scorer import (RETRY_PROMPT, SCORE_OPTIONS, SYSTEM_PROMPT, Decision, Scorer, ScorerConfig, append_decisions, load_rubric,
                        load_rubrics, parse_score, rubric_for)
+
+from fakes import FakeLM
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
@@ -99,24 +99,13 @@ def test_parse_score(text, expected):
 
 # ---- the gate, with a scripted grader ------------------------------------------------------
 
-class ScriptedLM(LM):
-    """Replies by the answer in the prompt: `first[answer]` to the grading prompt and
-    `retry[answer]` to the reminder; records the size of every batch it is sent."""
+def grader(first: dict[str, str], retry: dict[str, str] | None = None) -> FakeLM:
+    """Replies by the answer in the grading prompt: `first[answer]` to the grading prompt and
+    `retry[answer]` to the reminder."""
+    def by_answer(replies):
+        return {f"Answer: {answer}\n": reply for answer, reply in replies.items()}
 
-    provider = "scripted"
-
-    def __init__(self, first: dict[str, str], retry: dict[str, str] | None = None):
-        super().__init__(model="scripted")
-        self.first, self.retry = first, retry or {}
-        self.batches: list[int] = []
-
-    def _generate(self, chats, *, max_new_tokens, temperature, stop):
-        self.batches.append(len(chats))
-        replies = []
-        for chat in chats:
-            answer = re.search(r"^Answer: (.*)$", chat[1]["content"], re.M).group(1)
-            replies.append((self.retry if chat[-1]["content"] == RETRY_PROMPT else self.first)[answer])
-        return replies
+    return FakeLM(by_answer(first), retry=by_answer(retry or {}))
 
 
 def items(*answers):
@@ -128,7 +117,7 @@ def scorer(lm, **cfg):
 
 
 def test_gate_accepts_at_or_above_threshold_in_one_batch():
-    lm = ScriptedLM({"good": "72", "bad": "Score: 31/100", "edge": "50"})
+    lm = grader({"good": "72", "bad": "Score: 31/100", "edge": "50"})
     decisions = scorer(lm).score(items("good", "bad", "edge"))
     assert lm.batches == [3]
     assert [(d.score, d.accepted, d.attempts) for d in decisions] == [(72, True, 1), (31, False, 1), (50, True, 1)]
@@ -138,12 +127,12 @@ def test_gate_accepts_at_or_above_threshold_in_one_batch():
 
 
 def test_threshold_is_configurable():
-    decisions = scorer(ScriptedLM({"a": "72"}), threshold=80).score(items("a"))
+    decisions = scorer(grader({"a": "72"}), threshold=80).score(items("a"))
     assert not decisions[0].accepted and decisions[0].reason == "score 72 < threshold 80"
 
 
 def test_unparseable_reply_is_retried_once_in_a_batch():
-    lm = ScriptedLM({"fine": "64", "vague": "It is quite good", "shy": "Hmm"}, retry={"vague": "58", "shy": "70"})
+    lm = grader({"fine": "64", "vague": "It is quite good", "shy": "Hmm"}, retry={"vague": "58", "shy": "70"})
     decisions = scorer(lm).score(items("fine", "vague", "shy"))
     assert lm.batches == [3, 2]
     assert [(d.score, d.accepted, d.attempts) for d in decisions] == [(64, True, 1), (58, True, 2), (70, True, 2)]
@@ -151,7 +140,7 @@ def test_unparseable_reply_is_retried_once_in_a_batch():
 
 
 def test_still_unparseable_pair_is_rejected_with_reason():
-    lm = ScriptedLM({"x": "I cannot grade this."}, retry={"x": "Sorry, no."})
+    lm = grader({"x": "I cannot grade this."}, retry={"x": "Sorry, no."})
     [decision] = scorer(lm).score(items("x"))
     assert lm.batches == [1, 1]
     assert decision.score is None and not decision.accepted and decision.attempts == 2
@@ -159,28 +148,22 @@ def test_still_unparseable_pair_is_rejected_with_reason():
 
 
 def test_retries_zero_means_no_retry():
-    lm = ScriptedLM({"x": "great"})
+    lm = grader({"x": "great"})
     [decision] = scorer(lm, retries=0).score(items("x"))
     assert lm.batches == [1] and decision.reason.startswith("unscored: unparseable reply")
 
 
 def test_retry_keeps_the_failed_reply_in_the_chat():
-    seen = []
-
-    class Recording(ScriptedLM):
-        def _generate(self, chats, **params):
-            seen.extend(chats)
-            return super()._generate(chats, **params)
-
-    scorer(Recording({"x": "great"}, retry={"x": "61"})).score(items("x"))
-    first, retry = seen
+    lm = grader({"x": "great"}, retry={"x": "61"})
+    scorer(lm).score(items("x"))
+    first, retry = lm.chats
     assert retry[:2] == first
     assert retry[2] == {"role": "assistant", "content": "great"}
     assert retry[3]["content"] == RETRY_PROMPT
 
 
 def test_prompt_holds_rubric_question_and_answer():
-    chat = scorer(ScriptedLM({})).prompt("travel", "single", "Plan two days in Rome.", "Day 1: Colosseum.")
+    chat = scorer(FakeLM()).prompt("travel", "single", "Plan two days in Rome.", "Day 1: Colosseum.")
     assert chat[0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert "in-context example" in SYSTEM_PROMPT
     user = chat[1]["content"]
@@ -189,7 +172,7 @@ def test_prompt_holds_rubric_question_and_answer():
 
 
 def test_unknown_rubric_fails_before_any_call():
-    lm = ScriptedLM({})
+    lm = FakeLM()
     with pytest.raises(KeyError, match="poetry"):
         scorer(lm).score([("sonnet", "poetry", "q", "a")])
     assert lm.batches == [] and scorer(lm).score([]) == []
@@ -197,11 +180,11 @@ def test_unknown_rubric_fails_before_any_call():
 
 def test_bad_config_is_refused():
     with pytest.raises(ValueError, match="threshold"):
-        scorer(ScriptedLM({}), threshold=150)
+        scorer(FakeLM(), threshold=150)
 
 
 def test_append_decisions_writes_one_line_each(tmp_path):
-    decisions = scorer(ScriptedLM({"a": "72", "b": "9"})).score(items("a", "b"))
+    decisions = scorer(grader({"a": "72", "b": "9"})).score(items("a", "b"))
     path = append_decisions(tmp_path, decisions)
     append_decisions(path, decisions[:1])
     rows = [json.loads(line) for line in path.read_text().splitlines()]
@@ -219,27 +202,10 @@ def test_scorer_config_is_a_structured_hydra_node():
         OmegaConf.merge(node, {"treshold": 40})
 
 
-# ---- the gate, with the real offline backbone -----------------------------------------------
-
-class FixedDistributionLM(LM):
-    """Exposes a fixed distribution over the score options; generating would be a bug."""
-
-    provider = "fixed"
-    reads_probabilities = True
-
-    def __init__(self, probs: dict[int, float]):
-        super().__init__(model="fixed")
-        self.probs = probs
-
-    def _generate(self, chats, **params):
-        raise AssertionError("a probability read must not decode")
-
-    def _option_probabilities(self, chats, options, shared_prefixes=()):
-        return [[self.probs.get(int(o), 0.0) for o in options] for _ in chats]
-
+# ---- the gate's probability read, with a fixed distribution -------------------------------
 
 def test_probability_read_is_the_expected_score_renormalized_over_scores():
-    lm = FixedDistributionLM({80: 0.3, 40: 0.1, 90: 0.1})  # half the mass is on replies that are no score
+    lm = FakeLM(probabilities={80: 0.3, 40: 0.1, 90: 0.1})  # half the mass is on replies that are no score
     [decision] = scorer(lm).score(items("a"))
     assert decision.read == "probabilities" and decision.attempts == 1
     assert decision.score == pytest.approx((80 * 0.3 + 40 * 0.1 + 90 * 0.1) / 0.5)
@@ -248,18 +214,18 @@ def test_probability_read_is_the_expected_score_renormalized_over_scores():
 
 
 def test_probability_read_with_no_mass_on_any_score_is_unscored():
-    [decision] = scorer(FixedDistributionLM({}), min_mass=1e-4).score(items("a"))
+    [decision] = scorer(FakeLM(probabilities={}), min_mass=1e-4).score(items("a"))
     assert decision.unscored and not decision.accepted and decision.reason.startswith("unscored: only 0")
 
 
 def test_read_mode_follows_the_backbone_and_the_config():
-    assert scorer(FixedDistributionLM({50: 1.0})).read == "probabilities"
-    assert scorer(FixedDistributionLM({50: 1.0}), read="text").read == "text"
-    assert scorer(ScriptedLM({})).read == "text"  # no probabilities: text parse plus retry
+    assert scorer(FakeLM(probabilities={50: 1.0})).read == "probabilities"
+    assert scorer(FakeLM(probabilities={50: 1.0}), read="text").read == "text"
+    assert scorer(FakeLM()).read == "text"  # no probabilities: text parse plus retry
     with pytest.raises(ValueError, match="exposes no token probabilities"):
-        scorer(ScriptedLM({}), read="probabilities")
+        scorer(FakeLM(), read="probabilities")
     with pytest.raises(ValueError, match="scorer.read"):
-        scorer(ScriptedLM({}), read="vibes")
+        scorer(FakeLM(), read="vibes")
 
 
 # ---- the gate, with the real offline backbone -----------------------------------------------

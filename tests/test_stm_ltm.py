@@ -6,13 +6,14 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from ms.llm.base import LM, BackendError
 from ms.memory import (MemoryConfig, PlainPolicy, StmLtmConfig, StmLtmPolicy, StmLtmRetriever, build_policy,
                        parse_importance, parse_summary)
 from ms.pool import Pool
 from ms.retrieval.composite import CompositeRetriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
+
+from fakes import FakeLM
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 
@@ -26,20 +27,9 @@ SUMMARY_REPLY = ("Question: Write a limerick about a sleepy cat.\n"
                  "Answer: A sleepy old cat named Lou would nap in a comfortable shoe.")
 
 
-class ScriptedLM(LM):
-    """Answers every prompt with `reply`, or raises while `fail` is set; records what it was asked."""
-
-    provider = "scripted"
-
-    def __init__(self, reply: str = SUMMARY_REPLY, fail: bool = False):
-        super().__init__("scripted")
-        self.reply, self.fail, self.chats = reply, fail, []
-
-    def _generate(self, chats, **params):
-        if self.fail:
-            raise BackendError("backend unavailable")
-        self.chats += chats
-        return [self.reply] * len(chats)
+def summarizer(reply: str = SUMMARY_REPLY, fail: bool = False) -> FakeLM:
+    """Answers every prompt with `reply`, or fails while `fail` is set; records what it was asked."""
+    return FakeLM(default=reply, fail=fail)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +62,7 @@ def test_parse_importance(reply, expected):
 
 
 def test_admit_puts_items_short_term_with_an_importance(pool, encoder):
-    lm = ScriptedLM(reply="0.9")
+    lm = summarizer(reply="0.9")
     policy = StmLtmPolicy(pool, lm, encoder)
     ids = policy.admit([item(*CATS[0], score=70), item(*CATS[1]), item(*CATS[2], importance=0.3)], step=1)
     stored = pool.get(ids)
@@ -81,7 +71,7 @@ def test_admit_puts_items_short_term_with_an_importance(pool, encoder):
     assert len(lm.chats) == 1 and CATS[1][0] in lm.chats[0][-1]["content"]  # only the unrated item is asked
 
 
-@pytest.mark.parametrize("lm", [ScriptedLM(reply="hard to say"), ScriptedLM(fail=True)], ids=["unreadable", "failing"])
+@pytest.mark.parametrize("lm", [summarizer(reply="hard to say"), summarizer(fail=True)], ids=["unreadable", "failing"])
 def test_admit_falls_back_to_the_default_importance(pool, encoder, lm):
     policy = StmLtmPolicy(pool, lm, encoder, StmLtmConfig(default_importance=0.4))
     [memory] = pool.get(policy.admit([item(*CATS[0])], step=1))
@@ -91,7 +81,7 @@ def test_admit_falls_back_to_the_default_importance(pool, encoder, lm):
 # ---- consolidation -----------------------------------------------------------------------------
 
 def test_a_store_is_due_when_full_or_when_its_oldest_item_has_waited(pool, encoder):
-    policy = StmLtmPolicy(pool, ScriptedLM(), encoder, StmLtmConfig(capacity=3, interval=3))
+    policy = StmLtmPolicy(pool, summarizer(), encoder, StmLtmConfig(capacity=3, interval=3))
     policy.admit([item(*CATS[0], score=60)], step=1)
     policy.admit([item(*MARKET, agent="sonnet", score=60)], step=2)
     assert policy.due(3) == {}
@@ -102,7 +92,7 @@ def test_a_store_is_due_when_full_or_when_its_oldest_item_has_waited(pool, encod
 
 
 def test_consolidation_summarizes_similar_items_and_keeps_the_originals(pool, encoder):
-    lm = ScriptedLM()
+    lm = summarizer()
     policy = StmLtmPolicy(pool, lm, encoder)
     *cats, market = limericks(policy, step=1)
     assert policy.maybe_consolidate(2).summaries == []  # neither full nor old enough yet
@@ -127,7 +117,7 @@ def test_consolidation_summarizes_similar_items_and_keeps_the_originals(pool, en
 
 
 def test_a_failed_summary_call_loses_nothing_and_is_retried(pool, encoder):
-    lm = ScriptedLM(fail=True)
+    lm = summarizer(fail=True)
     policy = StmLtmPolicy(pool, lm, encoder)
     ids = limericks(policy, step=1)
     done = policy.maybe_consolidate(4)
@@ -142,7 +132,7 @@ def test_a_failed_summary_call_loses_nothing_and_is_retried(pool, encoder):
 
 
 def test_an_unusable_summary_moves_the_group_unchanged(pool, encoder):
-    policy = StmLtmPolicy(pool, ScriptedLM(reply="  "), encoder)
+    policy = StmLtmPolicy(pool, summarizer(reply="  "), encoder)
     ids = limericks(policy, step=1)
     done = policy.maybe_consolidate(4)
     assert done.summaries == [] and sorted(done.moved) == ids
@@ -161,7 +151,7 @@ def test_parse_summary_reads_labels_and_falls_back():
 def test_short_term_qualifiers_come_first_then_long_term(pool, encoder):
     query = "Write a limerick about my cat."
     [long_cat] = pool.add([item(*CATS[0], score=90)], step=0)
-    policy = StmLtmPolicy(pool, ScriptedLM(), encoder)
+    policy = StmLtmPolicy(pool, summarizer(), encoder)
     short_cat, market = policy.admit([item(*CATS[1], score=60), item(*MARKET, score=60)], step=1)
     r = StmLtmRetriever(DenseRetriever(pool, encoder), policy)
     assert [m.id for m in r.retrieve(query, "literary", k=3)] == [short_cat, long_cat]  # market is below threshold
@@ -203,7 +193,7 @@ def test_airport_composite_puts_the_flight_first(pool, airport):
 def test_airport_importance_override_pulls_the_flight_in_first(tmp_path, encoder, airport):
     _, items = airport
     with Pool(tmp_path / "short.sqlite") as pool:
-        policy = StmLtmPolicy(pool, ScriptedLM(), encoder)
+        policy = StmLtmPolicy(pool, summarizer(), encoder)
         policy.admit(items, step=1)  # all five in short-term memory
         r = StmLtmRetriever(DenseRetriever(pool, encoder), policy)
         assert [m.answer for m in r.retrieve(AIRPORT_QUERY, "plan", k=3)] == [FLIGHT[1], SIGHTS[1]]
@@ -215,16 +205,16 @@ def test_airport_importance_override_pulls_the_flight_in_first(tmp_path, encoder
 # ---- wiring ------------------------------------------------------------------------------------
 
 def test_build_policy(pool, encoder):
-    plain = build_policy(MemoryConfig(), pool, ScriptedLM(), encoder=lambda: pytest.fail("plain needs no encoder"))
+    plain = build_policy(MemoryConfig(), pool, summarizer(), encoder=lambda: pytest.fail("plain needs no encoder"))
     assert isinstance(plain, PlainPolicy)
     [memory] = pool.get(plain.admit([item(*CATS[0])], step=1))
     assert memory.tier == "long"
     inner = DenseRetriever(pool, encoder)
     assert plain.wrap(inner) is inner and plain.maybe_consolidate(9).summaries == []
-    stm = build_policy(MemoryConfig(policy="stm_ltm"), pool, ScriptedLM(), encoder=lambda: encoder)
+    stm = build_policy(MemoryConfig(policy="stm_ltm"), pool, summarizer(), encoder=lambda: encoder)
     assert isinstance(stm, StmLtmPolicy) and isinstance(stm.wrap(inner), StmLtmRetriever)
     with pytest.raises(ValueError, match="plain, stm_ltm"):
-        build_policy(MemoryConfig(policy="stm-ltm"), pool, ScriptedLM(), encoder=lambda: encoder)
+        build_policy(MemoryConfig(policy="stm-ltm"), pool, summarizer(), encoder=lambda: encoder)
 
 
 @pytest.mark.parametrize("name", ["plain", "stm_ltm"])
@@ -250,7 +240,7 @@ def test_consolidation_with_smollm2(pool, encoder, smollm2):
 
 
 def test_keep_above_moves_useful_items_verbatim_and_groups_the_rest_lowest_utility_first(pool, encoder):
-    policy = StmLtmPolicy(pool, ScriptedLM(), encoder, StmLtmConfig(keep_above=0.0))
+    policy = StmLtmPolicy(pool, summarizer(), encoder, StmLtmConfig(keep_above=0.0))
     *cats, market = limericks(policy, step=1)
     pool.record_utility({cats[0]: [0.2], cats[1]: [-0.1], cats[2]: [-0.3]})
     done = policy.maybe_consolidate(4)

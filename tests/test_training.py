@@ -7,11 +7,12 @@ import torch
 
 from ms.agents import PromptTemplate
 from ms.config import PromptConfig
-from ms.llm.base import LM
 from ms.pool import Pool
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
 from ms.training import LabelledPair, Labeller, RetrieverTrainer, TrainConfig, parse_probability, split_labels
+
+from fakes import FakeLM
 
 TEMPLATE = PromptTemplate(**PromptConfig().__dict__)
 
@@ -33,21 +34,13 @@ def test_parse_probability(text, expected):
     assert parse_probability(text) == (pytest.approx(expected) if expected is not None else None)
 
 
-class _NoScores(LM):
-    """A backend that can only generate (like an API): the labeller must fall back."""
-
-    provider = "fake"
-
-    def _generate(self, chats, *, max_new_tokens, temperature, stop):
-        return ["0.8" if "piano" in chats[0][-1]["content"] else "0.1" for _ in chats]
-
-
 def test_labeller_falls_back_to_verbalized(tmp_path):
     pool = Pool(tmp_path / "p.sqlite")
     pool.add([{"scope": "s", "agent": "riddle", "domain": "logic", "question": "q", "answer": "piano",
                "origin": "seed"}], step=0)
     memory = pool.memories("s")[0]
-    labeller = Labeller(_NoScores("fake"), TEMPLATE, "likelihood")
+    no_scores = FakeLM({"piano": "0.8"}, default="0.1")  # only generates (like an API): the labeller must fall back
+    labeller = Labeller(no_scores, TEMPLATE, "likelihood")
     assert labeller.method == "verbalized"
     assert labeller.p_not([("riddle", "What has keys?", "A piano", memory)]) == [pytest.approx(0.2)]
 

@@ -5,27 +5,22 @@ from __future__ import annotations
 
 import pytest
 
-from ms.llm import LM, ResponseCache
+from ms.llm import ResponseCache
 from ms.llm.base import ROLES
 from ms.usage import by_role, format_usage, usage_report
 from ms.validation import problems
 
 from conftest import compose_config
+from fakes import FakeLM
 
 
-class WordLM(LM):
-    """Replies "ok ok"; a prompt costs one token per word, a reply two."""
-
-    provider = "words"
-
-    def _generate(self, chats, *, max_new_tokens, temperature, stop):
-        self.usage.prompt_tokens += sum(len(m["content"].split()) for chat in chats for m in chat)
-        self.usage.completion_tokens += 2 * len(chats)
-        return ["ok ok"] * len(chats)
+def word_lm(model: str, **options) -> FakeLM:
+    """Replies "ok ok": a prompt costs one token per word, a reply two."""
+    return FakeLM(default="ok ok", model=model, **options)
 
 
 def test_calls_count_under_their_role_and_the_roles_add_up_to_the_total(tmp_path):
-    lm = WordLM("words", cache=ResponseCache(tmp_path / "responses.sqlite"))
+    lm = word_lm("words", cache=ResponseCache(tmp_path / "responses.sqlite"))
     lm.name = "words-backbone"
     with lm.acting_as("answer"):
         lm.generate(["one two three", "four five"])
@@ -55,7 +50,7 @@ def test_calls_count_under_their_role_and_the_roles_add_up_to_the_total(tmp_path
 
 
 def test_a_price_turns_the_tokens_that_reached_the_backend_into_a_cost():
-    priced, unpriced = WordLM("a"), WordLM("b")
+    priced, unpriced = word_lm("a"), word_lm("b")
     priced.name, unpriced.name = "priced", "unpriced"
     priced.price = {"input_per_million": 2.5, "output_per_million": 10.0}
     with priced.acting_as("answer"):
@@ -95,7 +90,7 @@ def test_the_report_sums_usage_and_cost_over_a_sweeps_runs(tmp_path):
     from ms.report.usage import write_usage
 
     def run(name: str, calls: int, price: dict | None) -> Run:
-        lm = WordLM("m")
+        lm = word_lm("m")
         lm.name, lm.price = "b", price
         with lm.acting_as("answer"):
             lm.generate(["one two"] * calls)  # 2 prompt and 2 completion tokens a call
@@ -133,7 +128,7 @@ def test_the_report_reads_every_usage_shape_ms_has_written(tmp_path):
 
     counters = {"calls": 5, "prompt_tokens": 50, "completion_tokens": 7, "cache_hits": 2, "cache_misses": 5,
                 "backend_seconds": 1.5}
-    lm = WordLM("m")
+    lm = word_lm("m")
     with lm.acting_as("answer"):
         lm.generate(["one two"])
     shapes = {"flat": counters, "parts": {"agents": counters, "scorer": dict(counters, calls=1)},

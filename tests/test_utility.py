@@ -11,12 +11,12 @@ import sqlite3
 import pytest
 
 from ms.agents import PromptTemplate, default_agents
-from ms.llm.base import LM
 from ms.pool import SCHEMA_VERSION, Pool
 from ms.retrieval.bm25 import BM25Retriever
 from ms.utility import Candidate, UtilityMeter, effects
 
 from conftest import compose_config
+from fakes import FakeLM
 from test_pipeline import TINY
 
 AGENTS = default_agents()
@@ -39,29 +39,17 @@ def logic_pool(tmp_path):
         yield pool, dict(zip((e["id"] for e in read("riddle", 6)), ids))
 
 
-class Copier(LM):
-    """Scores a continuation 0 per token where the context shows it, -1 per token elsewhere; tokens are words."""
-
-    provider = "stand-in"
-    scores_text = True
-
-    def __init__(self):
-        super().__init__("copier")
-        self.contexts: list[str] = []
-
-    def _generate(self, chats, **params):
-        raise AssertionError("the utility gate decodes nothing")
-
-    def _loglikelihood(self, contexts, continuations):
-        self.contexts += contexts
-        return [(0.0 if y in c else -float(len(y.split())), len(y.split())) for c, y in zip(contexts, continuations)]
+def copier() -> FakeLM:
+    """Scores a continuation 0 per token where the context shows it, -1 per token elsewhere; tokens
+    are words. It decodes nothing: the utility gate never generates."""
+    return FakeLM(scores=lambda c, y: (0.0 if y in c else -float(len(y.split())), len(y.split())))
 
 
 def test_the_candidate_replaces_the_last_shot_of_its_nearest_memories_prompts(logic_pool):
     pool, ids = logic_pool
     target = read("riddle", 1)[0]
     tests = [read("riddle", 6)[4]["question"]]  # a test question never serves as a probe
-    lm = Copier()
+    lm = copier()
     meter = UtilityMeter(BM25Retriever(pool).retrieve_batch, lambda agent: lm, AGENTS, template(), probes=3, shots=2,
                          test_questions=tests)
     planted = Candidate("riddle", "logic", "What copies every move you make, shrinks at noon and stretches at dusk?",
@@ -74,11 +62,12 @@ def test_the_candidate_replaces_the_last_shot_of_its_nearest_memories_prompts(lo
     assert u.deltas == [1.0, 0.0, 0.0] and u.u == pytest.approx(1 / 3) and u.lo <= u.u <= u.hi
     assert lm.usage_by_role["utility"].calls == 6 and set(lm.usage_by_role) == {"utility"}
     # Each probe's prompt shows two shots, never the probe itself; the second of each pair holds the candidate.
-    assert all(context.count("->") == 2 for context in lm.contexts)
-    for probe, context in zip(pool.get(u.probes), lm.contexts[0::2]):
+    contexts = [context for context, _ in lm.scored]
+    assert all(context.count("->") == 2 for context in contexts)
+    for probe, context in zip(pool.get(u.probes), contexts[0::2]):
         assert probe.answer not in context
-    assert all(planted.answer in c for c in lm.contexts[1::2])
-    assert not any(planted.question in c for c in lm.contexts[0::2])
+    assert all(planted.answer in c for c in contexts[1::2])
+    assert not any(planted.question in c for c in contexts[0::2])
 
     # The candidate (admitted as memory 99) gets every delta, each displaced shot the delta's negation.
     expected = {99: u.deltas}
@@ -90,11 +79,11 @@ def test_the_candidate_replaces_the_last_shot_of_its_nearest_memories_prompts(lo
 def test_a_candidate_asking_a_memorys_own_question_never_probes_that_memory(logic_pool):
     pool, ids = logic_pool
     target = read("riddle", 1)[0]
-    meter = UtilityMeter(BM25Retriever(pool).retrieve_batch, lambda agent: Copier(), AGENTS, template(), probes=2,
+    meter = UtilityMeter(BM25Retriever(pool).retrieve_batch, lambda agent: copier(), AGENTS, template(), probes=2,
                          shots=0)
     [u] = meter.measure([Candidate("riddle", "logic", target["question"], "A mirror.")])
     assert ids["riddle-001"] not in u.probes and len(u.probes) == 2 and u.shots == 1  # k = 0 measures with one shot
-    [empty] = UtilityMeter(lambda q, s, n: [[] for _ in q], lambda agent: Copier(), AGENTS, template(), probes=2,
+    [empty] = UtilityMeter(lambda q, s, n: [[] for _ in q], lambda agent: copier(), AGENTS, template(), probes=2,
                            shots=1).measure([Candidate("riddle", "logic", "q", "a")])
     assert (empty.u, empty.lo, empty.probes) == (None, None, [])
 
