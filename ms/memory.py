@@ -22,7 +22,8 @@ from ms.pool import Memory, Pool
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.encoder import Encoder
 from ms.config.fields import require
-from ms.config.schema import POLICIES, MemoryConfig, StmLtmConfig
+from ms.config.parts import POLICIES
+from ms.config.schema import MemoryConfig, StmLtmConfig
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +109,14 @@ def parse_summary(reply: str, fallback_question: str) -> tuple[str, str] | None:
 class PlainPolicy:
     """Admitted pairs go straight to long-term memory; nothing to consolidate."""
 
+    uses_encoder = False  # whether it runs an encoder of its own (the run's provenance records it)
+
     def __init__(self, pool: Pool):
         self.pool = pool
+
+    @classmethod
+    def build(cls, cfg: MemoryConfig, pool: Pool, lm: LM, encoder: Callable[[], Encoder]) -> "PlainPolicy":
+        return cls(pool)
 
     def admit(self, items: list[dict[str, Any]], step: int) -> list[int | None]:
         return self.pool.add(items, step)
@@ -125,10 +132,16 @@ class StmLtmPolicy:
     """`encoder` measures similarity for short-term retrieval and for grouping. Keep it frozen: the
     thresholds are cosines of that encoder and lose their meaning if its weights move."""
 
+    uses_encoder = True
+
     def __init__(self, pool: Pool, lm: LM, encoder: Encoder, cfg: StmLtmConfig | None = None):
         self.cfg = cfg = cfg or StmLtmConfig()
         require(cfg, StmLtmConfig, "memory.stm_ltm")
         self.pool, self.lm, self.encoder = pool, lm, encoder
+
+    @classmethod
+    def build(cls, cfg: MemoryConfig, pool: Pool, lm: LM, encoder: Callable[[], Encoder]) -> "StmLtmPolicy":
+        return cls(pool, lm, encoder(), cfg.stm_ltm)
 
     # ---- admission ---------------------------------------------------------------------------
 
@@ -313,9 +326,6 @@ def _merge(short: list[Memory], long: list[Memory], k: int) -> list[Memory]:
 
 def build_policy(cfg: MemoryConfig, pool: Pool, lm: LM,
                  encoder: Callable[[], Encoder]) -> PlainPolicy | StmLtmPolicy:
-    """`encoder` is called only when the policy needs one."""
-    if cfg.policy == "plain":
-        return PlainPolicy(pool)
-    if cfg.policy == "stm_ltm":
-        return StmLtmPolicy(pool, lm, encoder(), cfg.stm_ltm)
-    raise ValueError(f"unknown memory.policy '{cfg.policy}'; choose one of {', '.join(POLICIES)}")
+    """The policy memory.policy names (ms.config.parts.POLICIES); `encoder` is called only when the
+    policy needs one. An unknown name is a ValueError (UnknownPart) listing the choices."""
+    return POLICIES.load(cfg.policy).build(cfg, pool, lm, encoder)

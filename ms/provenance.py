@@ -81,19 +81,18 @@ def weight_hashes(source: str, weight_file: Optional[str] = None) -> Optional[di
 
 def backbone_record(backbone) -> dict[str, Any]:
     """One backbone's engine, batch size and weight hashes. The engine is `backbone.engine` where the
-    config has one; otherwise hf backbones run on transformers ("hf") and API ones on their provider."""
+    config has one; otherwise hf backbones run on transformers ("hf") and API ones on their provider.
+    Weights are hashed where its provider runs them on this machine (LM.local_weights)."""
+    from ms.llm import provider_class
+
     engine = getattr(backbone, "engine", None) or backbone.provider
     out: dict[str, Any] = {"provider": backbone.provider, "engine": engine, "batch_size": backbone.batch_size,
                            "model": backbone.model, "sha256": None}
-    if backbone.provider == "hf":
-        from ms.llm.hf import model_source
-
-        try:
-            source, gguf_file = model_source(backbone.model, backbone.gguf_file, backbone.gguf_package)
-        except (FileNotFoundError, ValueError):
-            return out
-        out["model"] = f"{source}::{gguf_file}" if gguf_file else source
-        out["sha256"] = weight_hashes(source, gguf_file) or chunked_hash(backbone.gguf_package)
+    local = provider_class(backbone).local_weights(backbone)
+    if local is not None:
+        source, weight_file = local
+        out["model"] = f"{source}::{weight_file}" if weight_file else source
+        out["sha256"] = weight_hashes(source, weight_file) or chunked_hash(getattr(backbone, "gguf_package", None))
     return out
 
 

@@ -10,16 +10,10 @@ from typing import Optional
 from omegaconf import MISSING
 
 from ms.config.fields import setting
-
-PROVIDERS = ("hf", "openai", "mistral")
+from ms.config.parts import ENGINES, PROVIDERS  # the registered providers and hf's generation engines
 # Where an openai backbone gets token log-probs of given text: none (the chat API has none, so
 # callers use the verbalized fallback) | echo (a server's /completions echoes the prompt with them).
 PROMPT_LOGPROBS = ("none", "echo")
-# What does greedy generation for the hf provider (scoring stays on transformers): hf
-# (transformers, exact) | llamacpp (the GGUF in-process through llama-cpp-python, several sequences
-# per step) | llamacpp-f16 / llamacpp-q4_0 (the same GGUF re-written in f16 or q4_0 weights first:
-# ms.llm.llamacpp.WEIGHTS says why) | ct2 (CTranslate2, int8 weights).
-ENGINES = ("hf", "llamacpp", "llamacpp-f16", "llamacpp-q4_0", "ct2")
 # How an hf backbone renders a chat as its model's input (ms.llm.prompt_format): chat (the tokenizer's
 # chat template, for instruction-tuned models) | plain (a few-shot completion text, for base models).
 PROMPT_FORMATS = ("chat", "plain")

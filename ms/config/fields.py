@@ -25,7 +25,7 @@ class Check:
     gt: Optional[float] = None
     le: Optional[float] = None
     lt: Optional[float] = None
-    choices: Optional[tuple] = None
+    choices: Optional[Any] = None  # a tuple, or a Registry (ms.config.registry): its names now
     increasing: bool = False  # a list: strictly increasing
     nonempty: bool = False  # a list: at least one item
 
@@ -69,8 +69,8 @@ def _number(x: float) -> str:
 
 def setting(default: Any = _NO_DEFAULT, *, factory: Optional[Callable[[], Any]] = None, **limits: Any) -> Any:
     """A dataclass field with its limits (see Check); `factory` for mutable defaults."""
-    if "choices" in limits:
-        limits["choices"] = tuple(limits["choices"])
+    if "choices" in limits and not hasattr(limits["choices"], "register"):  # a Registry stays live:
+        limits["choices"] = tuple(limits["choices"])  # a name registered later is a choice too
     metadata = {CHECK: Check(**limits)}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)

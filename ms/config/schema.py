@@ -17,16 +17,17 @@ from omegaconf import MISSING
 from ms.config.backbone import (ENGINES, PROMPT_FORMATS, PROMPT_LOGPROBS, PROVIDERS, BackboneConfig,
                                  GenerationConfig, PriceConfig)
 from ms.config.fields import setting
+from ms.config.parts import GATES, METRICS, POLICIES, POOL_BACKENDS, RETRIEVERS
 
 # ---- choices --------------------------------------------------------------------------------
 
 POOL_MODES = ("domain", "single")
-# Where the pool lives: sqlite (one file, processes on one machine) | postgres (a server, processes on several).
-POOL_BACKENDS = ("sqlite", "postgres")
+# Where the pool lives (POOL_BACKENDS, ms.config.parts): sqlite (one file, processes on one machine) |
+# postgres (a server, processes on several).
 # pool.dsn is read from this variable: ms-run moves a `pool.dsn=...` it is given there before Hydra
 # sees it, so the connection string never reaches a run folder's name, .hydra/ or a log.
 POOL_DSN_ENV = "MS_POOL_DSN"
-RETRIEVERS = ("dense", "composite", "bm25", "random")
+# RETRIEVERS (ms.config.parts): dense, composite, bm25, random.
 AT_TEST = ("bm25", "random", "dense_frozen")
 # How memory vectors follow a trained encoder (see ms.retrieval.dense): re-encoded after every step,
 # after every n steps, once a per-step budget of re-encoded memories covers the scope, or never,
@@ -37,20 +38,20 @@ REFRESH_POLICIES = ("full", "every_n", "budget", "query_tower")
 INDEXES = ("exact", "ann")
 ANN_MIN_SIZE, ANN_EF = 50_000, 128  # the defaults of retriever.ann_min_size and ann_ef: why, beside them
 LABEL_METHODS = ("likelihood", "verbalized")
-POLICIES = ("plain", "stm_ltm")
+# POLICIES (ms.config.parts): plain, stm_ltm.
 AGE_UNITS = ("steps", "hours")
 READS = ("auto", "probabilities", "text")  # how the gate reads a grader's score
-# What admits a new pair (ms.gate): the rubric grader, the utility replay (ms.utility), or both in turn;
-# and two admission controls that judge nothing: all (admit every pair) and random (a coin, or the
-# counts of a finished run per agent and micro-batch).
-GATES = ("rubric", "utility", "both", "all", "random")
+# What admits a new pair: GATES (ms.config.parts; one module each in ms.gates): the rubric grader, the
+# utility replay (ms.utility), or both in turn; and two admission controls that judge nothing: all
+# (admit every pair) and random (a coin, or the counts of a finished run per agent and micro-batch).
 # What the stream writes as each new pair's answer: the backbone's answer, or the dataset's reference.
 STREAM_ANSWERS = ("model", "reference")
 RUBRIC_TOTAL = 100  # a rubric's points add up to this
 # ref_logprob: mean log-probability per token of the reference answer given exactly the agent's
 # prompt (EPR and LLM-R's demonstration utility): one forward pass, no decoding. Nats per token.
 REF_LOGPROB = "ref_logprob"
-EVAL_METRICS = ("bertscore", REF_LOGPROB)  # what eval.metrics may name
+EVAL_METRICS = METRICS  # what eval.metrics may name: the registered metrics (ms.config.parts; ms.metrics)
+DEFAULT_METRICS = ("bertscore", REF_LOGPROB)
 
 # ---- agents and data ----
 
@@ -109,7 +110,7 @@ class ScorerConfig:
 class EvalConfig:
     # bertscore needs generated answers; ref_logprob alone skips generation and BERTScore entirely.
     # ref_logprob is measured only on backbones that score given text (absent elsewhere, never 0).
-    metrics: list[str] = setting(factory=lambda: list(EVAL_METRICS), choices=EVAL_METRICS, nonempty=True)
+    metrics: list[str] = setting(factory=lambda: list(DEFAULT_METRICS), choices=METRICS, nonempty=True)
     model: Optional[str] = None  # None: the packaged MiniLM; or e.g. roberta-large, microsoft/deberta-xlarge-mnli
     num_layers: Optional[int] = setting(None, ge=1)  # None: MINILM_LAYERS for MiniLM, bert-score's own table otherwise
     batch_size: int = setting(32, ge=1)
@@ -197,9 +198,11 @@ class CompositeConfig:
 
 @dataclass
 class GateConfig:
-    # rubric: an LLM grades the pair (ms.scorer) | utility: admit the pair when it raises the
-    # likelihood of its nearest memories' answers as an in-context example (ms.utility) | both:
-    # rubric first, then utility on what the rubric admits.
+    # A registered gate (GATES; ms.gates, one module each): rubric: an LLM grades the pair (ms.scorer) |
+    # utility: admit the pair when it raises the likelihood of its nearest memories' answers as an
+    # in-context example (ms.utility) | both: rubric first, then utility on what the rubric admits |
+    # all, random: admission controls. A gate reads this section only; settings of a gate of its own
+    # beyond these fields would need fields here.
     name: str = setting("rubric", choices=GATES)
     # Admit when the mean change in log-prob per token over the probes exceeds this (nats per token).
     # 0 means "helps on average", kept after the gate check (results/README.md, "The gates").
@@ -320,4 +323,4 @@ class Config:
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 
-__all__ = ["AGE_UNITS", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "EVAL_METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "STREAM_ANSWERS", "StmLtmConfig", "StreamConfig", "TrainConfig"]
+__all__ = ["AGE_UNITS", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "DEFAULT_METRICS", "EVAL_METRICS", "METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "STREAM_ANSWERS", "StmLtmConfig", "StreamConfig", "TrainConfig"]

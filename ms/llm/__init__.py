@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ms.config.schema import PROVIDERS
+from ms.config.parts import PROVIDERS
+from ms.config.registry import UnknownPart
 from ms.llm.base import LM, BackendError, LoglikelihoodUnsupported, Usage
 from ms.llm.cache import CACHE_FILENAME, ResponseCache
-from ms.llm.local import models_dir
 
 
 __all__ = ["LM", "BackendError", "LoglikelihoodUnsupported", "Usage", "ResponseCache", "build_lm"]
@@ -37,37 +37,18 @@ def price_of(backbone) -> dict[str, float] | None:
 
 
 def provider_class(backbone) -> type[LM]:
-    """The LM class of the backbone's provider; its class attributes say what it can do (plan mode
-    reads them without building the LM)."""
-    if backbone.provider == "hf":
-        from ms.llm.hf import HFLM
-
-        return HFLM
-    if backbone.provider == "openai":
-        from ms.llm.openai import EchoLogprobsLM, OpenAILM
-
-        # A class of its own, so that what it can do stays readable from the class.
-        return EchoLogprobsLM if getattr(backbone, "prompt_logprobs", "none") == "echo" else OpenAILM
-    if backbone.provider == "mistral":
-        from ms.llm.mistral import MistralLM
-
-        return MistralLM
-    raise BackendError(f"unknown backbone.provider '{backbone.provider}' (backbone '{backbone.name}'); "
-                       f"choose one of {', '.join(PROVIDERS)}")
+    """The LM class of the backbone's provider (ms.config.parts.PROVIDERS), as it picks it for the
+    backbone's settings; its class attributes say what it can do (plan mode reads them without
+    building the LM)."""
+    try:
+        cls = PROVIDERS.load(backbone.provider)
+    except UnknownPart as error:
+        raise BackendError(f"{error} (backbone '{backbone.name}')") from None
+    return cls.for_backbone(backbone)
 
 
 def _provider_lm(backbone, cache_dir: str | Path, use_response_cache: bool) -> LM:
-    cls = provider_class(backbone)
     cache = ResponseCache(Path(cache_dir) / CACHE_FILENAME) if use_response_cache else None
     gen = backbone.generation
-    common = dict(cache=cache, max_new_tokens=gen.max_new_tokens, temperature=gen.temperature, stop=list(gen.stop))
-    if backbone.provider == "hf":
-        return cls(backbone.model, gguf_file=backbone.gguf_file, gguf_package=backbone.gguf_package,
-                   device=backbone.device, dtype=backbone.dtype, batch_size=backbone.batch_size,
-                   max_length=backbone.max_length, models_dir=models_dir(),
-                   engine=getattr(backbone, "engine", "hf"),
-                   prompt_format=getattr(backbone, "prompt_format", "chat"), **common)
-    return cls(backbone.model, api_key_env=backbone.api_key_env, base_url=backbone.base_url,
-               max_concurrency=backbone.max_concurrency, timeout_s=backbone.timeout_s,
-               max_retries=backbone.max_retries, backoff_s=backbone.backoff_s,
-               max_retry_wait_s=backbone.max_retry_wait_s, **common)
+    return provider_class(backbone).build(backbone, cache=cache, max_new_tokens=gen.max_new_tokens,
+                                          temperature=gen.temperature, stop=list(gen.stop))

@@ -102,6 +102,17 @@ class ChatAPILM(LM):
         self._usage_lock = threading.Lock()
         self._connect(api_key_from_env(api_key_env, self.provider))
 
+    @classmethod
+    def build(cls, backbone, **common) -> "ChatAPILM":
+        return cls(backbone.model, api_key_env=backbone.api_key_env, base_url=backbone.base_url,
+                   max_concurrency=backbone.max_concurrency, timeout_s=backbone.timeout_s,
+                   max_retries=backbone.max_retries, backoff_s=backbone.backoff_s,
+                   max_retry_wait_s=backbone.max_retry_wait_s, **common)
+
+    @classmethod
+    def cache_model_of(cls, backbone, kind: str) -> str:
+        return f"{backbone.model}@{backbone.base_url}" if backbone.base_url else backbone.model  # as cache_model
+
     @property
     def endpoint(self) -> str:
         return self.base_url or "default endpoint"

@@ -121,6 +121,7 @@ class LM(ABC):
     provider: str = "?"
     scores_text: bool = False  # whether `loglikelihood` works (token log-probs of given text)
     reads_probabilities: bool = False  # whether `option_probabilities` works (next-token distributions)
+    runs_locally: bool = False  # whether the model runs in this process (its time is this machine's)
 
     def __init__(self, model: str, cache: ResponseCache | None = None, max_new_tokens: int = 128,
                  temperature: float = 0.0, stop: Sequence[str] = ()):
@@ -226,6 +227,31 @@ class LM(ABC):
         it or loading any weights: plan mode renders scored requests with it to find them in the
         response cache. A provider with a chat template loads only its tokenizer."""
         return lambda prompt: joined_contents(as_messages(prompt))
+
+    # ---- the provider as a registered part (ms.config.parts.PROVIDERS) -------------------------
+
+    @classmethod
+    def for_backbone(cls, backbone) -> type["LM"]:
+        """The class that runs `backbone` (a BackboneConfig): a provider may pick a variant by a
+        setting, whose capabilities (`scores_text`, ...) then stay readable from the class."""
+        return cls
+
+    @classmethod
+    def build(cls, backbone, **common: Any) -> "LM":
+        """The LM for `backbone`; `common`: cache, max_new_tokens, temperature and stop (ms.llm.build_lm)."""
+        raise NotImplementedError(f"provider '{cls.provider}' does not say how it is built from a backbone config")
+
+    @classmethod
+    def cache_model_of(cls, backbone, kind: str) -> str:
+        """The model as the response-cache keys of `kind` calls on `backbone` name it (`_key_model`),
+        without building it: plan mode looks requests up with it."""
+        return backbone.model
+
+    @classmethod
+    def local_weights(cls, backbone) -> tuple[str, str | None] | None:
+        """(source, weight file) of a model whose weights lie on this machine, for the run's
+        provenance; None for a model served elsewhere (or files not found)."""
+        return None
 
     def chat_context_before(self, prompt: Prompt, marker: str = PAIR_MARKER) -> str:
         """The chat context up to the first `marker`: the text that every prompt differing from this

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ms.llm.base import engine_package
+from ms.llm.base import BackendError, engine_package
 from ms.llm.llamacpp import cores
 from ms.llm.local import made_once
 
@@ -72,3 +72,12 @@ class CT2Generator:
 
 def cut_at_eos(tokens: list[int], eos: set[int]) -> list[int]:
     return next((tokens[:k] for k, t in enumerate(tokens) if t in eos), tokens)
+
+
+def ct2_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, *, batch_size: int,
+                  max_length: int, models_dir: str | Path | None = None) -> CT2Generator:
+    """backbone.engine=ct2 (ms.config.parts.ENGINES): CTranslate2 over the transformers copy of the model."""
+    if folder is None:  # ct2: CTranslate2 converts from a transformers folder
+        raise BackendError(f"backbone.engine={engine} converts the transformers copy of the model, "
+                           "which HFLM makes only with a models_dir (build_lm gives one)")
+    return CT2Generator(folder, tokenizer, batch_size=batch_size)

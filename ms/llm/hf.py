@@ -9,10 +9,10 @@ from typing import Callable, Sequence
 
 import torch
 
-from ms.config.schema import ENGINES
+from ms.config.parts import ENGINES
 from ms.llm.base import LM, BackendError, Message, Prompt, as_messages
 from ms.llm.gguf_chunks import assembled_gguf, chunked_package
-from ms.llm.local import derived_name, made_once, package_dir, resolve_device
+from ms.llm.local import derived_name, made_once, models_dir as machine_models_dir, package_dir, resolve_device
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
 from ms.llm.prompt_format import prompt_format as make_prompt_format
@@ -79,6 +79,7 @@ class HFLM(LM):
     provider = "hf"
     scores_text = True
     reads_probabilities = True
+    runs_locally = True
 
     def __init__(self, model: str | None = None, *, gguf_file: str | None = None, gguf_package: str | None = None,
                  device: str = "auto", dtype: str = "auto", batch_size: int = 8, max_length: int = 2048,
@@ -88,7 +89,7 @@ class HFLM(LM):
         source, gguf_file = model_source(model, gguf_file, gguf_package)
         super().__init__(model=model_id(source, gguf_file, prompt_format), **kwargs)
         if engine not in ENGINES:  # before minutes of loading
-            raise BackendError(f"unknown backbone.engine '{engine}'; choose one of {', '.join(ENGINES)}")
+            raise BackendError(ENGINES.unknown(engine))
         self.engine = engine
         if gguf_package and not (Path(source) / gguf_file).exists():  # shipped in chunks
             if not models_dir:
@@ -118,6 +119,28 @@ class HFLM(LM):
 
     def _key_model(self, kind: str) -> str:
         return engine_model_id(self.cache_model, self.engine) if kind == "generate" else self.cache_model
+
+    @classmethod
+    def build(cls, backbone, **common) -> "HFLM":
+        """Converted models are kept once per machine (ms.llm.local.models_dir)."""
+        return cls(backbone.model, gguf_file=backbone.gguf_file, gguf_package=backbone.gguf_package,
+                   device=backbone.device, dtype=backbone.dtype, batch_size=backbone.batch_size,
+                   max_length=backbone.max_length, models_dir=machine_models_dir(),
+                   engine=getattr(backbone, "engine", "hf"),
+                   prompt_format=getattr(backbone, "prompt_format", "chat"), **common)
+
+    @classmethod
+    def cache_model_of(cls, backbone, kind: str) -> str:
+        model = model_id(*model_source(backbone.model, backbone.gguf_file, backbone.gguf_package),
+                         backbone.prompt_format)
+        return engine_model_id(model, backbone.engine) if kind == "generate" else model
+
+    @classmethod
+    def local_weights(cls, backbone) -> tuple[str, str | None] | None:
+        try:
+            return model_source(backbone.model, backbone.gguf_file, backbone.gguf_package)
+        except (FileNotFoundError, ValueError):
+            return None
 
     # ---- prompt formatting ------------------------------------------------------------------
 
@@ -285,31 +308,18 @@ class HFLM(LM):
 
 def make_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, *, batch_size: int,
                    max_length: int, models_dir: str | Path | None = None):
-    """The engine that does greedy generation, loaded once; None: transformers does it.
-    `gguf`: the model's GGUF file, if it has one; `folder`: the transformers folder (or hub name)
+    """The engine that does greedy generation (ms.config.parts.ENGINES), loaded once; None: transformers
+    does it. `gguf`: the model's GGUF file, if it has one; `folder`: the transformers folder (or hub name)
     it was loaded from, None when transformers read the GGUF file directly."""
-    if engine == "hf":
-        return None
-    if engine.startswith("llamacpp"):
-        if gguf is None:
-            raise BackendError(f"backbone.engine={engine} runs a GGUF file: set backbone.gguf_file or "
-                               "backbone.gguf_package, or backbone.engine=hf")
-        from ms.llm.llamacpp import LlamaCppGenerator, requantized
+    if engine not in ENGINES:
+        raise BackendError(ENGINES.unknown(engine))
+    return ENGINES.load(engine)(engine, gguf, folder, tokenizer, batch_size=batch_size, max_length=max_length,
+                                models_dir=models_dir)
 
-        if "-" in engine:  # llamacpp-f16, llamacpp-q4_0: the same GGUF re-written in those weights
-            if models_dir is None:
-                raise BackendError(f"backbone.engine={engine} writes a model file: give HFLM a models_dir")
-            gguf = requantized(gguf, engine.split("-", 1)[1], Path(models_dir))
-        # Each sequence owns its cells (attention then reads its own only): room for a
-        # full-length prompt and a 512-token reply, 23 KB each for SmolLM2 (940 MB for 16).
-        return LlamaCppGenerator(gguf, n_seq_max=batch_size, n_ctx=batch_size * (max_length + 512),
-                                 kv_unified=False)
-    if folder is None:  # ct2: CTranslate2 converts from a transformers folder
-        raise BackendError(f"backbone.engine={engine} converts the transformers copy of the model, "
-                           "which HFLM makes only with a models_dir (build_lm gives one)")
-    from ms.llm.ct2 import CT2Generator
 
-    return CT2Generator(folder, tokenizer, batch_size=batch_size)
+def transformers_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, **settings) -> None:
+    """backbone.engine=hf: no engine of its own, transformers generates (exact)."""
+    return None
 
 
 def truncate_at_stop(text: str, stop: Sequence[str]) -> str:

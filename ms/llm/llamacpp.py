@@ -183,3 +183,19 @@ class LlamaCppGenerator:
                 found[seq] = int(np.ctypeslib.as_array(ctypes.cast(row, ctypes.POINTER(ctypes.c_float)),
                                                        shape=(self.n_vocab,)).argmax())
         return found
+
+
+def llamacpp_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, *, batch_size: int,
+                       max_length: int, models_dir: str | Path | None = None) -> "LlamaCppGenerator":
+    """backbone.engine=llamacpp (ms.config.parts.ENGINES): the model's GGUF file in-process;
+    llamacpp-f16 and llamacpp-q4_0 run the same GGUF re-written in those weights first."""
+    if gguf is None:
+        raise BackendError(f"backbone.engine={engine} runs a GGUF file: set backbone.gguf_file or "
+                           "backbone.gguf_package, or backbone.engine=hf")
+    if "-" in engine:  # llamacpp-f16, llamacpp-q4_0: the same GGUF re-written in those weights
+        if models_dir is None:
+            raise BackendError(f"backbone.engine={engine} writes a model file: give HFLM a models_dir")
+        gguf = requantized(gguf, engine.split("-", 1)[1], Path(models_dir))
+    # Each sequence owns its cells (attention then reads its own only): room for a
+    # full-length prompt and a 512-token reply, 23 KB each for SmolLM2 (940 MB for 16).
+    return LlamaCppGenerator(gguf, n_seq_max=batch_size, n_ctx=batch_size * (max_length + 512), kv_unified=False)

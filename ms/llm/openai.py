@@ -22,6 +22,12 @@ log = logging.getLogger(__name__)
 class OpenAILM(ChatAPILM):
     provider = "openai"
 
+    @classmethod
+    def for_backbone(cls, backbone) -> type["OpenAILM"]:
+        """With backbone.prompt_logprobs=echo, EchoLogprobsLM: a class of its own, so that what it can
+        do stays readable from the class."""
+        return EchoLogprobsLM if getattr(backbone, "prompt_logprobs", "none") == "echo" else cls
+
     def _connect(self, api_key: str) -> None:
         import openai
 

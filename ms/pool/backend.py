@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any, Hashable, Iterable, Iterator, Sequence
 
 
 class Session(ABC):
@@ -31,6 +31,23 @@ class Database(ABC):
     TEXTS: str
     # Says which pool this is, in messages and logs; never holds a secret.
     location: str
+
+    # ---- as a registered part (ms.config.parts.POOL_BACKENDS; pool.backend) -----------------------
+
+    @classmethod
+    def connect(cls, cfg, default_path) -> "Database":
+        """The pool `cfg` (a PoolConfig) names; `default_path`: the run's own pool file, where it has one."""
+        raise NotImplementedError(f"{cls.__name__} does not say how it opens from a pool config")
+
+    @classmethod
+    def run_files(cls, cfg) -> list[str]:
+        """The files of the pool inside the run's folder (a redo removes them): none by default."""
+        return []
+
+    @classmethod
+    def problems(cls, cfg) -> Iterator[str]:
+        """Its settings' problems beyond their declared limits, one line each, before anything opens."""
+        return iter(())
 
     @abstractmethod
     def write(self) -> AbstractContextManager[Session]:

@@ -127,6 +127,23 @@ class PostgresDatabase(Database):
     INTS = "(SELECT value::bigint FROM json_array_elements_text(?::json))"
     TEXTS = "(SELECT value FROM json_array_elements_text(?::json))"
 
+    @classmethod
+    def connect(cls, cfg, default_path) -> "PostgresDatabase":
+        return cls(cfg.dsn)
+
+    @classmethod
+    def problems(cls, cfg) -> Iterator[str]:
+        """pool.dsn named without its value: a DSN may hold a password. A missing one is PoolConfig's to report."""
+        if not cfg.dsn:
+            return
+        try:
+            problem = dsn_problem(cfg.dsn)
+        except PoolFileError as missing:  # psycopg is an optional extra
+            yield f"invalid setting pool.backend=postgres: {missing}"
+            return
+        if problem:
+            yield f"invalid setting pool.dsn: {problem}"
+
     def __init__(self, dsn: str):
         psycopg, psycopg_pool = _psycopg()
         problem = dsn_problem(dsn)

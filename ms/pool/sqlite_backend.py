@@ -3,12 +3,15 @@ schema, and its migration from older files."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
+
+from ms.config.files import POOL_FILENAME
 
 from ms.pool.backend import Database, Session
 from ms.pool.schema import (ADDED_IN, MEMORY_COLUMNS, OLDEST_ALTERABLE, SCHEMA_VERSION, PoolFileError,
@@ -105,12 +108,61 @@ class SqliteSession(Session):
         self._conn.executemany(sql, rows)
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def writable_folder(path: Path) -> Optional[str]:
+    """Why files cannot be created in folder `path` (created on first use), or None if they can."""
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"the folder {existing} is not writable"
+    return None
+
+
+def not_sqlite(path: Path) -> bool:
+    """Whether an existing, non-empty file lacks SQLite's header: the damage seen most, checked
+    without opening the file as a database (deeper damage is caught when it is opened)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:  # missing (created on first use) or unreadable (reported when opened)
+        return False
+    return bool(head) and head != SQLITE_HEADER
+
+
 class SqliteDatabase(Database):
     """One connection to a pool file. Processes share a pool by opening the same path; within a
     process, one connection serves several threads (a lock serializes it)."""
 
     INTS = "(SELECT value FROM json_each(?))"
     TEXTS = INTS
+
+    @classmethod
+    def connect(cls, cfg, default_path) -> "SqliteDatabase":
+        """The file pool.path names, else the run's own (`default_path`)."""
+        return cls(cfg.path or default_path)
+
+    @classmethod
+    def run_files(cls, cfg) -> list[str]:
+        """The run's own pool file and its WAL files; none where pool.path names a file elsewhere."""
+        return [] if cfg.path else [POOL_FILENAME + suffix for suffix in ("", "-wal", "-shm")]
+
+    @classmethod
+    def problems(cls, cfg) -> Iterator[str]:
+        """pool.path must lie in a writable folder, and a file already there must be a SQLite database."""
+        if not cfg.path:
+            return
+        why = writable_folder(Path(cfg.path).parent)
+        if why:
+            yield f"invalid setting pool.path={cfg.path}: {why}; point pool.path at a writable folder"
+        if not_sqlite(Path(cfg.path)):
+            yield damaged_pool_message(Path(cfg.path), "file is not a database")
 
     def __init__(self, path: str | Path, timeout_s: float = 60.0):
         self.path = Path(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from typing import Sequence
+from typing import Any, Callable, ClassVar, NamedTuple, Optional, Sequence
 
 from ms.pool import Memory, Pool
 from ms.retrieval.snapshot import ScopeSnapshot, snapshot
@@ -21,9 +21,28 @@ def memory_text(memory: Memory) -> str:
     return f"{memory.question}\n{memory.answer}"
 
 
+class Built(NamedTuple):
+    """What the loop needs of a retriever: the retriever, and the dense part that memory train
+    fine-tunes (None where nothing learns)."""
+
+    retriever: "Retriever"
+    trainable: Optional[Any]  # a ms.retrieval.dense.DenseRetriever
+
+
 class Retriever(ABC):
+    # As a registered part (ms.config.parts.RETRIEVERS): whether it runs an encoder (the run's
+    # provenance records it), and whether memory train can fine-tune it (retriever.learn).
+    uses_encoder: ClassVar[bool] = False
+    trainable: ClassVar[bool] = False
+
     def __init__(self, pool: Pool):
         self.pool = pool
+
+    @classmethod
+    def build(cls, cfg, pool: Pool, *, learned: bool, clock: Callable[[], int] | None = None) -> Built:
+        """The retriever `cfg` (a RetrieverConfig) describes over `pool`; `learned`: whether memory train
+        will fine-tune it; `clock`: the run's current pool step. By default built from the pool alone."""
+        return Built(cls(pool), None)
 
     def snapshot(self, scope: str) -> ScopeSnapshot:
         """`scope`'s memories as they stand in the pool file now, without re-reading it."""

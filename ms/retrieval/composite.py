@@ -20,7 +20,7 @@ from typing import Callable, Sequence, Union
 import torch
 
 from ms.pool import Memory
-from ms.retrieval.base import Retriever, memory_text
+from ms.retrieval.base import Built, Retriever, memory_text
 from ms.retrieval.dense import DenseRetriever
 from ms.config.fields import require
 from ms.config.schema import CompositeConfig
@@ -56,6 +56,15 @@ class CompositeRetriever(Retriever):
     pool step that ages count up to: an int the caller updates, or a function returning it.
     Retrieval refreshes the recency of what it returns when `mark` is on; a caller that marks what
     it uses itself (the run marks the stream's retrievals, never evaluation's) turns it off."""
+
+    uses_encoder = True
+    trainable = True
+
+    @classmethod
+    def build(cls, cfg, pool, *, learned: bool, clock=None) -> Built:
+        """Over the dense retriever `cfg` describes, which memory train fine-tunes where `learned`."""
+        dense = DenseRetriever.build(cfg, pool, learned=learned, clock=clock)
+        return Built(cls(dense.retriever, cfg.composite, current_step=clock or 0, mark=False), dense.trainable)
 
     def __init__(self, dense: DenseRetriever, cfg: CompositeConfig | None = None, current_step: Step = 0,
                  mark: bool = True):

@@ -36,7 +36,7 @@ import torch
 
 from ms.pool import Memory
 from ms.retrieval import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
-from ms.retrieval.base import Retriever, memory_text
+from ms.retrieval.base import Built, Retriever, memory_text
 from ms.retrieval.encoder import Encoder
 from ms.retrieval.snapshot import ScopeSnapshot
 
@@ -58,6 +58,22 @@ class _ScopeIndex:
 
 
 class DenseRetriever(Retriever):
+    uses_encoder = True
+    trainable = True
+
+    @classmethod
+    def build(cls, cfg, pool, *, learned: bool, clock=None) -> Built:
+        refresh = cfg.refresh if learned else "full"
+        if refresh not in REFRESH_POLICIES:  # before the encoder loads
+            raise ValueError(f"unknown retriever.refresh '{refresh}'; choose one of {', '.join(REFRESH_POLICIES)}")
+        if cfg.index == "ann":  # before the encoder loads, too
+            from ms.retrieval.ann import require_faiss
+
+            require_faiss()
+        dense = cls(pool, Encoder(cfg.encoder), refresh, cfg.refresh_every, cfg.refresh_budget,
+                    index=cfg.index, ann_min_size=cfg.ann_min_size, ann_ef=cfg.ann_ef)
+        return Built(dense, dense if learned else None)
+
     def __init__(self, pool, encoder: Encoder, refresh: str = "full", refresh_every: int = 1,
                  refresh_budget: int = 1000, index: str = "exact", ann_min_size: int = ANN_MIN_SIZE,
                  ann_ef: int = ANN_EF):

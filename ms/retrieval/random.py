@@ -6,10 +6,14 @@ import random
 from typing import Sequence
 
 from ms.pool import Memory
-from ms.retrieval.base import Retriever
+from ms.retrieval.base import Built, Retriever
 
 
 class RandomRetriever(Retriever):
+    @classmethod
+    def build(cls, cfg, pool, *, learned: bool, clock=None) -> Built:
+        return Built(cls(pool, seed=cfg.seed), None)
+
     def __init__(self, pool, seed: int = 0):
         super().__init__(pool)
         self.rng = random.Random(seed)

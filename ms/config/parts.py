@@ -1,0 +1,74 @@
+"""The registered parts, one registry per kind (ms.config.registry): each variant's name and where it
+is implemented. The names are known here, in the config layer, without importing an implementation:
+they are the choices of their settings (ms.config.schema), checked before anything loads, and
+`load(name)` imports the one a run uses.
+
+A new variant is a module (its class, with the classmethods its kind's base names) and, for a
+Hydra group, one config file; its name joins its registry here, through an entry point of group
+"ms.<kind>" (ms.config.registry says why), or by `register()` in-process.
+"""
+
+from __future__ import annotations
+
+from ms.config.registry import Registry
+
+# What admits a new pair: each a ms.gates.base.Gate (conf/gate/<name>.yaml). rubric: the LLM grades the
+# pair against its rubric; utility: it joins when it helps its nearest memories' answers (ms.utility);
+# both: rubric, then utility; all and random: admission controls that judge nothing.
+GATES = Registry("gate", {
+    "rubric": "ms.gates.rubric:RubricGate",
+    "utility": "ms.gates.utility:UtilityGate",
+    "both": "ms.gates.both:BothGate",
+    "all": "ms.gates.all:AllGate",
+    "random": "ms.gates.random:RandomGate",
+}, key="gate")
+
+# What evaluation measures on each test question: each a ms.metrics.base.Metric (eval.metrics).
+# bertscore: P, R, F1 of generated answers against the references; ref_logprob: the reference's mean
+# log-prob per token given the agent's prompt, one forward pass, no decoding.
+METRICS = Registry("metric", {
+    "bertscore": "ms.metrics.bertscore:BERTScoreMetric",
+    "ref_logprob": "ms.metrics.ref_logprob:RefLogprob",
+}, key="eval.metrics")
+
+# Who runs a backbone: each an ms.llm.base.LM class (backbone.provider).
+PROVIDERS = Registry("provider", {
+    "hf": "ms.llm.hf:HFLM",
+    "openai": "ms.llm.openai:OpenAILM",
+    "mistral": "ms.llm.mistral:MistralLM",
+}, key="backbone.provider")
+
+# What does greedy generation for the hf provider (scoring stays on transformers): each a factory of a
+# generator (None: transformers itself). hf (transformers, exact) | llamacpp (the GGUF in-process through
+# llama-cpp-python, several sequences per step) | llamacpp-f16 / llamacpp-q4_0 (the same GGUF re-written
+# in f16 or q4_0 weights first: ms.llm.llamacpp.WEIGHTS says why) | ct2 (CTranslate2, int8 weights).
+ENGINES = Registry("engine", {
+    "hf": "ms.llm.hf:transformers_generator",
+    "llamacpp": "ms.llm.llamacpp:llamacpp_generator",
+    "llamacpp-f16": "ms.llm.llamacpp:llamacpp_generator",
+    "llamacpp-q4_0": "ms.llm.llamacpp:llamacpp_generator",
+    "ct2": "ms.llm.ct2:ct2_generator",
+}, key="backbone.engine")
+
+# How memories are found for a query: each a ms.retrieval.base.Retriever class with `build` (retriever.name).
+RETRIEVERS = Registry("retriever", {
+    "dense": "ms.retrieval.dense:DenseRetriever",
+    "composite": "ms.retrieval.composite:CompositeRetriever",
+    "bm25": "ms.retrieval.bm25:BM25Retriever",
+    "random": "ms.retrieval.random:RandomRetriever",
+}, key="retriever.name")
+
+# How admitted pairs become searchable memories: each a policy class with `build` (memory.policy).
+POLICIES = Registry("memory policy", {
+    "plain": "ms.memory:PlainPolicy",
+    "stm_ltm": "ms.memory:StmLtmPolicy",
+}, key="memory.policy")
+
+# Where the pool lives: each a ms.pool.backend.Database class with `connect` (pool.backend). sqlite: one
+# file, processes on one machine; postgres: a server, processes on several.
+POOL_BACKENDS = Registry("pool backend", {
+    "sqlite": "ms.pool.sqlite_backend:SqliteDatabase",
+    "postgres": "ms.pool.postgres_backend:PostgresDatabase",
+}, key="pool.backend")
+
+__all__ = ["ENGINES", "GATES", "METRICS", "POLICIES", "POOL_BACKENDS", "PROVIDERS", "RETRIEVERS"]

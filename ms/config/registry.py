@@ -1,0 +1,132 @@
+"""`Registry`: the variants of one kind of part (gate, metric, provider, ...), by name.
+
+Each entry is a name and where its implementation lives, "module:attribute", so the names are known
+(listed, offered as a setting's choices, checked) without importing any implementation: the config
+layer stays free of torch, and a bad name is reported before anything heavy loads. `load(name)`
+imports the one that is used.
+
+    GATES = Registry("gate", {"rubric": "ms.gates.rubric:RubricGate", ...}, key="gate")
+    "rubric" in GATES; list(GATES); GATES.load("rubric")  # -> the class
+    GATES.register("toy", "my_package.toy:ToyGate")       # a new variant, in-process
+
+How third parties plug in: Python entry points, one group per kind (`ms.gate`, `ms.metric`,
+`ms.provider`, `ms.engine`, `ms.retriever`, `ms.memory_policy`, `ms.pool_backend`), e.g. in a plugin's
+pyproject.toml
+
+    [project.entry-points."ms.gate"]
+    toy = "my_package.toy:ToyGate"
+
+Entry points, because an entry point's value is already the "module:attribute" string a table holds:
+once the plugin is pip-installed, ms-run, ms-data and ms-report (each a process of its own, which no
+plugin code of ours would import) offer and check its names from the installed metadata, still without
+importing it. `register()` is what each entry point goes through, so a plugin's name is refused where
+it repeats a built-in or another plugin's; a script or test that runs ms in-process may call it directly.
+
+This module imports nothing of ms (it lives in the config layer).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Any, Iterator, Optional
+
+ENTRY_POINT_PREFIX = "ms."  # group of a kind's entry points: "ms." + the kind, spaces as underscores
+
+
+class UnknownPart(ValueError):
+    """A name no entry of the registry has: one line, with the choices and the nearest name."""
+
+
+class DuplicatePart(ValueError):
+    """A name registered twice."""
+
+
+class Registry:
+    def __init__(self, kind: str, table: dict[str, str], *, key: Optional[str] = None):
+        """`kind`: what the entries are, in words ("gate", "pool backend"); `table`: name -> "module:attribute";
+        `key`: the setting that names one (for messages; default: the kind)."""
+        self.kind = kind
+        self.key = key or kind
+        self.group = ENTRY_POINT_PREFIX + kind.replace(" ", "_")
+        self._table: dict[str, str] = {}
+        self._plugins_read = False
+        for name, target in table.items():
+            self.register(name, target)
+
+    # ---- the names ------------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """Every name, built-ins first in their table's order, then what was registered or installed."""
+        self._read_plugins()
+        return list(self._table)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names()
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}: {', '.join(self.names())})"
+
+    def target(self, name: str) -> str:
+        """Where `name`'s implementation lives, "module:attribute"; UnknownPart for a name not registered."""
+        self._read_plugins()
+        if name not in self._table:
+            raise UnknownPart(self.unknown(name))
+        return self._table[name]
+
+    def unknown(self, name: Any) -> str:
+        """The one line an unknown name gets: the choices, and the nearest name where one is close."""
+        close = difflib.get_close_matches(str(name), self.names(), n=1)
+        return (f"unknown {self.key} '{name}': choose one of {', '.join(self.names())}"
+                + (f" (did you mean {close[0]}?)" if close else ""))
+
+    # ---- changing and loading -------------------------------------------------------------------
+
+    def register(self, name: str, target: str) -> None:
+        """Add `name`, implemented at `target` ("module:attribute"); a name already registered is refused."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a {self.kind}'s name must be a non-empty string, not {name!r}")
+        module, _, attribute = target.partition(":")
+        if not module or not attribute:
+            raise ValueError(f"{self.kind} '{name}': the target must be 'module:attribute', not {target!r}")
+        if name in self._table:
+            raise DuplicatePart(f"a {self.kind} named '{name}' is registered already ({self._table[name]}); "
+                                f"{target} needs another name")
+        self._table[name] = target
+
+    def unregister(self, name: str) -> None:
+        """Withdraw `name` (a test's toy part, or a plugin taking its entry back); unknown names are refused."""
+        self.target(name)
+        del self._table[name]
+
+    def load(self, name: str) -> Any:
+        """The implementation of `name` (a class or factory), imported now."""
+        module, _, attribute = self.target(name).partition(":")
+        found: Any = importlib.import_module(module)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+        return found
+
+    def loaded(self) -> dict[str, Any]:
+        """name -> implementation, every entry imported (for what asks each variant, e.g. the gate check)."""
+        return {name: self.load(name) for name in self.names()}
+
+    def _read_plugins(self) -> None:
+        """The installed packages' entry points of this kind, read once, on the first question asked."""
+        if self._plugins_read:
+            return
+        self._plugins_read = True
+        for point in _entry_points(self.group):
+            self.register(point.name, point.value)
+
+
+def _entry_points(group: str) -> list:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=group))
