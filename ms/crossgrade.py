@@ -158,7 +158,7 @@ def cross_grade(runs: Sequence[Path], configs: dict, out: Path) -> str:
     cross_grade.{md,csv} in `out`. Returns the markdown."""
     import time
 
-    from ms.backbones import backbone_config
+    from ms.backbones import Backbones
     from ms.llm import build_lm
     from ms.scorer import Scorer, load_rubrics
 
@@ -166,7 +166,7 @@ def cross_grade(runs: Sequence[Path], configs: dict, out: Path) -> str:
     rubrics = load_rubrics({p.rubric for p in pairs})
     scores, thresholds, seconds = {}, {}, {}
     for name, cfg in configs.items():
-        lm = build_lm(backbone_config(cfg, cfg.scorer.backbone), cfg.cache_dir, cfg.use_cache)
+        lm = build_lm(Backbones(cfg.backbone).config(cfg.scorer.backbone), cfg.cache_dir, cfg.use_cache)
         started = time.perf_counter()
         decisions = Scorer(lm, rubrics, cfg.scorer).score([(p.agent, p.rubric, p.question, p.answer) for p in pairs])
         seconds[name] = time.perf_counter() - started

@@ -129,9 +129,10 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from ms.backbones import build_backbones, resolve
+    from ms.agents import PromptTemplate
+    from ms.backbones import Backbones, build_backbones
     from ms.config.files import USAGE_FILE
-    from ms.gatecheck import (MISSING_SCORE, format_results, gate_scores, grade, summarize, threshold_report,
+    from ms.gatecheck import (format_results, gate_scores, grade, missing_score, summarize, threshold_report,
                               what_to_check, write_results)
     from ms.gatecheck_utility import utility_of_jobs
     from ms.plan_data import gate_check_plan
@@ -145,23 +146,28 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     out = Path(args.out or time.strftime("outputs/gate_check/%Y-%m-%d_%H-%M-%S"))  # beside ms-run's folders
     if args.plan:
         return gate_check_plan(cfg, checked, out)
-    backbones = build_backbones(cfg, [*(backbone_of.values() if utility else []), cfg.scorer.backbone])
+    catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
+    backbones = build_backbones(catalog, [*(backbone_of.values() if utility else []), cfg.scorer.backbone])
+    shots = stream_k(cfg.k, cfg.stream_k)
     seconds, decisions, utilities, scorer = {}, None, None, None
     if rubric:
         refs = {agent: rubric_ref(agents[agent], cfg.pool.mode) for agent in splits}
-        scorer = Scorer(backbones[resolve(cfg, cfg.scorer.backbone)], load_rubrics(set(refs.values())), cfg.scorer)
+        scorer = Scorer(backbones[catalog.resolve(cfg.scorer.backbone)], load_rubrics(set(refs.values())),
+                        cfg.scorer)
         started = time.perf_counter()
         decisions = grade(scorer, jobs, {agent: load_rubric(ref).name for agent, ref in refs.items()})
         seconds["rubric"] = time.perf_counter() - started
     if utility:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="ms-gate-check-") as folder:
-            utilities = utility_of_jobs(cfg, jobs, {agent: parts.seed for agent, parts in splits.items()}, agents,
-                                        lambda agent: backbones[backbone_of[agent]], Path(folder))
+            utilities = utility_of_jobs(jobs, {agent: parts.seed for agent, parts in splits.items()}, agents,
+                                        lambda agent: backbones[backbone_of[agent]], Path(folder),
+                                        retriever=cfg.retriever, pool_mode=cfg.pool.mode,
+                                        template=PromptTemplate(**cfg.prompt), probes=cfg.gate.probes, shots=shots)
         seconds["utility"] = time.perf_counter() - started
     scores = gate_scores(args.gate, decisions, utilities)
-    results = {gate: summarize([(j.agent, j.kind, s) for j, s in zip(jobs, scores[gate])],
-                               MISSING_SCORE.get(gate, 0.0)) for gate in args.gate}
+    results = {gate: summarize([(j.agent, j.kind, s) for j, s in zip(jobs, scores[gate])], missing_score(gate))
+               for gate in args.gate}
     write_results(out, jobs, decisions, utilities, results)
     header = (f"Gate check: gates {', '.join(args.gate)}; backbone {cfg.backbone.name}; up to {args.per_agent} seed "
               f"pairs per agent from {cfg.data.dir}, each against corrupted copies (swapped, other_question, "
@@ -171,7 +177,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
                    f"{cfg.pool.mode} rubrics; both: rubric admits at score >= {cfg.scorer.threshold:g}")
     if utility:
         header += (f"\nutility: u over m = {cfg.gate.probes} probes from a {cfg.pool.mode} pool of every seed pair, "
-                   f"retriever {cfg.retriever.name} as shipped, {stream_k(cfg)} shot(s)")
+                   f"retriever {cfg.retriever.name} as shipped, {shots} shot(s)")
     header += "\nwall time: " + ", ".join(f"{part} {s:.0f} s" for part, s in seconds.items())
     text = format_results(results, header)
     if utilities is not None:
@@ -207,12 +213,14 @@ def gate_quality_cmd(args: argparse.Namespace) -> None:
 
 
 def _gates(text: str) -> list[str]:
-    """--gate: one gate or several, comma-separated; `both` is derived from the other two's measurements."""
-    from ms.config import GATES
+    """--gate: one gate or several, comma-separated, of those the gate check measures (ms.gatecheck,
+    from the registered gates); `both` is derived from the other two's measurements."""
+    from ms.gatecheck import checked_gates
 
+    choices = checked_gates()
     gates = list(dict.fromkeys(g.strip() for g in text.split(",") if g.strip()))
-    if not gates or any(g not in GATES for g in gates):
-        raise argparse.ArgumentTypeError(f"'{text}': choose from {', '.join(GATES)}, comma-separated")
+    if not gates or any(g not in choices for g in gates):
+        raise argparse.ArgumentTypeError(f"'{text}': choose from {', '.join(choices)}, comma-separated")
     return gates
 
 

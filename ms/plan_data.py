@@ -48,19 +48,21 @@ def _printed(head: str, rows: Sequence, notes: Sequence[str] = ()) -> int:
 
 
 def _row(cfg: DictConfig, role: str, name: str | None):
-    from ms.backbones import backbone_config, resolve
+    from ms.backbones import Backbones
     from ms.llm import price_of
     from ms.plan import Row
 
-    return Row(role, resolve(cfg, name), price_of(backbone_config(cfg, name)))
+    backbones = Backbones(cfg.backbone)
+    return Row(role, backbones.resolve(name), price_of(backbones.config(name)))
 
 
 def _score_row(cfg: DictConfig, graded: Sequence[tuple[object, str, str, str]]):
     """The grader's calls on `graded`: (rubric, agent, question, answer) each, one call a pair."""
+    from ms.backbones import Backbones
     from ms.plan_gate import grading_tokens, reads_probabilities
     from ms.plan_tokens import tokens
 
-    row, probabilities = _row(cfg, "score", cfg.scorer.backbone), reads_probabilities(cfg)
+    row, probabilities = _row(cfg, "score", cfg.scorer.backbone), reads_probabilities(cfg.scorer, Backbones(cfg.backbone))
     for rubric, agent, question, answer in graded:
         row.add(1, grading_tokens(rubric, agent) + tokens(question) + tokens(answer),
                 0.0 if probabilities else cfg.scorer.max_new_tokens, exact=probabilities,
@@ -77,7 +79,7 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
     from ms.pool import normalize_space, scope_for
     from ms.schedule import stream_k
 
-    agents, template, shots = checked.agents, PromptTemplate(**cfg.prompt), max(1, stream_k(cfg))
+    agents, template, shots = checked.agents, PromptTemplate(**cfg.prompt), max(1, stream_k(cfg.k, cfg.stream_k))
     scope = {a: scope_for(agents[a].domain, cfg.pool.mode) for a in checked.splits}
     seeds: dict[str, list] = {}
     for a, parts in checked.splits.items():

@@ -99,7 +99,8 @@ LEGEND = ("calls: requests the run will make (~: an estimate); cached: how many 
 
 
 def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Measured]) -> int:
-    from ms.backbones import backbone_config
+    from ms.backbones import Backbones
+    from ms.llm import provider_class
     from ms.plan import CacheProbe, Row, plan_run
     from ms.run_folder import completed
     from ms.validation import validate
@@ -125,7 +126,9 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Mea
         print(f"  {plan.title}")
         print(format_rows(plan.rows))
         # A finished run's seconds per token time the local backbones' calls (plan_from).
-        timed = (wall_time(plan.rows, accept.run, lambda name: backbone_config(cfg, name).provider == "hf")
+        backbones = Backbones(cfg.backbone)
+        timed = (wall_time(plan.rows, accept.run,
+                           lambda name: provider_class(backbones.config(name)).runs_locally is True)
                  if isinstance(accept, Measured) else None)
         print("".join(f"- {note}\n" for note in plan.notes + ([timed] if timed else [])))
         for r in plan.rows:

@@ -3,7 +3,7 @@ its LLM calls cost, per role."""
 
 from __future__ import annotations
 
-from ms.evaluate import METRICS, REF_LOGPROB
+from ms.metrics.base import metric_of_key
 from ms.stats import interval_text
 from ms.usage import format_usage
 
@@ -13,7 +13,7 @@ def format_table(metrics: dict) -> str:
     at every fill; the gate's accepted/rejected/unscored counts; and the LLM usage per role."""
     fills = list(metrics["fills"])
     last = metrics["fills"][fills[-1]]
-    present = [m for m in METRICS if m in last["overall"]]
+    present = [m for m in last["overall"] if m not in SUMMARY_FIELDS]  # the metric keys the run recorded
     headline = present[0] if present else None
     stream = metrics["stream"]
     accepted, rejected = stream["accepted"], stream["rejected"]
@@ -24,7 +24,7 @@ def format_table(metrics: dict) -> str:
             + "".join(f" {headline}@{f}%" for f in fills) + " | accepted/rejected/unscored")
     lines = [f"k={run['k']}, pool={run['pool']}, retriever={run['retriever']}, backbone={run['backbone']}"
              + (f"; BERTScore {bert['model']}, layer {bert['num_layers']}" if bert else "")
-             + f"; {REF_LOGPROB} in nats per token" * (REF_LOGPROB in present), head, "-" * len(head)]
+             + "".join(f"; {m} {unit}" for m in present if (unit := _unit(m))), head, "-" * len(head)]
     for name in [*last["per_agent"], "overall"]:
         def at(fill: str) -> dict:
             summary = metrics["fills"][fill]
@@ -39,6 +39,15 @@ def format_table(metrics: dict) -> str:
     if "backbones" in usage:  # runs written before usage was kept per role have no such table
         lines += ["", format_usage(usage)]
     return "\n".join(lines)
+
+
+SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.evaluate.summarize)
+
+
+def _unit(key: str) -> str:
+    """The unit a metric's class names for its values, where it names one (ref_logprob: nats per token)."""
+    cls = metric_of_key(key)
+    return cls.unit if cls is not None else ""
 
 
 def _n(cell: dict, metric: str | None) -> int:

@@ -14,8 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
-from omegaconf import DictConfig
-
+from ms.config.parts import POOL_BACKENDS
 from ms.config.files import (DECISIONS_FILE, FAILED_FILE, METRICS_FILE, POOL_FILENAME, PREDICTIONS_FILE,
                              RUN_ID_FILE, USAGE_FILE)
 from ms.pool import Pool, open_pool
@@ -40,11 +39,11 @@ def completed(out_dir: Path) -> dict | None:
     return metrics if metrics.get("complete") is True else None
 
 
-def clear_partial(out_dir: Path, cfg: DictConfig) -> None:
-    """Remove what an interrupted run left here, so a redo starts from an empty pool."""
+def clear_partial(out_dir: Path, pool_cfg) -> None:
+    """Remove what an interrupted run left here, so a redo starts from an empty pool: its files, and
+    its pool's where the pool (`pool_cfg`, a PoolConfig) lives in the run's folder."""
     names = [PREDICTIONS_FILE, DECISIONS_FILE, USAGE_FILE, FAILED_FILE]
-    if not cfg.pool.path and cfg.pool.backend == "sqlite":
-        names += [POOL_FILENAME + suffix for suffix in ("", "-wal", "-shm")]
+    names += POOL_BACKENDS.load(pool_cfg.backend).run_files(pool_cfg)
     for name in names:
         (out_dir / name).unlink(missing_ok=True)
 
@@ -60,13 +59,13 @@ def run_id_for(out_dir: Path) -> tuple[str, bool]:
     return run_id, False
 
 
-def open_run_pool(cfg: DictConfig, out_dir: Path) -> Pool:
+def open_run_pool(pool_cfg, out_dir: Path) -> Pool:
     """The run's pool, without what an interrupted earlier attempt of this run admitted to it: that
     attempt's memories would otherwise count twice once the redo admits them again. Other runs'
     memories stay, and so do seeds (see Pool.forget_run): every run adds the same seed pairs, the
     first to write one is recorded as its owner, and others rely on it."""
     run_id, redo = run_id_for(out_dir)
-    pool = open_pool(cfg.pool, out_dir / POOL_FILENAME, run_id=run_id, run_label=str(out_dir))
+    pool = open_pool(pool_cfg, out_dir / POOL_FILENAME, run_id=run_id, run_label=str(out_dir))
     if redo:
         removed = pool.forget_run(run_id)
         log.info("redoing interrupted run %s: removed the %d memories its earlier attempt admitted to %s",

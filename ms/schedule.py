@@ -4,7 +4,7 @@ a stream question retrieves, and whether the retriever learns."""
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence, TypeVar
+from typing import Iterator, Optional, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -26,20 +26,23 @@ def fill_positions(fills: Sequence[int], n: int) -> dict[int, int]:
     return {int(f): round(n * f / 100) for f in sorted(fills)}
 
 
-def stream_k(cfg) -> int:
-    """Memories per stream question: `stream_k`, else `k`."""
-    return cfg.k if cfg.stream_k is None else cfg.stream_k
+def stream_k(k: int, stream_k: Optional[int]) -> int:
+    """Memories per stream question: the setting `stream_k`, else `k`."""
+    return k if stream_k is None else stream_k
 
 
-def skips_stream(cfg) -> bool:
-    """Zero-shot answers never read the pool, so growing it would change nothing they measure;
+def skips_stream(k: int) -> bool:
+    """Zero-shot answers (k = 0) never read the pool, so growing it would change nothing they measure;
     their evaluation at each later fill repeats the same prompts, which the response cache answers."""
-    return cfg.k == 0
+    return k == 0
 
 
 def learns(retriever_cfg) -> bool:
-    """Whether memory train fine-tunes the retriever: only an encoder-backed one, and only if asked."""
-    return retriever_cfg.name in ("dense", "composite") and retriever_cfg.learn
+    """Whether memory train fine-tunes the retriever: only one its class says is trainable (an
+    encoder-backed one, ms.config.parts.RETRIEVERS), and only if asked."""
+    from ms.config.parts import RETRIEVERS
+
+    return bool(retriever_cfg.learn) and RETRIEVERS.load(retriever_cfg.name).trainable
 
 
 def batches(n: int, fills: Sequence[int], micro_batch: int, stream: bool = True

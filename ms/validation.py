@@ -15,25 +15,22 @@ line); this pass checks values.
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Sequence
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ms.agents import agent_problems, agents_from
-from ms.backbones import backbone_config, can, named_backbones
+from ms.backbones import Backbones
 from ms.config.fields import CHECK
-from ms.config.files import DECISIONS_FILE
+from ms.config.parts import GATES, METRICS, POOL_BACKENDS
 from ms.errors import UserError
 from ms.llm.api import api_key_from_env
 from ms.llm.base import engine_problem
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
-from ms.pool import PoolFileError, damaged_pool_message
+from ms.pool.sqlite_backend import not_sqlite, writable_folder
 from ms.retrieval.ann import ann_problem
 from ms.scorer import rubric_path
-
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class ConfigError(UserError):
@@ -81,31 +78,6 @@ def _walk(node: DictConfig, prefix: str, plan: bool = False) -> Iterator[str]:
             yield f"invalid setting {prefix}{name}={_shown(node[name])}: {problem}"
 
 
-def _writable_folder(path: Path) -> Optional[str]:
-    """Why files cannot be created in folder `path` (created on first use), or None if they can."""
-    existing = path
-    while not existing.exists():
-        if existing.parent == existing:
-            break
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing} is not a folder"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"the folder {existing} is not writable"
-    return None
-
-
-def _not_sqlite(path: Path) -> bool:
-    """Whether an existing, non-empty file lacks SQLite's header: the damage seen most, checked
-    without opening the file as a database (deeper damage is caught when it is opened)."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(len(SQLITE_HEADER))
-    except OSError:  # missing (created on first use) or unreadable (reported when opened)
-        return False
-    return bool(head) and head != SQLITE_HEADER
-
-
 def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
     """Checks that read the file system or other modules: the data, and where files will be written."""
     yield from _agent_problems(cfg, plan)
@@ -135,43 +107,19 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
     for cap in ("max_seed", "max_stream", "max_test"):
         if data.get(cap) is not None and data[cap] < 0:
             yield f"invalid setting data.{cap}={data[cap]}: must be at least 0"
-    if cfg.pool.backend == "postgres":
-        yield from _dsn_problems(cfg.pool.dsn)
-    elif cfg.pool.path:
-        why = _writable_folder(Path(cfg.pool.path).parent)
-        if why:
-            yield f"invalid setting pool.path={cfg.pool.path}: {why}; point pool.path at a writable folder"
-    why = _writable_folder(Path(cfg.cache_dir))
+    if cfg.pool.backend in POOL_BACKENDS:  # the pool's backend checks its own settings (ms.pool)
+        yield from POOL_BACKENDS.load(cfg.pool.backend).problems(cfg.pool)
+    why = writable_folder(Path(cfg.cache_dir))
     if why:
         yield f"invalid setting cache_dir={cfg.cache_dir}: {why}; point cache_dir at a writable folder"
-    if cfg.pool.backend == "sqlite" and cfg.pool.path and _not_sqlite(Path(cfg.pool.path)):
-        yield damaged_pool_message(Path(cfg.pool.path), "file is not a database")
-    if cfg.use_cache and _not_sqlite(Path(cfg.cache_dir) / CACHE_FILENAME):
+    if cfg.use_cache and not_sqlite(Path(cfg.cache_dir) / CACHE_FILENAME):
         yield damaged_cache_message(Path(cfg.cache_dir) / CACHE_FILENAME, "file is not a database")
-    if list(cfg.eval.metrics) == ["ref_logprob"] and not unknown:
-        yield from _unscorable(cfg, running)
-    if cfg.gate.name in ("utility", "both") and not unknown:
-        yield from _unmeasurable(cfg, running)
-    if cfg.gate.name == "random" and cfg.gate.match and not (Path(cfg.gate.match) / DECISIONS_FILE).is_file():
-        yield (f"invalid setting gate.match={cfg.gate.match}: no {DECISIONS_FILE} there; name the folder of a "
-               f"finished run to match")
+    if not unknown:
+        yield from _unmeasurable_metrics(cfg, running)
+    if cfg.gate.name in GATES:  # the gate checks its own settings (ms.gates)
+        yield from GATES.load(cfg.gate.name).problems(cfg.gate, _RunningBackbones(cfg, [] if unknown else running))
     if cfg.retriever.index == "ann" and (missing := ann_problem()):
         yield f"invalid setting retriever.index=ann: {missing}"
-
-
-def _dsn_problems(dsn: Optional[str]) -> Iterator[str]:
-    """Named without its value: a DSN may hold a password. A missing one is PoolConfig's to report."""
-    if not dsn:
-        return
-    from ms.pool.postgres_backend import dsn_problem  # psycopg is an optional extra
-
-    try:
-        problem = dsn_problem(dsn)
-    except PoolFileError as missing:
-        yield f"invalid setting pool.backend=postgres: {missing}"
-        return
-    if problem:
-        yield f"invalid setting pool.dsn: {problem}"
 
 
 def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
@@ -191,9 +139,12 @@ def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
     if not plan:
         yield from _missing_key(cfg.backbone, "")
         yield from _missing_engine(cfg.backbone, "")
-    for key, name in named_backbones(cfg, agents):
+    backbones = Backbones(cfg.backbone)
+    roles = [(f"agents.{a.name}.backbone", a.backbone) for a in agents.values()]
+    roles += [("scorer.backbone", cfg.scorer.backbone), ("train.backbone", cfg.train.backbone)]
+    for key, name in backbones.named(roles):
         try:
-            node = backbone_config(cfg, name)
+            node = backbones.config(name)
         except UserError as error:
             yield f"invalid setting {key}={name}: {error}"
             continue
@@ -211,26 +162,26 @@ def _missing_engine(backbone: DictConfig, prefix: str) -> Iterator[str]:
 
 
 def _missing_key(backbone: DictConfig, prefix: str) -> Iterator[str]:
-    """An API backbone's key must be in the environment now: found missing once the backbone is
-    built, it would stop a run that has already opened its pool."""
-    if backbone.provider == "hf":
-        return
+    """A backbone that names the variable of its API key (`backbone.api_key_env`) needs the key in the
+    environment now: found missing once the backbone is built, it would stop a run that has already
+    opened its pool. A backbone that names none needs none (a local model, or a local server)."""
     try:
         api_key_from_env(backbone.api_key_env, backbone.provider)
     except UserError as error:
         yield prefix + str(error)
 
 
-def _blind(cfg: DictConfig, running: list[str]) -> dict[tuple[str, str], list[str]]:
-    """(backbone name, provider) -> the running agents whose backbone cannot score given text."""
+def _blind(cfg: DictConfig, running: list[str], what: str) -> dict[tuple[str, str], list[str]]:
+    """(backbone name, provider) -> the running agents whose backbone cannot do `what` ("scores_text")."""
+    backbones = Backbones(cfg.backbone)
     blind: dict[tuple[str, str], list[str]] = {}
     for agent in running:
         try:
-            backbone = backbone_config(cfg, cfg.agents[agent].backbone)
-            scores = can(cfg, cfg.agents[agent].backbone, "scores_text")
+            backbone = backbones.config(cfg.agents[agent].backbone)
+            able = backbones.can(cfg.agents[agent].backbone, what)
         except UserError:  # reported with the agent's backbone
             continue
-        if not scores:
+        if not able:
             blind.setdefault((backbone.name, backbone.provider), []).append(agent)
     return blind
 
@@ -239,24 +190,37 @@ def _whose(agents: list[str], running: list[str]) -> str:
     return "" if len(agents) == len(running) else f" (the backbone of {', '.join(agents)})"
 
 
-def _unscorable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
-    """eval.metrics=[ref_logprob] leaves an agent whose backbone cannot score given text with no metric."""
-    by_provider: dict[str, list[str]] = {}
-    for (_, provider), agents in _blind(cfg, running).items():
-        by_provider.setdefault(provider, []).extend(agents)
-    for provider, agents in by_provider.items():
-        served = (" (or backbone.prompt_logprobs=echo, on a server that returns prompt log-probs)"
-                  if provider == "openai" else "")
-        yield (f"invalid setting eval.metrics=[ref_logprob]: provider '{provider}' cannot score given text"
-               f"{_whose(agents, running)}; use eval.metrics=[bertscore]{served}")
+class _RunningBackbones:
+    """What a gate's own checks may ask of the running agents' backbones (ms.gates.base.Backbones)."""
+
+    def __init__(self, cfg: DictConfig, running: list[str]):
+        self.cfg, self.running = cfg, running
+
+    def unable(self, what: str) -> list[tuple[str, str, str]]:
+        return [(name, provider, _whose(agents, self.running))
+                for (name, provider), agents in _blind(self.cfg, self.running, what).items()]
 
 
-def _unmeasurable(cfg: DictConfig, running: list[str]) -> Iterator[str]:
-    """The utility gate scores probe answers on each agent's backbone, so each must score given text."""
-    for (name, provider), agents in _blind(cfg, running).items():
-        yield (f"invalid setting gate={cfg.gate.name}: backbone '{name}' (provider {provider}) cannot score given "
-               f"text{_whose(agents, running)}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "
-               f"on a server that returns prompt log-probs")
+def _unmeasurable_metrics(cfg: DictConfig, running: list[str]) -> Iterator[str]:
+    """eval.metrics whose every metric needs what some agent's backbone cannot do (ms.metrics: ref_logprob
+    needs a backbone that scores given text) leaves that agent with no metric."""
+    names = list(dict.fromkeys(cfg.eval.metrics))
+    if not names or any(m not in METRICS for m in names):  # none, or an unknown one: reported with its key
+        return
+    needed = {what for m in names for what in METRICS.load(m).needs}
+    if not all(METRICS.load(m).needs for m in names):
+        return
+    others = ",".join(m for m in METRICS if not METRICS.load(m).needs)
+    for what in sorted(needed):
+        words = next(METRICS.load(m).needs_words for m in names if what in METRICS.load(m).needs)
+        by_provider: dict[str, list[str]] = {}
+        for (_, provider), agents in _blind(cfg, running, what).items():
+            by_provider.setdefault(provider, []).extend(agents)
+        for provider, agents in by_provider.items():
+            served = (" (or backbone.prompt_logprobs=echo, on a server that returns prompt log-probs)"
+                      if provider == "openai" else "")
+            yield (f"invalid setting eval.metrics={_shown(cfg.eval.metrics)}: provider '{provider}' cannot "
+                   f"{words}{_whose(agents, running)}; use eval.metrics=[{others}]{served}")
 
 
 def problems(cfg: DictConfig, plan: bool = False) -> list[str]:

@@ -17,7 +17,7 @@ from pool_backends import Where
 
 def write(where: Where, run_dir: Path, batches: int, size: int) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)  # as Hydra makes it before the run starts
-    with open_run_pool(OmegaConf.create({"pool": where.pool_config()}), run_dir) as pool:
+    with open_run_pool(OmegaConf.create(where.pool_config()), run_dir) as pool:
         for batch in range(batches):
             pool.add([{"scope": "logic", "agent": "pun", "domain": "logic", "question": f"batch {batch} question {i}",
                        "answer": f"answer {i}", "origin": "stream"} for i in range(size)], step=batch)

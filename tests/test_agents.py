@@ -17,6 +17,7 @@ from ms.data import DataError, load_dir
 from ms.errors import USER_ERROR_EXIT
 from ms.llm import BackendError, ResponseCache
 from ms.llm.openai import OpenAILM
+from ms.compose_run import compose_run
 from ms.pipeline import Experiment
 from ms.pool import SCHEMA_VERSION, Pool
 from ms.validation import problems
@@ -176,7 +177,7 @@ proverb:
     assert problems(cfg) == []
     out = tmp_path / "run"
     out.mkdir()
-    metrics = Experiment(cfg, out).run()
+    metrics = Experiment(compose_run(cfg, out), out).run()
 
     assert metrics["run"]["agents"] == ["limerick", "haiku", "proverb"]
     # The trained retriever is kept by default (87 MB); retriever.save=false leaves it out.
@@ -206,7 +207,7 @@ def test_two_agents_on_two_backbones_share_one_pool(tmp_path, models_cache, llam
     assert problems(cfg) == []
     out = tmp_path / "run"
     out.mkdir()
-    experiment = Experiment(cfg, out)
+    experiment = Experiment(compose_run(cfg, out), out)
     metrics = experiment.run()
 
     server, local = experiment.backbones["openai-compatible"], experiment.backbones["smollm2"]

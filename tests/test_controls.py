@@ -1,4 +1,4 @@
-"""Admission controls (ms.controls): gate=all, gate=random at a rate, gate=random matched to a finished
+"""Admission controls (ms.gates.all, ms.gates.random): gate=all, gate=random at a rate, gate=random matched to a finished
 run's admissions per agent and micro-batch; and a stream written with the references."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import json
 import pytest
 from scipy.stats import binomtest
 
-from ms.controls import AllGate, MatchedRandomGate, RandomGate, matched_counts
+from ms.gates.all import AllGate
+from ms.gates.random import MatchedRandomGate, RandomGate, matched_counts
 from ms.errors import UserError
 from ms.utility import Candidate
 

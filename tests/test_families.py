@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 from ms.agents import agents_from
 from ms.compose import jobs
 from ms.data.splits import load_splits
+from ms.compose_run import compose_run
 from ms.pipeline import Experiment
 from ms.pool import Pool
 from ms.report.baseline import BASELINE_KEYS, _setting
@@ -60,7 +61,7 @@ def test_gemma_grades_smollm2s_answers_and_both_families_write_one_pool(tmp_path
     assert problems(cfg) == []
     out = tmp_path / "run"
     out.mkdir()
-    experiment = Experiment(cfg, out)
+    experiment = Experiment(compose_run(cfg, out), out)
     metrics = experiment.run()
 
     assert list(experiment.backbones) == ["smollm2", "gemma3"]

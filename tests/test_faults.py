@@ -204,17 +204,17 @@ def test_a_redo_on_a_shared_pool_leaves_exactly_one_runs_worth(tmp_path, caplog)
     run_a, run_b = tmp_path / "a", tmp_path / "b"
     run_a.mkdir(), run_b.mkdir()
 
-    killed = open_run_pool(cfg, run_a)  # A seeds first, so it owns the seeds, then is killed mid-stream
+    killed = open_run_pool(cfg.pool, run_a)  # A seeds first, so it owns the seeds, then is killed mid-stream
     killed.add(SEEDS, step=0)
     killed.add(stream_items("pun", "A", 3), step=1)
     killed.close()
-    with open_run_pool(cfg, run_b) as b:  # B shares the pool and completes
+    with open_run_pool(cfg.pool, run_b) as b:  # B shares the pool and completes
         assert b.add(SEEDS, step=0) == [None] * 4
         b.add(stream_items("riddle", "B", 2), step=1)
     run_id = (run_a / RUN_ID_FILE).read_text().strip()
 
     with caplog.at_level(logging.INFO, logger="ms.run_folder"):
-        redo = open_run_pool(cfg, run_a)
+        redo = open_run_pool(cfg.pool, run_a)
     assert redo.run_id == run_id
     assert any(f"redoing interrupted run {run_id}: removed the 3 memories" in r.message for r in caplog.records)
     redo.add(SEEDS, step=0)

@@ -11,8 +11,9 @@ import math
 import pytest
 
 from ms.data import Example
-from ms.gatecheck import (CORRUPTIONS, EMPTY_ANSWER, GOOD, auc, auc_with_ci, both_order, corrupted_copies,
-                          gate_scores, summarize, truncated)
+from ms.gatecheck import (CORRUPTIONS, EMPTY_ANSWER, GOOD, auc, auc_with_ci, corrupted_copies, gate_scores,
+                          summarize, truncated)
+from ms.gates.both import both_order
 from ms.scorer import Decision
 from ms.utility import Utility
 

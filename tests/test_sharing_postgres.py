@@ -45,7 +45,7 @@ def write_run(folder: Path, agent: str, domain: str, texts: list[str], dsn: str)
     (folder / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
         {"backbone": {"name": "smollm2"}, "k": K, "pool": pool_config, "data": {"dir": "data", "agents": [agent]}}))
     (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([f"data.agents=[{agent}]"]))
-    pool = open_run_pool(OmegaConf.create({"pool": {**pool_config, "dsn": dsn}}), folder)
+    pool = open_run_pool(OmegaConf.create({**pool_config, "dsn": dsn}), folder)
     pool.add([{"scope": "single", "agent": agent, "domain": domain, "question": f"Write {t}.", "answer": f"Here is {t}.",
                "origin": "stream", "backbone": "smollm2"} for t in texts], step=1)
     return pool

@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional, Sequence
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, Condition
 from ms.report.gates import gate_variants
 from ms.report.render import csv_number, markdown_grid
-from ms.report.runs import Cell
+from ms.report.runs import Cell, metric_words
 from ms.stats import ALPHA, CONFIDENCE, RESAMPLES, Paired, paired
 
 
@@ -62,10 +62,23 @@ CLAIMS = {c.id: c for c in [
 ]}
 # gate labels of the controls (ms.report.runs.Run.gate): a reference-written stream, a matched random gate
 REFERENCE_SUFFIX, MATCHED_PREFIX = "+reference", "random~"
-UTILITY_GATES = ("utility", "both")
+
+
+def measures_utility(gate: str) -> bool:
+    """Whether the gate a run recorded admits by measured utility, as its class says (ms.gates:
+    utility, both); a gate this process does not know does not."""
+    from ms.config.parts import GATES
+
+    return gate in GATES and GATES.load(gate).measures_utility
 BASELINES = ("dense-frozen", "bm25", "random")  # claim (d)'s opponents, in its order
-METRIC_WORDS = {"P": "BERTScore precision", "R": "BERTScore recall", "F1": "BERTScore F1",
-                "ref_logprob": "the reference answer's mean log-prob per token given the agent's prompt, in nats"}
+
+
+def higher_is_better(metric: str) -> bool:
+    """As the metric's class says (ms.metrics); a key no registered metric writes is taken as higher-better."""
+    from ms.metrics.base import metric_of_key
+
+    cls = metric_of_key(metric)
+    return cls is None or cls.higher_is_better
 
 
 @dataclass(frozen=True)
@@ -140,7 +153,7 @@ def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> li
                 if (other := same_data(c, index.get(s._replace(retriever=baseline)))) is not None:
                     out.append(Comparison(CLAIMS["d"], f"dense-learned vs {baseline}", s.text(retriever=None), c,
                                           other, c.last_fill, other.last_fill))
-        if s.gate in UTILITY_GATES and (other := same_data(c, index.get(s._replace(gate="rubric")))) is not None:
+        if measures_utility(s.gate) and (other := same_data(c, index.get(s._replace(gate="rubric")))) is not None:
             out.append(Comparison(CLAIMS["e"], f"gate={s.gate} vs rubric", s.text(gate=None), c, other,
                                   c.last_fill, other.last_fill))
         model_written = s.gate.removesuffix(REFERENCE_SUFFIX)
@@ -170,12 +183,15 @@ def _growth(c: Condition) -> Comparison:
 
 
 def compare(comparison: Comparison, metric: str) -> Optional[ClaimRow]:
-    """The paired difference a - b over the test questions both sides measured; None where there are none
+    """The paired difference a - b over the test questions both sides measured (b - a for a metric where
+    lower is better, so that a positive difference always says a beats b); None where there are none
     (a run without predictions.jsonl, or a metric one side never recorded)."""
     a = comparison.a.values(metric, comparison.fill_a)
     b = comparison.b.values(metric, comparison.fill_b)
     if a is None or b is None or not (items := sorted(a.keys() & b.keys())):
         return None
+    if not higher_is_better(metric):
+        a, b = {i: -v for i, v in a.items()}, {i: -v for i, v in b.items()}
     by_agent: dict[str, list[float]] = defaultdict(list)
     for item in items:
         by_agent[item[0]].append(a[item] - b[item])
@@ -249,6 +265,14 @@ def _shown(folder: Path) -> str:
         return str(folder)
 
 
+def _better(metrics: Sequence[str]) -> str:
+    lower = [m for m in metrics if not higher_is_better(m)]
+    if not lower:
+        return "Higher is better for all."
+    return (f"Higher is better, except for {', '.join(lower)}, where lower is: its differences are b - a, so that "
+            f"a difference above 0 says a is better.")
+
+
 def claims_markdown(rows: Sequence[ClaimRow], empty: Sequence[Comparison], metrics: Sequence[str],
                     folders: Sequence[Path]) -> str:
     """claims.md: how the numbers were made and from which run folders, the table, how each claim is
@@ -260,8 +284,8 @@ def claims_markdown(rows: Sequence[ClaimRow], empty: Sequence[Comparison], metri
            f"CI lies above 0 and p < alpha, contradicted where it lies below 0 and p < alpha, inconclusive "
            f"otherwise. Seed replicates are averaged per question first. Run folders read: {len(folders)}, "
            f"listed at the end.\n",
-           f"Metrics, where the runs have them: {'; '.join(f'{m}, {METRIC_WORDS[m]}' for m in metrics)}. Higher is "
-           "better for all. 'agents ahead': agents whose mean difference is above 0, of those compared.\n",
+           f"Metrics, where the runs have them: {'; '.join(f'{m}, {metric_words(m)}' for m in metrics)}. "
+           + _better(metrics) + " 'agents ahead': agents whose mean difference is above 0, of those compared.\n",
            claims_grid(rows) if rows else "No claim could be tested on these runs.", "",
            "## How each claim is tested\n",
            *(f"- ({c.id}) {c.text}: {c.how}" for c in CLAIMS.values()), ""]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ms.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
-from ms.evaluate import METRICS, REF_LOGPROB
+from ms.metrics.base import metric_of_key
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
 from ms.report.claims import claims_csv, claims_grid, claims_markdown, comparisons, test_all, untested
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
@@ -21,7 +21,7 @@ from ms.report.pages import runs_markdown, summary_markdown
 from ms.report.quality import write_quality
 from ms.report.records import record_warnings, records_markdown
 from ms.report.render import to_csv, to_latex, to_markdown
-from ms.report.runs import Run, find_runs, metric_label, read_jsonl, slug
+from ms.report.runs import Run, find_runs, in_known_order, metric_label, read_jsonl, slug
 from ms.report.sharing import write_sharing, write_stream_share
 from ms.report.tables import table1, table2
 from ms.report.usage import write_usage
@@ -30,7 +30,14 @@ from ms.stats import MIN_CI_N
 
 log = logging.getLogger(__name__)
 
-CLAIM_METRICS = ("P", REF_LOGPROB)  # the headline metric and the cheap, sensitive one (DESIGN.md section 5)
+def claim_metrics() -> list[str]:
+    """The keys every claim is tested on, as the registered metrics name them (`Metric.claim_key`): the
+    headline metric, BERTScore P, and the cheap, sensitive one, ref_logprob (DESIGN.md section 5)."""
+    from ms.config.parts import METRICS
+
+    return [key for name in METRICS if (key := METRICS.load(name).claim_key)]
+
+
 # Where a report goes without --out: beside the runs' own outputs, which git ignores, so that a
 # report on committed results (results/...) never writes into them.
 DEFAULT_OUT = Path("outputs") / "report"
@@ -45,9 +52,9 @@ def default_out(sweep_dir: Path) -> Path:
 
 
 def chosen_metric(runs: Sequence[Run], metric: Optional[str], roots: Sequence[Path]) -> str:
-    """`metric`, or where None the first of METRICS that some run measured; a metric no run
-    measured leaves nothing to draw, and is a user error."""
-    measured = list(dict.fromkeys(m for m in METRICS for run in runs if m in run.measured))
+    """`metric`, or where None the first metric key that some run recorded (registered metrics first,
+    in the registry's order); a metric no run measured leaves nothing to draw, and is a user error."""
+    measured = in_known_order(list(dict.fromkeys(m for run in runs for m in run.measured)))
     where = ", ".join(map(str, roots))
     if not runs:
         raise UserError(f"nothing to draw: no finished run under {where} (a run folder holds a metrics.json "
@@ -62,12 +69,18 @@ def chosen_metric(runs: Sequence[Run], metric: Optional[str], roots: Sequence[Pa
 
 def _write_claims(out: Path, compared, runs, metric: str) -> str:
     """claims.md and claims.csv for the claims' comparisons; returns the part summary.md shows."""
-    metrics = list(dict.fromkeys([*CLAIM_METRICS, metric]))
+    metrics = list(dict.fromkeys([*claim_metrics(), metric]))
     rows, empty = test_all(compared, metrics)
     (out / "claims.md").write_text(claims_markdown(rows, empty, metrics, [r.path for r in runs]), encoding="utf-8")
     (out / "claims.csv").write_text(claims_csv(rows), encoding="utf-8")
     missing = "".join(f"\n- not tested here: {line}" for line in untested(rows, empty))
     return (claims_grid(rows) if rows else "No claim could be tested on these runs.") + "\n" + missing
+
+
+def _records_its_model(metric: str) -> bool:
+    """Whether the metric's runs record the model that produced it (BERTScore's, metrics.json `bertscore`)."""
+    cls = metric_of_key(metric)
+    return cls is None or cls.record_key is not None
 
 
 def _saved(fig, out: Path, stem: str) -> str:
@@ -118,7 +131,7 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
             if metric not in cond.first.measured:
                 log.warning("no Figure 4 for %s: %s did not measure %s", backbone, cond.name, metric)
                 continue
-            scorer = f"\nBERTScore model {cond.scorer}" if metric != REF_LOGPROB else ""
+            scorer = f"\nBERTScore model {cond.scorer}" if _records_its_model(metric) else ""
             fig = figure4(cond.curves(metric), f"{metric_label(metric)} vs memory fill: {backbone}, k = {k}, "
                           f"Domain-pool (95% CI: band, or bar at a single fill; none at n < {MIN_CI_N}){scorer}",
                           metric_label(metric))
@@ -165,10 +178,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="folders searched recursively for run folders (metrics.json or .hydra/)")
     parser.add_argument("--out", type=Path, help=f"where to write (default: {DEFAULT_OUT}/<first SWEEP_DIR's path>, "
                                                  "under the current folder)")
-    parser.add_argument("--metric", choices=METRICS,
-                        help="a BERTScore component (the paper's code reported precision, P), or "
-                             f"{REF_LOGPROB}: the reference answer's mean log-prob per token (nats; no paper numbers). "
-                             "Default: the first of these the runs measured")
+    parser.add_argument("--metric",
+                        help="a metric key the runs recorded: a BERTScore component (P, R, F1; the paper's code "
+                             "reported precision, P), or ref_logprob: the reference answer's mean log-prob per token "
+                             "(nats; no paper numbers). Default: the first the runs measured")
     parser.add_argument("--sharing-fill", type=int, metavar="PERCENT",
                         help="the fill the sharing matrices count retrievals at (default: each run's last)")
     parser.add_argument("--debug", action="store_true",

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 import yaml
 
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
-from ms.evaluate import METRICS, REF_LOGPROB
+from ms.metrics.base import metric_keys, metric_of_key
 from ms.run_folder import failure
 
 log = logging.getLogger(__name__)
@@ -22,9 +22,33 @@ log = logging.getLogger(__name__)
 Cell = tuple[str, int, str]  # (backbone, k, pool)
 Item = tuple[str, str]  # (agent, test_id): one test question, the unit every CI resamples
 
+SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.evaluate.summarize)
+
+
 def metric_label(metric: str) -> str:
-    """How titles and axes name a metric."""
-    return "ref log-prob (nats/token)" if metric == REF_LOGPROB else f"BERTScore {metric}"
+    """How titles and axes name a metric key, as its metric's class says (ms.metrics); a key no
+    registered metric writes is named as it is."""
+    cls = metric_of_key(metric)
+    return cls.label(metric) if cls is not None else metric
+
+
+def metric_words(metric: str) -> str:
+    """What a metric key is, in words, as its metric's class says; else the key itself."""
+    cls = metric_of_key(metric)
+    return cls.words.get(metric, metric) if cls is not None else metric
+
+
+def in_known_order(keys: Sequence[str]) -> list[str]:
+    """Metric keys, the registered metrics' keys first in the registry's order (the order a run's
+    summaries write them in), then any other in the order given."""
+    known = metric_keys([name for name in _registered()])
+    return [k for k in known if k in keys] + [k for k in keys if k not in known]
+
+
+def _registered() -> list[str]:
+    from ms.config.parts import METRICS
+
+    return list(METRICS)
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -121,9 +145,10 @@ class Run:
 
     @property
     def measured(self) -> list[str]:
-        """The metrics (of METRICS, in its order) the run has a value of at its last fill."""
+        """The metric keys the run recorded a value of at its last fill (metrics.json), registered ones
+        in the registry's order."""
         overall = self.metrics["fills"][str(self.last_fill)]["overall"]
-        return [m for m in METRICS if overall.get(m) is not None]
+        return in_known_order([m for m, v in overall.items() if m not in SUMMARY_FIELDS and v is not None])
 
     @property
     def scorer(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ms.evaluate import BERTSCORE_KEYS, REF_LOGPROB
+from ms.metrics.base import metric_of_key
 from ms.report.conditions import Condition, Score
 from ms.report.paper import PaperTables
 from ms.report.render import DIFF, OURS, PAPER, Table, Value, n_note
@@ -46,19 +46,27 @@ def uncertainty_notes(conds: Sequence[Condition], scores: Sequence[dict[str, Sco
     return notes, show_n
 
 
+def published_alike(metric: str, paper: PaperTables) -> bool:
+    """Whether `metric` is of the metric the paper published (BERTScore: P, R or F1), as the registered
+    metrics say; differences from the paper need the very key too (`paper.metric_key`)."""
+    ours = metric_of_key(metric)
+    return ours is not None and ours is metric_of_key(paper.metric_key)
+
+
 def _notes(conds: Sequence[Condition], paper: PaperTables, where: str, metric: str) -> list[str]:
     notes = []
     if conds:
         source = (f"{metric_label(metric)} ({'; '.join(sorted({c.scorer for c in conds}))})"
-                  if metric in BERTSCORE_KEYS else metric_label(metric))
+                  if published_alike(metric, paper) else metric_label(metric))
         notes.append(f"ours: {source} from our runs, each at its last memory fill"
                      + "".join(f"; {c.name} stops at {c.last_fill}%" for c in conds if c.last_fill != 100) + ".")
     else:
         notes.append("No finished run fits this table: only the paper's numbers are shown.")
-    if metric == REF_LOGPROB:
-        notes.append(f"{REF_LOGPROB}: mean log-probability per token of the reference answer given the agent's "
-                     "prompt, in nats (higher is better). The paper published no such number, so only our "
-                     "columns are shown: no paper columns, no differences.")
+    if not published_alike(metric, paper):
+        cls = metric_of_key(metric)
+        explained = cls.explained.get(metric) if cls is not None else None
+        notes.append((f"{metric}: {explained}. " if explained else "") + "The paper published no such number, so "
+                     "only our columns are shown: no paper columns, no differences.")
         return notes
     notes.append(f"paper: {paper.source}, {where}; {paper.metric}.")
     if metric != paper.metric_key:
@@ -74,16 +82,16 @@ def _notes(conds: Sequence[Condition], paper: PaperTables, where: str, metric: s
     return notes
 
 
-def _published(metric: str, table: dict) -> dict:
+def _published(metric: str, paper: PaperTables, table: dict) -> dict:
     """The paper's cells, or none for a metric it never reported."""
-    return table if metric in BERTSCORE_KEYS else {}
+    return table if published_alike(metric, paper) else {}
 
 
 def table1(chosen: dict[Cell, Condition], paper: PaperTables, metric: str) -> Table:
     """Domain-pool, agents (then overall) x (k-shot x backbone), our columns beside the paper's."""
     conds = {(k, b): c for (b, k, pool), c in chosen.items() if pool == paper.table1_pool}
     ours = {key: c.scores(metric) for key, c in conds.items()}
-    published = _published(metric, paper.table1)
+    published = _published(metric, paper, paper.table1)
     agents = order({a for scores in ours.values() for a in scores if a != OVERALL}, paper.agents)
     columns, values = [], []
     for k in sorted({k for k, _ in ours} | {k for k, _ in published}):
@@ -102,7 +110,7 @@ def table2(chosen: dict[Cell, Condition], paper: PaperTables, metric: str) -> Ta
     """k = 3: (pool x backbone) rows, agents (then overall) as columns; our rows beside the paper's."""
     conds = {(pool, b): c for (b, k, pool), c in chosen.items() if k == paper.table2_k}
     ours = {key: c.scores(metric) for key, c in conds.items()}
-    published = _published(metric, paper.table2)
+    published = _published(metric, paper, paper.table2)
     agents = [*order({a for scores in ours.values() for a in scores if a != OVERALL}, paper.agents), OVERALL]
     rows = []
     for pool in order({p for p, _ in ours}, ["domain", "single"]):

@@ -1,12 +1,7 @@
-"""Admission controls: gates that judge nothing, so that a gate's effect can be told from the effect
-of admitting more or less.
-
-- all: every candidate joins the pool (what a pool grows to with no gate at all);
-- random: each candidate joins with probability `gate.rate`, drawn from the run's seed;
-- random matched to a finished run (`gate.match=RUN_FOLDER`): exactly as many candidates per agent
-  and per micro-batch as that run admitted, chosen at random, so that at every fill the pool has the
-  size and the per-agent make-up of the pool it controls for.
-"""
+"""gate=random, an admission control that judges nothing: each candidate joins with probability
+`gate.rate`, drawn from the run's seed; or, matched to a finished run (`gate.match=RUN_FOLDER`),
+exactly as many candidates per agent and per micro-batch as that run admitted, chosen at random, so
+that at every fill the pool has the size and the per-agent make-up of the pool it controls for."""
 
 from __future__ import annotations
 
@@ -14,36 +9,13 @@ import json
 import random
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ms.config.files import DECISIONS_FILE, METRICS_FILE
 from ms.errors import UserError
+from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision
 from ms.scorer import Decision
 from ms.utility import Candidate
-
-
-def _decision(c: Candidate, accepted: bool, reason: str, read: str) -> Decision:
-    return Decision(agent=c.agent, question=c.question, answer=c.answer, score=None, accepted=accepted,
-                    reason=reason, attempts=0, raw="", read=read)
-
-
-class AllGate:
-    def judge(self, candidates: Sequence[Candidate]) -> list[Decision]:
-        return [_decision(c, True, "gate=all admits every candidate", "all") for c in candidates]
-
-
-class RandomGate:
-    def __init__(self, rate: float, seed: int):
-        self.rate = rate
-        self.rng = random.Random(seed)
-
-    def judge(self, candidates: Sequence[Candidate]) -> list[Decision]:
-        out = []
-        for c in candidates:
-            draw = self.rng.random()
-            out.append(_decision(c, draw < self.rate, f"random draw {draw:.4f} {'<' if draw < self.rate else '>='} "
-                                                      f"rate {self.rate:g}", "random"))
-        return out
 
 
 def matched_counts(run_folder: str | Path) -> dict[int, dict[str, tuple[int, int]]]:
@@ -79,7 +51,49 @@ def matched_gate(run_folder: str | Path) -> str:
     return str(fields.get("gate") or "rubric")
 
 
-class MatchedRandomGate:
+class RandomGate(Gate):
+    """A coin per candidate at `rate`; built from a config with `match`, the matched control below."""
+
+    name = "random"
+
+    def __init__(self, rate: float, seed: int):
+        self.rate = rate
+        self.rng = random.Random(seed)
+
+    @classmethod
+    def build(cls, cfg, parts: GateParts) -> "RandomGate | MatchedRandomGate":
+        return MatchedRandomGate(cfg.match, parts.seed) if cfg.match else cls(cfg.rate, parts.seed)
+
+    def judge(self, candidates: Sequence[Candidate]) -> list[Decision]:
+        out = []
+        for c in candidates:
+            draw = self.rng.random()
+            out.append(decision(c, draw < self.rate, f"random draw {draw:.4f} {'<' if draw < self.rate else '>='} "
+                                                     f"rate {self.rate:g}", "random"))
+        return out
+
+    @classmethod
+    def problems(cls, cfg, backbones: Backbones) -> Iterator[str]:
+        if cfg.match and not (Path(cfg.match) / DECISIONS_FILE).is_file():
+            yield (f"invalid setting gate.match={cfg.match}: no {DECISIONS_FILE} there; name the folder of a "
+                   f"finished run to match")
+
+    @classmethod
+    def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:
+        if cfg.match:
+            counts = [n for agents in matched_counts(cfg.match).values() for n in agents.values()]
+            rate = sum(a for _, a in counts) / max(sum(n for n, _ in counts), 1)
+            return Acceptance(rate, f"{rate:.2f} of stream pairs admitted, as the matched run {cfg.match} admitted",
+                              assumed=False)
+        return Acceptance(float(cfg.rate), f"{cfg.rate:.2f} of stream pairs admitted: gate.rate", assumed=False)
+
+    @classmethod
+    def record(cls, cfg) -> dict:
+        return {"gate": cfg.name, **({"match": cfg.match, "matched_gate": matched_gate(cfg.match)}
+                                     if cfg.match else {"rate": cfg.rate})}
+
+
+class MatchedRandomGate(RandomGate):
     """Admits, at the n-th micro-batch, as many of each agent's candidates as the matched run admitted
     at its step n, the pairs drawn at random. The streams must be the same question for question, so
     each agent's candidates per step are checked against the matched run's."""
@@ -104,6 +118,6 @@ class MatchedRandomGate:
         chosen = set()
         for agent, idx in by_agent.items():
             chosen.update(self.rng.sample(idx, expected[agent][1]))
-        return [_decision(c, i in chosen, f"matched to {expected[c.agent][1]} of {expected[c.agent][0]} admitted "
-                                          f"for {c.agent} at step {self.step}", "random")
+        return [decision(c, i in chosen, f"matched to {expected[c.agent][1]} of {expected[c.agent][0]} admitted "
+                                         f"for {c.agent} at step {self.step}", "random")
                 for i, c in enumerate(candidates)]

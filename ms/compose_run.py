@@ -1,0 +1,192 @@
+"""The composition root of a run: `compose_run` is the one function that reads the root config and
+builds the run's parts, each from its own section or from parts built before it; the loop
+(ms.pipeline.Experiment) then reads no config at all. What it builds, it builds in the order runs
+always have (torch's random state, seeded first, is drawn on as models load).
+
+Which variant of a part a run gets is looked up by name in its registry (ms.config.parts), so a
+new gate, metric, retriever, memory policy, pool backend or provider is built here without a line
+of this module changing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+from omegaconf import DictConfig
+
+from ms.agents import Agent, PromptTemplate, agents_from
+from ms.backbones import Backbones, build_backbones
+from ms.cell import data_fingerprint, record as cell_record
+from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
+from ms.data import load_splits
+from ms.evaluate import validate_metrics
+from ms.gates.base import Gate, GateParts
+from ms.llm import LM
+from ms.memory import build_policy
+from ms.metrics.base import Metric
+from ms.pool import Pool, scope_for
+from ms.provenance import provenance
+from ms.retrieval import build_retriever, build_test_retriever
+from ms.retrieval.base import Retriever
+from ms.retrieval.bm25 import BM25Retriever
+from ms.retrieval.encoder import Encoder
+from ms.run_folder import open_run_pool
+from ms.schedule import stream_k
+from ms.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
+from ms.training import Labeller, RetrieverTrainer
+from ms.utility import UtilityMeter
+
+log = logging.getLogger(__name__)
+
+
+class Clock:
+    """The run's pool step (stream micro-batches so far): the loop advances it; the composite
+    retriever ranks by age in these steps."""
+
+    def __init__(self) -> None:
+        self.step = 0
+
+    def __call__(self) -> int:
+        return self.step
+
+
+@dataclass
+class Settings:
+    """What the loop itself reads of the config."""
+
+    k: int  # memories per test question
+    stream_k: int  # memories per stream question
+    fills: list[int]
+    micro_batch: int
+    stream_answers: str  # stream.answers: model | reference
+    memory_question: str  # memory.question: query | prompt
+    pool_mode: str
+    memory_policy: str
+    save_retriever: bool
+
+
+@dataclass
+class Parts:
+    """A run's parts, built (`compose_run`), and what its metrics.json records of how they were made."""
+
+    settings: Settings
+    clock: Clock
+    agents: dict[str, Agent]
+    splits: dict  # agent -> its data splits (ms.data)
+    template: PromptTemplate
+    pool: Pool
+    backbones: dict[str, LM]  # every backbone the run uses, by name, the default first
+    agent_backbone: dict[str, str]  # agent -> the backbone it answers on
+    scorer: Scorer
+    gate: Gate
+    memory: Any  # the memory policy (ms.memory)
+    retriever: Retriever  # the stream's, wrapped by the memory policy
+    test_retriever: Retriever
+    trainer: Optional[RetrieverTrainer]
+    metrics: list[Metric]  # in the registry's order
+    record: dict  # metrics.json's `run`
+    described: dict = field(default_factory=dict)  # metrics.json's record of what produced each metric
+    provenance: dict = field(default_factory=dict)
+    cell: dict = field(default_factory=dict)
+
+
+def measurable(names: list[str], agent_backbone: dict[str, str], backbones: dict[str, LM]) -> list[str]:
+    """The metrics `names` less those no agent's backbone can measure: a metric that needs what a
+    backbone cannot do is left out of that agent's rows (never 0), and out of eval.metrics where it
+    leaves no agent; a run whose every metric some agent's backbone cannot measure is refused."""
+    kept = list(names)
+    for name in names:
+        cls = METRICS.load(name)
+        blind = sorted(a for a, b in agent_backbone.items() if not all(getattr(backbones[b], w) is True
+                                                                        for w in cls.needs))
+        if blind and kept == [name]:
+            others = [m for m in METRICS if not METRICS.load(m).needs]
+            raise ValueError(f"eval.metrics=[{name}] needs backbones that {cls.needs_words}; those of "
+                             f"{', '.join(blind)} cannot. Use eval.metrics=[{','.join(others)}]")
+        if blind:
+            log.info("the backbones of %s cannot %s: their predictions carry no %s",
+                     ", ".join(blind), cls.needs_words, name)
+        if len(blind) == len(agent_backbone):
+            kept.remove(name)
+    return kept
+
+
+def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
+    """Every part of the run `cfg` (the root config) describes, with its pool in `out_dir`."""
+    scope_for("literary", cfg.pool.mode)  # a bad pool mode fails here, before any model loads
+    torch.manual_seed(cfg.seed)
+    settings = Settings(k=cfg.k, stream_k=stream_k(cfg.k, cfg.stream_k), fills=list(cfg.fills),
+                        micro_batch=cfg.micro_batch, stream_answers=cfg.stream.answers,
+                        memory_question=cfg.memory.question, pool_mode=cfg.pool.mode,
+                        memory_policy=cfg.memory.policy, save_retriever=cfg.retriever.save)
+    template = PromptTemplate(**cfg.prompt)
+    names = validate_metrics(cfg.eval.metrics)
+    agents = agents_from(cfg.agents)
+    splits = load_splits(cfg.data, agents)
+    pool = open_run_pool(cfg.pool, out_dir)  # before any model loads: a bad pool file fails fast
+    # The backbone each agent that runs answers on; each distinct backbone is built once.
+    catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
+    agent_backbone = {a: catalog.resolve(agents[a].backbone) for a in splits}
+    backbones = build_backbones(catalog, [*agent_backbone.values(), cfg.scorer.backbone, cfg.train.backbone])
+    names = measurable(names, agent_backbone, backbones)
+    scorer = Scorer(backbones[catalog.resolve(cfg.scorer.backbone)],
+                    load_rubrics({rubric_ref(agents[a], cfg.pool.mode) for a in splits}), cfg.scorer)
+    clock = Clock()  # the composite ranks by age in stream steps: its clock is the loop's step
+    retriever, trainable = build_retriever(cfg.retriever, pool, clock=clock)
+    trainer = None
+    if trainable is not None:
+        labeller = Labeller(backbones[catalog.resolve(cfg.train.backbone)], template, cfg.train.label_method,
+                            cfg.train.verbalized_prompt, agents=agents)
+        trainer = RetrieverTrainer(cfg.train, trainable, BM25Retriever(pool), labeller)
+    # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
+    memory = build_policy(cfg.memory, pool, backbones[cfg.backbone.name],
+                          encoder=lambda: Encoder(cfg.retriever.encoder))
+    retriever = memory.wrap(retriever)
+    at_test = cfg.retriever.at_test
+    test_retriever = memory.wrap(build_test_retriever(cfg.retriever, pool)) if at_test else retriever
+    metrics = [METRICS.load(name).build(cfg.eval) for name in METRICS if name in names]
+    gate_cls = GATES.load(cfg.gate.name)
+    gate = gate_cls.build(cfg.gate, GateParts(
+        scorer=scorer, rubric_of=lambda a: rubric_for(agents[a], cfg.pool.mode).name, seed=cfg.seed,
+        meter=lambda: UtilityMeter(retriever.retrieve_batch, lambda a: backbones[agent_backbone[a]], agents,
+                                   template, cfg.gate.probes, settings.stream_k,
+                                   [e.question for s in splits.values() for e in s.test])))
+    # Taken before the stream runs: the code and files the run started with.
+    test_name = "dense" if at_test == "dense_frozen" else at_test
+    uses_encoder = (RETRIEVERS.load(cfg.retriever.name).uses_encoder
+                    or (test_name is not None and RETRIEVERS.load(test_name).uses_encoder)
+                    or POLICIES.load(cfg.memory.policy).uses_encoder)
+    encoders = {"retriever": cfg.retriever.encoder} if uses_encoder else {}
+    for metric in metrics:
+        encoders.update(metric.encoders())
+    record = {
+        # retriever and learned describe what the test questions retrieved with; the stream's own
+        # retriever is stream_retriever (they differ under retriever.at_test).
+        "backbone": cfg.backbone.name, "k": cfg.k, "pool": cfg.pool.mode,
+        "retriever": test_name or cfg.retriever.name,
+        "learned": trainer is not None and not at_test,
+        "stream_retriever": cfg.retriever.name + " (learned)" * (trainer is not None),
+        "memory": cfg.memory.policy,
+        "refresh": cfg.retriever.refresh if trainer is not None else None,
+        "label_method": trainer.labeller.method if trainer else None,
+        "agents": list(splits), "fills": sorted(int(f) for f in cfg.fills), "seed": cfg.seed,
+        "metrics": names, "scorer_read": scorer.read,
+        # only where the gate is not the rubric, so rubric runs stay one condition with older runs
+        **gate_cls.record(cfg.gate),
+        # only where the stream wrote references, so model-written runs stay one condition
+        **({"stream_answers": cfg.stream.answers} if cfg.stream.answers != "model" else {}),
+        # only where another backbone grades, so self-graded runs stay one condition with older runs
+        **({"grader": cfg.scorer.backbone, "threshold": cfg.scorer.threshold}
+           if cfg.scorer.backbone not in (None, cfg.backbone.name) else {}),
+        # only where some agent runs on a backbone other than the default
+        **({"agent_backbones": agent_backbone} if set(agent_backbone.values()) != {cfg.backbone.name} else {})}
+    described = {cls.record_key: None for cls in map(METRICS.load, METRICS) if cls.record_key}
+    described.update({m.record_key: m.describe() for m in metrics if m.record_key})
+    return Parts(settings, clock, agents, splits, template, pool, backbones, agent_backbone, scorer, gate, memory,
+                 retriever, test_retriever, trainer, metrics, record, described,
+                 provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch),
+                 cell_record(cfg, data_fingerprint(splits)))  # what a resumed sweep must match

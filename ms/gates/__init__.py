@@ -1,0 +1,14 @@
+"""The gates in front of the shared pool: what decides which new pairs become memories. One module
+per gate, each a `Gate` (ms.gates.base) registered by name in ms.config.parts.GATES, so the loop, the
+validation, plan mode, the run record and the gate check ask the gate itself, never its name:
+
+- rubric: an LLM grades the pair against its rubric (ms.scorer);
+- utility: the pair is admitted when it helps its nearest memories' answers as an example (ms.utility);
+- both: the rubric first, then utility on what the rubric admits (utility alone cannot tell an
+  on-style answer to the wrong question from a right one; DESIGN.md section 6);
+- all, random: admission controls that judge nothing, so that a gate's effect can be told from the
+  effect of admitting more or less.
+
+A new gate is one module here (or in any package) and one conf/gate/<name>.yaml; its name joins
+GATES by a table entry, an entry point, or `GATES.register` (ms.config.registry says which when).
+"""

@@ -1,0 +1,111 @@
+"""What every gate is (`Gate`), and what each side of ms hands it: the composition root the built
+parts (`GateParts`), the validation a view of the run's backbones (`Backbones`), plan mode its
+planner (`GatePlan`). A gate reads its own config section (ms.config.GateConfig) and nothing else of
+the root config."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Iterator, NamedTuple, Optional, Protocol, Sequence
+
+from ms.scorer import Decision, Scorer
+from ms.utility import Candidate, Utility, UtilityMeter
+
+
+@dataclass
+class GateParts:
+    """What the composition root builds a gate from: the scorer (the rubric grader), each agent's
+    rubric name, a factory of the utility meter (called only by the gates that measure utility, since
+    it needs the run's retriever), and the run's seed (the random gate's coins)."""
+
+    scorer: Optional[Scorer]
+    rubric_of: Callable[[str], str]
+    meter: Callable[[], UtilityMeter]
+    seed: int = 0
+
+
+class Backbones(Protocol):
+    """What a gate's own validation may ask of the running agents' backbones."""
+
+    def unable(self, what: str) -> list[tuple[str, str, str]]:
+        """(backbone, provider, whose) for each backbone of a running agent that cannot do `what`
+        ("scores_text"); `whose` names its agents where not every agent runs on it ("" where all do)."""
+
+
+class GatePlan(Protocol):
+    """What plan mode (ms.plan) offers a gate that works out its calls for one stream pair."""
+
+    scorer: Any  # the scorer's section (ms.config.ScorerConfig)
+
+    def grade(self, agent: str, question: float, reply: float) -> None:
+        """One rubric grading of a pair of `agent` (`question`, `reply` in tokens), under role score."""
+
+    def measure_utility(self, agent: str, in_scope: float, probes: int, share: float, exact: bool) -> None:
+        """A utility measurement of a pair of `agent` over min(`probes`, `in_scope`) probes, for `share`
+        of the pairs (two scored prompts per probe), under role utility; `exact`: as far as the gate
+        knows (the planner adds what the pool's growth leaves unknown)."""
+
+
+class Acceptance(NamedTuple):
+    """The share of stream pairs a gate is assumed to admit, in words; `assumed`: a guess, which plan
+    mode offers to replace with a finished run's measured rate."""
+
+    rate: float
+    said: str
+    assumed: bool = True
+
+
+class Gate(ABC):
+    """A gate: built from its config section and the run's parts, it judges candidates, one
+    `Decision` each. Its class also says what the rest of ms asks of it without building it."""
+
+    name: ClassVar[str]
+    measures_utility: ClassVar[bool] = False  # whether it admits by measured utility (ms-report's claim (e))
+    # The gate check (ms-data gate-check --gate NAME): the measurements it takes of every pair for
+    # this gate ("rubric": a grading, "utility": a utility measurement), none where the gate is not
+    # checked; the score a pair gets where its measurement read none; whether the score is a rank.
+    checked_by: ClassVar[tuple[str, ...]] = ()
+    check_missing: ClassVar[float] = 0.0
+    check_ranks: ClassVar[bool] = False
+
+    @classmethod
+    @abstractmethod
+    def build(cls, cfg, parts: GateParts) -> "Gate":
+        """The gate of a run: `cfg` is its section (`gate`)."""
+
+    @abstractmethod
+    def judge(self, candidates: Sequence[Candidate]) -> list[Decision]:
+        """One decision per candidate, in order."""
+
+    @classmethod
+    def problems(cls, cfg, backbones: Backbones) -> Iterator[str]:
+        """Its settings' problems beyond their declared limits, one line each, before anything loads."""
+        return iter(())
+
+    @classmethod
+    @abstractmethod
+    def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:
+        """The share of stream pairs plan mode assumes it admits."""
+
+    @classmethod
+    def planned_calls(cls, cfg, plan: GatePlan, agent: str, question: float, reply: float, in_scope: float) -> None:
+        """Its LLM calls for one stream pair of `agent` (`question`, `reply` in tokens) with `in_scope`
+        memories in its scope when judged, added to `plan`. None by default."""
+
+    @classmethod
+    def record(cls, cfg) -> dict:
+        """What metrics.json's run record keeps of it (a condition of ms-report)."""
+        return {"gate": cfg.name}
+
+    @classmethod
+    def check_scores(cls, decisions: Optional[Sequence[Decision]],
+                     utilities: Optional[Sequence[Utility]]) -> list[Optional[float]]:
+        """The gate check: each pair's score from the measurements `checked_by` names."""
+        raise NotImplementedError(f"gate {cls.name} is not checked by ms-data gate-check")
+
+
+def decision(c: Candidate, accepted: bool, reason: str, read: str) -> Decision:
+    """A decision that read no score (a control's, or one a measurement made)."""
+    return Decision(agent=c.agent, question=c.question, answer=c.answer, score=None, accepted=accepted,
+                    reason=reason, attempts=0, raw="", read=read)

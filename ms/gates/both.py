@@ -1,0 +1,70 @@
+"""gate=both: the rubric first, then utility on the pairs the rubric admits; a pair needs both."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterator, Optional, Sequence
+
+from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan
+from ms.gates.rubric import RubricGate, rubric_acceptance
+from ms.gates.utility import (UTILITY_ACCEPT, UTILITY_SAID, UtilityGate, measuring_problems, utility_record,
+                              utility_verdict)
+from ms.scorer import Decision
+from ms.utility import Candidate, Utility, UtilityMeter
+
+
+def both_order(admitted: Sequence[bool], u: Sequence[float]) -> list[float]:
+    """`both` as a score: each pair's rank in the order (rubric admits, u), so a pair the rubric
+    rejects ranks below every pair it admits, and u orders the pairs within each side."""
+    keys = list(zip(admitted, u))
+    rank = {key: float(i) for i, key in enumerate(sorted(set(keys)))}
+    return [rank[key] for key in keys]
+
+
+class BothGate(Gate):
+    name = "both"
+    measures_utility = True
+    checked_by = ("rubric", "utility")  # derived from the other two's measurements, never measured again
+    check_missing = 0.0
+    check_ranks = True
+
+    def __init__(self, rubric: RubricGate, meter: UtilityMeter, threshold: float):
+        self.rubric, self.meter, self.threshold = rubric, meter, threshold
+
+    @classmethod
+    def build(cls, cfg, parts: GateParts) -> "BothGate":
+        return cls(RubricGate.build(cfg, parts), parts.meter(), cfg.utility_threshold)
+
+    def judge(self, candidates: Sequence[Candidate]) -> list[Decision]:
+        decisions = self.rubric.judge(candidates)
+        passed = [i for i, d in enumerate(decisions) if d.accepted]
+        for i, utility in zip(passed, self.meter.measure([candidates[i] for i in passed])):
+            accepted, reason = utility_verdict(utility, self.threshold)
+            decisions[i] = replace(decisions[i], accepted=accepted, reason=f"{decisions[i].reason}; {reason}",
+                                   utility=utility.as_dict())
+        return decisions
+
+    @classmethod
+    def problems(cls, cfg, backbones: Backbones) -> Iterator[str]:
+        return measuring_problems(cfg, backbones)
+
+    @classmethod
+    def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:
+        rubric, why = rubric_acceptance(plan.scorer.threshold)
+        return Acceptance(rubric * UTILITY_ACCEPT, f"{why}; {UTILITY_SAID}")
+
+    @classmethod
+    def planned_calls(cls, cfg, plan: GatePlan, agent: str, question: float, reply: float, in_scope: float) -> None:
+        plan.grade(agent, question, reply)
+        # The utility calls follow the rubric's admissions, so they are estimated like the label calls.
+        plan.measure_utility(agent, in_scope, cfg.probes, rubric_acceptance(plan.scorer.threshold)[0], exact=False)
+
+    @classmethod
+    def record(cls, cfg) -> dict:
+        return utility_record(cfg)
+
+    @classmethod
+    def check_scores(cls, decisions: Optional[Sequence[Decision]],
+                     utilities: Optional[Sequence[Utility]]) -> list[Optional[float]]:
+        filled = [UtilityGate.check_missing if m.u is None else m.u for m in utilities]
+        return both_order([d.accepted for d in decisions], filled)
