@@ -1,0 +1,213 @@
+"""Parts that register themselves (ms.config.registry, ms.config.parts): every kind of part is a table
+of names, each loaded where it is used. A toy gate and a toy metric, each one module in a package of
+their own and one config file in a folder of their own, run through validation, plan mode and a tiny
+real run without a line of ms changing."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+from ms.config.parts import ENGINES, GATES, METRICS, POLICIES, POOL_BACKENDS, PROVIDERS, RETRIEVERS
+from ms.config.registry import DuplicatePart, Registry, UnknownPart
+
+REGISTRIES = {"gate": GATES, "metric": METRICS, "provider": PROVIDERS, "engine": ENGINES, "retriever": RETRIEVERS,
+              "memory policy": POLICIES, "pool backend": POOL_BACKENDS}
+
+
+@pytest.mark.parametrize("kind", list(REGISTRIES))
+def test_each_registry_refuses_a_duplicate_and_names_its_choices_and_the_nearest_for_an_unknown_name(kind):
+    registry = REGISTRIES[kind]
+    first = registry.names()[0]
+    with pytest.raises(DuplicatePart, match=f"a {kind} named '{first}' is registered already"):
+        registry.register(first, "elsewhere:Part")
+    assert registry.names()[0] == first and registry.target(first) != "elsewhere:Part"
+    with pytest.raises(UnknownPart) as unknown:
+        registry.load(first + "x")
+    message = str(unknown.value)
+    assert "\n" not in message and message.startswith(f"unknown {registry.key} '{first}x': choose one of ")
+    assert ", ".join(registry.names()) in message and message.endswith(f"(did you mean {first}?)")
+    assert isinstance(unknown.value, ValueError)
+
+
+@pytest.mark.parametrize("kind", list(REGISTRIES))
+def test_every_entry_of_every_table_loads(kind):
+    for name in REGISTRIES[kind]:
+        assert callable(REGISTRIES[kind].load(name)), name
+
+
+def test_a_registry_is_a_settings_live_choices_and_lists_them_in_the_error():
+    from ms.config.fields import Check
+
+    assert "rubric" in GATES and list(GATES)[:2] == ["rubric", "utility"] and len(GATES) >= 5
+    check = Check(choices=GATES)
+    assert list(check.problems("rubric")) == []
+    assert list(check.problems("rubrik")) == [f"must be one of {', '.join(GATES)}"]
+
+
+def test_a_name_goes_in_as_module_and_attribute_and_can_be_withdrawn():
+    registry = Registry("widget", {"plain": "json:dumps"})
+    assert registry.load("plain") is json.dumps
+    with pytest.raises(ValueError, match="'module:attribute'"):
+        registry.register("bad", "json.dumps")
+    registry.register("pretty", "json:JSONEncoder.encode")
+    assert registry.load("pretty") is json.JSONEncoder.encode and registry.names() == ["plain", "pretty"]
+    registry.unregister("pretty")
+    assert registry.names() == ["plain"]
+
+
+def test_installed_entry_points_join_a_registry_and_may_not_repeat_a_name(tmp_path, monkeypatch):
+    """A plugin installed as a distribution (here a .dist-info folder on sys.path) adds its names to
+    the group ms.<kind> without ms importing it; a name it repeats is refused."""
+    dist = tmp_path / "ms_widgets-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-widgets\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[ms.widget]\nfancy = ms_widgets.fancy:Fancy\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = Registry("widget", {"plain": "json:dumps"})
+    assert registry.names() == ["plain", "fancy"] and registry.target("fancy") == "ms_widgets.fancy:Fancy"
+    (dist / "entry_points.txt").write_text("[ms.widget]\nplain = ms_widgets.plain:Plain\n")
+    with pytest.raises(DuplicatePart, match="a widget named 'plain' is registered already"):
+        Registry("widget", {"plain": "json:dumps"}).names()
+
+
+# ---- a toy gate and a toy metric, from outside ms ----------------------------------------------
+
+TOY_GATE = '''
+"""gate=toy: admits a pair whose answer has at most as many words as its question has times three."""
+
+from ms.gates.base import Acceptance, Gate, decision
+
+
+class ToyGate(Gate):
+    name = "toy"
+
+    @classmethod
+    def build(cls, cfg, parts):
+        return cls()
+
+    def judge(self, candidates):
+        return [decision(c, len(c.answer.split()) <= 3 * len(c.question.split()), "toy: short enough", "toy")
+                for c in candidates]
+
+    @classmethod
+    def problems(cls, cfg, backbones):
+        if cfg.rate == 0:
+            yield "invalid setting gate.rate=0: the toy gate reads it as its share of the plan, and 0 plans nothing"
+
+    @classmethod
+    def acceptance(cls, cfg, plan):
+        return Acceptance(float(cfg.rate), f"{cfg.rate:.2f} of stream pairs admitted, as the toy gate assumes",
+                          assumed=False)
+
+    @classmethod
+    def record(cls, cfg):
+        return {"gate": cfg.name, "toy": True}
+'''
+
+TOY_METRIC = '''
+"""eval.metrics=[ref_words]: the reference answer's length in words; needs nothing of a backbone."""
+
+from ms.metrics.base import Metric
+
+
+class RefWords(Metric):
+    name = "ref_words"
+    keys = ("ref_words",)
+    labels = {"ref_words": "reference length (words)"}
+    words = {"ref_words": "the reference answer's length in words"}
+    higher_is_better = False
+
+    def score_batch(self, batch):
+        for row in batch.rows:
+            row["ref_words"] = len(row["reference"].split())
+'''
+
+TOY_INIT = '''
+from ms.config.parts import GATES, METRICS
+
+GATES.register("toy", "toy_parts.gate:ToyGate")
+METRICS.register("ref_words", "toy_parts.metric:RefWords")
+'''
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """A package toy_parts (toy_parts/gate.py, toy_parts/metric.py, and the __init__ that registers
+    them) on sys.path, and a config folder with gate/toy.yaml and experiment/toy.yaml (the metric's
+    setting) that Hydra searches as ms-run's --config-dir does. Both names are withdrawn afterwards."""
+    package = tmp_path / "plugins" / "toy_parts"
+    package.mkdir(parents=True)
+    for name, text in (("__init__", TOY_INIT), ("gate", TOY_GATE), ("metric", TOY_METRIC)):
+        (package / f"{name}.py").write_text(textwrap.dedent(text))
+    conf = tmp_path / "conf"
+    (conf / "gate").mkdir(parents=True)
+    (conf / "gate" / "toy.yaml").write_text("# A toy gate from outside ms (tests/test_registry.py).\nname: toy\n")
+    (conf / "experiment").mkdir()
+    (conf / "experiment" / "toy.yaml").write_text("# @package _global_\neval:\n  metrics: [ref_logprob, ref_words]\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    import toy_parts  # noqa: F401  (registers the toy gate and metric)
+
+    yield conf
+    GATES.unregister("toy")
+    METRICS.unregister("ref_words")
+    for module in [m for m in sys.modules if m == "toy_parts" or m.startswith("toy_parts.")]:
+        del sys.modules[module]
+
+
+TINY = ["data.agents=[riddle]", "data.max_seed=4", "data.max_stream=2", "data.max_test=1", "fills=[50,100]",
+        "micro_batch=4", "train.candidates=3", "train.labelled=2", "backbone.generation.max_new_tokens=24"]
+
+
+def composed(conf, overrides):
+    """The config ms-run would compose with --config-dir CONF (ms.compose.jobs)."""
+    from ms.compose import jobs
+
+    [(_, cfg)] = jobs(["gate=toy", "experiment=toy", *overrides], multirun=False, config_dir=str(conf))
+    return cfg
+
+
+def test_a_toy_gate_and_metric_are_validated_and_planned_through_the_registries(toy):
+    from ms.config.schema import GateConfig
+    from ms.plan import plan_run
+    from ms.validation import problems
+
+    cfg = composed(toy, TINY)
+    assert cfg.gate.name == "toy" and list(cfg.eval.metrics) == ["ref_logprob", "ref_words"]
+    assert problems(cfg) == []
+    assert problems(composed(toy, [*TINY, "gate.rate=0"])) == [
+        "invalid setting gate.rate=0: the toy gate reads it as its share of the plan, and 0 plans nothing"]
+    assert any("eval.metrics" in p and "ref_wordz" in p and "ref_words" in p
+               for p in problems(composed(toy, [*TINY, "eval.metrics=[ref_wordz]"])))
+    assert GATES.load("toy").record(GateConfig(name="toy")) == {"gate": "toy", "toy": True}
+
+    plan = plan_run(cfg)
+    rows = {r.role: r for r in plan.rows}
+    assert rows["score"].calls == 0  # the toy gate asks no grader
+    assert rows["evaluate"].calls == 2 and rows["answer"].calls == 2  # ref_logprob at two fills; ref_words: none
+    assert "as the toy gate assumes" in plan.notes[0]
+
+
+@pytest.mark.slow
+def test_a_tiny_run_with_the_toy_gate_and_metric_records_them_and_the_report_reads_them(toy, tmp_path,
+                                                                                          models_cache):
+    from ms.pipeline import run
+    from ms.report.runs import find_runs, metric_label
+
+    cfg = composed(toy, [*TINY, f"cache_dir={models_cache}"])
+    metrics = run(cfg, tmp_path / "run")
+    assert metrics["run"]["gate"] == "toy" and metrics["run"]["toy"] is True
+    assert metrics["run"]["metrics"] == ["ref_logprob", "ref_words"] and metrics["bertscore"] is None
+    overall = metrics["fills"]["100"]["overall"]
+    assert list(overall) == ["n", "ci", "ref_logprob", "ref_words"] and overall["n"]["ref_words"] == 1
+    decisions = [json.loads(line) for line in (tmp_path / "run" / "decisions.jsonl").open()]
+    assert decisions and all(d["read"] == "toy" and d["reason"] == "toy: short enough" for d in decisions)
+    predictions = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").open()]
+    assert all(isinstance(p["ref_words"], int) and "ref_logprob" in p and "answer" not in p for p in predictions)
+
+    [found], _ = find_runs([tmp_path / "run"])
+    assert found.measured == ["ref_logprob", "ref_words"] and found.gate == "toy"
+    assert metric_label("ref_words") == "reference length (words)"
