@@ -29,9 +29,9 @@ from conftest import compose_config  # noqa: E402
 
 from ms.agents import default_agents  # noqa: E402
 from ms.config import ScorerConfig  # noqa: E402
+from ms.gates.scorer import Scorer, load_rubrics  # noqa: E402
 from ms.llm import build_lm  # noqa: E402
 from ms.llm.prefix_cache import PrefixCaches, shared_length  # noqa: E402
-from ms.scorer import Scorer, load_rubrics  # noqa: E402
 
 
 def pairs_of_data(per_agent: int) -> list[tuple[str, str, str, str]]:

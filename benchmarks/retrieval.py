@@ -101,7 +101,7 @@ def measure(size: int, args) -> dict:
     import psutil
     import torch
 
-    from ms.retrieval import REFRESH_POLICIES
+    from ms.config.schema import REFRESH_POLICIES
     from ms.retrieval.bm25 import BM25Retriever, RankBM25Retriever
     from ms.retrieval.dense import DenseRetriever
     from ms.retrieval.encoder import Encoder

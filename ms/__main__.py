@@ -1,3 +1,3 @@
-from ms.cli import main
+from ms.cli.run import main
 
 main()

@@ -48,7 +48,7 @@ def _plain(entries: Mapping[str, Any]) -> dict[str, dict]:
 
 def agent_problems(entries: Mapping[str, Any], key: str = "agents") -> Iterator[str]:
     """What keeps config entries from being agents, one line each naming its key. Rubric and
-    backbone files are checked by their readers (ms.scorer, ms.backbones)."""
+    backbone files are checked by their readers (ms.gates.scorer, ms.llm.backbones)."""
     entries = _plain(entries)
     if not entries:
         yield f"invalid setting {key}: no agents are configured, so no domain has an agent; add one (see README)"

@@ -19,26 +19,26 @@ import torch
 from omegaconf import DictConfig
 
 from ms.agents import Agent, PromptTemplate, agents_from
-from ms.backbones import Backbones, build_backbones
 from ms.cell import data_fingerprint, record as cell_record
 from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
 from ms.data import load_splits
-from ms.evaluate import validate_metrics
 from ms.gates.base import Gate, GateParts
+from ms.gates.replay import UtilityMeter
+from ms.gates.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
 from ms.llm import LM
+from ms.llm.backbones import Backbones, build_backbones
 from ms.memory import build_policy
 from ms.metrics.base import Metric
+from ms.metrics.evaluate import validate_metrics
 from ms.pool import Pool, scope_for
 from ms.provenance import provenance
 from ms.retrieval import build_retriever, build_test_retriever
 from ms.retrieval.base import Retriever
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.encoder import Encoder
+from ms.retrieval.training import Labeller, RetrieverTrainer
 from ms.run_folder import open_run_pool
 from ms.schedule import stream_k
-from ms.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
-from ms.training import Labeller, RetrieverTrainer
-from ms.utility import UtilityMeter
 
 log = logging.getLogger(__name__)
 

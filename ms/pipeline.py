@@ -24,16 +24,16 @@ from ms.cell import check_same_cell, data_fingerprint
 from ms.compose_run import Parts, compose_run
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, USAGE_FILE
 from ms.data import Example, load_splits
-from ms.evaluate import summarize
+from ms.gates.replay import Candidate, effects
+from ms.gates.scorer import append_decisions
 from ms.llm import LM
+from ms.llm.usage import save_usage
 from ms.metrics.base import EvalBatch
+from ms.metrics.evaluate import summarize
 from ms.pool import Memory, scope_for
-from ms.scorer import append_decisions
-from ms.utility import Candidate, effects
 from ms.printout import format_table
-from ms.usage import save_usage
-from ms.schedule import batches, interleave, skips_stream
 from ms.run_folder import clear_partial, completed, write_atomic
+from ms.schedule import batches, interleave, skips_stream
 from ms.validation import validate
 
 log = logging.getLogger(__name__)

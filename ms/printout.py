@@ -3,9 +3,9 @@ its LLM calls cost, per role."""
 
 from __future__ import annotations
 
+from ms.llm.usage import format_usage
 from ms.metrics.base import metric_of_key
 from ms.stats import interval_text
-from ms.usage import format_usage
 
 
 def format_table(metrics: dict) -> str:
@@ -41,7 +41,7 @@ def format_table(metrics: dict) -> str:
     return "\n".join(lines)
 
 
-SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.evaluate.summarize)
+SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.metrics.evaluate.summarize)
 
 
 def _unit(key: str) -> str:

@@ -8,7 +8,7 @@ environment), and raises one ConfigError that lists every violation with its ful
 (`+plan=true`) is checked without what only spending needs, an API key and a pool's DSN: it calls
 no model and opens no pool.
 
-Hydra has already checked types and unknown keys at composition (ms.compose makes each of those one
+Hydra has already checked types and unknown keys at composition (ms.cli.compose makes each of those one
 line); this pass checks values.
 """
 
@@ -21,16 +21,16 @@ from typing import Any, Iterator, Sequence
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ms.agents import agent_problems, agents_from
-from ms.backbones import Backbones
 from ms.config.fields import CHECK
+from ms.config.files import not_sqlite, writable_folder
 from ms.config.parts import GATES, METRICS, POOL_BACKENDS
 from ms.errors import UserError
+from ms.gates.scorer import rubric_path
 from ms.llm.api import api_key_from_env
+from ms.llm.backbones import Backbones
 from ms.llm.base import engine_problem
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
-from ms.pool.sqlite_backend import not_sqlite, writable_folder
 from ms.retrieval.ann import ann_problem
-from ms.scorer import rubric_path
 
 
 class ConfigError(UserError):

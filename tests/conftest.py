@@ -98,7 +98,7 @@ def llama_server(tmp_path_factory):
 def ms_run(tmp_path, capsys, monkeypatch):
     """`ms-run ARGS` in this process (no interpreter and torch start-up per case): (exit status,
     the non-empty lines it wrote to stderr). Hydra's logging setup is left out so pytest keeps its own."""
-    import ms.cli
+    import ms.cli.run
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "0")  # so that it is restored after the test: --debug sets it
 
@@ -106,10 +106,10 @@ def ms_run(tmp_path, capsys, monkeypatch):
         monkeypatch.setattr(sys, "argv", ["ms-run", *args, f"hydra.run.dir={tmp_path / 'run'}",
                                           f"cache_dir={tmp_path / 'cache'}", "hydra/job_logging=none",
                                           "hydra/hydra_logging=none"])
-        monkeypatch.setattr(ms.cli, "_composed", False)
+        monkeypatch.setattr(ms.cli.run, "_composed", False)
         capsys.readouterr()
         try:
-            ms.cli.main()
+            ms.cli.run.main()
             code = 0
         except SystemExit as done:
             code = done.code

@@ -13,11 +13,11 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from ms.agents import agents_from, default_agents, domains
+from ms.compose_run import compose_run
 from ms.data import DataError, load_dir
 from ms.errors import USER_ERROR_EXIT
 from ms.llm import BackendError, ResponseCache
 from ms.llm.openai import OpenAILM
-from ms.compose_run import compose_run
 from ms.pipeline import Experiment
 from ms.pool import SCHEMA_VERSION, Pool
 from ms.validation import problems
@@ -120,7 +120,7 @@ def test_the_readme_example_ships_and_stays_out_of_the_default_run(tmp_path, cap
 
 
 def test_ms_data_validate_of_an_agent_set_needs_each_agents_file(tmp_path, capsys):
-    from ms.datacli import main as ms_data
+    from ms.cli.data import main as ms_data
 
     for path in (REPO / "data").glob("*.jsonl"):
         if path != HAIKU:

@@ -37,7 +37,7 @@ def test_ms_run_cfg_job_prints_the_composed_config():
 # no torch or transformers imported by then, and nothing written (no run folder, cache or pool).
 # The data file is malformed, so that where a mistake went unnoticed the run stops at reading it,
 # before any model loads.
-PROBE = ("import sys\nfrom ms.cli import main\ntry:\n    main()\nfinally:\n"
+PROBE = ("import sys\nfrom ms.cli.run import main\ntry:\n    main()\nfinally:\n"
          "    print('loaded:', sorted(m for m in ('torch', 'transformers') if m in sys.modules), file=sys.stderr)")
 BACKBONES = ", ".join(sorted(p.stem for p in (REPO / "conf" / "backbone").glob("*.yaml")))
 
@@ -90,7 +90,7 @@ def test_a_bad_data_line_is_one_line_before_any_run_folder_or_model(tmp_path):
     ("+k2=1", "unknown key k2: did you mean k? (a +key= override cannot add a setting)"),
 ])
 def test_each_kind_of_composition_mistake_says_what_the_key_takes(override, says):
-    from ms.compose import jobs
+    from ms.cli.compose import jobs
     from ms.errors import UserError
 
     with pytest.raises(UserError) as found:
@@ -99,7 +99,7 @@ def test_each_kind_of_composition_mistake_says_what_the_key_takes(override, says
 
 
 def test_a_mistake_in_a_config_file_of_an_added_folder_names_the_file(tmp_path):
-    from ms.compose import jobs
+    from ms.cli.compose import jobs
     from ms.errors import UserError
 
     (tmp_path / "experiment").mkdir()
@@ -118,7 +118,7 @@ def test_the_help_offers_no_internal_schema_as_an_option():
 def test_a_run_names_its_folder_at_start_and_end_and_cli_log_holds_its_log(tmp_path, monkeypatch, capsys):
     import logging
 
-    import ms.cli
+    import ms.cli.run
     import ms.pipeline
 
     def the_run(cfg, out):
@@ -132,7 +132,7 @@ def test_a_run_names_its_folder_at_start_and_end_and_cli_log_holds_its_log(tmp_p
     out = tmp_path / "run"
     monkeypatch.setattr(sys, "argv", ["ms-run", f"hydra.run.dir={out}", f"data.dir={REPO / 'data'}",
                                       f"cache_dir={tmp_path / 'cache'}"])
-    ms.cli.main()
+    ms.cli.run.main()
     logged = (out / "cli.log").read_text().splitlines()
     assert [line.split(" - ", 1)[1] for line in logged] == [
         f"output folder: {out}", "a step of the run", f"done; this run wrote to {out}"]
@@ -188,7 +188,7 @@ def test_where_a_folder_is_named_by_the_clock_the_resume_hint_names_the_folder()
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
-    from ms.cli import resume_hint
+    from ms.cli.run import resume_hint
 
     clock = OmegaConf.create({"mode": RunMode.RUN, "run": {"dir": "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"}})
     assert resume_hint(clock, Path("outputs/2026-01-01/12-00-00")).startswith(

@@ -8,10 +8,10 @@ import json
 import pytest
 from scipy.stats import binomtest
 
+from ms.errors import UserError
 from ms.gates.all import AllGate
 from ms.gates.random import MatchedRandomGate, RandomGate, matched_counts
-from ms.errors import UserError
-from ms.utility import Candidate
+from ms.gates.replay import Candidate
 
 from conftest import REPO, compose_config
 
@@ -87,7 +87,7 @@ def test_gate_match_must_name_a_finished_run_and_only_random_reads_it(tmp_path):
 
 
 def test_plan_mode_counts_no_grading_for_the_controls():
-    from ms.plan import plan_run
+    from ms.plan.planner import plan_run
 
     for gate in ("all", "random"):
         rows = {r.role: r for r in plan_run(compose_config(["experiment=quick", f"gate={gate}"])).rows}
@@ -114,7 +114,7 @@ def riddles(folder):
 def test_a_reference_written_stream_generates_nothing_and_skips_questions_without_a_reference(
         tmp_path, models_cache):
     from ms.pipeline import run
-    from ms.plan import plan_run
+    from ms.plan.planner import plan_run
 
     references = riddles(tmp_path / "data")
     cfg = compose_config(TINY + [f"data.dir={tmp_path / 'data'}", f"cache_dir={models_cache}", "gate=all",

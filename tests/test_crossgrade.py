@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ms.crossgrade import Pair, read_pairs, summary
-from ms.datacli import main as data_main
+from ms.cli.data import main as data_main
+from ms.gates.crossgrade import Pair, read_pairs, summary
 
 from conftest import compose_config
 

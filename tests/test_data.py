@@ -254,7 +254,7 @@ def test_real_data_has_no_near_duplicate_questions(agent, encoder):
 # ---- ms-data invert ---------------------------------------------------------------------------
 
 def test_read_answers_names_file_and_line(tmp_path):
-    from ms.invert import read_answers
+    from ms.data.invert import read_answers
 
     path = tmp_path / "answers.jsonl"
     path.write_text('{"answer": "A piano."}\n{"answer": ""}\n', encoding="utf-8")
@@ -268,7 +268,7 @@ def test_read_answers_names_file_and_line(tmp_path):
 
 @pytest.mark.slow
 def test_invert_writes_stream_questions_and_its_usage_with_the_real_model(tmp_path, models_cache, capsys):
-    from ms.datacli import main
+    from ms.cli.data import main
 
     rows = [("r1", "riddle", "An echo: it repeats what you say without a mouth."),
             ("t1", "travel", "Day 1: Louvre in the morning, Seine walk at dusk. Day 2: Versailles by RER C.")]

@@ -1,6 +1,6 @@
 import pytest
 
-from ms.evaluate import MINILM_LAYERS, BERTScore, EvalConfig, num_layers_for, summarize
+from ms.metrics.evaluate import MINILM_LAYERS, BERTScore, EvalConfig, num_layers_for, summarize
 
 
 @pytest.fixture(scope="module")

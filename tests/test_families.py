@@ -12,9 +12,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from ms.agents import agents_from
-from ms.compose import jobs
-from ms.data.splits import load_splits
+from ms.cli.compose import jobs
 from ms.compose_run import compose_run
+from ms.data.splits import load_splits
 from ms.pipeline import Experiment
 from ms.pool import Pool
 from ms.report.baseline import BASELINE_KEYS, _setting

@@ -163,7 +163,7 @@ def test_a_missing_api_key_is_one_line_writes_nothing_and_debug_shows_its_traceb
 
 
 def test_bad_data_names_file_and_line_and_exits_2(tmp_path, capsys, monkeypatch):
-    from ms.datacli import main as ms_data
+    from ms.cli.data import main as ms_data
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
 

@@ -11,11 +11,11 @@ import math
 import pytest
 
 from ms.data import Example
-from ms.gatecheck import (CORRUPTIONS, EMPTY_ANSWER, GOOD, auc, auc_with_ci, corrupted_copies, gate_scores,
+from ms.gates.check import (CORRUPTIONS, EMPTY_ANSWER, GOOD, auc, auc_with_ci, corrupted_copies, gate_scores,
                           summarize, truncated)
 from ms.gates.both import both_order
-from ms.scorer import Decision
-from ms.utility import Utility
+from ms.gates.replay import Utility
+from ms.gates.scorer import Decision
 
 
 def example(agent: str, i: int, answer: str) -> Example:
@@ -103,7 +103,7 @@ def test_gate_scores_derive_both_from_the_rubric_and_utility_measurements():
 
 
 def test_youden_threshold_admits_what_separates_best_and_prefers_zero_on_a_tie():
-    from ms.gatecheck import youden_threshold
+    from ms.gates.check import youden_threshold
 
     t, j = youden_threshold([0.3, 0.2, -0.05], [-0.1, -0.2, 0.1])
     assert t == -0.1 and j == pytest.approx(2 / 3)  # admits every good pair and one corrupted pair of three
@@ -114,7 +114,7 @@ def test_youden_threshold_admits_what_separates_best_and_prefers_zero_on_a_tie()
 def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     """Every gate on the same pairs, with the real SmolLM2: a utility for every pair, an AUC per
     gate, agent and corruption."""
-    from ms.datacli import main
+    from ms.cli.data import main
 
     out = tmp_path / "gate"
     assert main(["gate-check", "--per-agent", "2", "--gate", "rubric,utility,both", "--out", str(out),
@@ -144,7 +144,7 @@ def test_utility_retrieval_withholds_the_pair_and_the_donors_of_its_corrupted_an
     """While a seed pair's jobs are measured, no probe or shot may show its question or any of the
     answers its jobs carry: the pair is new to the pool, and a copied answer cannot meet itself."""
     from ms.agents import Agent, seed_memories
-    from ms.gatecheck_utility import measure_utility
+    from ms.gates.check_utility import measure_utility
     from ms.pool import Pool
     from ms.retrieval.bm25 import BM25Retriever
 

@@ -131,7 +131,7 @@ def test_hygiene_finds_planted_duplicates_and_leaks():
 
 
 def test_ms_data_validate_writes_the_clean_variant(tmp_path, capsys):
-    from ms.datacli import main
+    from ms.cli.data import main
 
     write_dir(tmp_path / "leaky", planted())
     assert main(["validate", "--data-dir", str(tmp_path / "leaky"), "--report", str(tmp_path),

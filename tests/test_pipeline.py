@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from ms.pipeline import run
-from ms.schedule import batches, fill_positions, interleave
-from ms.plan import plan_run
-from ms.printout import format_table
+from ms.plan.planner import plan_run
 from ms.pool import Pool
+from ms.printout import format_table
+from ms.schedule import batches, fill_positions, interleave
 
 from conftest import REPO, compose_config
 

@@ -1,4 +1,4 @@
-"""Plan mode (ms.plan, `ms-run ... +plan=true`): the calls a run will make, per role, worked out
+"""Plan mode (ms.plan.planner, `ms-run ... +plan=true`): the calls a run will make, per role, worked out
 before anything loads. The end-to-end check against a real run is in test_pipeline.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ms.plan import plan_run
+from ms.plan.planner import plan_run
 
 from conftest import REPO, compose_config
 from test_pipeline import TINY
@@ -140,8 +140,8 @@ def test_plan_looks_zero_shot_ref_logprob_requests_up_in_the_response_cache(tmp_
 
 
 def test_a_sweeps_cells_are_the_product_of_its_axes_and_what_the_basic_sweeper_refuses_is_refused():
+    from ms.cli.compose import jobs
     from ms.errors import UserError
-    from ms.compose import jobs
 
     cells = jobs(["experiment=quick", "k=range(0,2)", "pool=domain,single"], multirun=True)
     assert sorted((c.k, c.pool.mode) for _, c in cells) == [(0, "domain"), (0, "single"), (1, "domain"), (1, "single")]
@@ -183,8 +183,8 @@ def finished_run(folder, accepted: dict, rejected: dict, usage: dict):
 
 
 def test_plan_from_a_finished_run_uses_its_measured_admission_rate_and_times_local_calls(tmp_path, capsys):
+    from ms.cli.plan import plan_main, take_plan_flags
     from ms.errors import UserError
-    from ms.plancli import plan_main, take_plan_flags
 
     # An old-shaped llm_usage.json (one backbone's counters): 60 s for 6,000 tokens, 0.01 s a token.
     usage = {"calls": 10, "prompt_tokens": 6000, "completion_tokens": 0, "cache_hits": 0, "cache_misses": 10,

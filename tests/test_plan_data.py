@@ -1,4 +1,4 @@
-"""`ms-data gate-check|cross-grade|invert ... +plan=true` (ms.plan_data): the calls the command would
+"""`ms-data gate-check|cross-grade|invert ... +plan=true` (ms.plan.data): the calls the command would
 make, printed without building a model or writing a folder."""
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ DATA = f"data.dir={REPO / 'data'}"
 @pytest.fixture
 def no_models(monkeypatch, tmp_path):
     """Building any backbone fails the test; the command runs in an empty folder, which must stay empty."""
-    import ms.backbones
+    import ms.llm.backbones
     import ms.llm
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was built under +plan=true")
 
-    monkeypatch.setattr(ms.backbones, "build_backbones", refuse)
+    monkeypatch.setattr(ms.llm.backbones, "build_backbones", refuse)
     monkeypatch.setattr(ms.llm, "build_lm", refuse)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     work = tmp_path / "work"
@@ -36,7 +36,7 @@ def rows(out: str) -> dict[str, list[str]]:
 
 
 def test_gate_check_plan_counts_its_calls_builds_no_model_and_writes_nothing(no_models, capsys):
-    from ms.datacli import main
+    from ms.cli.data import main
 
     assert main(["gate-check", "--per-agent", "1", "--gate", "rubric,utility", DATA, "data.agents=[riddle,pun]",
                  f"cache_dir={no_models / 'cache'}", "+plan=true"]) == 0
@@ -50,7 +50,7 @@ def test_gate_check_plan_counts_its_calls_builds_no_model_and_writes_nothing(no_
 
 
 def test_gate_check_plan_needs_no_api_key_but_reports_a_real_mistake(no_models, capsys):
-    from ms.datacli import main
+    from ms.cli.data import main
 
     assert main(["gate-check", "--per-agent", "1", DATA, "data.agents=[riddle]", "backbone=gpt-4o",
                  "+plan=true"]) == 0
@@ -63,7 +63,7 @@ def test_gate_check_plan_needs_no_api_key_but_reports_a_real_mistake(no_models, 
 
 
 def test_invert_and_cross_grade_plans_count_a_call_per_answer_and_per_graded_pair(no_models, tmp_path, capsys):
-    from ms.datacli import main
+    from ms.cli.data import main
 
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps({"agent": "riddle", "answer": f"answer {i}"}) + "\n" for i in range(3)))
@@ -79,7 +79,7 @@ def test_invert_and_cross_grade_plans_count_a_call_per_answer_and_per_graded_pai
 
 
 def test_ms_data_refuses_plan_accept_in_one_line(no_models, capsys):
-    from ms.datacli import main
+    from ms.cli.data import main
 
     assert main(["gate-check", DATA, "+plan=true", "+plan_accept=0.5"]) == 2
     assert capsys.readouterr().err.count("\n") == 1

@@ -210,7 +210,7 @@ def test_forgetting_a_summary_restores_the_other_runs_memories_it_folded_in(wher
 
 
 def test_pool_stats_counts_per_run_scope_agent_and_origin(tmp_path, capsys):
-    from ms.datacli import main as ms_data
+    from ms.cli.data import main as ms_data
     from ms.errors import USER_ERROR_EXIT
 
     path = tmp_path / "p.sqlite"

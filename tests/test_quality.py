@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ms.datacli import main as data_main
+from ms.cli.data import main as data_main
 from ms.errors import UserError
-from ms.evaluate import BERTScore, EvalConfig
+from ms.metrics.evaluate import BERTScore, EvalConfig
 from ms.report.cli import main as report_main
 from ms.report.quality import match, quality_records
 from ms.report.runs import find_runs

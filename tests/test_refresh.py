@@ -8,12 +8,13 @@ import json
 import pytest
 import torch
 
+from ms.config.schema import REFRESH_POLICIES
 from ms.pool import Pool
-from ms.retrieval import REFRESH_POLICIES, build_retriever
+from ms.retrieval import build_retriever
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
-from ms.training import LabelledPair, RetrieverTrainer, TrainConfig
+from ms.retrieval.training import LabelledPair, RetrieverTrainer, TrainConfig
 from ms.validation import problems
 
 from conftest import compose_config

@@ -163,8 +163,8 @@ TINY = ["data.agents=[riddle]", "data.max_seed=4", "data.max_stream=2", "data.ma
 
 
 def composed(conf, overrides):
-    """The config ms-run would compose with --config-dir CONF (ms.compose.jobs)."""
-    from ms.compose import jobs
+    """The config ms-run would compose with --config-dir CONF (ms.cli.compose.jobs)."""
+    from ms.cli.compose import jobs
 
     [(_, cfg)] = jobs(["gate=toy", "experiment=toy", *overrides], multirun=False, config_dir=str(conf))
     return cfg
@@ -172,7 +172,7 @@ def composed(conf, overrides):
 
 def test_a_toy_gate_and_metric_are_validated_and_planned_through_the_registries(toy):
     from ms.config.schema import GateConfig
-    from ms.plan import plan_run
+    from ms.plan.planner import plan_run
     from ms.validation import problems
 
     cfg = composed(toy, TINY)

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from ms.agents import Agent, default_agents
-from ms.scorer import (RETRY_PROMPT, SCORE_OPTIONS, SYSTEM_PROMPT, Decision, Scorer, ScorerConfig, append_decisions, load_rubric,
+from ms.gates.scorer import (RETRY_PROMPT, SCORE_OPTIONS, SYSTEM_PROMPT, Decision, Scorer, ScorerConfig, append_decisions, load_rubric,
                        load_rubrics, parse_score, rubric_for)
 
 from fakes import FakeLM

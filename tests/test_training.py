@@ -10,7 +10,7 @@ from ms.config import PromptConfig
 from ms.pool import Pool
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
-from ms.training import LabelledPair, Labeller, RetrieverTrainer, TrainConfig, parse_probability, split_labels
+from ms.retrieval.training import LabelledPair, Labeller, RetrieverTrainer, TrainConfig, parse_probability, split_labels
 
 from fakes import FakeLM
 

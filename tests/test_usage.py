@@ -1,4 +1,4 @@
-"""LLM usage per role (ms.llm.base, ms.usage): every call counts under the role it was made in,
+"""LLM usage per role (ms.llm.base, ms.llm.usage): every call counts under the role it was made in,
 the roles add up to the total, and a price turns tokens into an estimated cost."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from ms.llm import ResponseCache
 from ms.llm.base import ROLES
-from ms.usage import by_role, format_usage, usage_report
+from ms.llm.usage import by_role, format_usage, usage_report
 from ms.validation import problems
 
 from conftest import compose_config

@@ -1,4 +1,4 @@
-"""The utility gate (ms.utility, ms.gate): a candidate pair replayed as the last shot of its nearest
+"""The utility gate (ms.gates.replay, ms.gate): a candidate pair replayed as the last shot of its nearest
 memories' prompts, with a stand-in LM for the bookkeeping and the real SmolLM2 for the measurement;
 the utility each memory keeps (pool schema 4); the gate's config check; and a tiny run under
 gate=utility against its plan."""
@@ -11,9 +11,9 @@ import sqlite3
 import pytest
 
 from ms.agents import PromptTemplate, default_agents
+from ms.gates.replay import Candidate, UtilityMeter, effects
 from ms.pool import SCHEMA_VERSION, Pool
 from ms.retrieval.bm25 import BM25Retriever
-from ms.utility import Candidate, UtilityMeter, effects
 
 from conftest import compose_config
 from fakes import FakeLM
@@ -155,7 +155,7 @@ def test_a_backbone_without_likelihoods_is_refused_before_anything_loads():
 @pytest.mark.slow
 def test_a_tiny_run_under_the_utility_gate_records_its_probes_and_matches_its_plan(tmp_path, models_cache):
     from ms.pipeline import run
-    from ms.plan import plan_run
+    from ms.plan.planner import plan_run
 
     cfg = compose_config(TINY + [f"cache_dir={models_cache}", "gate=utility"])
     metrics = run(cfg, tmp_path)
@@ -182,7 +182,7 @@ def test_a_tiny_run_under_the_utility_gate_records_its_probes_and_matches_its_pl
 def test_memory_train_labels_measure_each_candidates_utility_against_zero_shot(smollm2, tmp_path):
     """train.utility_from_labels: a candidate's value is Y's mean log-prob with it as the one shot
     minus Y's at zero shots, from the labels' own passes and one zero-shot pass per (X, Y)."""
-    from ms.training import Labeller
+    from ms.retrieval.training import Labeller
 
     target, sonnet = read("riddle", 1)[0], read("sonnet", 1)[0]
     reworded = "What copies every move you make without a sound, shrinks at noon and vanishes in the dark?"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ms.config.registry import Registry
 
 # What admits a new pair: each a ms.gates.base.Gate (conf/gate/<name>.yaml). rubric: the LLM grades the
-# pair against its rubric; utility: it joins when it helps its nearest memories' answers (ms.utility);
+# pair against its rubric; utility: it joins when it helps its nearest memories' answers (ms.gates.replay);
 # both: rubric, then utility; all and random: admission controls that judge nothing.
 GATES = Registry("gate", {
     "rubric": "ms.gates.rubric:RubricGate",

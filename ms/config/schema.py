@@ -42,7 +42,7 @@ LABEL_METHODS = ("likelihood", "verbalized")
 AGE_UNITS = ("steps", "hours")
 READS = ("auto", "probabilities", "text")  # how the gate reads a grader's score
 # What admits a new pair: GATES (ms.config.parts; one module each in ms.gates): the rubric grader, the
-# utility replay (ms.utility), or both in turn; and two admission controls that judge nothing: all
+# utility replay (ms.gates.replay), or both in turn; and two admission controls that judge nothing: all
 # (admit every pair) and random (a coin, or the counts of a finished run per agent and micro-batch).
 # What the stream writes as each new pair's answer: the backbone's answer, or the dataset's reference.
 STREAM_ANSWERS = ("model", "reference")
@@ -136,7 +136,7 @@ class TrainConfig:
     verbalized_prompt: Optional[str] = None
     backbone: Optional[str] = None  # a conf/backbone name to label with; None: the run's `backbone`
     # Each label scores a candidate memory as a one-shot example; with one zero-shot pass per admitted
-    # pair as the baseline, that is a utility measurement of the candidate (ms.utility), kept in the pool.
+    # pair as the baseline, that is a utility measurement of the candidate (ms.gates.replay), kept in the pool.
     utility_from_labels: bool = False
 
     def problems(self):
@@ -158,7 +158,7 @@ class StmLtmConfig:
     default_importance: float = setting(0.5, ge=0.0, le=1.0)  # when the LLM's importance reply holds no number
     importance_tokens: int = setting(8, ge=1)
     summary_tokens: int = setting(256, ge=1)
-    # Items whose measured utility (ms.utility) is above this move to long-term memory verbatim, never
+    # Items whose measured utility (ms.gates.replay) is above this move to long-term memory verbatim, never
     # summarized; the rest are grouped lowest utility first. None: utility plays no part.
     keep_above: Optional[float] = None
 
@@ -177,7 +177,7 @@ class CompositeConfig:
     importance_weight: float = setting(1.0, ge=0.0)
     recency_weight: float = setting(1.0, ge=0.0)
     similarity_weight: float = setting(1.0, ge=0.0)
-    # A memory's measured utility (ms.utility), as logistic(utility / utility_scale) in (0, 1); an
+    # A memory's measured utility (ms.gates.replay), as logistic(utility / utility_scale) in (0, 1); an
     # unmeasured memory sits at 0.5. 0 leaves rankings as they were before utility was kept.
     utility_weight: float = setting(0.0, ge=0.0)
     utility_scale: float = setting(0.05, gt=0.0)  # nats per token that move the term from 0.5 to 0.73
@@ -198,9 +198,9 @@ class CompositeConfig:
 
 @dataclass
 class GateConfig:
-    # A registered gate (GATES; ms.gates, one module each): rubric: an LLM grades the pair (ms.scorer) |
+    # A registered gate (GATES; ms.gates, one module each): rubric: an LLM grades the pair (ms.gates.scorer) |
     # utility: admit the pair when it raises the likelihood of its nearest memories' answers as an
-    # in-context example (ms.utility) | both: rubric first, then utility on what the rubric admits |
+    # in-context example (ms.gates.replay) | both: rubric first, then utility on what the rubric admits |
     # all, random: admission controls. A gate reads this section only; settings of a gate of its own
     # beyond these fields would need fields here.
     name: str = setting("rubric", choices=GATES)

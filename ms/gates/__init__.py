@@ -2,10 +2,10 @@
 per gate, each a `Gate` (ms.gates.base) registered by name in ms.config.parts.GATES, so the loop, the
 validation, plan mode, the run record and the gate check ask the gate itself, never its name:
 
-- rubric: an LLM grades the pair against its rubric (ms.scorer);
-- utility: the pair is admitted when it helps its nearest memories' answers as an example (ms.utility);
+- rubric: an LLM grades the pair against its rubric (ms.gates.scorer);
+- utility: the pair is admitted when it helps its nearest memories' answers as an example (ms.gates.replay);
 - both: the rubric first, then utility on what the rubric admits (utility alone cannot tell an
-  on-style answer to the wrong question from a right one; DESIGN.md section 6);
+  on-style answer to the wrong question from a right one; ARCHITECTURE.md, "Utility");
 - all, random: admission controls that judge nothing, so that a gate's effect can be told from the
   effect of admitting more or less.
 

@@ -9,8 +9,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterator, NamedTuple, Optional, Protocol, Sequence
 
-from ms.scorer import Decision, Scorer
-from ms.utility import Candidate, Utility, UtilityMeter
+from ms.gates.replay import Candidate, Utility, UtilityMeter
+from ms.gates.scorer import Decision, Scorer
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Backbones(Protocol):
 
 
 class GatePlan(Protocol):
-    """What plan mode (ms.plan) offers a gate that works out its calls for one stream pair."""
+    """What plan mode (ms.plan.planner) offers a gate that works out its calls for one stream pair."""
 
     scorer: Any  # the scorer's section (ms.config.ScorerConfig)
 

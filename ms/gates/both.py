@@ -9,8 +9,8 @@ from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan
 from ms.gates.rubric import RubricGate, rubric_acceptance
 from ms.gates.utility import (UTILITY_ACCEPT, UTILITY_SAID, UtilityGate, measuring_problems, utility_record,
                               utility_verdict)
-from ms.scorer import Decision
-from ms.utility import Candidate, Utility, UtilityMeter
+from ms.gates.replay import Candidate, Utility, UtilityMeter
+from ms.gates.scorer import Decision
 
 
 def both_order(admitted: Sequence[bool], u: Sequence[float]) -> list[float]:

@@ -1,4 +1,4 @@
-"""gate=rubric (the default): an LLM grades each pair against its rubric (ms.scorer); a pair scoring
+"""gate=rubric (the default): an LLM grades each pair against its rubric (ms.gates.scorer); a pair scoring
 at least scorer.threshold joins the pool."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from ms.gates.base import Acceptance, Gate, GateParts, GatePlan
-from ms.scorer import Decision, Scorer
-from ms.utility import Candidate, Utility
+from ms.gates.replay import Candidate, Utility
+from ms.gates.scorer import Decision, Scorer
 
 
 def rubric_acceptance(threshold: float) -> tuple[float, str]:

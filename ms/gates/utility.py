@@ -1,5 +1,5 @@
 """gate=utility: a pair joins the pool when it helps its nearest memories' answers as an example
-(ms.utility): u > gate.utility_threshold, in nats per token, over gate.probes probes."""
+(ms.gates.replay): u > gate.utility_threshold, in nats per token, over gate.probes probes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 from typing import Iterator, Optional, Sequence
 
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan
-from ms.scorer import Decision
-from ms.utility import Candidate, Utility, UtilityMeter
+from ms.gates.replay import Candidate, Utility, UtilityMeter
+from ms.gates.scorer import Decision
 
 # Nothing is known of utilities before they are measured: plan mode assumes half fall above the threshold.
 UTILITY_ACCEPT = 0.5

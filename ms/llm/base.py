@@ -112,7 +112,7 @@ class Usage:
 
 # What a call is for. Callers tag their calls with `lm.acting_as(role)`; a call made outside any
 # role counts under OTHER, so the roles always add up to the LM's total.
-# `utility` is the utility gate's replay of probe questions (ms.utility).
+# `utility` is the utility gate's replay of probe questions (ms.gates.replay).
 ROLES = ("answer", "score", "utility", "label", "summarize", "importance", "invert", "evaluate")
 OTHER = "other"
 

@@ -22,7 +22,7 @@ class EvalBatch:
 
 
 class MetricPlan(Protocol):
-    """What plan mode (ms.plan) offers a metric that works out its calls for one test question."""
+    """What plan mode (ms.plan.planner) offers a metric that works out its calls for one test question."""
 
     def agent_can(self, agent: str, what: str) -> bool:
         """Whether `agent`'s backbone can do `what` ("scores_text")."""

@@ -1,12 +1,12 @@
 """eval.metrics=[bertscore]: BERTScore P, R and F1 of each generated answer against its reference
-(ms.evaluate.BERTScore; the paper's metric). Needs the answers, so the run generates them."""
+(ms.metrics.evaluate.BERTScore; the paper's metric). Needs the answers, so the run generates them."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from ms.evaluate import BERTSCORE_KEYS, BERTScore
 from ms.metrics.base import Metric
+from ms.metrics.evaluate import BERTSCORE_KEYS, BERTScore
 
 
 class BERTScoreMetric(Metric):
@@ -14,7 +14,7 @@ class BERTScoreMetric(Metric):
     keys = BERTSCORE_KEYS
     labels = {key: f"BERTScore {key}" for key in BERTSCORE_KEYS}
     words = {"P": "BERTScore precision", "R": "BERTScore recall", "F1": "BERTScore F1"}
-    claim_key = "P"  # the headline metric (DESIGN.md section 5): the paper's code reported precision
+    claim_key = "P"  # the headline metric (ARCHITECTURE.md, "Metrics"): the paper's code reported precision
     needs_answers = True
     record_key = "bertscore"
 

@@ -18,7 +18,7 @@ class RefLogprob(Metric):
     words = {REF_LOGPROB: "the reference answer's mean log-prob per token given the agent's prompt, in nats"}
     explained = {REF_LOGPROB: "mean log-probability per token of the reference answer given the agent's prompt, "
                               "in nats (higher is better)"}
-    claim_key = REF_LOGPROB  # the cheap, sensitive one (DESIGN.md section 5)
+    claim_key = REF_LOGPROB  # the cheap, sensitive one (ARCHITECTURE.md, "Metrics")
     needs = ("scores_text",)
     needs_words = "score given text"
     unit = "in nats per token"

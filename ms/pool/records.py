@@ -46,7 +46,7 @@ class Memory:
     # wrote, and in files from before backbones were recorded.
     backbone: str | None = None
     # Mean change in a probe's reference log-prob per token when this memory is the example shown
-    # (ms.utility), over utility_n measurements; None until first measured.
+    # (ms.gates.replay), over utility_n measurements; None until first measured.
     utility: float | None = None
     utility_n: int = 0
 

@@ -13,7 +13,7 @@ from ms.errors import UserError
 # 2: memories record the run that admitted them (run_id), the runs table, and ids never reused
 # (AUTOINCREMENT), so a run's memories can be removed without a later memory taking their ids.
 # 3: memories record the backbone that wrote them (agents may run on different backbones).
-# 4: memories carry their measured utility as an in-context example (a running mean, ms.utility)
+# 4: memories carry their measured utility as an in-context example (a running mean, ms.gates.replay)
 #    and how many measurements it averages.
 SCHEMA_VERSION = 4
 

@@ -3,7 +3,6 @@ schema, and its migration from older files."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -11,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
-from ms.config.files import POOL_FILENAME
+from ms.config.files import POOL_FILENAME, SQLITE_HEADER, not_sqlite, writable_folder  # noqa: F401 (re-exported)
 
 from ms.pool.backend import Database, Session
 from ms.pool.schema import (ADDED_IN, MEMORY_COLUMNS, OLDEST_ALTERABLE, SCHEMA_VERSION, PoolFileError,
@@ -106,34 +105,6 @@ class SqliteSession(Session):
 
     def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         self._conn.executemany(sql, rows)
-
-
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def writable_folder(path: Path) -> Optional[str]:
-    """Why files cannot be created in folder `path` (created on first use), or None if they can."""
-    existing = path
-    while not existing.exists():
-        if existing.parent == existing:
-            break
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing} is not a folder"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"the folder {existing} is not writable"
-    return None
-
-
-def not_sqlite(path: Path) -> bool:
-    """Whether an existing, non-empty file lacks SQLite's header: the damage seen most, checked
-    without opening the file as a database (deeper damage is caught when it is opened)."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(len(SQLITE_HEADER))
-    except OSError:  # missing (created on first use) or unreadable (reported when opened)
-        return False
-    return bool(head) and head != SQLITE_HEADER
 
 
 class SqliteDatabase(Database):

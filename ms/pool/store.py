@@ -9,20 +9,20 @@ from pathlib import Path
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 from ms.config.files import POOL_FILENAME
+from ms.config.parts import POOL_BACKENDS
 from ms.pool.backend import Database
 from ms.pool.records import (COLUMNS, COUNTABLE, MUTABLE, Memory, ScopeChanges, check_mutable,
                              memory_from_row, row_for_insert)
-from ms.pool.sqlite_backend import SqliteDatabase
 
 
 class Pool:
-    """The shared pool, on a SQLite file (a path) or on any other Database (see ms.pool.open_pool).
+    """The shared pool, on a SQLite file (a path: the registry's sqlite backend) or on any other Database (see ms.pool.open_pool).
     Processes share a pool by opening the same one; within a process, one Pool may be used from
     several threads."""
 
     def __init__(self, where: str | Path | Database, timeout_s: float = 60.0, *, run_id: str | None = None,
                  run_label: str | None = None):
-        self._db = where if isinstance(where, Database) else SqliteDatabase(where, timeout_s)
+        self._db = where if isinstance(where, Database) else POOL_BACKENDS.load("sqlite")(where, timeout_s)
         self.location = self._db.location
         self.run_id = run_id  # recorded on every memory this connection adds
         if run_id is not None:

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ms.config.files import DECISIONS_FILE
 from ms.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
 from ms.metrics.base import metric_of_key
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
@@ -16,8 +17,8 @@ from ms.report.claims import claims_csv, claims_grid, claims_markdown, compariso
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
 from ms.report.figures import change_by_gate, figure4, pool_growth
 from ms.report.gates import by_gate, change_since_first_fill
-from ms.report.paper import PaperTables, load_paper_tables
 from ms.report.pages import runs_markdown, summary_markdown
+from ms.report.paper import PaperTables, load_paper_tables
 from ms.report.quality import write_quality
 from ms.report.records import record_warnings, records_markdown
 from ms.report.render import to_csv, to_latex, to_markdown
@@ -25,14 +26,13 @@ from ms.report.runs import Run, find_runs, in_known_order, metric_label, read_js
 from ms.report.sharing import write_sharing, write_stream_share
 from ms.report.tables import table1, table2
 from ms.report.usage import write_usage
-from ms.config.files import DECISIONS_FILE
 from ms.stats import MIN_CI_N
 
 log = logging.getLogger(__name__)
 
 def claim_metrics() -> list[str]:
     """The keys every claim is tested on, as the registered metrics name them (`Metric.claim_key`): the
-    headline metric, BERTScore P, and the cheap, sensitive one, ref_logprob (DESIGN.md section 5)."""
+    headline metric, BERTScore P, and the cheap, sensitive one, ref_logprob (ARCHITECTURE.md, "Metrics")."""
     from ms.config.parts import METRICS
 
     return [key for name in METRICS if (key := METRICS.load(name).claim_key)]

@@ -20,7 +20,7 @@ DODGE = 2.0  # fill percentage points between the error bars of one panel's agen
 def _panels(agents) -> dict[str, tuple[str, ...]]:
     """Panel title -> its agents: one panel per domain of the default agent set, titled as the
     domain's rubric is (a domain without a rubric file keeps its name), then any other agents."""
-    from ms.scorer import RubricNotFound, load_rubric
+    from ms.gates.scorer import RubricNotFound, load_rubric
 
     panels = {}
     for domain, names in domains(default_agents()).items():

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, QUALITY_FILE
 from ms.errors import UserError
-from ms.evaluate import BERTSCORE_KEYS
+from ms.metrics.evaluate import BERTSCORE_KEYS
 from ms.report.render import csv_number, markdown_grid
 from ms.report.runs import Run, read_jsonl
 from ms.stats import Estimate, mean_ci
@@ -85,7 +85,7 @@ def quality_records(run_dir: Path, scorers: Optional[dict] = None) -> tuple[list
 
     from ms.cell import data_fingerprint
     from ms.config.schema import EvalConfig
-    from ms.evaluate import BERTScore
+    from ms.metrics.evaluate import BERTScore
 
     config, splits = _run_settings(run_dir)
     whole_prompt = (config.get("memory") or {}).get("question") == "prompt"

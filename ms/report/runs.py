@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 Cell = tuple[str, int, str]  # (backbone, k, pool)
 Item = tuple[str, str]  # (agent, test_id): one test question, the unit every CI resamples
 
-SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.evaluate.summarize)
+SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.metrics.evaluate.summarize)
 
 
 def metric_label(metric: str) -> str:

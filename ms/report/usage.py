@@ -1,6 +1,6 @@
 """What the runs' LLM calls cost: usage.md and usage.csv, per run and per role, and the sweep's
 total. Read from each run's metrics.json (`usage`, as llm_usage.json holds it), else its
-llm_usage.json, in any of the shapes ms has written them (ms.usage.upgraded_usage)."""
+llm_usage.json, in any of the shapes ms has written them (ms.llm.usage.upgraded_usage)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Optional, Sequence
 
 from ms.config.files import USAGE_FILE
 from ms.llm.base import OTHER, Usage
+from ms.llm.usage import ROWS, by_role, upgraded_usage
 from ms.report.runs import Run
-from ms.usage import ROWS, by_role, upgraded_usage
 
 log = logging.getLogger(__name__)
 

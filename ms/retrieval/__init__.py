@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ms.config.parts import RETRIEVERS
-from ms.config.schema import ANN_EF, ANN_MIN_SIZE, AT_TEST, INDEXES, REFRESH_POLICIES
+from ms.config.schema import AT_TEST
 from ms.pool import Pool
 from ms.retrieval.base import Built, Retriever
 

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
+from ms.config.schema import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
 from ms.pool import Memory
-from ms.retrieval import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
 from ms.retrieval.base import Built, Retriever, memory_text
 from ms.retrieval.encoder import Encoder
 from ms.retrieval.snapshot import ScopeSnapshot

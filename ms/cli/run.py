@@ -183,7 +183,7 @@ def preflight(args: list[str]) -> None:
         return
     from hydra._internal.utils import get_args_parser
 
-    from ms.compose import jobs
+    from ms.cli.compose import jobs
     from ms.validation import validate
 
     parsed = get_args_parser().parse_args(args)
@@ -245,7 +245,7 @@ def check_folder(cfg: DictConfig, multirun: bool, fingerprints: dict[str, str]) 
 
 
 def main() -> None:
-    """`ms-run`: Hydra's command line, plus --debug, and plan mode (+plan=true, see ms.plancli).
+    """`ms-run`: Hydra's command line, plus --debug, and plan mode (+plan=true, see ms.cli.plan).
     Ctrl-C exits with status 130 and one line, no traceback."""
     try:
         _main()
@@ -258,7 +258,7 @@ def _main() -> None:
     register()
     sys.argv = take_pool_dsn(take_debug_flag(sys.argv))
     multirun = any(arg in MULTIRUN for arg in sys.argv[1:])
-    from ms.plancli import plan_main, take_plan_flags
+    from ms.cli.plan import plan_main, take_plan_flags
 
     try:
         args, plan, accept = take_plan_flags(sys.argv[1:])

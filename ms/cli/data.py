@@ -102,10 +102,10 @@ def invert_cmd(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ms.agents import agents_from
-    from ms.invert import invert, read_answers
+    from ms.data.invert import invert, read_answers
     from ms.llm import build_lm
-    from ms.plan_data import invert_plan
-    from ms.usage import format_usage, save_usage
+    from ms.llm.usage import format_usage, save_usage
+    from ms.plan.data import invert_plan
 
     cfg = _compose([f"backbone={args.backbone}", *args.overrides], plan=args.plan)
     agents = agents_from(cfg.agents)
@@ -130,15 +130,15 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ms.agents import PromptTemplate
-    from ms.backbones import Backbones, build_backbones
     from ms.config.files import USAGE_FILE
-    from ms.gatecheck import (format_results, gate_scores, grade, missing_score, summarize, threshold_report,
+    from ms.llm.backbones import Backbones, build_backbones
+    from ms.gates.check import (format_results, gate_scores, grade, missing_score, summarize, threshold_report,
                               what_to_check, write_results)
-    from ms.gatecheck_utility import utility_of_jobs
-    from ms.plan_data import gate_check_plan
+    from ms.gates.check_utility import utility_of_jobs
+    from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
+    from ms.llm.usage import format_usage, save_usage
+    from ms.plan.data import gate_check_plan
     from ms.schedule import stream_k
-    from ms.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
-    from ms.usage import format_usage, save_usage
 
     cfg = _compose(args.overrides, plan=args.plan)
     checked = what_to_check(cfg, args.per_agent, args.gate)
@@ -192,8 +192,8 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 def cross_grade_cmd(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ms.crossgrade import cross_grade, graded_pairs
-    from ms.plan_data import cross_grade_plan
+    from ms.gates.crossgrade import cross_grade, graded_pairs
+    from ms.plan.data import cross_grade_plan
 
     # Run folders' names hold "=" too (backbone=smollm2,k=3): a folder that exists is a run.
     runs = [Path(a) for a in args.items if Path(a).is_dir()]
@@ -213,9 +213,9 @@ def gate_quality_cmd(args: argparse.Namespace) -> None:
 
 
 def _gates(text: str) -> list[str]:
-    """--gate: one gate or several, comma-separated, of those the gate check measures (ms.gatecheck,
+    """--gate: one gate or several, comma-separated, of those the gate check measures (ms.gates.check,
     from the registered gates); `both` is derived from the other two's measurements."""
-    from ms.gatecheck import checked_gates
+    from ms.gates.check import checked_gates
 
     choices = checked_gates()
     gates = list(dict.fromkeys(g.strip() for g in text.split(",") if g.strip()))
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     --debug (or HYDRA_FULL_ERROR=1) shows their traceback."""
     from ms.config.store import register
     from ms.errors import report_user_errors, take_debug_flag
-    from ms.plan_data import take_plan
+    from ms.plan.data import take_plan
 
     register()  # the schema the configs it composes (gate-check, invert) are typed by
     args = build_parser().parse_args(take_debug_flag(list(sys.argv[1:] if argv is None else argv)))

@@ -21,8 +21,8 @@ from typing import Iterable, Mapping, Optional, Sequence
 import yaml
 
 from ms.agents import SINGLE_SCOPE, Agent
-from ms.config.files import DECISIONS_FILE
 from ms.config.fields import require
+from ms.config.files import DECISIONS_FILE
 from ms.config.schema import RUBRIC_TOTAL, ScorerConfig
 from ms.config.store import CONF_DIR
 from ms.errors import UserError
@@ -223,7 +223,7 @@ class Decision:
     rubric: str = ""
     read: str = "text"  # how the score was read: probabilities | text
     mass: Optional[float] = None  # probability read: the probability the reply starts with a score
-    # The utility gate's measurement (ms.utility.Utility as a dict); None where no utility was measured.
+    # The utility gate's measurement (ms.gates.replay.Utility as a dict); None where no utility was measured.
     utility: Optional[dict] = None
 
     @property

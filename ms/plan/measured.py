@@ -14,8 +14,8 @@ import yaml
 
 from ms.config.files import USAGE_FILE
 from ms.errors import UserError
+from ms.llm.usage import upgraded_usage
 from ms.run_folder import completed
-from ms.usage import upgraded_usage
 
 
 class Measured(NamedTuple):
@@ -58,7 +58,7 @@ def _per_token(usage: Optional[dict]) -> Optional[float]:
 
 
 def wall_time(rows: Sequence, run: Path, local: Callable[[str], bool]) -> Optional[str]:
-    """A note estimating the backend time of `rows` (ms.plan.Row) on the local backbones (`local(name)`)
+    """A note estimating the backend time of `rows` (ms.plan.planner.Row) on the local backbones (`local(name)`)
     from the seconds per token the run's llm_usage.json recorded; None where it recorded none."""
     try:
         raw = json.loads((run / USAGE_FILE).read_text(encoding="utf-8"))

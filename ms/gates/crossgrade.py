@@ -158,9 +158,9 @@ def cross_grade(runs: Sequence[Path], configs: dict, out: Path) -> str:
     cross_grade.{md,csv} in `out`. Returns the markdown."""
     import time
 
-    from ms.backbones import Backbones
+    from ms.gates.scorer import Scorer, load_rubrics
     from ms.llm import build_lm
-    from ms.scorer import Scorer, load_rubrics
+    from ms.llm.backbones import Backbones
 
     pairs = graded_pairs(runs)
     rubrics = load_rubrics({p.rubric for p in pairs})

@@ -2,7 +2,7 @@
 calls it makes for each stream question, as the gate's class says (`Gate.acceptance`,
 `Gate.planned_calls`), under `score` (the rubric's grading) and `utility` (two scored prompts per
 probe: as retrieval gives it, and with the candidate in place of its last shot). The planner
-(ms.plan) turns what a gate asks for into calls and tokens with the helpers here.
+(ms.plan.planner) turns what a gate asks for into calls and tokens with the helpers here.
 
 Exact: score calls where the grader reads probabilities, and utility calls a gate calls exact while
 every scope's seeds alone hold m probes (then each candidate has exactly m). Under gate=both the
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ms.backbones import Backbones
 from ms.config.parts import GATES
-from ms.plan_measured import Measured
-from ms.plan_tokens import PER_MESSAGE, tokens
-from ms.scorer import SYSTEM_PROMPT, USER_PROMPT, Rubric
+from ms.gates.scorer import SYSTEM_PROMPT, USER_PROMPT, Rubric
+from ms.llm.backbones import Backbones
+from ms.plan.measured import Measured
+from ms.plan.tokens import PER_MESSAGE, tokens
 
 
 def acceptance(gate_cfg, plan, accept: Optional[float | Measured]) -> tuple[float, str]:

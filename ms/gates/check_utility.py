@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from ms.agents import Agent, PromptTemplate, seed_memories
-from ms.gatecheck import GOOD, Job
+from ms.gates.check import GOOD, Job
+from ms.gates.replay import Candidate, Retrieve, Utility, UtilityMeter
 from ms.llm import LM
 from ms.pool import POOL_FILENAME, Memory, Pool, normalize_space, scope_for
 from ms.retrieval.base import Retriever
-from ms.utility import Candidate, Retrieve, Utility, UtilityMeter
 
 
 def withholding(retriever: Retriever, withheld: set[int]) -> Retrieve:

@@ -24,9 +24,9 @@ from scipy import stats
 from ms.config.parts import GATES
 from ms.data import Example
 from ms.errors import UserError
-from ms.scorer import Decision, Scorer
+from ms.gates.replay import Utility
+from ms.gates.scorer import Decision, Scorer
 from ms.stats import CONFIDENCE, RESAMPLES, SEED
-from ms.utility import Utility
 
 GOOD = "good"
 CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")
@@ -99,8 +99,8 @@ def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
     """Up to `per_agent` seed pairs per agent and their corrupted copies, and which measurements the
     gates take of them (`Gate.checked_by`)."""
     from ms.agents import agents_from
-    from ms.backbones import Backbones
     from ms.data import load_splits
+    from ms.llm.backbones import Backbones
 
     agents = agents_from(cfg.agents)
     splits = load_splits(cfg.data, agents)

@@ -21,12 +21,12 @@ import torch
 from torch import nn
 
 from ms.agents import Agent, PromptTemplate, chat, default_agents
+from ms.config.schema import LABEL_METHODS, TrainConfig
 from ms.llm import LM
 from ms.pool import Memory
 from ms.retrieval.base import memory_text
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
-from ms.config.schema import LABEL_METHODS, TrainConfig
 
 log = logging.getLogger(__name__)
 

@@ -1,11 +1,11 @@
 """`ms-data gate-check|cross-grade|invert ... +plan=true`: what the command would ask of its LLMs,
-per role and backbone, printed as `ms-run ... +plan=true` prints a run's (ms.plancli), before
+per role and backbone, printed as `ms-run ... +plan=true` prints a run's (ms.cli.plan), before
 anything is spent. The command reads its config and data as it would, then stops: no model loads,
 no folder is written, and neither an API key nor a pool DSN is needed.
 
 Calls are counted from the pairs the command builds: gate-check grades each pair once (rubric) and
 scores two prompts per probe (utility); cross-grade grades each run's stream pairs once per grader;
-invert asks once per answer. Tokens are estimated from the text as ms.plan estimates them, and what
+invert asks once per answer. Tokens are estimated from the text as ms.plan.planner estimates them, and what
 the response cache holds is not looked up (`?`), so costs are upper bounds.
 """
 
@@ -19,7 +19,8 @@ from typing import Mapping, Sequence
 from omegaconf import DictConfig
 
 from ms.errors import UserError
-from ms.plancli import format_rows, take_plan_flags
+from ms.plan.flags import take_plan_flags
+from ms.plan.table import format_rows
 
 LEGEND = ("calls: requests the command will make (~: an estimate); cached: how many of them the response cache "
           "will answer (?: not looked up; >=: at least, repeats within the command); est. cost: the backbone's "
@@ -48,9 +49,9 @@ def _printed(head: str, rows: Sequence, notes: Sequence[str] = ()) -> int:
 
 
 def _row(cfg: DictConfig, role: str, name: str | None):
-    from ms.backbones import Backbones
     from ms.llm import price_of
-    from ms.plan import Row
+    from ms.llm.backbones import Backbones
+    from ms.plan.planner import Row
 
     backbones = Backbones(cfg.backbone)
     return Row(role, backbones.resolve(name), price_of(backbones.config(name)))
@@ -58,9 +59,9 @@ def _row(cfg: DictConfig, role: str, name: str | None):
 
 def _score_row(cfg: DictConfig, graded: Sequence[tuple[object, str, str, str]]):
     """The grader's calls on `graded`: (rubric, agent, question, answer) each, one call a pair."""
-    from ms.backbones import Backbones
-    from ms.plan_gate import grading_tokens, reads_probabilities
-    from ms.plan_tokens import tokens
+    from ms.llm.backbones import Backbones
+    from ms.plan.gate import grading_tokens, reads_probabilities
+    from ms.plan.tokens import tokens
 
     row, probabilities = _row(cfg, "score", cfg.scorer.backbone), reads_probabilities(cfg.scorer, Backbones(cfg.backbone))
     for rubric, agent, question, answer in graded:
@@ -73,9 +74,9 @@ def _score_row(cfg: DictConfig, graded: Sequence[tuple[object, str, str, str]]):
 def _utility_rows(cfg: DictConfig, checked) -> list:
     """The utility gate's calls on gate-check's pairs: each seed pair's jobs are probed among its
     scope's seed pairs, less those that ask its question or carry one of its jobs' answers
-    (ms.gatecheck_utility withholds them)."""
+    (ms.gates.check_utility withholds them)."""
     from ms.agents import PromptTemplate
-    from ms.plan_tokens import PER_MESSAGE, tokens
+    from ms.plan.tokens import PER_MESSAGE, tokens
     from ms.pool import normalize_space, scope_for
     from ms.schedule import stream_k
 
@@ -108,9 +109,9 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
 
 
 def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
-    """`checked`: ms.gatecheck.Checked, the pairs gate-check built from the config and data."""
-    from ms.gatecheck import GOOD
-    from ms.scorer import rubric_for
+    """`checked`: ms.gates.check.Checked, the pairs gate-check built from the config and data."""
+    from ms.gates.check import GOOD
+    from ms.gates.scorer import rubric_for
 
     jobs, rows = checked.jobs, []
     if checked.rubric:
@@ -127,8 +128,8 @@ def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
 
 
 def cross_grade_plan(pairs: Sequence, configs: Mapping[str, DictConfig], out: Path) -> int:
-    """`pairs`: the runs' graded stream pairs (ms.crossgrade.Pair); `configs`: grader -> its config."""
-    from ms.scorer import load_rubrics
+    """`pairs`: the runs' graded stream pairs (ms.gates.crossgrade.Pair); `configs`: grader -> its config."""
+    from ms.gates.scorer import load_rubrics
 
     rubrics = load_rubrics({p.rubric for p in pairs})
     rows = [_score_row(cfg, [(rubrics[p.rubric], p.agent, p.question, p.answer) for p in pairs])
@@ -138,9 +139,9 @@ def cross_grade_plan(pairs: Sequence, configs: Mapping[str, DictConfig], out: Pa
 
 
 def invert_plan(cfg: DictConfig, answers: Sequence[tuple[str, str, str]], agents: Mapping, out: str) -> int:
-    """`answers`: (id, agent, answer) each, as ms.invert.read_answers reads them."""
-    from ms.invert import INVERT_PROMPT
-    from ms.plan_tokens import PER_MESSAGE, tokens
+    """`answers`: (id, agent, answer) each, as ms.data.invert.read_answers reads them."""
+    from ms.data.invert import INVERT_PROMPT
+    from ms.plan.tokens import PER_MESSAGE, tokens
 
     row = _row(cfg, "invert", None)
     for _, agent, answer in answers:

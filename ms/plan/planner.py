@@ -2,7 +2,7 @@
 data before anything is spent. No model loads, no pool opens, and the response cache is only read.
 
 Exact: the answer and evaluate calls (they follow from the data sizes, k, the fills and the
-micro-batches), and the gate's calls where ms.plan_gate says so. Estimated: the label and summarize
+micro-batches), and the gate's calls where ms.plan.gate says so. Estimated: the label and summarize
 calls, which follow from what the gate admits (an assumed acceptance rate), text-read score calls
 (re-asks not counted), and every token count.
 
@@ -26,22 +26,22 @@ from typing import Any, Callable, Optional
 from omegaconf import DictConfig
 
 from ms.agents import PromptTemplate, agents_from, chat
-from ms.backbones import Backbones
 from ms.config.parts import GATES, METRICS
 from ms.data import load_splits
-from ms.evaluate import validate_metrics
+from ms.gates.scorer import rubric_for
 from ms.llm import price_of, provider_class
+from ms.llm.backbones import Backbones
 from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
+from ms.llm.usage import cost
 from ms.memory import SUMMARY_SYSTEM, SUMMARY_USER
-from ms.schedule import batches, interleave, learns, skips_stream, stream_k
-from ms.plan_gate import acceptance, grading_tokens, reads_probabilities
-from ms.plan_measured import Measured
-from ms.plan_tokens import PER_MESSAGE, tokens
+from ms.metrics.evaluate import validate_metrics
+from ms.plan.gate import acceptance, grading_tokens, reads_probabilities
+from ms.plan.measured import Measured
+from ms.plan.tokens import PER_MESSAGE, tokens
 from ms.pool import scope_for
-from ms.scorer import rubric_for
-from ms.training import VERBALIZED_PROMPT
-from ms.usage import cost
+from ms.retrieval.training import VERBALIZED_PROMPT
+from ms.schedule import batches, interleave, learns, skips_stream, stream_k
 
 VERBALIZED_TOKENS = 8  # what Labeller._verbalized lets a reply run to
 

@@ -1,4 +1,4 @@
-"""A candidate memory's utility, measured by replay (DESIGN.md section 6): what the pair (X, Y) does
+"""A candidate memory's utility, measured by replay (ARCHITECTURE.md, "Utility"): what the pair (X, Y) does
 to the questions it would be retrieved for.
 
 For a candidate in scope S, its probes are its m nearest memories of S under the current retriever
