@@ -247,7 +247,7 @@ def test_a_schema_1_pool_is_migrated_in_place(tmp_path):
         [added] = pool.add(items("new", 1), step=1)
         assert added > 7 and pool.get([added])[0].run_id == "new"
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
 
 
 def test_the_change_log_keeps_one_row_per_memory_and_readers_behind_still_see_every_change(tmp_path):

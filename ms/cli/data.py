@@ -6,6 +6,7 @@ import argparse
 import sys
 from statistics import mean
 
+from ms.cli.forget import add_forget
 from ms.data import (Example, drop_leaked_tests, form_problem, format_hygiene, hygiene_report, import_paper,
                      line_numbers, load_dir, split_examples, with_splits, write_dir, write_hygiene)
 from ms.errors import UserError
@@ -352,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "split by origin (seed, stream, summary)")
     stats_pool.add_argument("pool", help="a pool file: <run folder>/pool.sqlite, or a shared pool.path")
     stats_pool.set_defaults(handler=pool_stats_cmd)
+    add_forget(commands)
     return parser
 
 
@@ -363,7 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     from ms.plan.data import take_plan
 
     register()  # the schema the configs it composes (gate-check, invert) are typed by
-    args = build_parser().parse_args(take_debug_flag(list(sys.argv[1:] if argv is None else argv)))
+    given = take_debug_flag(list(sys.argv[1:] if argv is None else argv))
+    args = build_parser().parse_args(given)
+    args.command_line = given  # what a removal's audit record names (ms-data forget)
 
     def call() -> int:
         args.plan = take_plan(args)  # +plan=true: what the command would ask of its LLMs, and nothing more

@@ -15,7 +15,9 @@ from ms.errors import UserError
 # 3: memories record the backbone that wrote them (agents may run on different backbones).
 # 4: memories carry their measured utility as an in-context example (a running mean, ms.gates.replay)
 #    and how many measurements it averages.
-SCHEMA_VERSION = 4
+# 5: the removals table, one audit record per `ms-data forget` (what was removed, when, how many, by
+#    which command). A new table alone: an older pool gains it in place when opened.
+SCHEMA_VERSION = 5
 
 # The columns after `id`, in Memory's order. TEXT, REAL and INTEGER are what each backend renders.
 MEMORY_COLUMNS = (
@@ -47,6 +49,20 @@ ADDED_IN = {3: ("backbone",), 4: ("utility", "utility_n")}
 OLDEST_ALTERABLE = min(ADDED_IN) - 1
 _TYPES = dict(MEMORY_COLUMNS)
 
+# The audit record of a removal (ms.pool.removal), after its `id`.
+REMOVAL_COLUMNS = (
+    ("removed_at", "REAL NOT NULL"),  # time.time() when it was committed
+    ("kind", "TEXT NOT NULL"),  # agent | run: whose memories
+    ("target", "TEXT NOT NULL"),  # the agent's name, or the run's id
+    ("scope", "TEXT"),  # the one scope it was limited to; NULL: every scope
+    ("with_seeds", "INTEGER NOT NULL"),  # 1 where seed memories were removed too
+    ("removed", "INTEGER NOT NULL"),  # how many memories
+    ("unfolded", "INTEGER NOT NULL"),  # others' memories a removed summary had folded in, searchable again
+    ("counts", "TEXT NOT NULL"),  # JSON [[scope, origin, n], ...]
+    ("ids", "TEXT NOT NULL"),  # JSON list of the removed memories' ids
+    ("command", "TEXT NOT NULL"),  # the command line that removed them
+)
+
 Spelling = Callable[[str], str]
 
 
@@ -60,6 +76,11 @@ def memories_table(id_column: str, spell: Spelling) -> str:
     columns = ",\n        ".join(f"{name} {spell(declared)}" for name, declared in MEMORY_COLUMNS)
     return (f"CREATE TABLE IF NOT EXISTS memories (\n        {id_column},\n        {columns},\n"
             f"        UNIQUE (scope, content_hash)\n    )")
+
+
+def removals_table(id_column: str, spell: Spelling) -> str:
+    columns = ",\n        ".join(f"{name} {spell(declared)}" for name, declared in REMOVAL_COLUMNS)
+    return f"CREATE TABLE IF NOT EXISTS removals (\n        {id_column},\n        {columns}\n    )"
 
 
 def added_columns(found: int, spell: Spelling) -> Iterator[str]:

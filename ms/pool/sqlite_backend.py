@@ -14,7 +14,7 @@ from ms.config.files import POOL_FILENAME, SQLITE_HEADER, not_sqlite, writable_f
 
 from ms.pool.backend import Database, Session
 from ms.pool.schema import (ADDED_IN, MEMORY_COLUMNS, OLDEST_ALTERABLE, SCHEMA_VERSION, PoolFileError,
-                            added_columns, check_readable, damaged_pool_message, memories_table)
+                            added_columns, check_readable, damaged_pool_message, memories_table, removals_table)
 
 
 def _SPELL(declared: str) -> str:
@@ -48,6 +48,8 @@ SCHEMA = (
     )""",
     "CREATE INDEX IF NOT EXISTS memory_changes_scope ON memory_changes (scope, seq)",
     "CREATE INDEX IF NOT EXISTS memory_changes_memory ON memory_changes (memory_id)",
+    # Schema 5: one audit record per removal (ms.pool.removal). Additive: older files gain it when opened.
+    removals_table("id INTEGER PRIMARY KEY AUTOINCREMENT", _SPELL),
     # Only each memory's newest change is kept: a reader asks which ids changed after the seq it has
     # seen, and an id's newest seq answers that for every reader, so the log holds at most one row per
     # memory instead of a row per retrieval. The new row goes in before the old one goes out: seq is a

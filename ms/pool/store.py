@@ -13,6 +13,7 @@ from ms.config.parts import POOL_BACKENDS
 from ms.pool.backend import Database
 from ms.pool.records import (COLUMNS, COUNTABLE, MUTABLE, Memory, ScopeChanges, check_mutable,
                              memory_from_row, row_for_insert)
+from ms.pool.removal import Removal, remove, removals
 
 
 class Pool:
@@ -115,17 +116,22 @@ class Pool:
     def forget_run(self, run_id: str, keep_origins: Iterable[str] = ("seed",)) -> int:
         """Delete the memories `run_id` admitted, except those of `keep_origins`; returns how many.
         Seeds are kept by default: every run on a pool adds the same seed pairs, and only the first
-        to add one records it, so other runs rely on the seeds a run happens to have written."""
-        doomed, params = f"run_id = ? AND origin NOT IN {self._db.TEXTS}", (run_id, json.dumps(list(keep_origins)))
-        with self._db.write() as db:
-            # Other runs' memories that a deleted summary folded in become plain long-term memories
-            # again, or they would stay hidden behind a summary that no longer exists.
-            folded = {int(i) for (sources,) in db.rows(
-                f"SELECT sources FROM memories WHERE sources IS NOT NULL AND {doomed}", params)
-                for i in json.loads(sources)}
-            db.run(f"UPDATE memories SET consolidated = 0 WHERE consolidated = 1 AND run_id IS DISTINCT FROM ?"
-                   f" AND id IN {self._db.INTS}", (run_id, json.dumps(sorted(folded))))
-            return db.run(f"DELETE FROM memories WHERE {doomed}", params)
+        to add one records it, so other runs rely on the seeds a run happens to have written. A
+        redo's clean-up: no audit record (`forget` writes one)."""
+        return remove(self._db, "run", run_id, keep_origins=keep_origins).removed
+
+    def forget(self, kind: str, target: str, *, scope: str | None = None, with_seeds: bool = False,
+               command: str | None = None, dry_run: bool = False) -> Removal:
+        """Remove the memories of a writer agent (`kind` "agent") or of a run (`kind` "run", its id),
+        within `scope` if given, seeds only `with_seeds`; with `command`, an audit record in the
+        removals table names it (ms.pool.removal). Other processes' scope snapshots drop the removed
+        memories at their next search, through the change log."""
+        return remove(self._db, kind, target, scope=scope, keep_origins=() if with_seeds else ("seed",),
+                      command=command, dry_run=dry_run)
+
+    def removals(self) -> list[dict]:
+        """The audit records of every removal with a command, oldest first (ms.pool.removal.removals)."""
+        return removals(self._db)
 
     def mark_retrieved(self, ids: Iterable[int], step: int) -> None:
         """Record that `ids` were just retrieved: recency scores count age from here."""
