@@ -152,7 +152,7 @@ def test_a_schema_2_pool_gains_the_backbone_column_in_place(tmp_path):
         assert added > kept and pool.get([added])[0].backbone == "smollm2"
         assert pool.count_by("backbone") == {None: 1, "smollm2": 1}
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
 
 
 # ---- end to end on real models ---------------------------------------------------------------
