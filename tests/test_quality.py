@@ -15,7 +15,7 @@ from ms.metrics.evaluate import BERTScore, EvalConfig
 from ms.report.cli import main as report_main
 from ms.report.quality import match, quality_records
 from ms.report.runs import find_runs
-from ms.report.sharing import ALL, stream_share
+from ms.report.stream_share import ALL, question_counts, stream_share
 from ms.report.writers import stream_written
 
 DOMAIN = {"riddle": "logic", "pun": "logic"}
@@ -140,12 +140,26 @@ def test_stream_share_counts_stream_written_memories_per_fill_and_agent(tmp_path
     [run], _ = find_runs([make_report_run(tmp_path / "sweep" / "run")])
     ids, source = stream_written(run.path)
     assert (ids, source) == ({10, 11}, "decisions.jsonl")  # no pool file or memories.csv: the admitted ids
-    assert stream_share(run, ids) == {50: {"riddle": (1, 3), "pun": (0, 3), ALL: (1, 6)},
-                                      100: {"riddle": (2, 3), "pun": (1, 3), ALL: (3, 6)}}
+    assert question_counts(run, ids) == {50: {"riddle": [(1, 3)], "pun": [(0, 3)], ALL: [(1, 3), (0, 3)]},
+                                         100: {"riddle": [(2, 3)], "pun": [(1, 3)], ALL: [(2, 3), (1, 3)]}}
+    shares = stream_share(run, ids)[100][ALL]
+    assert (shares.stream, shares.retrievals, shares.per_question.n) == (3, 6, 2)
+    assert shares.per_question.mean == 0.5 and shares.per_question.lo is None  # n < 3: no interval
     [run], _ = find_runs([make_report_run(tmp_path / "other" / "run", memories_csv=True)])
     ids, source = stream_written(run.path)
     assert source == "memories.csv" and ids == {5, 6, 7, 8, 9, 10, 11}  # the writers come first
-    assert stream_share(run, ids)[50]["pun"] == (1, 3)
+    assert question_counts(run, ids)[50]["pun"] == [(1, 3)]
+
+
+def test_a_stream_shares_interval_is_a_bootstrap_over_questions_not_retrievals():
+    from ms.report.stream_share import share
+    from ms.stats import mean_ci
+    counts = [(3, 3)] * 5 + [(0, 3)] * 5 + [(1, 3), (2, 3)]  # 12 questions, 36 retrievals
+    s = share(counts)
+    assert (s.stream, s.retrievals) == (18, 36) and s.per_question == mean_ci([c / 3 for c, _ in counts])
+    # Questions are the unit: three times as many retrievals per question, the same interval
+    assert share([(3 * a, 3 * n) for a, n in counts]).per_question == s.per_question
+    assert s.per_question.lo < 0.5 < s.per_question.hi and s.text().startswith("50% [")
 
 
 def test_ms_report_writes_quality_and_stream_share(tmp_path):
@@ -157,7 +171,8 @@ def test_ms_report_writes_quality_and_stream_share(tmp_path):
     assert "| all | rejected | 1 | 0 | 0.200 (n<3, too small) n=1 |" in quality
     assert "run,rubric,all,admitted,2,1,1,0.6,,," in (out / "quality.csv").read_text(encoding="utf-8")
     share = (out / "stream_share.md").read_text(encoding="utf-8")
-    assert "| riddle | 33% (n=3) | 67% (n=3) |" in share and "| all | 17% (n=6) | 50% (n=6) |" in share
+    assert "| riddle | 33% (n<3, too small) (q=1) | 67% (n<3, too small) (q=1) |" in share
+    assert "| all | 17% (n<3, too small) (q=2) | 50% (n<3, too small) (q=2) |" in share
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "[quality.md](quality.md)" in summary and "[stream_share.md](stream_share.md)" in summary
-    assert "100% fill 50% (n=6)" in summary  # beside the growth curve
+    assert "100% fill 50% (n<3, too small) (q=2)" in summary  # beside the growth curve

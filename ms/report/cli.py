@@ -23,7 +23,8 @@ from ms.report.quality import write_quality
 from ms.report.records import record_warnings, records_markdown
 from ms.report.render import to_csv, to_latex, to_markdown
 from ms.report.runs import Run, find_runs, in_known_order, metric_label, read_jsonl, slug
-from ms.report.sharing import write_sharing, write_stream_share
+from ms.report.sharing import write_sharing
+from ms.report.stream_share import write_stream_share
 from ms.report.tables import table1, table2
 from ms.report.usage import write_usage
 from ms.stats import MIN_CI_N

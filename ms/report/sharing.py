@@ -24,8 +24,7 @@ from ms.report.baseline import Baseline, find_baseline
 from ms.report.figures import _figure
 from ms.report.render import markdown_grid
 from ms.report.runs import Item, Run, metric_label
-from ms.report.writers import (UNWRITTEN, Writer, agent_backbones, own_run_id, read_writers, run_config,
-                               stream_written)
+from ms.report.writers import UNWRITTEN, Writer, agent_backbones, own_run_id, read_writers, run_config
 from ms.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
 
 log = logging.getLogger(__name__)
@@ -331,63 +330,3 @@ def write_sharing(runs: Sequence[Run], out: Path, metric: str, fill: Optional[in
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sharing.md").write_text(text, encoding="utf-8")
     return f"Sharing matrices (who retrieved whose memories, and the gain against k = 0): {FOLDER}/sharing.md"
-
-
-# ---- H3: how much of each top k the stream wrote, fill by fill ----
-
-STREAM_SHARE = "stream_share"
-
-
-def stream_share(run: Run, stream: set[int]) -> dict[int, dict[str, tuple[int, int]]]:
-    """fill -> retrieving agent (ALL last) -> (retrievals of stream-written memories, all retrievals)."""
-    out = {}
-    for fill, rows in sorted((run.predictions or {}).items()):
-        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for (agent, _), row in rows.items():
-            for memory_id in row.get("retrieved") or []:
-                for key in (agent, ALL):
-                    counts[key][0] += int(memory_id) in stream
-                    counts[key][1] += 1
-        agents = [a for a in dict.fromkeys([*(run.fields.get("agents") or []), *sorted(counts)]) if a != ALL]
-        out[fill] = {a: tuple(counts[a]) for a in [*agents, ALL] if a in counts}  # the config's order
-    return out
-
-
-def _share_text(stream: int, n: int) -> str:
-    return f"{stream / n:.0%} (n={n})" if n else "–"
-
-
-def write_stream_share(runs: Sequence[Run], out: Path) -> dict[str, str]:
-    """stream_share.md/.csv for every run with retrievals at two or more fills; returns run name -> the
-    line summary.md shows beside its pool-growth curve."""
-    for suffix in (".md", ".csv"):  # a rerun into the same --out must not keep an old one
-        (out / f"{STREAM_SHARE}{suffix}").unlink(missing_ok=True)
-    sections, table, lines = [], [["run", "fill", "agent", "stream_retrievals", "retrievals", "share"]], {}
-    for run in runs:
-        if len(run.fills) < 2 or not any(r.get("retrieved") for rows in (run.predictions or {}).values()
-                                         for r in rows.values()):
-            continue
-        found = stream_written(run.path, run.fields["backbone"])
-        if found is None:
-            log.warning("no stream share for %s: no pool file, memories.csv or decisions.jsonl", run.name)
-            continue
-        shares = stream_share(run, found[0])
-        fills = [f for f in shares if shares[f]]
-        agents = list(dict.fromkeys(a for f in fills for a in shares[f]))
-        grid = [[a, *(_share_text(*shares[f].get(a, (0, 0))) for f in fills)] for a in agents]
-        sections += [f"## {run.name}", "", f"Stream-written memories read from `{found[1]}`.", "",
-                     markdown_grid(["agent", *(f"{f}% fill" for f in fills)], grid, 1), ""]
-        table += [[run.name, f, a, s, n, _number(s / n if n else None)]
-                  for f in fills for a, (s, n) in shares[f].items()]
-        lines[run.name] = ("Share of each top k written by the stream (all agents): "
-                           + ", ".join(f"{f}% fill {_share_text(*shares[f][ALL])}" for f in fills)
-                           + f"; per agent: [{STREAM_SHARE}.md]({STREAM_SHARE}.md)")
-    if lines:
-        (out / f"{STREAM_SHARE}.md").write_text("\n".join([
-            "# Stream memories in each top k (H3)", "",
-            "Per fill and retrieving agent, the share of retrieved memory ids (`retrieved` in predictions.jsonl, k per "
-            "test question) that the stream wrote rather than the data's seed pairs, with n retrievals. Does the "
-            "pool the stream grows take over the top k as it grows?", "", *sections]), encoding="utf-8")
-        with (out / f"{STREAM_SHARE}.csv").open("w", newline="", encoding="utf-8") as f:
-            csv.writer(f, lineterminator="\n").writerows(table)
-    return lines
