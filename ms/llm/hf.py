@@ -62,6 +62,19 @@ def model_source(model: str | None, gguf_file: str | None, gguf_package: str | N
     raise ValueError("backbone needs `model` (hub name or folder) or `gguf_package`")
 
 
+def whole_gguf(source: str, gguf_file: str | None, gguf_package: str | None,
+               models_dir: str | Path | None) -> tuple[str, str | None]:
+    """`model_source`'s answer, where a package ships its GGUF file in chunks or parts the whole
+    file in `models_dir`, assembled there on first use (ms.llm.gguf_chunks)."""
+    if not (gguf_package and gguf_file) or (Path(source) / gguf_file).exists():
+        return source, gguf_file
+    if not models_dir:
+        raise BackendError(f"package '{gguf_package}' ships its GGUF file in chunks, which are "
+                           "assembled into a models_dir (build_lm gives one)")
+    assembled = assembled_gguf(gguf_package, Path(models_dir))
+    return str(assembled.parent), assembled.name
+
+
 def model_id(source: str, gguf_file: str | None, prompt_format: str = "chat") -> str:
     """The model's name in response-cache keys. A chat's reply depends on how it is rendered, so a
     format other than the chat template names itself (chat keys stay as they always were)."""
@@ -91,12 +104,7 @@ class HFLM(LM):
         if engine not in ENGINES:  # before minutes of loading
             raise BackendError(ENGINES.unknown(engine))
         self.engine = engine
-        if gguf_package and not (Path(source) / gguf_file).exists():  # shipped in chunks
-            if not models_dir:
-                raise BackendError(f"package '{gguf_package}' ships its GGUF file in chunks, which are "
-                                   "assembled into a models_dir (build_lm gives one)")
-            assembled = assembled_gguf(gguf_package, Path(models_dir))
-            source, gguf_file = str(assembled.parent), assembled.name
+        source, gguf_file = whole_gguf(source, gguf_file, gguf_package, models_dir)
         gguf = Path(source) / gguf_file if gguf_file else None
         self.device = resolve_device(device)
         self.batch_size = batch_size
@@ -153,7 +161,15 @@ class HFLM(LM):
             # The GGUF's own tokenizer: the converted copy the LM loads was saved from it.
             from transformers import AutoTokenizer
 
-            source, gguf_file = model_source(backbone.model, backbone.gguf_file, backbone.gguf_package)
+            # A file shipped in chunks is read whole: assembled into the models folder once, as a run would.
+            source, gguf_file = whole_gguf(*model_source(backbone.model, backbone.gguf_file, backbone.gguf_package),
+                                           backbone.gguf_package, machine_models_dir())
+            local = Path(source) / gguf_file if gguf_file else None
+            converted = machine_models_dir() / derived_name(local) if local and local.is_file() else None
+            if converted is not None and converted.is_dir():
+                # Where a run converted it already, the tokenizer the run reads: the same one, loaded
+                # in a second where converting a GGUF vocabulary takes seconds (23 s for Qwen's 151k).
+                source, gguf_file = str(converted), None
             tokenizer = AutoTokenizer.from_pretrained(source, **({"gguf_file": gguf_file} if gguf_file else {}))
         else:
             tokenizer = None  # a plain format renders without one
