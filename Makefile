@@ -9,7 +9,7 @@ TORCH ?= torch==2.13.0
 # The pool tests start a throwaway PostgreSQL server (tests/pool_backends.py) from Debian's package.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench clean postgres-server pool-server pool-server-stop
+.PHONY: run test bench clean postgres-server browser pool-server pool-server-stop
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,12 @@ postgres-server:
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y postgresql; }
 
+# The site tests (tests/test_site.py) open ms-report --html's pages in Debian's Chromium, driven by its
+# chromedriver through selenium (about 85 MB to download). CI=true makes a missing browser a failure.
+browser:
+	@[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || \
+		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium chromium-driver; }
+
 # A lasting PostgreSQL server for pool.backend=postgres (experiment=sharing_postgres), run as an
 # unprivileged user (ms/pool/local_server.py). Its last line of stdout is the export line, so
 #   eval "$$(make -s pool-server | tail -1)"   sets MS_POOL_DSN;   make pool-server-stop   stops it.
@@ -76,7 +82,7 @@ pool-server: $(VENV)/.postgres postgres-server
 pool-server-stop:
 	@$(BIN)/python -m ms.pool.local_server stop $(POOL_SERVER)
 
-test: $(VENV)/.installed-test postgres-server
+test: $(VENV)/.installed-test postgres-server browser
 	$(BIN)/lint-imports
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 

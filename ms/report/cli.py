@@ -68,14 +68,16 @@ def chosen_metric(runs: Sequence[Run], metric: Optional[str], roots: Sequence[Pa
     return metric
 
 
-def _write_claims(out: Path, compared, runs, metric: str) -> str:
-    """claims.md and claims.csv for the claims' comparisons; returns the part summary.md shows."""
+def _write_claims(out: Path, compared, runs, metric: str) -> tuple[str, list, list[str]]:
+    """claims.md and claims.csv for the claims' comparisons; returns the part summary.md shows, the
+    tested rows and a line per claim not tested (the site shows both)."""
     metrics = list(dict.fromkeys([*claim_metrics(), metric]))
     rows, empty = test_all(compared, metrics)
     (out / "claims.md").write_text(claims_markdown(rows, empty, metrics, [r.path for r in runs]), encoding="utf-8")
     (out / "claims.csv").write_text(claims_csv(rows), encoding="utf-8")
-    missing = "".join(f"\n- not tested here: {line}" for line in untested(rows, empty))
-    return (claims_grid(rows) if rows else "No claim could be tested on these runs.") + "\n" + missing
+    lines = untested(rows, empty)
+    missing = "".join(f"\n- not tested here: {line}" for line in lines)
+    return (claims_grid(rows) if rows else "No claim could be tested on these runs.") + "\n" + missing, rows, lines
 
 
 def _records_its_model(metric: str) -> bool:
@@ -92,9 +94,11 @@ def _saved(fig, out: Path, stem: str) -> str:
 
 
 def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
-                 paper: Optional[PaperTables] = None, sharing_fill: Optional[int] = None) -> Path:
+                 paper: Optional[PaperTables] = None, sharing_fill: Optional[int] = None,
+                 html: Optional[Path] = None) -> Path:
     """Write every table, claim and figure for the runs under `roots` into `out`; returns summary.md.
-    `metric` None: the runs' own (chosen_metric). Nothing is written when there is nothing to draw."""
+    `metric` None: the runs' own (chosen_metric). Nothing is written when there is nothing to draw.
+    `html`: also the browsable site of the same numbers into that folder (ms.report.html)."""
     paper = paper or load_paper_tables()
     runs, skipped = find_runs(roots)
     given, metric = metric, chosen_metric(runs, metric, roots)
@@ -119,7 +123,7 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
         ablation = ablation_markdown(ablations, metric, single, level=2)
 
     compared = comparisons(conds, chosen)
-    claims = _write_claims(out, compared, runs, metric)
+    claims, claim_rows, not_tested = _write_claims(out, compared, runs, metric)
     warnings = record_warnings([*((f"seed replicates {c.name}", c.first, run) for c in conds for run in c.runs[1:]),
                                 *((f"runs paired in claim ({p.claim.id}) {p.label}", p.a.first, run)
                                   for p in compared if p.a is not p.b for run in p.b.runs)])
@@ -169,6 +173,13 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
                        + (f"\n{quality}" if quality else "")
                        + f"\n## LLM usage and cost\n\n{usage}\n\n{records_markdown(warnings, runs)}",
                        encoding="utf-8")
+    if html is not None:
+        from ms.report.html import ReportParts, write_site
+
+        figures = {f"Figure 4, {name}": out / png for name, png in figure4s.items()}
+        figures |= {f"Pool growth: {name}": out / png for name, png in growth.items()}
+        write_site(html, ReportParts(roots, metric, runs, skipped, why_not, paper, tables, claim_rows, not_tested,
+                                     figures, sharing_fill))
     return summary
 
 
@@ -185,6 +196,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "(nats; no paper numbers). Default: the first the runs measured")
     parser.add_argument("--sharing-fill", type=int, metavar="PERCENT",
                         help="the fill the sharing matrices count retrievals at (default: each run's last)")
+    parser.add_argument("--html", nargs="?", const=True, type=Path, metavar="DIR",
+                        help="also write a browsable static site of the same runs (open DIR/index.html from disk; "
+                             "nothing is fetched from the network). Default DIR: <--out>/site")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of errors that are otherwise reported in one line")
     args = parser.parse_args(argv)
@@ -196,17 +210,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"not a folder: {', '.join(missing)}")
     # A user error (e.g. a damaged results file) prints one line and exits 2; a bug keeps its traceback.
     out = args.out or default_out(args.sweep_dirs[0])
-    fresh = not out.exists()
+    html = out / "site" if args.html is True else args.html
+    fresh, fresh_site = not out.exists(), html is not None and not html.exists()
     try:
         summary = report_user_errors("ms-report", lambda: write_report(args.sweep_dirs, out, args.metric, None,
-                                                                       args.sharing_fill))
+                                                                       args.sharing_fill, html))
     except BaseException:
         summary = None
         raise
     finally:
-        if fresh and summary in (None, USER_ERROR_EXIT):  # a report cut short is no report: no half-written folder
-            shutil.rmtree(out, ignore_errors=True)
+        if summary in (None, USER_ERROR_EXIT):  # a report cut short is no report: no half-written folder
+            for folder in [f for f, new in ((out, fresh), (html, fresh_site)) if new]:
+                shutil.rmtree(folder, ignore_errors=True)
     if summary == USER_ERROR_EXIT:
         return USER_ERROR_EXIT
     print(f"report written to {out}/ (start with {summary})")
+    if html is not None:
+        print(f"site written to {html}/ (open {html / 'index.html'} in a browser)")
     return 0

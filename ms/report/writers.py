@@ -10,9 +10,10 @@ import shutil
 import sqlite3
 import tempfile
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import yaml
 
@@ -66,9 +67,11 @@ def _backbone(row: dict, backbones: dict[str, str]) -> str:
     return row["origin"] if row["origin"] in UNWRITTEN else backbones[row["agent"]]
 
 
-def _pool_rows(path: Path) -> list[dict]:
-    # Read a copy: opening a WAL-mode file, even read-only, leaves -shm and -wal files beside it, and
-    # a run folder is evidence the report must not change. The -wal holds commits not yet in the file.
+@contextmanager
+def pool_copy(path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection (rows as sqlite3.Row) to a copy of the pool file: opening a WAL-mode file, even
+    read-only, leaves -shm and -wal files beside it, and a run folder is evidence the report must not
+    change. The -wal holds commits not yet in the file, so it is copied too."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / POOL_FILENAME
         shutil.copyfile(path, copy)
@@ -79,19 +82,24 @@ def _pool_rows(path: Path) -> list[dict]:
             conn = sqlite3.connect(copy)
             try:
                 conn.row_factory = sqlite3.Row
-                columns = {r["name"] for r in conn.execute("PRAGMA table_info(memories)")}
-                if not columns:
+                if not conn.execute("PRAGMA table_info(memories)").fetchall():
                     raise UserError(f"{path} holds no memories table: it is not an ms pool file")
-                backbone = "m.backbone" if "backbone" in columns else "NULL AS backbone"
-                # Pools of schema 1 recorded no runs (neither the column nor the runs table).
-                runs = ("m.run_id, r.label AS run FROM memories m LEFT JOIN runs r ON r.run_id = m.run_id"
-                        if "run_id" in columns else "NULL AS run_id, NULL AS run FROM memories m")
-                return [dict(r) for r in conn.execute(f"SELECT m.id, m.agent, m.domain, m.origin, {backbone}, {runs}")]
+                yield conn
             finally:
                 conn.close()
         except sqlite3.DatabaseError as error:
             raise UserError(f"cannot read the pool {path} ({error}): restore it, or remove it to draw no "
                             f"sharing matrix for this run") from error
+
+
+def _pool_rows(path: Path) -> list[dict]:
+    with pool_copy(path) as conn:
+        columns = {r["name"] for r in conn.execute("PRAGMA table_info(memories)")}
+        backbone = "m.backbone" if "backbone" in columns else "NULL AS backbone"
+        # Pools of schema 1 recorded no runs (neither the column nor the runs table).
+        runs = ("m.run_id, r.label AS run FROM memories m LEFT JOIN runs r ON r.run_id = m.run_id"
+                if "run_id" in columns else "NULL AS run_id, NULL AS run FROM memories m")
+        return [dict(r) for r in conn.execute(f"SELECT m.id, m.agent, m.domain, m.origin, {backbone}, {runs}")]
 
 
 def _csv_rows(path: Path) -> list[dict]:

@@ -1,0 +1,154 @@
+"""Every memory a run's questions could have retrieved, with its text where one can be had.
+
+From the run's pool file where it kept one. Published copies (results/*/runs/) keep none, so there
+the texts are rebuilt without a model: the seed pairs by seeding a scratch pool from the run's data
+and config exactly as the run seeded its own (checked against the data fingerprint metrics.json
+recorded, and against memories.csv's ids where it exists), the stream's pairs from decisions.jsonl
+(each admitted pair's `memory_id`). What cannot be rebuilt (another run's memories in a shared
+pool, a memory policy's summaries, a data folder that is gone) is said, memory by memory."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ms.agents import agents_from, default_agents, seed_memories
+from ms.cell import data_fingerprint
+from ms.config.files import DECISIONS_FILE, POOL_FILENAME
+from ms.config.schema import DataConfig
+from ms.data import load_splits
+from ms.errors import UserError
+from ms.pool import Pool
+from ms.report.runs import Run, read_jsonl
+from ms.report.writers import Writer, agent_backbones, pool_copy, read_writers, run_config, writers_source
+
+REPO = Path(__file__).resolve().parents[3]  # a relative data.dir is the repository's (runs start there)
+
+
+@dataclass
+class Memories:
+    """memory id -> its record (JSON-ready), where the texts came from, and why some are missing."""
+
+    records: dict[int, dict]
+    source: str
+    missing: list[str] = field(default_factory=list)
+    writers: dict[int, Writer] = field(default_factory=dict)  # for the sharing matrix
+
+
+def decisions_of(run: Run) -> list[dict]:
+    path = run.path / DECISIONS_FILE
+    return read_jsonl(path) if path.is_file() else []
+
+
+def _data_dir(data: dict) -> Optional[Path]:
+    """The run's data folder: as recorded, else (relative) under the current folder, else the repository."""
+    recorded = Path(str(data.get("dir") or "data"))
+    for candidate in ([recorded] if recorded.is_absolute() else [Path.cwd() / recorded, REPO / recorded]):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def rebuild_seeds(run: Run) -> tuple[dict[int, dict], Optional[str]]:
+    """The seed pairs the run's pool began with, by id, and None; or {} and why they cannot be rebuilt."""
+    config = run_config(run.path)
+    data = config.get("data")
+    if not isinstance(data, dict):
+        return {}, "the run's .hydra/config.yaml names no data"
+    if data.get("hf"):
+        return {}, f"its data came from a dataset ({data['hf'].get('name')}), which is not read here"
+    folder = _data_dir(data)
+    if folder is None:
+        hint = f" (made by: {data['created_by']})" if data.get("created_by") else ""
+        return {}, f"its data folder {data.get('dir')} is not on this machine{hint}"
+    known = set(DataConfig.__dataclass_fields__) - {"created_by"}  # only a hint, and it may interpolate ${data.dir}
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(DataConfig),
+                              {**{k: v for k, v in data.items() if k in known}, "dir": str(folder)})
+        entries = config.get("agents")
+        agents = agents_from(entries) if isinstance(entries, dict) and entries else default_agents()
+        splits = load_splits(cfg, agents)
+    except (OSError, ValueError, UserError, OmegaConfBaseException) as error:
+        return {}, f"its data cannot be read from {folder}: {error}"
+    if run.data and data_fingerprint(splits) != run.data:
+        return {}, f"the data in {folder} is not what the run read (its fingerprint in metrics.json differs)"
+    mode = (config.get("pool") or {}).get("mode") or run.fields["pool"]
+    items = [row for a, s in splits.items() for row in seed_memories(agents[a], s.seed, mode)]
+    with tempfile.TemporaryDirectory() as tmp, Pool(Path(tmp) / POOL_FILENAME) as pool:
+        ids = pool.add(items, step=0)  # as the run seeded its own pool (ms.pipeline: seed_pool)
+    seeded = run.metrics.get("stream", {}).get("seeded")
+    if seeded is not None and seeded != sum(i is not None for i in ids):
+        return {}, (f"seeding from {folder} adds {sum(i is not None for i in ids)} memories, the run added "
+                    f"{seeded} (its pool was shared, or already held seeds)")
+    return {i: item for i, item in zip(ids, items) if i is not None}, None
+
+
+def _pool_records(path: Path) -> dict[int, dict]:
+    with pool_copy(path) as conn:
+        return {int(r["id"]): dict(r) for r in conn.execute("SELECT * FROM memories")}
+
+
+def _record(memory_id: int, w: Optional[Writer], row: Optional[dict]) -> dict:
+    """What the site shows of one memory; `row` holds whatever else is known (texts, step, score)."""
+    row = row or {}
+    out = {"agent": w.agent if w else row.get("agent"), "domain": w.domain if w else row.get("domain"),
+           "origin": w.origin if w else row.get("origin"), "backbone": w.backbone if w else row.get("backbone"),
+           "run_id": w.run_id if w else row.get("run_id"), "writing_run": w.run if w else None,
+           "step": row.get("added_step"), "score": row.get("score"), "scope": row.get("scope")}
+    if row.get("question") is not None:
+        out |= {"question": row["question"], "answer": row["answer"]}
+    if row.get("utility_n"):
+        out["pool_utility"] = {"mean": row.get("utility"), "n": row["utility_n"]}
+    if row.get("consolidated"):
+        out["consolidated"] = True
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def run_memories(run: Run) -> Memories:
+    """Every memory of the run's pool (or, without one, that its records name), texts where they can be had."""
+    backbone = run.fields["backbone"]
+    writers = read_writers(run.path, backbone) or {}
+    source = writers_source(run.path)
+    decisions = [d for d in decisions_of(run) if d.get("memory_id") is not None]
+    stream = {int(d["memory_id"]): {"question": d.get("question"), "answer": d.get("answer"), "agent": d.get("agent"),
+                                    "added_step": d.get("step"), "score": d.get("score"), "origin": "stream",
+                                    "scope": d.get("scope")} for d in decisions}
+    if source is not None and source.name == POOL_FILENAME:
+        rows = _pool_records(source)
+        return Memories({i: _record(i, writers.get(i), rows[i]) for i in sorted(rows)},
+                        f"texts from the run's pool file ({source.name})", [], writers)
+    seeds, why = rebuild_seeds(run)
+    missing = [f"seed texts: {why}"] if why else []
+    config = run_config(run.path)
+    if writers:
+        for i, item in list(seeds.items()):  # memories.csv must agree with the rebuilt numbering
+            w = writers.get(i)
+            if w is None or w.origin != "seed" or w.agent != item["agent"]:
+                seeds, missing = {}, [f"seed texts: memories.csv numbers the seeds otherwise (id {i})"]
+                break
+    else:  # no writers table: who wrote each memory is what the rebuild and decisions.jsonl say
+        entries = config.get("agents") if isinstance(config.get("agents"), dict) else {}
+        domain = {a: (e or {}).get("domain") for a, e in entries.items()} or {a.name: a.domain for a in
+                                                                              default_agents().values()}
+        backbones = agent_backbones(config, backbone)
+        writers = {**{i: Writer(s["agent"], s["domain"], "seed", "seed") for i, s in seeds.items()},
+                   **{i: Writer(s["agent"], domain.get(s["agent"]) or "", "stream", backbones[s["agent"]])
+                      for i, s in stream.items()}}
+    rows = {**{i: {**s, "added_step": 0} for i, s in seeds.items()}, **stream}
+    ids = sorted(set(writers) | set(rows))
+    records = {i: _record(i, writers.get(i), rows.get(i)) for i in ids}
+    unknown = [i for i in ids if "question" not in records[i]]
+    if unknown:
+        missing.append(f"{len(unknown)} memories have no text in the run's files (ids {_span(unknown)})")
+    parts = [p for p, ok in (("seed texts rebuilt from the run's data and config", seeds),
+                             (f"stream texts from {DECISIONS_FILE}", stream)) if ok]
+    return Memories(records, "; ".join(parts) or "no texts: the run kept no pool file", missing, writers)
+
+
+def _span(ids: list[int]) -> str:
+    return ", ".join(map(str, ids[:8])) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")

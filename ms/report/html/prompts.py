@@ -1,0 +1,49 @@
+"""How the site rebuilds the prompt each test question saw: the run's template (its `prompt` config),
+split by Python's own format parser into literal text and field names, so the page joins the parts
+with the retrieved memories' texts exactly as `PromptTemplate.render` formats them, and each agent's
+instruction, sent as the system message unless `prompt.system` is false."""
+
+from __future__ import annotations
+
+from string import Formatter
+from typing import Optional, Union
+
+from ms.agents import agents_from, default_agents
+from ms.config.schema import PromptConfig
+from ms.errors import UserError
+
+Part = Union[str, dict]  # literal text, or {"field": name}
+FIELDS = {"example": {"question", "answer"}, "with_examples": {"examples", "query"}, "zero_shot": {"query"}}
+
+
+def template_parts(text: str, allowed: set[str]) -> list[Part]:
+    """The template as literal text and fields; a field with a conversion or format spec, or not among
+    `allowed`, is a ValueError (the page would not render it as Python does)."""
+    parts: list[Part] = []
+    for literal, name, spec, conversion in Formatter().parse(text):
+        if literal:
+            parts.append(literal)
+        if name is None:
+            continue
+        if spec or conversion or name not in allowed:
+            raise ValueError(f"the prompt template field {{{name}{'!' + conversion if conversion else ''}"
+                             f"{':' + spec if spec else ''}}} is not one the site renders")
+        parts.append({"field": name})
+    return parts
+
+
+def prompt_spec(config: dict) -> tuple[Optional[dict], Optional[str]]:
+    """What the page needs to rebuild a run's prompts, and None; or None and why it cannot."""
+    given = config.get("prompt") if isinstance(config.get("prompt"), dict) else {}
+    template = {**PromptConfig().__dict__, **given}
+    try:
+        parts = {key: template_parts(str(template[key]), allowed) for key, allowed in FIELDS.items()}
+    except ValueError as error:
+        return None, str(error)
+    entries = config.get("agents")
+    try:
+        agents = agents_from(entries) if isinstance(entries, dict) and entries else default_agents()
+    except UserError as error:
+        return None, f"the run's agents cannot be read: {error}"
+    return {**parts, "separator": str(template["separator"]), "system": bool(template["system"]),
+            "instructions": {name: a.instruction for name, a in agents.items()}}, None
