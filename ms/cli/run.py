@@ -197,6 +197,19 @@ def preflight(args: list[str]) -> None:
         for _, cfg in composed:
             check_folder(cfg, parsed.multirun, fingerprints)
         check_servers(cfg.pool for _, cfg in composed)
+        check_callbacks(cfg for _, cfg in composed)
+
+
+def check_callbacks(cfgs) -> None:
+    """hydra/callbacks=mlflow (ms.tracking) needs MLflow: looked for, not imported, before Hydra makes
+    a folder, where Hydra would only warn, after the run, that the callback failed."""
+    from importlib.util import find_spec
+
+    for cfg in cfgs:
+        for name, callback in (OmegaConf.select(cfg, "hydra.callbacks") or {}).items():
+            if str(callback.get("_target_", "")).startswith("ms.tracking.") and find_spec("mlflow") is None:
+                raise UserError(f"hydra/callbacks={name} needs MLflow, which is not installed: "
+                                f"pip install -e '.[mlflow]'")
 
 
 def check_servers(pools) -> None:

@@ -1,0 +1,232 @@
+"""Opt-in MLflow tracking: a Hydra callback, turned on with `+hydra/callbacks=mlflow`
+(conf/hydra/callbacks/mlflow.yaml; `pip install -e '.[mlflow]'`).
+
+When a job ends it logs one MLflow run: the job's config flattened to dotted keys as parameters,
+each fill's metrics from metrics.json (the fill as the step), the run record (git commit, model
+hashes, engines and versions: metrics.json's `provenance`) as tags, and the run folder's files as
+artifacts. A multirun is a parent run with one child run per cell.
+
+The store is the callback's `tracking_uri` where set (hydra.callbacks.mlflow.tracking_uri=...), else
+MLFLOW_TRACKING_URI, else an SQLite file under outputs/ of the current folder (DEFAULT_STORE), its
+artifacts beside it (MLflow's own default, since 3.7, would be mlflow.db in the current folder). The
+experiment is `experiment`, else MLFLOW_EXPERIMENT_NAME, else the experiment config's name
+(experiment=table2_offline), else `ms`.
+
+Nothing else in ms imports this module (Hydra instantiates it by its name), and it imports MLflow
+only inside its methods: without the callback nothing of MLflow is loaded (an import-linter contract
+in pyproject.toml keeps it so). A tracking failure never fails a run: Hydra turns a callback's error
+into a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Optional, Sequence
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from ms.config.files import FAILED_FILE, METRICS_FILE, RUN_ID_FILE
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STORE = Path("outputs") / "mlflow.db"  # under the current folder, as Hydra's outputs/ are
+DEFAULT_ARTIFACTS = Path("outputs") / "mlartifacts"
+DEFAULT_EXPERIMENT = "ms"  # where no experiment config was chosen
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
+# MLflow's limits on one value (mlflow.utils.validation): longer ones are cut, with this mark.
+MAX_PARAM_LENGTH = 6000
+MAX_TAG_LENGTH = 8000
+CUT = "..."
+# A value computed by a resolver (`${oc.env:VAR}` reads the environment) is logged as written, never
+# as resolved: a variable may hold a secret (the config itself only ever names the variable).
+RESOLVER_CALL = re.compile(r"\$\{\s*[\w.]+\s*:")
+
+
+def _cut(value: str, limit: int) -> str:
+    return value if len(value) <= limit else value[:limit - len(CUT)] + CUT
+
+
+def _escaped(node: Any) -> Any:
+    """A plain container with every string that calls a resolver escaped, so that it stays as written."""
+    if isinstance(node, dict):
+        return {key: _escaped(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_escaped(value) for value in node]
+    if isinstance(node, str) and RESOLVER_CALL.search(node):
+        return node.replace("${", "\\${")
+    return node
+
+
+def _flat(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, leaf) of a plain container; a list is one leaf."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _flat(value, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, node
+
+
+def config_params(cfg: DictConfig) -> dict[str, str]:
+    """The config as MLflow parameters: dotted keys; node interpolations resolved, resolver calls
+    (the environment's values) as written; lists and null as JSON; a value past MLflow's limit cut."""
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    raw.pop("hydra", None)
+    plain = OmegaConf.to_container(OmegaConf.create(_escaped(raw)), resolve=True)
+    return {key: _cut(value if isinstance(value, str) else json.dumps(value), MAX_PARAM_LENGTH)
+            for key, value in _flat(plain)}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def fill_metrics(metrics: Mapping[str, Any]) -> Iterator[tuple[str, float, int]]:
+    """(key, value, step) for each number metrics.json holds per fill, the fill (a percentage of the
+    stream) as the step: `overall/P`, `agent/riddle/P`, their CI bounds (`.../P_ci_low`, `_ci_high`)
+    and counts (`.../n_P`; `.../n` where a run counted its questions once)."""
+    for fill, block in sorted((metrics.get("fills") or {}).items(), key=lambda item: int(item[0])):
+        scopes = [("overall", block.get("overall") or {})]
+        scopes += [(f"agent/{agent}", cell) for agent, cell in sorted((block.get("per_agent") or {}).items())]
+        for scope, cell in scopes:
+            for key, value in cell.items():
+                if key == "ci":  # a bound is null where too few questions were measured
+                    for metric, bounds in (value or {}).items():
+                        for side, bound in zip(("low", "high"), bounds or ()):
+                            if _number(bound):
+                                yield f"{scope}/{metric}_ci_{side}", bound, int(fill)
+                elif key == "n" and isinstance(value, dict):
+                    for metric, count in value.items():
+                        yield f"{scope}/n_{metric}", count, int(fill)
+                elif _number(value):
+                    yield f"{scope}/{key}", value, int(fill)
+
+
+def run_metrics(metrics: Mapping[str, Any]) -> Iterator[tuple[str, float]]:
+    """The run's own totals: its wall time and what the gate did with the stream."""
+    if _number(metrics.get("wall_seconds")):
+        yield "wall_seconds", metrics["wall_seconds"]
+    stream = metrics.get("stream") or {}
+    for key in ("accepted", "rejected"):
+        if isinstance(stream.get(key), dict):
+            yield f"stream/{key}", sum(stream[key].values())
+    if _number(stream.get("unscored")):
+        yield "stream/unscored", stream["unscored"]
+
+
+def record_tags(metrics: Mapping[str, Any]) -> dict[str, str]:
+    """The run record (metrics.json's `provenance`) as tags `provenance.KEY...`, and the commit also
+    under MLflow's own tag, which its UI shows."""
+    record = metrics.get("provenance") or {}
+    tags = {f"provenance.{key}": _cut(value if isinstance(value, str) else json.dumps(value), MAX_TAG_LENGTH)
+            for key, value in _flat(record)}
+    if record.get("commit"):
+        tags["mlflow.source.git.commit"] = record["commit"]
+    return tags
+
+
+class MlflowCallback(Callback):
+    """Logs each job of ms-run to MLflow (see the module's docstring)."""
+
+    def __init__(self, tracking_uri: Optional[str] = None, experiment: Optional[str] = None,
+                 skip: Sequence[str] = ("retriever",)) -> None:
+        self.tracking_uri = tracking_uri or os.environ.get(TRACKING_URI_ENV)
+        self.artifacts: Optional[str] = None
+        if not self.tracking_uri:  # the default: a path of our own, not MLflow's default in the current folder
+            store = DEFAULT_STORE.resolve()
+            self.tracking_uri = f"sqlite:///{store}"
+            self.artifacts = str(DEFAULT_ARTIFACTS.resolve())
+        self.experiment = experiment or os.environ.get(EXPERIMENT_ENV)
+        self.skip = tuple(skip or ())
+        self.parent_run_id: Optional[str] = None  # set in a multirun; a launcher's workers get a copy
+        self._client = None
+
+    def __getstate__(self) -> dict:  # a launcher pickles the callback for its workers: not the client
+        return {**self.__dict__, "_client": None}
+
+    # ---- Hydra's events --------------------------------------------------------------------------
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        client, experiment_id = self._open(config)
+        overrides = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []]
+        sweep_dir = str(OmegaConf.select(config, "hydra.sweep.dir"))
+        run = client.create_run(experiment_id, run_name=sweep_dir, tags={
+            "ms.sweep_dir": str(Path(sweep_dir).resolve()), "ms.overrides": _cut(" ".join(overrides), MAX_TAG_LENGTH)})
+        self.parent_run_id = run.info.run_id
+        log.info("MLflow: sweep run %s in %s", self.parent_run_id, self.tracking_uri)
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        from hydra.core.utils import JobStatus
+        from mlflow.entities import Metric, Param, RunTag
+
+        from ms.run_folder import completed
+
+        out = Path(config.hydra.runtime.output_dir)
+        metrics = completed(out) or {}
+        client, experiment_id = self._open(config)
+        tags = {"ms.run_folder": str(out), **record_tags(metrics),
+                "ms.overrides": _cut(" ".join(str(o) for o in config.hydra.overrides.task), MAX_TAG_LENGTH)}
+        if (out / RUN_ID_FILE).exists():
+            tags["ms.run_id"] = (out / RUN_ID_FILE).read_text(encoding="utf-8").strip()
+        if (out / FAILED_FILE).exists():
+            tags["ms.failed"] = _cut((out / FAILED_FILE).read_text(encoding="utf-8"), MAX_TAG_LENGTH)
+        if self.parent_run_id:
+            tags["mlflow.parentRunId"] = self.parent_run_id
+        run_id = client.create_run(experiment_id, run_name=out.name, tags=tags).info.run_id
+
+        task_cfg = job_return.cfg if getattr(job_return, "cfg", None) is not None else config
+        when = int((out / METRICS_FILE).stat().st_mtime * 1000) if metrics else 0
+        numbers = [Metric(key, float(value), when, step) for key, value, step in fill_metrics(metrics)]
+        numbers += [Metric(key, float(value), when, 0) for key, value in run_metrics(metrics)]
+        client.log_batch(run_id, metrics=numbers,
+                         params=[Param(k, v) for k, v in config_params(task_cfg).items()],
+                         tags=[RunTag("ms.complete", json.dumps(bool(metrics)))])
+        for path in self.files(out):
+            parent = path.parent.relative_to(out).as_posix()
+            client.log_artifact(run_id, str(path), artifact_path=None if parent == "." else parent)
+        finished = job_return.status == JobStatus.COMPLETED and bool(metrics)
+        client.set_terminated(run_id, "FINISHED" if finished else "FAILED")
+        log.info("MLflow: run %s in %s", run_id, self.tracking_uri)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.parent_run_id:
+            client, _ = self._open(config)
+            client.set_terminated(self.parent_run_id, "FINISHED")
+
+    # ---- helpers ---------------------------------------------------------------------------------
+
+    def files(self, out: Path) -> list[Path]:
+        """The run folder's files, less those under a skipped name (`skip`: names or patterns of the
+        folder's own entries, e.g. retriever/, 88 MB that nothing in ms reads back)."""
+        return sorted(p for p in out.rglob("*") if p.is_file()
+                      and not any(fnmatch(p.relative_to(out).parts[0], pattern) for pattern in self.skip))
+
+    def experiment_name(self, config: DictConfig) -> str:
+        return self.experiment or OmegaConf.select(config, "hydra.runtime.choices.experiment") or DEFAULT_EXPERIMENT
+
+    def _open(self, config: DictConfig):
+        """The client and the experiment's id, the experiment made on first use (its artifacts beside
+        the default store, where that is the store)."""
+        from mlflow import MlflowClient
+        from mlflow.exceptions import MlflowException
+
+        if self._client is None:
+            if self.tracking_uri.startswith("sqlite:///"):
+                Path(self.tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+            self._client = MlflowClient(tracking_uri=self.tracking_uri)
+        name = self.experiment_name(config)
+        found = self._client.get_experiment_by_name(name)
+        if found is None:
+            try:
+                return self._client, self._client.create_experiment(name, artifact_location=self.artifacts)
+            except MlflowException:  # another process made it meanwhile
+                found = self._client.get_experiment_by_name(name)
+                if found is None:
+                    raise
+        return self._client, found.experiment_id

@@ -1,0 +1,174 @@
+"""Opt-in MLflow tracking (hydra/callbacks=mlflow, ms/tracking.py): tiny real runs logged to a real
+local SQLite store, read back with MLflow's own client; nothing of MLflow loaded without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import REPO
+
+# The smallest run that still has two fills and a stream: one agent, two stream questions, one test
+# question, scored by ref_logprob (one forward pass, nothing decoded at test time).
+TINY = ["data.agents=[riddle]", "data.max_seed=4", "data.max_stream=1", "data.max_test=1", "fills=[50,100]",
+        "micro_batch=4", "train.candidates=3", "train.labelled=2", "backbone.generation.max_new_tokens=16",
+        "scorer.threshold=0", "eval.metrics=[ref_logprob]", f"data.dir={REPO / 'data'}"]
+# The same as an experiment file, so that a sweep's cell folders are named by the swept key alone;
+# no memory train (k=0 has no stream to train on anyway).
+TINY_EXPERIMENT = "# @package _global_\n" + OmegaConf.to_yaml(OmegaConf.from_dotlist(TINY + ["train.enabled=false"]))
+# A value the environment holds and the config only names (pool.dsn reads MS_POOL_DSN): it must reach
+# no parameter, tag or artifact.
+SECRET = "host=db password=sk-DO-NOT-LOG-4242"
+
+
+def flat(node, prefix=""):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from flat(value, f"{prefix}.{key}" if prefix else key)
+    else:
+        yield prefix, node
+
+
+def logged_files(client, run_id, into: Path) -> dict[str, bytes]:
+    folder = Path(client.download_artifacts(run_id, "", str(into)))
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def no_secret_in(run, files: dict[str, bytes]) -> None:
+    assert not [k for k, v in {**run.data.params, **run.data.tags}.items() if "sk-DO-NOT-LOG" in v]
+    assert not [name for name, data in files.items() if b"sk-DO-NOT-LOG" in data]
+
+
+def test_a_run_is_logged_with_its_config_metrics_per_fill_record_and_files(ms_run, tmp_path, monkeypatch):
+    from mlflow import MlflowClient
+
+    monkeypatch.chdir(tmp_path)  # the default store: outputs/mlflow.db under the current folder
+    monkeypatch.setenv("MS_POOL_DSN", SECRET)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    code, err = ms_run(*TINY, "hydra/callbacks=mlflow")
+    assert code == 0, err
+    out = tmp_path / "run"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert (out / "retriever").is_dir() and (tmp_path / "outputs" / "mlflow.db").is_file()
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("ms")  # no experiment config chosen
+    [run] = client.search_runs([experiment.experiment_id])
+    assert (run.info.run_name, run.info.status) == ("run", "FINISHED")
+    assert "mlflow.parentRunId" not in run.data.tags
+
+    # Parameters: every key of the saved config, resolved; pool.dsn as written, never its value.
+    params = run.data.params
+    saved = dict(flat(OmegaConf.to_container(OmegaConf.load(out / ".hydra" / "config.yaml"))))
+    assert set(params) == set(saved)
+    for key, value in saved.items():
+        if "${" not in str(value):
+            assert params[key] == (value if isinstance(value, str) else json.dumps(value)), key
+    assert params["pool.dsn"] == "${oc.env:MS_POOL_DSN,null}"
+    assert params["data.agents"] == '["riddle"]' and params["fills"] == "[50, 100]" and params["k"] == "3"
+
+    # Metrics: each fill's numbers from metrics.json, the fill as the step.
+    assert set(metrics["fills"]) == {"50", "100"}
+    for key, scope in (("overall/ref_logprob", "overall"), ("agent/riddle/ref_logprob", "riddle")):
+        history = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, key))
+        cells = {int(f): (b["overall"] if scope == "overall" else b["per_agent"][scope])
+                 for f, b in metrics["fills"].items()}
+        assert history == [(fill, pytest.approx(cells[fill]["ref_logprob"])) for fill in (50, 100)]
+    assert run.data.metrics["overall/n_ref_logprob"] == 1
+    assert run.data.metrics["wall_seconds"] == pytest.approx(metrics["wall_seconds"])
+
+    # Tags: the run record.
+    record, tags = metrics["provenance"], run.data.tags
+    assert tags["mlflow.source.git.commit"] == record["commit"] and record["commit"]
+    [(gguf, sha)] = record["backbones"]["smollm2"]["sha256"].items()
+    assert tags[f"provenance.backbones.smollm2.sha256.{gguf}"] == sha and len(sha) == 64
+    assert tags["provenance.backbones.smollm2.engine"] == record["backbones"]["smollm2"]["engine"]
+    assert tags["ms.run_id"] == (out / "run_id").read_text().strip() and tags["ms.complete"] == "true"
+
+    # Artifacts: the run folder's files as they are, less retriever/ (88 MB nothing reads back).
+    files = logged_files(client, run.info.run_id, tmp_path / "downloaded")
+    here = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert set(files) == {name for name in here if not name.startswith("retriever/")}
+    assert {"metrics.json", "predictions.jsonl", "decisions.jsonl", ".hydra/config.yaml"} <= set(files)
+    assert files["metrics.json"] == (out / "metrics.json").read_bytes()
+    no_secret_in(run, files)
+
+
+def test_a_multirun_is_a_parent_run_with_a_child_per_cell(tmp_path, monkeypatch, capsys):
+    import ms.cli.run
+    from mlflow import MlflowClient
+
+    store = tmp_path / "elsewhere" / "tracking.db"  # MLFLOW_TRACKING_URI picks the store
+    extra = tmp_path / "conf" / "experiment"
+    extra.mkdir(parents=True)
+    (extra / "tiny.yaml").write_text(TINY_EXPERIMENT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    monkeypatch.setenv("MS_POOL_DSN", SECRET)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+    sweep = tmp_path / "sweep"
+    monkeypatch.setattr(sys, "argv", ["ms-run", "-m", f"--config-dir={tmp_path / 'conf'}", "experiment=tiny", "k=0,1",
+                                      "hydra/callbacks=mlflow", f"hydra.sweep.dir={sweep}",
+                                      f"cache_dir={tmp_path / 'cache'}", "hydra/job_logging=none",
+                                      "hydra/hydra_logging=none"])
+    monkeypatch.setattr(ms.cli.run, "_composed", False)
+    ms.cli.run.main()
+    assert store.is_file() and not (tmp_path / "outputs").exists()
+
+    client = MlflowClient(f"sqlite:///{store}")
+    experiment = client.get_experiment_by_name("tiny")  # named after the experiment config
+    runs = client.search_runs([experiment.experiment_id])
+    [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = sorted((r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
+                      key=lambda r: r.info.run_name)
+    assert len(runs) == 3 and parent.info.status == "FINISHED"
+    assert parent.data.tags["ms.sweep_dir"] == str(sweep)
+    assert [c.info.run_name for c in children] == ["k=0", "k=1"]  # the cells' folder names
+    for child, k in zip(children, ("0", "1")):
+        cell = sweep / f"k={k}"
+        metrics = json.loads((cell / "metrics.json").read_text())
+        assert child.info.status == "FINISHED" and child.data.params["k"] == k
+        assert child.data.tags["ms.run_folder"] == str(cell)
+        assert child.data.metrics["overall/ref_logprob"] == pytest.approx(metrics["fills"]["100"]["overall"]["ref_logprob"])
+        files = logged_files(client, child.info.run_id, tmp_path / "downloaded" / k)
+        assert files["metrics.json"] == (cell / "metrics.json").read_bytes()
+        no_secret_in(child, files)
+
+
+# ms-run with the loop stubbed out (no model): which of MLflow's modules the process loaded.
+PROBE = """import sys
+import ms.pipeline
+ms.pipeline.run = lambda cfg, out: None
+from ms.cli.run import main
+try:
+    main()
+finally:
+    print("mlflow loaded:", any(m.split(".")[0] == "mlflow" for m in sys.modules), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("callbacks, loaded", [([], False), (["hydra/callbacks=mlflow"], True)])
+def test_nothing_of_mlflow_is_loaded_unless_the_callback_is_on(tmp_path, callbacks, loaded):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'store.db'}"}
+    done = subprocess.run([sys.executable, "-c", PROBE, f"hydra.run.dir={tmp_path / 'run'}", f"data.dir={REPO / 'data'}",
+                           f"cache_dir={tmp_path / 'cache'}", *callbacks], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"mlflow loaded: {loaded}" in done.stderr
+    assert (tmp_path / "store.db").exists() == loaded
+
+
+def test_without_mlflow_installed_the_callback_is_one_line_before_any_folder(ms_run, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # as if it were not installed: find_spec finds nothing
+    code, err = ms_run(*TINY, "hydra/callbacks=mlflow")
+    assert (code, err) == (2, ["ms-run: error: hydra/callbacks=mlflow needs MLflow, which is not installed: "
+                               "pip install -e '.[mlflow]'"])
+    assert not (tmp_path / "run").exists()
