@@ -25,6 +25,9 @@ from ms.errors import UserError
 NOT_IDENTITY = ("hydra", "cache_dir", "use_cache", "pool.dsn", "data.dir", "data.created_by", "retriever.save",
                 "retriever.composite.debug", "eval.device")
 DATA_KEY = "data (the examples read)"
+# Settings added since runs began recording their cell, with the value every run before them ran
+# with: a finished run whose record lacks one ran with that value, and resumes as the same cell.
+ADDED_SINCE = {"access.name": "open", "access.file": None}
 
 
 def flat(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -71,7 +74,7 @@ def stored(folder: Path, metrics: Mapping) -> tuple[Optional[dict], Optional[str
     (then without a fingerprint)."""
     cell = metrics.get("cell")
     if isinstance(cell, Mapping):
-        return dict(cell.get("config") or {}), cell.get("data_sha256"), True
+        return {**ADDED_SINCE, **(cell.get("config") or {})}, cell.get("data_sha256"), True
     saved = folder / ".hydra" / "config.yaml"
     try:
         return identity(yaml.safe_load(saved.read_text(encoding="utf-8")) or {}, data_dir=True), None, False

@@ -18,6 +18,7 @@ from typing import Any, Optional
 import torch
 from omegaconf import DictConfig
 
+from ms.access import AccessRule, build_access
 from ms.agents import Agent, PromptTemplate, agents_from
 from ms.cell import data_fingerprint, record as cell_record
 from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
@@ -86,6 +87,7 @@ class Parts:
     memory: Any  # the memory policy (ms.memory)
     retriever: Retriever  # the stream's, wrapped by the memory policy
     test_retriever: Retriever
+    access: AccessRule  # who may read whose memories: every retrieval passes its agent's reader
     trainer: Optional[RetrieverTrainer]
     metrics: list[Metric]  # in the registry's order
     record: dict  # metrics.json's `run`
@@ -127,6 +129,7 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     names = validate_metrics(cfg.eval.metrics)
     agents = agents_from(cfg.agents)
     splits = load_splits(cfg.data, agents)
+    access = build_access(cfg.access, list(cfg.agents))  # before any model loads: a bad rule file fails fast
     pool = open_run_pool(cfg.pool, out_dir)  # before any model loads: a bad pool file fails fast
     # The backbone each agent that runs answers on; each distinct backbone is built once.
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
@@ -141,7 +144,7 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     if trainable is not None:
         labeller = Labeller(backbones[catalog.resolve(cfg.train.backbone)], template, cfg.train.label_method,
                             cfg.train.verbalized_prompt, agents=agents)
-        trainer = RetrieverTrainer(cfg.train, trainable, BM25Retriever(pool), labeller)
+        trainer = RetrieverTrainer(cfg.train, trainable, BM25Retriever(pool), labeller, reader=access.reader)
     # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
     memory = build_policy(cfg.memory, pool, backbones[cfg.backbone.name],
                           encoder=lambda: Encoder(cfg.retriever.encoder))
@@ -154,7 +157,7 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         scorer=scorer, rubric_of=lambda a: rubric_for(agents[a], cfg.pool.mode).name, seed=cfg.seed,
         meter=lambda: UtilityMeter(retriever.retrieve_batch, lambda a: backbones[agent_backbone[a]], agents,
                                    template, cfg.gate.probes, settings.stream_k,
-                                   [e.question for s in splits.values() for e in s.test])))
+                                   [e.question for s in splits.values() for e in s.test], reader=access.reader)))
     # Taken before the stream runs: the code and files the run started with.
     test_name = "dense" if at_test == "dense_frozen" else at_test
     uses_encoder = (RETRIEVERS.load(cfg.retriever.name).uses_encoder
@@ -179,6 +182,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         **gate_cls.record(cfg.gate),
         # only where the stream wrote references, so model-written runs stay one condition
         **({"stream_answers": cfg.stream.answers} if cfg.stream.answers != "model" else {}),
+        # only where a rule withholds something, so open runs stay one condition with older runs
+        **access.record(),
         # only where another backbone grades, so self-graded runs stay one condition with older runs
         **({"grader": cfg.scorer.backbone, "threshold": cfg.scorer.threshold}
            if cfg.scorer.backbone not in (None, cfg.backbone.name) else {}),
@@ -187,6 +192,6 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     described = {cls.record_key: None for cls in map(METRICS.load, METRICS) if cls.record_key}
     described.update({m.record_key: m.describe() for m in metrics if m.record_key})
     return Parts(settings, clock, agents, splits, template, pool, backbones, agent_backbone, scorer, gate, memory,
-                 retriever, test_retriever, trainer, metrics, record, described,
+                 retriever, test_retriever, access, trainer, metrics, record, described,
                  provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch),
                  cell_record(cfg, data_fingerprint(splits)))  # what a resumed sweep must match

@@ -7,7 +7,8 @@ with an importance in [0, 1]. Each store is consolidated once it holds `capacity
 oldest item has waited `interval` steps: similar items are summarized by the LLM into one long-term
 memory (the originals are kept, marked consolidated, and stay readable by id), the rest move to
 long-term memory unchanged. Retrieval adds to the long-term results the short-term items that are
-similar enough to the query, or important enough to be pulled in anyway.
+similar enough to the query, or important enough to be pulled in anyway; a reader's access rule
+(ms.access) applies to both.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ms.access import Reader
 from ms.llm.base import LM, Message
 from ms.pool import Memory, Pool
 from ms.retrieval.base import Retriever, memory_text
@@ -266,12 +268,13 @@ class StmLtmPolicy:
 
     # ---- retrieval ---------------------------------------------------------------------------
 
-    def short_term(self, queries: Sequence[str], scope: str) -> list[list[Memory]]:
-        """Per query, the scope's short-term items that qualify, best first. An item qualifies by
-        cosine >= threshold, or by importance > importance_override at any cosine; an item pulled in
-        by importance ranks by its importance where that beats its cosine, so an urgent memory is
-        not buried under merely similar ones."""
-        items = self.pool.memories(scope, tier="short", include_consolidated=False)
+    def short_term(self, queries: Sequence[str], scope: str, reader: Reader | None = None) -> list[list[Memory]]:
+        """Per query, the scope's short-term items that qualify, best first, of those `reader` may
+        retrieve. An item qualifies by cosine >= threshold, or by importance > importance_override
+        at any cosine; an item pulled in by importance ranks by its importance where that beats its
+        cosine, so an urgent memory is not buried under merely similar ones."""
+        items = [m for m in self.pool.memories(scope, tier="short", include_consolidated=False)
+                 if reader is None or reader.allows(m)]
         if not items:
             return [[] for _ in queries]
         cosines = self.encoder.encode(list(queries)) @ self.encoder.encode([memory_text(m) for m in items]).T
@@ -299,18 +302,20 @@ class StmLtmRetriever(Retriever):
     def state(self, scope: str) -> dict[str, int]:
         return self.inner.state(scope)
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
+                 reader: Reader | None = None) -> list[Memory]:
         if k <= 0:
             return []
         banned = set(exclude)
-        short = [m for m in self.policy.short_term([query], scope)[0] if m.id not in banned]
-        return _merge(short, self.inner.retrieve(query, scope, k, exclude), k)
+        short = [m for m in self.policy.short_term([query], scope, reader)[0] if m.id not in banned]
+        return _merge(short, self.inner.retrieve(query, scope, k, exclude, reader), k)
 
-    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int) -> list[list[Memory]]:
+    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int,
+                       reader: Reader | None = None) -> list[list[Memory]]:
         if k <= 0:
             return [[] for _ in queries]
-        shorts = self.policy.short_term(queries, scope)
-        longs = self.inner.retrieve_batch(queries, scope, k)
+        shorts = self.policy.short_term(queries, scope, reader)
+        longs = self.inner.retrieve_batch(queries, scope, k, reader)
         return [_merge(s, l, k) for s, l in zip(shorts, longs)]
 
 

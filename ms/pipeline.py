@@ -68,6 +68,7 @@ class Experiment:
         self.pool, self.backbones, self.agent_backbone = parts.pool, parts.backbones, parts.agent_backbone
         self.scorer, self.gate, self.memory, self.trainer = parts.scorer, parts.gate, parts.memory, parts.trainer
         self.retriever, self.test_retriever = parts.retriever, parts.test_retriever
+        self.reader = parts.access.reader  # agent -> the writers its access rule grants it (ms.access)
         self.metrics = parts.metrics
         self.stream_k = self.settings.stream_k
         self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred
@@ -107,14 +108,19 @@ class Experiment:
 
     def prompts(self, queries: Sequence[Query], k: int, *, mark: bool,
                 retriever=None) -> tuple[list[list], list[list[Memory]]]:
-        """Retrieve k memories per query (one batch per scope) and render each query's chat."""
+        """Retrieve k memories per query, as its agent's access rule lets it (one batch per scope and
+        set of grants), and render each query's chat."""
         retriever = retriever or self.retriever
         retrieved: list[list[Memory]] = [[] for _ in queries]
-        by_scope: dict[str, list[int]] = defaultdict(list)
+        batches: dict[tuple, list[int]] = defaultdict(list)
+        readers = {}
         for i, q in enumerate(queries):
-            by_scope[q.scope].append(i)
-        for scope, idx in by_scope.items():
-            found = retriever.retrieve_batch([queries[i].example.question for i in idx], scope, k)
+            reader = self.reader(q.agent)
+            readers[q.scope, reader.writers] = reader  # agents with the same grants search together
+            batches[q.scope, reader.writers].append(i)
+        for (scope, writers), idx in batches.items():
+            found = retriever.retrieve_batch([queries[i].example.question for i in idx], scope, k,
+                                             readers[scope, writers])
             for i, memories in zip(idx, found):
                 retrieved[i] = memories
         if mark:
@@ -189,6 +195,8 @@ class Experiment:
         for row, q, memories in zip(part, queries, retrieved):
             row["retrieved"] = [m.id for m in memories]
             row.update(self.test_retriever.state(q.scope))  # retriever_version, index_staleness
+            # searchable memories of its scope the agent's access rule kept from this question (0: none)
+            row["withheld"] = self.test_retriever.withheld(q.scope, self.reader(q.agent))
         if self.needs_answers:
             for row, answer in zip(part, self.answer(queries, prompts, "evaluate")):
                 row["answer"] = answer

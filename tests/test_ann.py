@@ -158,7 +158,8 @@ def test_a_walk_that_comes_back_short_is_searched_exactly(pool, monkeypatch):
     ann = DenseRetriever(pool, TableEncoder(table), index="ann", ann_min_size=1000)
     walk = ScopeGraph.search
     # As a walk through a mostly filtered graph can: fewer than asked, here 3 of 10.
-    monkeypatch.setattr(ScopeGraph, "search", lambda self, queries, take: [r[:3] for r in walk(self, queries, take)])
+    monkeypatch.setattr(ScopeGraph, "search", lambda self, queries, take, visible=None:
+                        [r[:3] for r in walk(self, queries, take, visible)])
     assert ann.search(queries, "s", K) == DenseRetriever(pool, TableEncoder(table)).search(queries, "s", K)
     assert ann.ann_fallbacks == len(queries)
 

@@ -11,11 +11,11 @@ import textwrap
 
 import pytest
 
-from ms.config.parts import ENGINES, GATES, METRICS, POLICIES, POOL_BACKENDS, PROVIDERS, RETRIEVERS
+from ms.config.parts import ACCESS_RULES, ENGINES, GATES, METRICS, POLICIES, POOL_BACKENDS, PROVIDERS, RETRIEVERS
 from ms.config.registry import DuplicatePart, Registry, UnknownPart
 
 REGISTRIES = {"gate": GATES, "metric": METRICS, "provider": PROVIDERS, "engine": ENGINES, "retriever": RETRIEVERS,
-              "memory policy": POLICIES, "pool backend": POOL_BACKENDS}
+              "memory policy": POLICIES, "pool backend": POOL_BACKENDS, "access rule": ACCESS_RULES}
 
 
 @pytest.mark.parametrize("kind", list(REGISTRIES))

@@ -83,7 +83,7 @@ def test_a_candidate_asking_a_memorys_own_question_never_probes_that_memory(logi
                          shots=0)
     [u] = meter.measure([Candidate("riddle", "logic", target["question"], "A mirror.")])
     assert ids["riddle-001"] not in u.probes and len(u.probes) == 2 and u.shots == 1  # k = 0 measures with one shot
-    [empty] = UtilityMeter(lambda q, s, n: [[] for _ in q], lambda agent: copier(), AGENTS, template(), probes=2,
+    [empty] = UtilityMeter(lambda q, s, n, reader: [[] for _ in q], lambda agent: copier(), AGENTS, template(), probes=2,
                            shots=1).measure([Candidate("riddle", "logic", "q", "a")])
     assert (empty.u, empty.lo, empty.probes) == (None, None, [])
 
@@ -140,7 +140,7 @@ def test_a_schema_3_pool_gains_utility_columns_in_place(tmp_path):
         [updated] = pool.get([12])
         assert (updated.utility, updated.utility_n) == (pytest.approx(0.4), 3)
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
 
 
 def test_a_backbone_without_likelihoods_is_refused_before_anything_loads():

@@ -7,6 +7,7 @@ import sys
 from statistics import mean
 
 from ms.cli.forget import add_forget
+from ms.cli.learn_access import add_learn_access
 from ms.data import (Example, drop_leaked_tests, form_problem, format_hygiene, hygiene_report, import_paper,
                      line_numbers, load_dir, split_examples, with_splits, write_dir, write_hygiene)
 from ms.errors import UserError
@@ -354,6 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats_pool.add_argument("pool", help="a pool file: <run folder>/pool.sqlite, or a shared pool.path")
     stats_pool.set_defaults(handler=pool_stats_cmd)
     add_forget(commands)
+    add_learn_access(commands)
     return parser
 
 

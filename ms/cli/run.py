@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 # Overrides whose values are paths, named in run folders by a tag instead (Hydra's exclude_keys
 # leaves them out of override_dirname, conf/config.yaml).
-PATH_KEYS = ("data.dir", "gate.match")
+PATH_KEYS = ("data.dir", "gate.match", "access.file")
 
 
 def path_tags(task_overrides) -> str:

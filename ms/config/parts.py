@@ -71,4 +71,12 @@ POOL_BACKENDS = Registry("pool backend", {
     "postgres": "ms.pool.postgres_backend:PostgresDatabase",
 }, key="pool.backend")
 
-__all__ = ["ENGINES", "GATES", "METRICS", "POLICIES", "POOL_BACKENDS", "PROVIDERS", "RETRIEVERS"]
+# Who may read whose memories within a scope: each a ms.access.base.AccessRule (access.name,
+# conf/access/<name>.yaml). open: everyone reads everything (the default); rule: a grant table by writer
+# agent per reader, from a rule file (access.file) that a person writes or ms-data learn-access learns.
+ACCESS_RULES = Registry("access rule", {
+    "open": "ms.access.open:OpenAccess",
+    "rule": "ms.access.table:RuleFileAccess",
+}, key="access.name")
+
+__all__ = ["ACCESS_RULES", "ENGINES", "GATES", "METRICS", "POLICIES", "POOL_BACKENDS", "PROVIDERS", "RETRIEVERS"]

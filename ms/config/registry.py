@@ -10,7 +10,8 @@ imports the one that is used.
     GATES.register("toy", "my_package.toy:ToyGate")       # a new variant, in-process
 
 How third parties plug in: Python entry points, one group per kind (`ms.gate`, `ms.metric`,
-`ms.provider`, `ms.engine`, `ms.retriever`, `ms.memory_policy`, `ms.pool_backend`), e.g. in a plugin's
+`ms.provider`, `ms.engine`, `ms.retriever`, `ms.memory_policy`, `ms.pool_backend`,
+`ms.access_rule`), e.g. in a plugin's
 pyproject.toml
 
     [project.entry-points."ms.gate"]

@@ -17,7 +17,7 @@ from omegaconf import MISSING
 from ms.config.backbone import (ENGINES, PROMPT_FORMATS, PROMPT_LOGPROBS, PROVIDERS, BackboneConfig,
                                  GenerationConfig, PriceConfig)
 from ms.config.fields import setting
-from ms.config.parts import GATES, METRICS, POLICIES, POOL_BACKENDS, RETRIEVERS
+from ms.config.parts import ACCESS_RULES, GATES, METRICS, POLICIES, POOL_BACKENDS, RETRIEVERS
 
 # ---- choices --------------------------------------------------------------------------------
 
@@ -246,6 +246,20 @@ class PoolConfig:
 
 
 @dataclass
+class AccessConfig:
+    # Who may read whose memories within the scope it reads (ACCESS_RULES; ms.access): open: everyone
+    # reads everything, as before rules existed | rule: the grant table of a rule file (README,
+    # "Access rules"). Enforced wherever candidates are drawn: every retriever, short-term memory,
+    # memory train's mining and the utility gate's probes.
+    name: str = setting("open", choices=ACCESS_RULES)
+    file: Optional[str] = None  # access=rule: the rule file (ms-data learn-access writes one)
+
+    def problems(self):
+        if self.file is not None and self.name == "open":
+            yield "file", "is read by access=rule only; access=open grants every writer"
+
+
+@dataclass
 class RetrieverConfig:
     name: str = setting("dense", choices=RETRIEVERS)
     encoder: Optional[str] = None  # None: the packaged all-MiniLM-L6-v2; or any HF encoder
@@ -304,6 +318,7 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     pool: PoolConfig = field(default_factory=PoolConfig)
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    access: AccessConfig = field(default_factory=AccessConfig)  # the `access` group: open | rule
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
@@ -323,4 +338,4 @@ class Config:
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 
-__all__ = ["AGE_UNITS", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "DEFAULT_METRICS", "EVAL_METRICS", "METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "STREAM_ANSWERS", "StmLtmConfig", "StreamConfig", "TrainConfig"]
+__all__ = ["ACCESS_RULES", "AGE_UNITS", "AccessConfig", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "DEFAULT_METRICS", "EVAL_METRICS", "METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "STREAM_ANSWERS", "StmLtmConfig", "StreamConfig", "TrainConfig"]

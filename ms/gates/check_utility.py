@@ -25,8 +25,8 @@ from ms.retrieval.base import Retriever
 def withholding(retriever: Retriever, withheld: set[int]) -> Retrieve:
     """`retriever.retrieve_batch` as if the memories `withheld` were not in the pool: it asks for
     as many more as are withheld, so n are left."""
-    def retrieve(queries: Sequence[str], scope: str, n: int) -> list[list[Memory]]:
-        found = retriever.retrieve_batch(queries, scope, n + len(withheld))
+    def retrieve(queries: Sequence[str], scope: str, n: int, reader=None) -> list[list[Memory]]:
+        found = retriever.retrieve_batch(queries, scope, n + len(withheld), reader)
         return [[m for m in memories if m.id not in withheld][:n] for memories in found]
     return retrieve
 

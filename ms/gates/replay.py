@@ -12,6 +12,9 @@ least one. The candidate then takes the place of the last shot, and
 in nats per token, the quantity memory train's labels and `ref_logprob` use. It needs two forward
 passes per probe and no decoding. The displaced shot's effect is the same comparison seen from the
 other side (-delta_j), so one measurement informs the utility kept for both memories.
+
+Probes and their shots obey the access rule (ms.access) of the candidate's agent, the agent the
+measurement acts for: a memory that agent may not retrieve is neither a probe nor a shot.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
+from ms.access import Reader
 from ms.agents import Agent, PromptTemplate, chat
 from ms.llm.base import LM
 from ms.pool import Memory
@@ -74,19 +78,24 @@ def effects(measured: Iterable[tuple[Optional[Mapping], Optional[int]]]) -> dict
     return out
 
 
-Retrieve = Callable[[Sequence[str], str, int], list[list[Memory]]]
+# (queries, scope, n, reader) -> per query its n nearest memories that reader may retrieve
+Retrieve = Callable[[Sequence[str], str, int, Optional[Reader]], list[list[Memory]]]
+Group = tuple[str, Optional[frozenset]]  # (scope, the grants of the readers searching it)
 
 
 class UtilityMeter:
-    """`retrieve(queries, scope, n)` is the run's retriever (`retrieve_batch`); `lm_for(agent)` the
-    backbone an agent answers on, which also scores its candidates' probes; `shots` the k of the
-    prompts probes are measured in (at least 1); `test_questions` never serve as probes."""
+    """`retrieve(queries, scope, n, reader)` is the run's retriever (`retrieve_batch`); `lm_for(agent)`
+    the backbone an agent answers on, which also scores its candidates' probes; `shots` the k of the
+    prompts probes are measured in (at least 1); `test_questions` never serve as probes; `reader(agent)`
+    the reader an agent's access rule makes it (default: open)."""
 
     def __init__(self, retrieve: Retrieve, lm_for: Callable[[str], LM], agents: Mapping[str, Agent],
-                 template: PromptTemplate, probes: int, shots: int, test_questions: Iterable[str] = ()):
+                 template: PromptTemplate, probes: int, shots: int, test_questions: Iterable[str] = (),
+                 reader: Optional[Callable[[str], Reader]] = None):
         if probes < 1:
             raise ValueError(f"gate.probes must be at least 1, got {probes}")
         self.retrieve, self.lm_for, self.agents, self.template = retrieve, lm_for, agents, template
+        self.reader = reader or Reader
         self.m = probes
         self.shots = max(1, shots)
         self.tests = {normalize_space(q) for q in test_questions}
@@ -100,7 +109,7 @@ class UtilityMeter:
         for i, c in enumerate(candidates):
             lm = self.lm_for(c.agent)
             lms[id(lm)] = lm
-            jobs[id(lm)] += [(i, p, shots[c.scope][p.id]) for p in probes[i]]
+            jobs[id(lm)] += [(i, p, shots[self._group(c)[0]][p.id]) for p in probes[i]]
         deltas: list[list[float]] = [[] for _ in candidates]
         displaced: list[list[Optional[int]]] = [[] for _ in candidates]
         for key, todo in jobs.items():
@@ -128,32 +137,43 @@ class UtilityMeter:
                                displaced[i], self.shots))
         return out
 
+    def _group(self, c: Candidate) -> tuple[Group, Reader]:
+        """The batch a candidate is searched in (its scope and its agent's grants), and its reader."""
+        reader = self.reader(c.agent)
+        return (c.scope, reader.writers), reader
+
     def _probes(self, candidates: Sequence[Candidate]) -> list[list[Memory]]:
         """Each candidate's m nearest memories of its scope that may serve as probes."""
         found: list[list[Memory]] = [[] for _ in candidates]
-        by_scope: dict[str, list[int]] = defaultdict(list)
+        groups: dict[Group, list[int]] = defaultdict(list)
+        readers: dict[Group, Reader] = {}
         for i, c in enumerate(candidates):
-            by_scope[c.scope].append(i)
-        for scope, idx in by_scope.items():
+            group, readers[group] = self._group(c)
+            groups[group].append(i)
+        for group, idx in groups.items():
             # Twice m, so that a few memories left out below still leave m probes.
-            nearest = self.retrieve([candidates[i].question for i in idx], scope, 2 * self.m)
+            nearest = self.retrieve([candidates[i].question for i in idx], group[0], 2 * self.m, readers[group])
             for i, memories in zip(idx, nearest):
                 barred = self.tests | {normalize_space(candidates[i].question)}
                 found[i] = [m for m in memories if normalize_space(m.question) not in barred][:self.m]
         return found
 
-    def _shots(self, candidates: Sequence[Candidate], probes: list[list[Memory]]) -> dict[str, dict[int, list[Memory]]]:
-        """scope -> probe id -> the shots its prompt holds now: its nearest memories, never itself
-        nor another memory asking its question (that would show its answer)."""
-        wanted: dict[str, dict[int, Memory]] = defaultdict(dict)
+    def _shots(self, candidates: Sequence[Candidate],
+               probes: list[list[Memory]]) -> dict[Group, dict[int, list[Memory]]]:
+        """(scope, grants) -> probe id -> the shots its prompt holds now: its nearest memories that the
+        candidate's agent may retrieve, never itself nor another memory asking its question (that
+        would show its answer)."""
+        wanted: dict[Group, dict[int, Memory]] = defaultdict(dict)
+        readers: dict[Group, Reader] = {}
         for c, found in zip(candidates, probes):
+            group, readers[group] = self._group(c)
             for p in found:
-                wanted[c.scope][p.id] = p
-        out: dict[str, dict[int, list[Memory]]] = {}
-        for scope, by_id in wanted.items():
+                wanted[group][p.id] = p
+        out: dict[Group, dict[int, list[Memory]]] = {}
+        for group, by_id in wanted.items():
             listed = list(by_id.values())
-            nearest = self.retrieve([p.question for p in listed], scope, self.shots + 1)
-            out[scope] = {p.id: [m for m in memories if m.id != p.id and normalize_space(m.question) != normalize_space(p.question)]
+            nearest = self.retrieve([p.question for p in listed], group[0], self.shots + 1, readers[group])
+            out[group] = {p.id: [m for m in memories if m.id != p.id and normalize_space(m.question) != normalize_space(p.question)]
                           [:self.shots] for p, memories in zip(listed, nearest)}
         return out
 

@@ -13,6 +13,7 @@ from ms.config.files import DECISIONS_FILE
 from ms.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
 from ms.metrics.base import metric_of_key
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
+from ms.report.access_compare import write_access
 from ms.report.claims import claims_csv, claims_grid, claims_markdown, comparisons, test_all, untested
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
 from ms.report.figures import change_by_gate, figure4, pool_growth
@@ -166,11 +167,12 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
     sharing = write_sharing(runs, out, metric, sharing_fill)
     stream_shares = write_stream_share(runs, out)
     quality = write_quality(runs, out)
+    access = write_access(runs, out, metric)  # runs under a learned access rule, on their held-out halves
     usage = write_usage(runs, out)
     summary = out / "summary.md"
     summary.write_text(summary_markdown(list(roots), metric, runs, skipped, tables, figure4s, growth, why_not, paper,
                                         claims, ablation, stream_shares) + (f"\n{sharing}\n" if sharing else "")
-                       + (f"\n{quality}" if quality else "")
+                       + (f"\n{quality}" if quality else "") + (f"\n{access}\n" if access else "")
                        + f"\n## LLM usage and cost\n\n{usage}\n\n{records_markdown(warnings, runs)}",
                        encoding="utf-8")
     if html is not None:

@@ -20,7 +20,8 @@ SELECTION_RULE = (
     "value is averaged over them before the bootstrap. Of two runs with the same run fields and the same seed "
     "(or none recorded), the more recently finished one (metrics.json time) is kept. "
     "Tables 1-2 and Figure 4 use only conditions with retriever=dense and plain memory (memory=plain, or no "
-    "memory field: runs from before it existed). When several of those claim the same (backbone, k, pool) "
+    "memory field: runs from before it existed), read under access=open (runs under an access rule are compared "
+    "in access.md). When several of those claim the same (backbone, k, pool) "
     "cell, one gated by the rubric (the paper's gate) beats one gated otherwise, then one with memory train on "
     "(learned) beats a frozen one, then the most recently finished one wins. "
     "Every other run is listed under 'Other runs' in runs.md, and retriever/memory variants of a cell are "
@@ -197,7 +198,7 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
         return c.gate == "rubric", bool(c.fields.get("learned")), c.finished, c.name
 
     def eligible(c: Condition) -> bool:
-        return c.fields.get("retriever") == TABLE_RETRIEVER and c.memory == TABLE_MEMORY
+        return c.fields.get("retriever") == TABLE_RETRIEVER and c.memory == TABLE_MEMORY and not c.fields.get("access")
 
     chosen: dict[Cell, Condition] = {}
     for c in conds:
@@ -210,6 +211,8 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
                 why_not[run.name] = f"retriever={c.fields.get('retriever')} (the tables use dense only)"
             elif c.memory != TABLE_MEMORY:
                 why_not[run.name] = f"memory={c.memory} (the tables use plain memory only; see ablation.md)"
+            elif c.fields.get("access"):
+                why_not[run.name] = "access=rule (the tables read under access=open; see access.md)"
             elif chosen[c.cell] is not c:
                 why_not[run.name] = f"its cell is taken by {chosen[c.cell].name}"
     return chosen, why_not

@@ -22,6 +22,7 @@ from scipy import stats
 
 from ms.report.baseline import Baseline, find_baseline
 from ms.report.figures import _figure
+from ms.report.grants import Grants
 from ms.report.render import markdown_grid
 from ms.report.runs import Item, Run, metric_label
 from ms.report.writers import UNWRITTEN, Writer, agent_backbones, own_run_id, read_writers, run_config
@@ -57,7 +58,10 @@ DEFINITIONS = (
     "metric difference (k > 0 minus k = 0; higher is better), and a cell's gain is the mean over the "
     "retrievals it counts, i.e. each question weighted by how many of its k memories the cell holds. The "
     "95% CI resamples the cell's questions (bootstrap). The whole prompt's gain is credited to each of its "
-    "memories, so a cell's gain is what its retrievals came with, not what they caused.")
+    "memories, so a cell's gain is what its retrievals came with, not what they caused. "
+    "Where the run retrieved under an access rule (`access=rule`: each agent reads only the writers it is granted), "
+    "the rule's grants stand beside the retrievals: the `granted` rows of the CSV (1 granted, 0 withheld, per "
+    "`agent=` column), the table's last column, and `withheld` under those writers in the heatmap.")
 
 
 @dataclass
@@ -77,6 +81,15 @@ class Sharing:
 
     def count(self, row: str, column: str) -> int:
         return sum(self.weights[row, column].values())
+
+    @property
+    def grants(self) -> Grants:
+        """The access rule the run retrieved under (open where it recorded none)."""
+        return Grants.of(self.run.fields)
+
+    def withheld(self, row: str, column: str) -> bool:
+        """Whether the rule withheld the writer of an agent= column from the row's agent."""
+        return column.startswith("agent=") and row != ALL and not self.grants.granted(row, column.split("=", 1)[1])
 
     def estimate(self, row: str, column: str) -> Estimate:
         if (row, column) not in self._estimates:
@@ -206,6 +219,10 @@ def sharing_csv(s: Sharing) -> str:
                               "gain": _number(est and est.mean), "gain_ci_lo": _number(est and est.lo),
                               "gain_ci_hi": _number(est and est.hi), "gain_n": str(est.n if est else "")}[quantity])
             table.writerow([quantity, row, *cells])
+    if not s.grants.open:  # 1 where the rule granted the row's agent the column's writer, 0 where it withheld it
+        for row in s.rows[:-1]:
+            table.writerow(["granted", row, *("" if not c.startswith("agent=") else str(int(not s.withheld(row, c)))
+                                              for c in s.columns)])
     return out.getvalue()
 
 
@@ -229,6 +246,8 @@ def heatmap(s: Sharing, title: str) -> Figure:
         for i, r in enumerate(rows):
             for j, c in enumerate(columns):
                 n = s.count(r, c)
+                if ax is left and s.withheld(r, c):  # the rule withheld this writer (its seeds aside)
+                    ax.text(j, i + 0.3, "withheld", ha="center", va="center", fontsize=5, color="firebrick")
                 if n:
                     g = gains[i, j]
                     text = str(n) if ax is left else (_gain_cell(s.estimate(r, c)) if np.isfinite(g) else "")
@@ -283,16 +302,22 @@ def sharing_markdown(s: Sharing, stem: str) -> str:
     blocks = [f"source={x}" for x in (OWN, SAME_DOMAIN, OTHER_DOMAIN)]
     runs = [f"run={OTHER_RUN}"] if f"run={OTHER_RUN}" in s.columns else []
     runs += [f"family={OTHER_BACKBONE}"] if f"family={OTHER_BACKBONE}" in s.columns else []
+    rule = s.grants
     header = ["agent", "retrievals", *(c.split("=", 1)[1] for c in blocks + runs), *(f"by {c.split('=', 1)[1]}" for c
-              in backbones), *(f"gain: {c.split('=', 1)[1]}" for c in blocks + runs), "gain: all"]
+              in backbones), *(f"gain: {c.split('=', 1)[1]}" for c in blocks + runs), "gain: all",
+              *([] if rule.open else ["granted writers"])]
     lines = [f"## {s.run.name}", "",
              f"{f['backbone']}, k = {f['k']}, {f['pool']} pool, retriever {s.run.retriever_label}, fill {s.fill}%; "
              f"{s.count(ALL, ALL)} retrievals. Gain ({metric_label(s.metric)}): {gain}.", "",
+             *([] if rule.open else [f"Access rule: {rule.describe()}. Its grants are the last column; "
+                                     "`withheld` marks those writers in the heatmap (their seeds stay where `seed` "
+                                     "is granted).", ""]),
              f"![sharing heatmap]({stem}.png) (all counts, shares and gains: [{stem}.csv]({stem}.csv))", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in s.rows:
         cells = [str(s.count(row, ALL)), *(_share(s, row, c) for c in blocks + runs + backbones),
-                 *(_gain(s, row, c) for c in [*blocks, *runs, ALL])]
+                 *(_gain(s, row, c) for c in [*blocks, *runs, ALL]),
+                 *([] if rule.open else ["" if row == ALL else rule.text(row)])]
         lines.append(f"| {'**all**' if row == ALL else _row_label(s, row)} | " + " | ".join(cells) + " |")
     if f"run={OTHER_RUN}" in runs:
         by_run = ", ".join(f"`{name}` {n}" for name, n in sorted(s.other_runs.get(ALL, Counter()).items()))

@@ -11,7 +11,9 @@ dense retriever's exact vectors, labelled by snapshot position, and following th
     but are filtered out during the search (faiss's ID selector on the snapshot's searchable
     mask); once they are over half the graph it is rebuilt without them, since a walk through a
     mostly filtered graph can come back with fewer than k (the retriever then searches exactly).
-Scopes never share a graph, so a search can only return memories of its own scope.
+Scopes never share a graph, so a search can only return memories of its own scope. A reader's access
+rule (ms.access) narrows the filter further: its mask (searchable and granted, by position) replaces
+the searchable one for its searches, and a walk it leaves short is redone exactly, as above.
 
 faiss is an optional extra (`pip install 'ms[ann]'`); this module imports it only when a graph is
 made, so ms runs without it while retriever.index=exact.
@@ -84,6 +86,9 @@ class ScopeGraph:
         self._dead = 0  # rows in the graph that are no longer searchable
         self._params = None
         self._bitmap = self._selector = None  # the filter's bits and selector: faiss holds raw pointers
+        # A reader's mask -> (the mask, kept so its id is not reused; its bits; its selector), by id:
+        # the snapshot hands out the same array until its generation moves. A few readers' grants at once.
+        self._readers: dict[int, tuple[np.ndarray, np.ndarray, object]] = {}
 
     def __len__(self) -> int:
         return 0 if self._index is None else int(self._index.ntotal)
@@ -130,6 +135,7 @@ class ScopeGraph:
         if changed or self._params is None:
             self._params = self._search_params(snap.searchable if self._dead else None)
             self._generation = snap.generation
+            self._readers.clear()  # masks of an older generation are not asked for again
 
     def set_effort(self, ef_search: int) -> None:
         """Search with this efSearch from now on (the benchmark's recall/latency frontier)."""
@@ -146,22 +152,37 @@ class ScopeGraph:
         return (flat.ntotal * flat.storage.sa_code_size() + links.neighbors.size() * 4
                 + links.levels.size() * 4 + links.offsets.size() * 8 + self._index.id_map.size() * 8)
 
+    def _selector_of(self, mask: np.ndarray):
+        """(bits, selector) keeping the positions `mask` marks: faiss reads bit i of the bitmap as
+        bitmap[i >> 3] >> (i & 7) & 1, little-endian bit order; positions past the mask are left out."""
+        bitmap = np.packbits(mask, bitorder="little")
+        return bitmap, self._faiss.IDSelectorBitmap(len(bitmap), self._faiss.swig_ptr(bitmap))
+
     def _search_params(self, searchable: np.ndarray | None):
         faiss = self._faiss
         if searchable is None:  # every row in the graph is searchable: no filter to pay for
             return faiss.SearchParametersHNSW(efSearch=self.ef_search)
-        # faiss reads bit i of the bitmap as bitmap[i >> 3] >> (i & 7) & 1: little-endian bit order.
-        self._bitmap = np.packbits(searchable, bitorder="little")
-        self._selector = faiss.IDSelectorBitmap(len(self._bitmap), faiss.swig_ptr(self._bitmap))
+        self._bitmap, self._selector = self._selector_of(searchable)
         return faiss.SearchParametersHNSW(efSearch=self.ef_search, sel=self._selector)
 
-    def search(self, queries: np.ndarray, take: int) -> list[np.ndarray]:
-        """Per query row, the positions of up to `take` searchable memories, nearest first. faiss
+    def _reader_params(self, visible: np.ndarray):
+        """Search parameters filtering by a reader's mask (searchable AND granted, by position)."""
+        found = self._readers.get(id(visible))
+        if found is None or found[0] is not visible:
+            if len(self._readers) >= 16:
+                self._readers.clear()
+            found = self._readers[id(visible)] = (visible, *self._selector_of(visible))
+        return self._faiss.SearchParametersHNSW(efSearch=self.ef_search, sel=found[2])
+
+    def search(self, queries: np.ndarray, take: int, visible: np.ndarray | None = None) -> list[np.ndarray]:
+        """Per query row, the positions of up to `take` searchable memories, nearest first; with
+        `visible` (a reader's mask by position, searchable ones only), only those it marks. faiss
         walks with max(efSearch, take) candidates, so a large `take` is not starved; fewer come
         back only where the filter rejected most of what the walk met."""
         if not len(self):
             return [np.zeros(0, dtype=np.int64) for _ in queries]
+        params = self._params if visible is None else self._reader_params(visible)
         with _threads(self._faiss, len(queries)):
             _, labels = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), take,
-                                           params=self._params)
+                                           params=params)
         return [row[row >= 0] for row in labels]  # -1: fewer than `take` found

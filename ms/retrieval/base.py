@@ -1,4 +1,11 @@
-"""One small interface for every retrieval strategy."""
+"""One small interface for every retrieval strategy: the k best memories of a scope for a query, as a
+reader (an agent, with the writers its access rule grants it: ms.access) may see them.
+
+Honouring a rule is the retriever's part: it draws candidates only among the positions
+`snapshot(scope).visible(reader)` leaves (a mask, ANDed into whatever it searches before it takes
+the top k, never a filter applied to a top k already taken), so a withheld memory can never be
+returned and never takes the place of one that may be. `reader` None, or an open reader, is every
+memory of the scope, exactly as before rules existed."""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar, NamedTuple, Optional, Sequence
 
+from ms.access import Reader
 from ms.pool import Memory, Pool
 from ms.retrieval.snapshot import ScopeSnapshot, snapshot
 
@@ -58,9 +66,17 @@ class Retriever(ABC):
         version 0 and is never stale."""
         return {"retriever_version": 0, "index_staleness": 0}
 
-    @abstractmethod
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
-        """The k best memories of `scope` for `query`, best first, never one whose id is in `exclude`."""
+    def withheld(self, scope: str, reader: Reader | None) -> int:
+        """How many of `scope`'s searchable memories `reader`'s rule withholds from it now (0: none)."""
+        snap = self.snapshot(scope)
+        return snap.searchable_count - snap.visible(reader)[1]
 
-    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int) -> list[list[Memory]]:
-        return [self.retrieve(q, scope, k) for q in queries]
+    @abstractmethod
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
+                 reader: Reader | None = None) -> list[Memory]:
+        """The k best memories of `scope` for `query`, best first, never one whose id is in `exclude`
+        nor one `reader`'s access rule withholds."""
+
+    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int,
+                       reader: Reader | None = None) -> list[list[Memory]]:
+        return [self.retrieve(q, scope, k, reader=reader) for q in queries]

@@ -7,6 +7,10 @@ BM25Okapi does, with the same tokenizer, k1, b and epsilon floor on negative idf
 query order, so on the plain policy its scores are bit-identical to the reference's and so are its
 rankings, ties included. A search touches only the postings of the query's terms.
 
+A reader's access rule (ms.access) withholds memories as `exclude` does: their scores become -inf
+before the top k, while the statistics stay those of the whole scope (a rule filters what a reader
+may see; it does not change the scope every reader's scores are computed over).
+
 `RankBM25Retriever` rebuilds a rank-bm25 index whenever the searchable set changes. It is the
 reference the incremental path is tested and benchmarked against.
 """
@@ -21,6 +25,7 @@ from typing import Sequence
 import numpy as np
 from rank_bm25 import BM25Okapi
 
+from ms.access import Reader
 from ms.pool import Memory
 from ms.retrieval.base import Retriever, memory_text, tokenize
 from ms.retrieval.snapshot import ScopeSnapshot
@@ -177,13 +182,17 @@ class BM25Retriever(Retriever):
             self._indexes[scope] = (index, snap.generation)
         return snap, index
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
+                 reader: Reader | None = None) -> list[Memory]:
         snap, index = self.index(scope)
         if k <= 0 or index.n_active == 0:
             return []
         scores = index.scores(tokenize(query))
         banned = [snap.positions[i] for i in exclude if i in snap.positions]
         scores[banned] = -np.inf
+        visible = snap.visible(reader)[0]
+        if visible is not None:
+            scores[:len(visible)][~visible] = -np.inf
         return [snap.memories[i] for i in top_positions(scores, k)]
 
 
@@ -203,7 +212,8 @@ class RankBM25Retriever(Retriever):
             cached = self._index[scope] = (ids, memories, bm25)
         return cached[1], cached[2]
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
+                 reader: Reader | None = None) -> list[Memory]:
         memories, bm25 = self._scope_index(scope)
         if k <= 0 or bm25 is None:
             return []
@@ -211,7 +221,8 @@ class RankBM25Retriever(Retriever):
         banned = set(exclude)
         # Stable sort: ties keep pool order, so results are reproducible.
         order = np.argsort(-scores, kind="stable")
-        return [memories[i] for i in order if memories[i].id not in banned][:k]
+        return [memories[i] for i in order
+                if memories[i].id not in banned and (reader is None or reader.allows(memories[i]))][:k]
 
     def scores(self, query: str, scope: str) -> tuple[list[Memory], np.ndarray]:
         """Every searchable memory with its score, for comparing the two paths."""

@@ -19,6 +19,7 @@ from typing import Callable, Sequence, Union
 
 import torch
 
+from ms.access import Reader
 from ms.pool import Memory
 from ms.retrieval.base import Built, Retriever, memory_text
 from ms.retrieval.dense import DenseRetriever
@@ -91,15 +92,18 @@ class CompositeRetriever(Retriever):
         # A memory touched "after now" (a caller that set current_step late) is as fresh as it gets.
         return (now - torch.tensor(touched, dtype=torch.float64)).clamp(min=0)
 
-    def rank(self, queries: Sequence[str], scope: str, k: int,
-             exclude: Sequence[int] = ()) -> list[list[Ranked]]:
-        """Per query, the dense top-max(candidates, k) memories of `scope`, best composite score first."""
+    def rank(self, queries: Sequence[str], scope: str, k: int, exclude: Sequence[int] = (),
+             reader: Reader | None = None) -> list[list[Ranked]]:
+        """Per query, the dense top-max(candidates, k) memories of `scope` that `reader` may retrieve
+        (its access rule applies in the dense search, before the candidates are taken), best
+        composite score first."""
         if not self.dense.snapshot(scope).searchable_count:
             return [[] for _ in queries]
         cfg = self.cfg
         banned = set(exclude)
         want = max(cfg.candidates, k)
-        snap, positions, cosines = self.dense.nearest(self.dense.query_vectors(queries), scope, want + len(banned))
+        snap, positions, cosines = self.dense.nearest(self.dense.query_vectors(queries), scope, want + len(banned),
+                                                   reader)
         ranked = []
         # Only the dense candidates are re-ranked, so importance and recency are computed for them alone.
         for top, cos in zip(positions, cosines):
@@ -118,16 +122,19 @@ class CompositeRetriever(Retriever):
                                   utility[i].item(), totals[i].item()) for i in order])
         return ranked
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
-        return self._retrieve([query], scope, k, exclude)[0]
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
+                 reader: Reader | None = None) -> list[Memory]:
+        return self._retrieve([query], scope, k, exclude, reader)[0]
 
-    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int) -> list[list[Memory]]:
-        return self._retrieve(queries, scope, k, ())
+    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int,
+                       reader: Reader | None = None) -> list[list[Memory]]:
+        return self._retrieve(queries, scope, k, (), reader)
 
-    def _retrieve(self, queries: Sequence[str], scope: str, k: int, exclude: Sequence[int]) -> list[list[Memory]]:
+    def _retrieve(self, queries: Sequence[str], scope: str, k: int, exclude: Sequence[int],
+                  reader: Reader | None) -> list[list[Memory]]:
         if k <= 0:
             return [[] for _ in queries]
-        ranked = self.rank(queries, scope, k, exclude)
+        ranked = self.rank(queries, scope, k, exclude, reader)
         if self.cfg.debug:
             for query, rows in zip(queries, ranked):
                 log.info("composite ranking for %r (step %d):\n%s", query, self.step_now(), format_ranking(rows))
@@ -137,9 +144,9 @@ class CompositeRetriever(Retriever):
             self.pool.mark_retrieved(chosen, self.step_now())
         return found
 
-    def explain(self, query: str, scope: str) -> list[Ranked]:
+    def explain(self, query: str, scope: str, reader: Reader | None = None) -> list[Ranked]:
         """Every candidate for `query` with its terms, best first; marks nothing as retrieved."""
-        return self.rank([query], scope, self.cfg.candidates)[0]
+        return self.rank([query], scope, self.cfg.candidates, reader=reader)[0]
 
 
 def format_ranking(rows: Sequence[Ranked], width: int = 60) -> str:

@@ -23,6 +23,9 @@ follow is the refresh policy:
 Search is exact (`index="exact"`: one matrix product over the scope) or, for scopes of at least
 `ann_min_size` searchable memories, approximate (`index="ann"`: an HNSW graph per scope that
 follows these vectors, ms.retrieval.ann). Either way the candidates' cosines are the exact ones.
+
+A reader's access rule (ms.access) masks the cosines before the top k (exact search), or is ANDed
+into the graph's filter (ann), whose shortfall falls back to exact search with the same mask.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
+from ms.access import Reader
 from ms.config.schema import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
 from ms.pool import Memory
 from ms.retrieval.base import Built, Retriever, memory_text
@@ -211,44 +215,53 @@ class DenseRetriever(Retriever):
         return self._graph(self.index(scope))
 
     @staticmethod
-    def _cosines(query_vectors: torch.Tensor, index: _ScopeIndex) -> torch.Tensor:
+    def _cosines(query_vectors: torch.Tensor, index: _ScopeIndex, visible: np.ndarray | None = None) -> torch.Tensor:
+        """[Q, len(snapshot)] cosines, -inf off the searchable positions, or off `visible` (a
+        reader's mask, searchable ones only) where given."""
         snap = index.snapshot
         cosines = query_vectors.to(index.vectors.dtype) @ index.vectors[:len(snap)].T
-        if snap.searchable_count < len(snap):
+        if visible is not None:
+            cosines.masked_fill_(~torch.from_numpy(visible), float("-inf"))
+        elif snap.searchable_count < len(snap):
             cosines.masked_fill_(~torch.from_numpy(snap.searchable), float("-inf"))
         return cosines
 
-    def scores(self, query_vectors: torch.Tensor, scope: str) -> tuple[ScopeSnapshot, torch.Tensor]:
+    def scores(self, query_vectors: torch.Tensor, scope: str,
+               reader: Reader | None = None) -> tuple[ScopeSnapshot, torch.Tensor]:
         """Cosine of each query with each snapshot position: [Q, len(snapshot)], -inf wherever the
-        memory is not searchable (short-term, consolidated or deleted). Always exact."""
+        memory is not searchable (short-term, consolidated or deleted) or `reader`'s rule withholds
+        it. Always exact."""
         index = self.index(scope)
         snap = index.snapshot
-        if snap.searchable_count == 0:
+        visible, count = snap.visible(reader)
+        if count == 0:
             return snap, torch.full((len(query_vectors), len(snap)), float("-inf"))
-        return snap, self._cosines(query_vectors, index)
+        return snap, self._cosines(query_vectors, index, visible)
 
-    def nearest(self, query_vectors: torch.Tensor, scope: str,
-                take: int) -> tuple[ScopeSnapshot, list[list[int]], list[torch.Tensor]]:
-        """Per query vector, the snapshot positions of the `take` most similar searchable memories,
-        best first, and their cosines: by exact search, or by the scope's ANN graph, whose
-        candidates are then scored exactly and sorted again, so both paths report the same cosines."""
+    def nearest(self, query_vectors: torch.Tensor, scope: str, take: int,
+                reader: Reader | None = None) -> tuple[ScopeSnapshot, list[list[int]], list[torch.Tensor]]:
+        """Per query vector, the snapshot positions of the `take` most similar searchable memories
+        that `reader` may retrieve, best first, and their cosines: by exact search, or by the scope's
+        ANN graph, whose candidates are then scored exactly and sorted again, so both paths report
+        the same cosines."""
         index = self.index(scope)
         snap = index.snapshot
-        take = min(take, snap.searchable_count)
+        visible, count = snap.visible(reader)
+        take = min(take, count)
         if take <= 0:
             return snap, [[] for _ in query_vectors], [torch.empty(0) for _ in query_vectors]
         queries = query_vectors.detach().to(index.vectors.dtype)
         graph = self._graph(index)
         if graph is None:
-            top = self._cosines(queries, index).topk(take, dim=-1)
+            top = self._cosines(queries, index, visible).topk(take, dim=-1)
             return snap, top.indices.tolist(), list(top.values)
         # numpy for these few-row products: torch may hand even a tiny one to its thread pool, and
         # on busy cores waiting for it cost milliseconds per search (measured at 10k, load 5).
         positions, cosines, vectors, asked = [], [], index.vectors.numpy(), queries.numpy()
-        for query, found in zip(asked, graph.search(asked, take)):
+        for query, found in zip(asked, graph.search(asked, take, visible)):
             if len(found) < take:  # a walk among many filtered rows came up short: search exactly
                 self.ann_fallbacks += 1
-                top = self._cosines(torch.from_numpy(query)[None], index)[0].topk(take)
+                top = self._cosines(torch.from_numpy(query)[None], index, visible)[0].topk(take)
                 positions.append(top.indices.tolist())
                 cosines.append(top.values)
                 continue
@@ -258,30 +271,36 @@ class DenseRetriever(Retriever):
             cosines.append(torch.from_numpy(cos[order]))
         return snap, positions, cosines
 
-    def search(self, query_vectors: torch.Tensor, scope: str, k: int,
-               exclude: Sequence[int] = ()) -> list[list[Memory]]:
-        """Per query vector, the k most similar searchable memories, never one in `exclude`."""
+    def search(self, query_vectors: torch.Tensor, scope: str, k: int, exclude: Sequence[int] = (),
+               reader: Reader | None = None) -> list[list[Memory]]:
+        """Per query vector, the k most similar searchable memories `reader` may retrieve, never one
+        in `exclude`."""
         if k <= 0:
             return [[] for _ in range(len(query_vectors))]
         banned = set(exclude)
-        snap, positions, _ = self.nearest(query_vectors, scope, k + len(banned))
+        snap, positions, _ = self.nearest(query_vectors, scope, k + len(banned), reader)
         found = [[snap.memories[i] for i in row] for row in positions]
         return [[m for m in row if m.id not in banned][:k] for row in found] if banned else found
 
-    def similarities(self, queries: Sequence[str], scope: str) -> tuple[list[Memory], torch.Tensor]:
-        """Cosine of every query with every searchable memory: ([M] memories, [Q, M] scores)."""
-        if not self.snapshot(scope).searchable_count:
+    def similarities(self, queries: Sequence[str], scope: str,
+                     reader: Reader | None = None) -> tuple[list[Memory], torch.Tensor]:
+        """Cosine of every query with every searchable memory `reader` may retrieve: ([M] memories,
+        [Q, M] scores)."""
+        if not self.snapshot(scope).visible(reader)[1]:
             return [], torch.empty(len(queries), 0)
-        snap, cosines = self.scores(self.query_vectors(queries), scope)
-        positions = snap.searchable_positions()
+        snap, cosines = self.scores(self.query_vectors(queries), scope, reader)
+        visible = snap.visible(reader)[0]  # as the scores saw the snapshot
+        positions = snap.searchable_positions() if visible is None else np.flatnonzero(visible)
         return [snap.memories[i] for i in positions], cosines[:, torch.from_numpy(positions)]
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
+                 reader: Reader | None = None) -> list[Memory]:
         if k <= 0 or not self.snapshot(scope).searchable_count:
             return []
-        return self.search(self.query_vectors([query]), scope, k, exclude)[0]
+        return self.search(self.query_vectors([query]), scope, k, exclude, reader)[0]
 
-    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int) -> list[list[Memory]]:
+    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int,
+                       reader: Reader | None = None) -> list[list[Memory]]:
         if k <= 0 or not self.snapshot(scope).searchable_count:
             return [[] for _ in queries]
-        return self.search(self.query_vectors(queries), scope, k)
+        return self.search(self.query_vectors(queries), scope, k, reader=reader)

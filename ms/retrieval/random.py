@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
+from ms.access import Reader
 from ms.pool import Memory
 from ms.retrieval.base import Built, Retriever
 
@@ -18,7 +19,8 @@ class RandomRetriever(Retriever):
         super().__init__(pool)
         self.rng = random.Random(seed)
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = ()) -> list[Memory]:
+    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
+                 reader: Reader | None = None) -> list[Memory]:
         banned = set(exclude)
-        candidates = [m for m in self.searchable(scope) if m.id not in banned]
+        candidates = [m for m in self.searchable(scope) if m.id not in banned and (reader is None or reader.allows(m))]
         return self.rng.sample(candidates, min(k, len(candidates))) if k > 0 else []

@@ -9,6 +9,10 @@ and a write by another process sharing the file is seen on the next search.
 Positions are fixed: the memory at position i stays there for the snapshot's life, so indexes
 built beside a snapshot (dense vectors, BM25 postings) extend by position and never reshuffle.
 One snapshot per (Pool object, scope) is shared by every retriever reading through that Pool.
+
+An access rule (ms.access) is a writer filter within the scope: `visible(reader)` is the searchable
+mask ANDed with the positions whose writer the reader is granted, kept per distinct set of grants
+(a memory's writer never changes, so that part only grows with the snapshot).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import weakref
 
 import numpy as np
 
+from ms.access import Reader
 from ms.pool import Memory, Pool
 
 
@@ -41,6 +46,8 @@ class ScopeSnapshot:
         self._last_change = 0
         self._token: tuple[int, int] | None = None
         self._lock = threading.Lock()
+        self._granted: dict[frozenset[str], np.ndarray] = {}  # grants -> writer granted, by position
+        self._visible: dict[frozenset[str], tuple[int, np.ndarray, int]] = {}  # grants -> (generation, mask, count)
 
     def __len__(self) -> int:
         return len(self.memories)
@@ -82,6 +89,25 @@ class ScopeSnapshot:
         self.memories.extend(memories)
         self.positions.update((m.id, start + i) for i, m in enumerate(memories))
         self.searchable = np.concatenate([self.searchable, np.fromiter(map(is_searchable, memories), bool)])
+
+    def visible(self, reader: Reader | None) -> tuple[np.ndarray | None, int]:
+        """(mask by position of the searchable memories `reader` may retrieve, how many): (None,
+        searchable_count) where it may retrieve every one. The mask is shared: do not change it."""
+        if reader is None or reader.writers is None:
+            return None, self.searchable_count
+        key = reader.writers
+        with self._lock:
+            cached = self._visible.get(key)
+            if cached is not None and cached[0] == self.generation and len(cached[1]) == len(self.memories):
+                return cached[1], cached[2]
+            granted = self._granted.get(key, np.zeros(0, dtype=bool))
+            if len(granted) < len(self.memories):
+                fresh = [m is not None and reader.allows(m) for m in self.memories[len(granted):]]
+                granted = self._granted[key] = np.concatenate([granted, np.array(fresh, dtype=bool)])
+            mask = self.searchable & granted[:len(self.searchable)]
+            count = int(mask.sum())
+            self._visible[key] = (self.generation, mask, count)
+            return mask, count
 
     def searchable_positions(self) -> np.ndarray:
         return np.flatnonzero(self.searchable)

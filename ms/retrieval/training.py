@@ -4,7 +4,8 @@ For each accepted pair: mine the top-n BM25 candidates (x_i, y_i) from its scope
 itself), label each by p_i = P(not Y | (x_i, y_i), X), take the v/2 lowest as positives and the
 v/2 highest as negatives, and take a BCE step on logit = s * cos(E(X), E(x_i + y_i)) + b. The
 trained score is the retrieval score, so training moves what retrieval ranks by. Under
-retriever.refresh=query_tower, E(X) is a separate query encoder and only it is trained.
+retriever.refresh=query_tower, E(X) is a separate query encoder and only it is trained. Mining obeys
+the access rule of the agent that wrote the pair: it mines only memories that agent may retrieve.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import torch
 from torch import nn
 
+from ms.access import Reader
 from ms.agents import Agent, PromptTemplate, chat, default_agents
 from ms.config.schema import LABEL_METHODS, TrainConfig
 from ms.llm import LM
@@ -124,8 +126,10 @@ class RetrieverTrainer:
     """Keeps the encoder, the (s, b) head, the optimizer and a replay buffer in memory for the
     life of the pool."""
 
-    def __init__(self, cfg: TrainConfig, dense: DenseRetriever, miner: BM25Retriever, labeller: Labeller):
+    def __init__(self, cfg: TrainConfig, dense: DenseRetriever, miner: BM25Retriever, labeller: Labeller,
+                 reader: Optional[Callable[[str], Reader]] = None):
         self.cfg = cfg
+        self.reader = reader or Reader  # agent -> the reader its access rule makes it (default: open)
         self.dense = dense
         # The backward pass recomputes each layer's activations instead of keeping them all: a step
         # over 48 pairs of 256-token texts kept 10 GB of attention maps (dropout's included) on the
@@ -154,7 +158,8 @@ class RetrieverTrainer:
         train.utility_from_labels the utility each candidate showed (memory id -> values)."""
         jobs, owners = [], []
         for row, (agent, scope, x, y, memory_id) in enumerate(accepted):
-            for m in self.miner.retrieve(x, scope, self.cfg.candidates, exclude=[memory_id]):
+            mined = self.miner.retrieve(x, scope, self.cfg.candidates, exclude=[memory_id], reader=self.reader(agent))
+            for m in mined:
                 jobs.append((agent, x, y, m))
                 owners.append(row)
         p_not = self.labeller.p_not(jobs)

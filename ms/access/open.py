@@ -1,0 +1,18 @@
+"""access=open (the default): every reader reads every memory of its scope, as before rules existed."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ms.access.base import AccessRule, Reader
+
+
+class OpenAccess(AccessRule):
+    is_open = True
+
+    @classmethod
+    def build(cls, cfg, agents: Sequence[str]) -> "OpenAccess":
+        return cls()
+
+    def reader(self, agent: str) -> Reader:
+        return Reader(agent)
