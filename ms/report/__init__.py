@@ -1,6 +1,6 @@
 """Tables, claims and figures from finished runs, set beside the paper's published numbers.
 
-    ms-report SWEEP_DIR... [--out DIR] [--metric P|R|F1|ref_logprob] [--sharing-fill PERCENT]
+    ms-report SWEEP_DIR... [--out DIR] [--metric P|R|F1|ref_logprob] [--sharing-fill PERCENT] [--html [DIR]]
 
 Everything is read from what runs leave in their folders: metrics.json says what a run was,
 predictions.jsonl what it scored on each test question (every mean and 95% CI is drawn from it),
@@ -15,8 +15,8 @@ Modules: runs (run folders), conditions (seed replicates, which run speaks for a
 published numbers), tables and render (Tables 1-2 and their formats), ablation, claims, figures,
 pages (runs.md, summary.md), writers, pool_server, baseline and sharing (who helped whom; writers
 reads a pool file, memories.csv or, through pool_server, a PostgreSQL pool; baseline pairs each run
-with a k = 0 run; export writes memories.csv), quality (gated answers against the references) and cli
-(write_report, main).
+with a k = 0 run; export writes memories.csv), quality (gated answers against the references), cli
+(write_report, main) and html (the browsable site of --html).
 """
 
 from ms.report.cli import main, write_report

@@ -108,6 +108,8 @@ MS.render = function () {
     main.textContent = "";
     main.appendChild(node);
     document.body.setAttribute("data-page", page.name);
+    // Milliseconds from the document's start until this page was drawn (the README's load times).
+    document.body.setAttribute("data-drawn-ms", Math.round(performance.now()));
     window.scrollTo(0, 0);
   }).catch(function (error) {
     main.textContent = "";

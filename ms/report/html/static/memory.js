@@ -111,14 +111,15 @@
       var rows = found.map(function (x) {
         var t = run.tests[x.row.t];
         return h("tr", {}, h("td", {class: "num"}, x.fill), h("td", {}, MS.link(t[1], MS.route("run", i, "q", x.fill, x.row.t))), h("td", {}, t[0]),
-                 h("td", {class: "num"}, x.position), h("td", {class: "num"}, MS.signed(MS.gain(run, metric, x.row), 3)));
+                 h("td", {class: "num"}, x.position), run.baseline ? h("td", {class: "num"}, MS.signed(MS.gain(run, metric, x.row), 3)) : null);
       });
       return h("div", {}, MS.runHeader(run, i, ""), h("h2", {}, "Memory " + id),
         MS.memoryCard(run, i, id, false, true),
         h("h3", {}, "The gate's decision"), gate,
         h("h3", {}, "Utility"), utilitySection(run, i, id),
         h("h3", {}, "Retrievals (" + found.length + ")"),
-        found.length ? [h("ul", {}, summary), MS.table(["fill", "test question", "retrieving agent", "rank", "gain vs k = 0"], rows, {class: "retrievals"})]
+        found.length ? [h("ul", {}, summary), MS.table(["fill", "test question", "retrieving agent", "rank"].concat(
+                          run.baseline ? ["gain vs k = 0 (" + MS.metricLabel(metric) + ")"] : []), rows, {class: "retrievals"})]
                      : MS.note("No test question retrieved it."));
     });
   }

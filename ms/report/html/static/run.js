@@ -76,13 +76,14 @@
   function valuesTable(run, row) {
     var keys = Object.keys(row.m), paired = !!run.baseline;
     keys.sort(function (a, b) { return (run.measured.indexOf(a) < 0) - (run.measured.indexOf(b) < 0); });
-    return [MS.table(["value", "this run"].concat(paired ? ["k = 0 (" + run.baseline.run + ")", "gain (higher: better)"] : []),
+    return [h("div", {class: "scroll"}, MS.table(["value", "this run"].concat(paired ? ["k = 0", "gain (higher: better)"] : []),
       keys.map(function (k) {
         return h("tr", {"data-metric": k}, h("td", {}, MS.metricLabel(k)), h("td", {class: "num"}, MS.num(row.m[k], 4)),
                  paired ? [h("td", {class: "num"}, MS.num(MS.baseValue(run, k, row.t), 4)),
                            h("td", {class: "num"}, MS.signed(MS.gain(run, k, row), 4))] : null);
-      }), {class: "values"}),
-      paired || run.fields.k === 0 ? null : MS.note("No k = 0 run among those given pairs with this run: no gain is shown.")];
+      }), {class: "values"})),
+      paired ? MS.note("k = 0: the same question in " + run.baseline.run + ".")
+             : run.fields.k === 0 ? null : MS.note("No k = 0 run among those given pairs with this run: no gain is shown.")];
   }
 
   // One question of one run at one fill; used alone and in the side-by-side view of a claim.
