@@ -53,7 +53,8 @@ class Recording(BM25Retriever):
 def experiment(pool, rule, retriever) -> Experiment:
     parts = SimpleNamespace(
         settings=SimpleNamespace(stream_k=3, k=3), agents=default_agents(), splits={},
-        template=PromptTemplate(**vars(PromptConfig())), pool=pool, backbones={}, agent_backbone={}, scorer=None, gate=None, memory=None, trainer=None,
+        template=PromptTemplate(**vars(PromptConfig())), pool=pool, backbones={}, agent_backbone={}, scorer=None,
+        gate=None, memory=None, trainer=None,
         retriever=retriever, test_retriever=retriever, metrics=[], access=rule, clock=SimpleNamespace(step=0))
     return Experiment(parts, out_dir=None)
 
