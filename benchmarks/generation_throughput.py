@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from conftest import compose_config  # noqa: E402
 
 from ms.agents import PromptTemplate, agents_from, chat  # noqa: E402
-from ms.errors import UserError  # noqa: E402
+from ms.common.errors import UserError  # noqa: E402
 from ms.llm import build_lm  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data"

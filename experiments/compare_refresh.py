@@ -3,7 +3,7 @@
     python experiments/compare_refresh.py results/refresh_offline/runs > results/refresh_offline/refresh.md
 
 Each cell folder of the refresh_offline sweep holds predictions.jsonl with ref_logprob,
-retriever_version and index_staleness per test question; ms.stats gives the CIs and the verdicts.
+retriever_version and index_staleness per test question; ms.common.stats gives the CIs and the verdicts.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from ms.stats import mean_ci, paired
+from ms.common.stats import mean_ci, paired
 
 POLICIES = ("full", "every_n", "query_tower")
 

@@ -13,7 +13,7 @@ carry it. Markdown on stdout.
     python experiments/paired_by_agent.py RUN RUN --fill-b 0
 
 Each run folder needs predictions.jsonl (every test question's metric at every fill); the fill
-defaults to the run's last. CIs, p and verdicts come from ms.stats.paired (95% BCa bootstrap,
+defaults to the run's last. CIs, p and verdicts come from ms.common.stats.paired (95% BCa bootstrap,
 sign-flip permutation p, alpha 0.05), as in ms-report's claims table. The per-agent verdicts
 are not corrected for testing nine agents at once: read them as a breakdown of the overall number,
 not as nine claims; a group named before looking at the outcomes is one comparison.
@@ -27,7 +27,7 @@ from statistics import fmean
 from typing import Optional
 
 from ms.report.runs import PREDICTIONS_FILE, Item, read_jsonl
-from ms.stats import paired
+from ms.common.stats import paired
 
 
 def values(run: Path, metric: str, fill: Optional[int]) -> tuple[int, dict[Item, float]]:

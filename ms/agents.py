@@ -19,7 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ms.config.schema import AgentConfig
 from ms.config.store import CONF_DIR
-from ms.errors import UserError, one_line
+from ms.common.errors import UserError, one_line
 from ms.llm.base import Message
 from ms.pool import scope_for
 

@@ -1,5 +1,5 @@
 """A run's writes to its pool, without models: `python tests/pool_writer.py BACKEND TARGET RUN_DIR
-BATCHES SIZE` opens the run's pool as ms-run does (ms.run_folder.open_run_pool: a redo first removes
+BATCHES SIZE` opens the run's pool as ms-run does (ms.loop.run_folder.open_run_pool: a redo first removes
 what an interrupted attempt admitted), adds BATCHES batches of SIZE memories, one transaction each,
 and prints `batch N` after each commit. A user error is one line on stderr and exit status 2."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ms.errors import USER_ERROR_EXIT, report_user_errors
-from ms.run_folder import open_run_pool
+from ms.common.errors import USER_ERROR_EXIT, report_user_errors
+from ms.loop.run_folder import open_run_pool
 from pool_backends import Where
 
 

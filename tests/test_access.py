@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from ms.access import Reader
-from ms.access.table import RuleFileAccess, read_rule_file, rule_file_problems, write_rule_file
-from ms.errors import UserError
-from ms.memory import StmLtmPolicy
+from ms.pool.access import Reader
+from ms.pool.access.table import RuleFileAccess, read_rule_file, rule_file_problems, write_rule_file
+from ms.common.errors import UserError
+from ms.retrieval.memory import StmLtmPolicy
 from ms.retrieval.bm25 import BM25Retriever, RankBM25Retriever
 from ms.retrieval.composite import CompositeRetriever
 from ms.retrieval.dense import DenseRetriever
@@ -178,7 +178,7 @@ def test_names_no_agent_has_and_readers_left_out_are_problems(tmp_path):
 
 def test_the_access_group_is_checked_before_anything_runs(tmp_path):
     from conftest import compose_config
-    from ms.validation import problems
+    from ms.loop.validation import problems
 
     assert not [p for p in problems(compose_config()) if "access" in p]  # access=open, the default
     found = problems(compose_config(["access=rule"]))
@@ -195,7 +195,7 @@ def test_the_access_group_is_checked_before_anything_runs(tmp_path):
 
 def test_a_run_finished_before_access_rules_resumes_as_access_open(tmp_path):
     from conftest import compose_config
-    from ms.cell import check_same_cell, identity
+    from ms.loop.cell import check_same_cell, identity
 
     before = {k: v for k, v in identity(compose_config()).items() if not k.startswith("access.")}
     metrics = {"cell": {"config": before, "data_sha256": None}}

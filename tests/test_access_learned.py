@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ms.access import SEED, Reader
-from ms.access.table import RuleFileAccess, read_rule_file, rule_file_problems
+from ms.pool.access import SEED, Reader
+from ms.pool.access.table import RuleFileAccess, read_rule_file, rule_file_problems
 from ms.cli.data import main as ms_data
 from ms.report.access_rule import learn_grants, question_halves
 from ms.report.writers import Writer

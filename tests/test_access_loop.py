@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from ms.access import Reader
-from ms.access.table import RuleFileAccess, read_rule_file
+from ms.pool.access import Reader
+from ms.pool.access.table import RuleFileAccess, read_rule_file
 from ms.agents import PromptTemplate, default_agents
 from ms.config.schema import PromptConfig, TrainConfig
 from ms.data import Example
 from ms.gates.replay import Candidate, UtilityMeter
-from ms.pipeline import Experiment, Query
+from ms.loop.pipeline import Experiment, Query
 from ms.pool import Pool
 from ms.retrieval.bm25 import BM25Retriever
 
@@ -111,6 +111,6 @@ def test_the_utility_gates_probes_and_shots_obey_the_candidates_agent(pool, rule
 
 
 def test_an_open_rule_reader_is_the_reader_of_no_rule():
-    from ms.access.open import OpenAccess
+    from ms.pool.access.open import OpenAccess
 
     assert OpenAccess().reader("riddle") == Reader("riddle") and OpenAccess().record() == {}

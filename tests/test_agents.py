@@ -13,14 +13,14 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from ms.agents import agents_from, default_agents, domains
-from ms.compose_run import compose_run
+from ms.loop.compose_run import compose_run
 from ms.data import DataError, load_dir
-from ms.errors import USER_ERROR_EXIT
+from ms.common.errors import USER_ERROR_EXIT
 from ms.llm import BackendError, ResponseCache
 from ms.llm.openai import OpenAILM
-from ms.pipeline import Experiment
+from ms.loop.pipeline import Experiment
 from ms.pool import SCHEMA_VERSION, Pool
-from ms.validation import problems
+from ms.loop.validation import problems
 
 from conftest import REPO, compose_config, free_port
 from test_pipeline import TINY

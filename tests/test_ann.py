@@ -184,9 +184,9 @@ def test_a_retrained_encoder_rebuilds_the_graph(pool):
 def test_without_faiss_index_ann_is_one_line_user_error(pool, monkeypatch):
     from conftest import compose_config
     from ms.config.schema import RetrieverConfig
-    from ms.errors import UserError
+    from ms.common.errors import UserError
     from ms.retrieval import ann, build_retriever
-    from ms.validation import problems
+    from ms.loop.validation import problems
 
     monkeypatch.setitem(sys.modules, "faiss", None)  # what an import of a missing module meets
     monkeypatch.setattr(ann.importlib.util, "find_spec", lambda name: None)
@@ -201,7 +201,7 @@ def test_without_faiss_index_ann_is_one_line_user_error(pool, monkeypatch):
 
 def test_the_config_offers_exact_and_ann():
     from conftest import compose_config
-    from ms.validation import problems
+    from ms.loop.validation import problems
 
     cfg = compose_config(["retriever.index=ann", "retriever.ann_min_size=100", "retriever.ann_ef=32"])
     assert (cfg.retriever.index, cfg.retriever.ann_min_size, cfg.retriever.ann_ef) == ("ann", 100, 32)

@@ -1,4 +1,4 @@
-"""A resumed cell must be the same cell (ms.cell): a folder holding a finished run answers a request
+"""A resumed cell must be the same cell (ms.loop.cell): a folder holding a finished run answers a request
 only if the run was made with the same settings on the same examples; otherwise the request is
 refused in one line before anything in the folder changes."""
 
@@ -10,8 +10,8 @@ import shutil
 import pytest
 import yaml
 
-from ms.cell import check_same_cell, data_fingerprint, differences, identity, record
-from ms.errors import UserError
+from ms.loop.cell import check_same_cell, data_fingerprint, differences, identity, record
+from ms.common.errors import UserError
 
 from conftest import REPO, compose_config
 

@@ -91,7 +91,7 @@ def test_a_bad_data_line_is_one_line_before_any_run_folder_or_model(tmp_path):
 ])
 def test_each_kind_of_composition_mistake_says_what_the_key_takes(override, says):
     from ms.cli.compose import jobs
-    from ms.errors import UserError
+    from ms.common.errors import UserError
 
     with pytest.raises(UserError) as found:
         jobs([override], multirun=False)
@@ -100,7 +100,7 @@ def test_each_kind_of_composition_mistake_says_what_the_key_takes(override, says
 
 def test_a_mistake_in_a_config_file_of_an_added_folder_names_the_file(tmp_path):
     from ms.cli.compose import jobs
-    from ms.errors import UserError
+    from ms.common.errors import UserError
 
     (tmp_path / "experiment").mkdir()
     (tmp_path / "experiment" / "typo.yaml").write_text("# @package _global_\nscorer:\n  treshold: 3\n")
@@ -119,12 +119,12 @@ def test_a_run_names_its_folder_at_start_and_end_and_cli_log_holds_its_log(tmp_p
     import logging
 
     import ms.cli.run
-    import ms.pipeline
+    import ms.loop.pipeline
 
     def the_run(cfg, out):
-        logging.getLogger("ms.pipeline").info("a step of the run")
+        logging.getLogger("ms.loop.pipeline").info("a step of the run")
 
-    monkeypatch.setattr(ms.pipeline, "run", the_run)  # the entry point's part, without models
+    monkeypatch.setattr(ms.loop.pipeline, "run", the_run)  # the entry point's part, without models
     root = logging.getLogger()  # Hydra's job logging replaces the root's handlers; restored after the test
     monkeypatch.setattr(root, "handlers", list(root.handlers))
     monkeypatch.setattr(root, "level", root.level)
@@ -158,7 +158,7 @@ def test_ms_data_stats_counts_every_agent():
 
 def test_ctrl_c_during_a_run_is_one_line_with_the_step_reached_and_exit_130(ms_run, monkeypatch):
     """No traceback: the last stream step the run wrote to decisions.jsonl, and how to resume."""
-    import ms.pipeline
+    import ms.loop.pipeline
     from test_pipeline import TINY
 
     def interrupted_after_two_steps(cfg, out):
@@ -172,7 +172,7 @@ def test_ctrl_c_during_a_run_is_one_line_with_the_step_reached_and_exit_130(ms_r
         except KeyboardInterrupt:  # else it would stop the whole test session
             pytest.fail("Ctrl-C left ms-run as a traceback")
 
-    monkeypatch.setattr(ms.pipeline, "run", interrupted_after_two_steps)
+    monkeypatch.setattr(ms.loop.pipeline, "run", interrupted_after_two_steps)
     resume = "re-run the same command to resume (the unfinished run starts over in its folder)"
     assert ms_run_interrupted() == (130, [f"ms-run: interrupted after stream step 2; {resume}"])
 
@@ -180,7 +180,7 @@ def test_ctrl_c_during_a_run_is_one_line_with_the_step_reached_and_exit_130(ms_r
         raise KeyboardInterrupt
 
     # The decisions.jsonl left there is the earlier attempt's: this one reached no step.
-    monkeypatch.setattr(ms.pipeline, "run", interrupted_at_once)
+    monkeypatch.setattr(ms.loop.pipeline, "run", interrupted_at_once)
     assert ms_run_interrupted() == (130, [f"ms-run: interrupted; {resume}"])
 
 

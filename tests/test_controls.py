@@ -8,7 +8,7 @@ import json
 import pytest
 from scipy.stats import binomtest
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.gates.all import AllGate
 from ms.gates.random import MatchedRandomGate, RandomGate, matched_counts
 from ms.gates.replay import Candidate
@@ -78,7 +78,7 @@ def test_matched_random_refuses_a_stream_that_is_not_the_matched_runs(tmp_path):
 
 
 def test_gate_match_must_name_a_finished_run_and_only_random_reads_it(tmp_path):
-    from ms.validation import problems
+    from ms.loop.validation import problems
 
     found = problems(compose_config(["gate=random", f"gate.match={tmp_path}"]))
     assert any("gate.match" in p and "decisions.jsonl" in p for p in found), found
@@ -113,7 +113,7 @@ def riddles(folder):
 @pytest.mark.slow
 def test_a_reference_written_stream_generates_nothing_and_skips_questions_without_a_reference(
         tmp_path, models_cache):
-    from ms.pipeline import run
+    from ms.loop.pipeline import run
     from ms.plan.planner import plan_run
 
     references = riddles(tmp_path / "data")

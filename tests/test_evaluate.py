@@ -55,7 +55,7 @@ def test_layer_defaults():
 
 
 def test_summarize_means_per_agent_and_overall_with_cis():
-    from ms.stats import mean_ci
+    from ms.common.stats import mean_ci
 
     rows = [{"agent": "pun", "P": 0.8, "R": 0.6, "F1": 0.7, "ref_logprob": -1.5},
             {"agent": "pun", "P": 0.4, "R": 0.2, "F1": 0.3, "ref_logprob": -2.5},

@@ -13,12 +13,12 @@ from omegaconf import OmegaConf
 
 from ms.agents import agents_from
 from ms.cli.compose import jobs
-from ms.compose_run import compose_run
+from ms.loop.compose_run import compose_run
 from ms.data.splits import load_splits
-from ms.pipeline import Experiment
+from ms.loop.pipeline import Experiment
 from ms.pool import Pool
 from ms.report.baseline import BASELINE_KEYS, _setting
-from ms.validation import problems
+from ms.loop.validation import problems
 
 from conftest import REPO, compose_config
 from test_pipeline import TINY

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, compose_config
-from ms.errors import USER_ERROR_EXIT, report_user_errors
+from ms.common.errors import USER_ERROR_EXIT, report_user_errors
 from ms.llm import BackendError, ResponseCache
 from ms.llm.cache import CacheFileError
 from ms.pool import Pool, PoolFileError
@@ -197,7 +197,7 @@ SEEDS = [{"scope": "logic", "agent": "pun", "domain": "logic", "question": f"see
 
 
 def test_a_redo_on_a_shared_pool_leaves_exactly_one_runs_worth(tmp_path, caplog):
-    from ms.run_folder import RUN_ID_FILE, open_run_pool
+    from ms.loop.run_folder import RUN_ID_FILE, open_run_pool
 
     shared = tmp_path / "shared.sqlite"
     cfg = compose_config([f"pool.path={shared}"])
@@ -213,7 +213,7 @@ def test_a_redo_on_a_shared_pool_leaves_exactly_one_runs_worth(tmp_path, caplog)
         b.add(stream_items("riddle", "B", 2), step=1)
     run_id = (run_a / RUN_ID_FILE).read_text().strip()
 
-    with caplog.at_level(logging.INFO, logger="ms.run_folder"):
+    with caplog.at_level(logging.INFO, logger="ms.loop.run_folder"):
         redo = open_run_pool(cfg.pool, run_a)
     assert redo.run_id == run_id
     assert any(f"redoing interrupted run {run_id}: removed the 3 memories" in r.message for r in caplog.records)

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from ms.cli.data import main as ms_data
-from ms.errors import USER_ERROR_EXIT
+from ms.common.errors import USER_ERROR_EXIT
 from ms.pool import SCHEMA_VERSION
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever

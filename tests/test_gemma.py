@@ -18,9 +18,9 @@ from ms.data.invert import INVERT_PROMPT
 from ms.gates.scorer import RETRY_PROMPT, Scorer, load_rubrics
 from ms.llm.base import ROLES, BackendError
 from ms.llm.gguf_chunks import assembled_gguf, assembled_path, chunked_package
-from ms.memory import IMPORTANCE_PROMPT, summary_prompt
+from ms.retrieval.memory import IMPORTANCE_PROMPT, summary_prompt
 from ms.retrieval.training import VERBALIZED_PROMPT
-from ms.validation import ConfigError, validate
+from ms.loop.validation import ConfigError, validate
 
 from conftest import compose_config
 

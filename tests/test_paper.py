@@ -158,7 +158,7 @@ def test_import_reports_the_fixtures_leak_and_writes_the_clean_variant(imported)
 # ---- data=paper and protocol=paper -------------------------------------------------------------
 
 def test_data_paper_composes_and_keeps_the_papers_split(imported, tmp_path):
-    from ms.validation import problems
+    from ms.loop.validation import problems
 
     out, report = imported
     cfg = compose_config(["data=paper"])
@@ -189,7 +189,7 @@ def test_protocol_paper_wins_over_the_experiment_it_is_combined_with():
 
 @pytest.mark.slow
 def test_protocol_paper_stores_the_whole_prompt_as_the_memorys_question(tmp_path, models_cache):
-    from ms.pipeline import run
+    from ms.loop.pipeline import run
     from ms.pool import Pool
 
     from test_pipeline import TINY

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from ms.pipeline import run
+from ms.loop.pipeline import run
 from ms.plan.planner import plan_run
 from ms.pool import Pool
-from ms.printout import format_table
-from ms.schedule import batches, fill_positions, interleave
+from ms.loop.printout import format_table
+from ms.loop.schedule import batches, fill_positions, interleave
 
 from conftest import REPO, compose_config
 
@@ -87,9 +87,9 @@ def test_a_run_says_what_it_loads_and_its_bars_count_their_own_work(tmp_path, mo
     import logging
     import time
 
-    import ms.pipeline
+    import ms.loop.pipeline
 
-    class Recorded(ms.pipeline.tqdm):
+    class Recorded(ms.loop.pipeline.tqdm):
         """Each bar's last counts, and how long it was open."""
 
         bars: list = []
@@ -104,7 +104,7 @@ def test_a_run_says_what_it_loads_and_its_bars_count_their_own_work(tmp_path, mo
                 self.final = {**self.format_dict, "open_for": time.monotonic() - self.opened}
             super().close()
 
-    monkeypatch.setattr(ms.pipeline, "tqdm", Recorded)
+    monkeypatch.setattr(ms.loop.pipeline, "tqdm", Recorded)
     caplog.set_level(logging.INFO)
     run(compose_config(TINY + [f"cache_dir={models_cache}", "data.agents=[riddle]"]), tmp_path)
 

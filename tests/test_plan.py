@@ -141,7 +141,7 @@ def test_plan_looks_zero_shot_ref_logprob_requests_up_in_the_response_cache(tmp_
 
 def test_a_sweeps_cells_are_the_product_of_its_axes_and_what_the_basic_sweeper_refuses_is_refused():
     from ms.cli.compose import jobs
-    from ms.errors import UserError
+    from ms.common.errors import UserError
 
     cells = jobs(["experiment=quick", "k=range(0,2)", "pool=domain,single"], multirun=True)
     assert sorted((c.k, c.pool.mode) for _, c in cells) == [(0, "domain"), (0, "single"), (1, "domain"), (1, "single")]
@@ -184,7 +184,7 @@ def finished_run(folder, accepted: dict, rejected: dict, usage: dict):
 
 def test_plan_from_a_finished_run_uses_its_measured_admission_rate_and_times_local_calls(tmp_path, capsys):
     from ms.cli.plan import plan_main, take_plan_flags
-    from ms.errors import UserError
+    from ms.common.errors import UserError
 
     # An old-shaped llm_usage.json (one backbone's counters): 60 s for 6,000 tokens, 0.01 s a token.
     usage = {"calls": 10, "prompt_tokens": 6000, "completion_tokens": 0, "cache_hits": 0, "cache_misses": 10,

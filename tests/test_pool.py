@@ -211,7 +211,7 @@ def test_forgetting_a_summary_restores_the_other_runs_memories_it_folded_in(wher
 
 def test_pool_stats_counts_per_run_scope_agent_and_origin(tmp_path, capsys):
     from ms.cli.data import main as ms_data
-    from ms.errors import USER_ERROR_EXIT
+    from ms.common.errors import USER_ERROR_EXIT
 
     path = tmp_path / "p.sqlite"
     with Pool(path, run_id="run-1", run_label="outputs/one") as pool:

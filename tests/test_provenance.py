@@ -8,7 +8,7 @@ import json
 import logging
 import re
 
-from ms import provenance as prov
+from ms.loop import provenance as prov
 from ms.report import write_report
 
 from conftest import compose_config

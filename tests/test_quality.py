@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from ms.cli.data import main as data_main
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.metrics.evaluate import BERTScore, EvalConfig
 from ms.report.cli import main as report_main
 from ms.report.quality import match, quality_records
@@ -153,7 +153,7 @@ def test_stream_share_counts_stream_written_memories_per_fill_and_agent(tmp_path
 
 def test_a_stream_shares_interval_is_a_bootstrap_over_questions_not_retrievals():
     from ms.report.stream_share import share
-    from ms.stats import mean_ci
+    from ms.common.stats import mean_ci
     counts = [(3, 3)] * 5 + [(0, 3)] * 5 + [(1, 3), (2, 3)]  # 12 questions, 36 retrievals
     s = share(counts)
     assert (s.stream, s.retrievals) == (18, 36) and s.per_question == mean_ci([c / 3 for c, _ in counts])

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ms.errors import USER_ERROR_EXIT
+from ms.common.errors import USER_ERROR_EXIT
 
 from conftest import REPO
 

@@ -15,7 +15,7 @@ from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
 from ms.retrieval.training import LabelledPair, RetrieverTrainer, TrainConfig
-from ms.validation import problems
+from ms.loop.validation import problems
 
 from conftest import compose_config
 from test_retrieval import FACTS
@@ -124,7 +124,7 @@ def test_refresh_is_a_config_key_a_sweep_can_range_over(pool):
 
 @pytest.mark.slow
 def test_every_prediction_and_decision_records_version_and_staleness(tmp_path, models_cache):
-    from ms.pipeline import run
+    from ms.loop.pipeline import run
     from test_pipeline import TINY
 
     cfg = compose_config(TINY + [f"cache_dir={models_cache}", "retriever.refresh=every_n",

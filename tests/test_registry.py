@@ -173,7 +173,7 @@ def composed(conf, overrides):
 def test_a_toy_gate_and_metric_are_validated_and_planned_through_the_registries(toy):
     from ms.config.schema import GateConfig
     from ms.plan.planner import plan_run
-    from ms.validation import problems
+    from ms.loop.validation import problems
 
     cfg = composed(toy, TINY)
     assert cfg.gate.name == "toy" and list(cfg.eval.metrics) == ["ref_logprob", "ref_words"]
@@ -194,7 +194,7 @@ def test_a_toy_gate_and_metric_are_validated_and_planned_through_the_registries(
 @pytest.mark.slow
 def test_a_tiny_run_with_the_toy_gate_and_metric_records_them_and_the_report_reads_them(toy, tmp_path,
                                                                                           models_cache):
-    from ms.pipeline import run
+    from ms.loop.pipeline import run
     from ms.report.runs import find_runs, metric_label
 
     cfg = composed(toy, [*TINY, f"cache_dir={models_cache}"])

@@ -1,5 +1,5 @@
 """ms-report on synthetic run folders shaped like the pipeline's: the tables carry the runs'
-per-question numbers with their CIs beside the paper's (from ms/paper_tables.yaml), seed replicates
+per-question numbers with their CIs beside the paper's (from ms/report/paper_tables.yaml), seed replicates
 are pooled, incomplete cells are skipped, figures exist. The claims: tests/test_report_claims.py."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import yaml
 from ms.agents import default_agents, domains
 from ms.report import (DIFF, PAPER_TABLES, find_runs, figure4, load_paper_tables, main, pool_growth, select,
                        write_report)
-from ms.stats import Estimate, mean_ci
+from ms.common.stats import Estimate, mean_ci
 
 AGENTS = default_agents()
 DOMAINS = domains(AGENTS)
@@ -387,7 +387,7 @@ def test_nothing_to_draw_exits_2_and_writes_nothing(tmp_path, capsys):
 
 
 def test_intervals_below_three_questions_are_marked_too_small(tmp_path):
-    from ms.printout import format_table
+    from ms.loop.printout import format_table
 
     run = make_run(tmp_path / "sweep", "k=3", backbone="smollm2", questions=2)
     write_report([tmp_path / "sweep"], tmp_path / "out")
@@ -544,7 +544,7 @@ def test_runs_without_predictions_fall_back_to_metrics_means(tmp_path):
 
 def test_a_report_cut_short_by_an_error_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
     import ms.report.cli
-    from ms.errors import UserError
+    from ms.common.errors import UserError
 
     make_run(tmp_path / "sweep", "k=3", backbone="smollm2")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ms.report import main, write_report
-from ms.stats import mean_ci
+from ms.common.stats import mean_ci
 
 from test_report import AGENTS, PNG_MAGIC, Predict, assert_estimate, make_run, metrics_of, predicted, read_csv
 

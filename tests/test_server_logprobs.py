@@ -14,7 +14,7 @@ import torch
 import fault_server as faults
 from ms.llm import BackendError, build_lm, provider_class
 from ms.llm.openai import EchoLogprobsLM, OpenAILM
-from ms.validation import ConfigError, validate
+from ms.loop.validation import ConfigError, validate
 
 from conftest import compose_config
 

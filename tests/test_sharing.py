@@ -17,14 +17,14 @@ from typing import Optional
 import pytest
 import yaml
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.pool import Pool
 from ms.report.baseline import find_baseline
 from ms.report.cli import main as report_main
 from ms.report.runs import find_runs
 from ms.report.sharing import FOLDER, _gain_cell, heatmap, sharing_matrix, write_sharing
 from ms.report.writers import WRITERS_FILE, export_writers, read_writers
-from ms.stats import Estimate
+from ms.common.stats import Estimate
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO = Path(__file__).resolve().parent.parent

@@ -1,7 +1,7 @@
 """Runs that share one pool on PostgreSQL (experiment=sharing_postgres: one `ms-run` process per group
 of agents): ms-report reads who wrote each memory, and in which run, from the server, and the sharing
 matrix counts the retrievals of memories that another run admitted. Two runs here write the pool
-through their own connections, as ms-run does (ms.run_folder.open_run_pool), and retrieve with BM25
+through their own connections, as ms-run does (ms.loop.run_folder.open_run_pool), and retrieve with BM25
 through them, so each finds the other's memories only through the server."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ms.report.cli import main as report_main
 from ms.report.sharing import FOLDER
 from ms.report.writers import WRITERS_FILE, read_writers
 from ms.retrieval.bm25 import BM25Retriever
-from ms.run_folder import open_run_pool
+from ms.loop.run_folder import open_run_pool
 
 REPO = Path(__file__).resolve().parent.parent
 K = 2

@@ -66,14 +66,14 @@ def test_data_files_are_scripts_whose_json_survives_any_text():
 def tiny(tmp_path_factory):
     """A k = 0 and a k = 3 run of three agents; limerick's answers (test and stream) carry PLANT.
     Returns the sweep folder and every chat the backbone was sent."""
-    import ms.compose_run
-    from ms.pipeline import run
+    import ms.loop.compose_run
+    from ms.loop.pipeline import run
 
     lm = FakeLM({"limerick": "There once was a cat " + PLANT}, default="An answer.",
                 scores=lambda context, text: (-0.5 * len(text.split()), max(1, len(text.split()))))
     root = tmp_path_factory.mktemp("site") / "sweep"
     patch = pytest.MonkeyPatch()
-    patch.setattr(ms.compose_run, "build_backbones", lambda catalog, names: {catalog.default.name: lm})
+    patch.setattr(ms.loop.compose_run, "build_backbones", lambda catalog, names: {catalog.default.name: lm})
     try:
         for k in (0, 3):
             cfg = compose_config([*TINY, f"k={k}", f"cache_dir={root.parent / 'cache'}"])

@@ -1,4 +1,4 @@
-"""ms.stats on synthetic samples with known answers: intervals narrow as n grows and cover the
+"""ms.common.stats on synthetic samples with known answers: intervals narrow as n grows and cover the
 mean; paired comparisons find a known effect, no effect, and a reversed effect."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ms.stats import CONTRADICTED, INCONCLUSIVE, SUPPORTED, mean_ci, paired, verdict
+from ms.common.stats import CONTRADICTED, INCONCLUSIVE, SUPPORTED, mean_ci, paired, verdict
 
 
 def normal(n: int, seed: int = 0, mean: float = 0.5, sd: float = 0.1) -> np.ndarray:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from ms.memory import (MemoryConfig, PlainPolicy, StmLtmConfig, StmLtmPolicy, StmLtmRetriever, build_policy,
+from ms.retrieval.memory import (MemoryConfig, PlainPolicy, StmLtmConfig, StmLtmPolicy, StmLtmRetriever, build_policy,
                        parse_importance, parse_summary)
 from ms.pool import Pool
 from ms.retrieval.composite import CompositeRetriever

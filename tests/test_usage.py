@@ -8,7 +8,7 @@ import pytest
 from ms.llm import ResponseCache
 from ms.llm.base import ROLES
 from ms.llm.usage import by_role, format_usage, usage_report
-from ms.validation import problems
+from ms.loop.validation import problems
 
 from conftest import compose_config
 from fakes import FakeLM

@@ -144,7 +144,7 @@ def test_a_schema_3_pool_gains_utility_columns_in_place(tmp_path):
 
 
 def test_a_backbone_without_likelihoods_is_refused_before_anything_loads():
-    from ms.validation import problems
+    from ms.loop.validation import problems
 
     found = problems(compose_config(["backbone=gpt-4o", "gate=utility"]))
     [line] = [p for p in found if p.startswith("invalid setting gate=")]
@@ -154,7 +154,7 @@ def test_a_backbone_without_likelihoods_is_refused_before_anything_loads():
 
 @pytest.mark.slow
 def test_a_tiny_run_under_the_utility_gate_records_its_probes_and_matches_its_plan(tmp_path, models_cache):
-    from ms.pipeline import run
+    from ms.loop.pipeline import run
     from ms.plan.planner import plan_run
 
     cfg = compose_config(TINY + [f"cache_dir={models_cache}", "gate=utility"])
@@ -202,7 +202,7 @@ def test_memory_train_labels_measure_each_candidates_utility_against_zero_shot(s
 
 
 def test_utility_from_labels_needs_likelihood_labels():
-    from ms.validation import problems
+    from ms.loop.validation import problems
 
     found = problems(compose_config(["train.utility_from_labels=true", "train.label_method=verbalized"]))
     assert any("train.utility_from_labels" in p and "label_method=likelihood" in p for p in found), found

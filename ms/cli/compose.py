@@ -18,7 +18,7 @@ from typing import Any, Iterator, Optional, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from ms.config.store import CONF_DIR
-from ms.errors import UserError, one_line
+from ms.common.errors import UserError, one_line
 
 CONFIG_NAME = "config"
 HYDRA_KEY = "hydra"  # Hydra's own node: its schema is Hydra's, not ms's

@@ -10,7 +10,7 @@ from ms.cli.forget import add_forget
 from ms.cli.learn_access import add_learn_access
 from ms.data import (Example, drop_leaked_tests, form_problem, format_hygiene, hygiene_report, import_paper,
                      line_numbers, load_dir, split_examples, with_splits, write_dir, write_hygiene)
-from ms.errors import UserError
+from ms.common.errors import UserError
 
 
 def _lengths(texts: list[str]) -> str:
@@ -140,7 +140,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
     from ms.llm.usage import format_usage, save_usage
     from ms.plan.data import gate_check_plan
-    from ms.schedule import stream_k
+    from ms.loop.schedule import stream_k
 
     cfg = _compose(args.overrides, plan=args.plan)
     checked = what_to_check(cfg, args.per_agent, args.gate)
@@ -263,8 +263,8 @@ def _compose(overrides, check: bool = True, plan: bool = False):
     from hydra.errors import HydraException
 
     from ms.config.store import CONF_DIR
-    from ms.errors import one_line
-    from ms.validation import validate
+    from ms.common.errors import one_line
+    from ms.loop.validation import validate
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
         try:
@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     """User errors (bad data or settings, missing or damaged files) print one line and exit 2;
     --debug (or HYDRA_FULL_ERROR=1) shows their traceback."""
     from ms.config.store import register
-    from ms.errors import report_user_errors, take_debug_flag
+    from ms.common.errors import report_user_errors, take_debug_flag
     from ms.plan.data import take_plan
 
     register()  # the schema the configs it composes (gate-check, invert) are typed by

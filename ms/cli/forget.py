@@ -8,7 +8,7 @@ import os
 import shlex
 from pathlib import Path
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 
 
 def _open(args: argparse.Namespace):

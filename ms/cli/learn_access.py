@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 
 
 def learn_access_cmd(args: argparse.Namespace) -> int:
-    from ms.access.table import write_rule_file
+    from ms.pool.access.table import write_rule_file
     from ms.report.access_rule import CREDIT, evidence_record, learn_grants
     from ms.report.baseline import find_baseline
     from ms.report.cli import chosen_metric

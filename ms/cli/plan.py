@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from ms.cli.compose import jobs
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.plan.flags import take_plan_flags
 from ms.plan.measured import Measured, wall_time
 from ms.plan.table import format_rows
@@ -38,8 +38,8 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Mea
     from ms.llm import provider_class
     from ms.llm.backbones import Backbones
     from ms.plan.planner import CacheProbe, Row, plan_run
-    from ms.run_folder import completed
-    from ms.validation import validate
+    from ms.loop.run_folder import completed
+    from ms.loop.validation import validate
 
     unknown = [a for a in overrides if a.startswith("-")]
     if unknown:

@@ -21,8 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from ms.config.files import DECISIONS_FILE
 from ms.config.schema import POOL_DSN_ENV
 from ms.config.store import CONF_DIR, register
-from ms.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
-from ms.run_folder import began, mark_failed, resume_command
+from ms.common.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
+from ms.loop.run_folder import began, mark_failed, resume_command
 
 PROG = "ms-run"
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
@@ -80,7 +80,7 @@ def hydra_main(cfg: DictConfig) -> None:
 
         from transformers.utils import logging as transformers_logging
 
-        from ms.pipeline import run
+        from ms.loop.pipeline import run
 
         # Our own bars show progress; a loading bar per model load would only bury them.
         transformers_logging.disable_progress_bar()
@@ -102,7 +102,7 @@ def hydra_main(cfg: DictConfig) -> None:
     except KeyboardInterrupt:
         # Nothing is left half-written that a re-run would trust: metrics.json, which marks a run
         # finished, is written last and atomically, and a re-run in this folder clears what an
-        # unfinished attempt left (ms.run_folder.clear_partial) and starts it over.
+        # unfinished attempt left (ms.loop.run_folder.clear_partial) and starts it over.
         print(f"{PROG}: interrupted{after_step(out, earlier)}; {resume_hint(HydraConfig.get(), out)}",
               file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT)
@@ -184,7 +184,7 @@ def preflight(args: list[str]) -> None:
     from hydra._internal.utils import get_args_parser
 
     from ms.cli.compose import jobs
-    from ms.validation import validate
+    from ms.loop.validation import validate
 
     parsed = get_args_parser().parse_args(args)
     if any(getattr(parsed, flag) for flag in HYDRA_ONLY):
@@ -201,13 +201,13 @@ def preflight(args: list[str]) -> None:
 
 
 def check_callbacks(cfgs) -> None:
-    """hydra/callbacks=mlflow (ms.tracking) needs MLflow: looked for, not imported, before Hydra makes
+    """hydra/callbacks=mlflow (ms.cli.tracking) needs MLflow: looked for, not imported, before Hydra makes
     a folder, where Hydra would only warn, after the run, that the callback failed."""
     from importlib.util import find_spec
 
     for cfg in cfgs:
         for name, callback in (OmegaConf.select(cfg, "hydra.callbacks") or {}).items():
-            if str(callback.get("_target_", "")).startswith("ms.tracking.") and find_spec("mlflow") is None:
+            if str(callback.get("_target_", "")).startswith("ms.cli.tracking.") and find_spec("mlflow") is None:
                 raise UserError(f"hydra/callbacks={name} needs MLflow, which is not installed: "
                                 f"pip install -e '.[mlflow]'")
 
@@ -228,9 +228,9 @@ def check_servers(pools) -> None:
 def check_data(cfgs) -> dict[str, str]:
     """Read each job's data files as its run will (a data folder's; a hub dataset is read by the
     run), so that a bad line is reported before any run folder exists. Sweep cells that share their
-    data and agents are read once. Returns each data key's fingerprint (ms.cell)."""
+    data and agents are read once. Returns each data key's fingerprint (ms.loop.cell)."""
     from ms.agents import agents_from
-    from ms.cell import data_fingerprint
+    from ms.loop.cell import data_fingerprint
     from ms.data import load_splits
 
     fingerprints = {}
@@ -247,9 +247,9 @@ def data_key(cfg: DictConfig) -> str:
 
 def check_folder(cfg: DictConfig, multirun: bool, fingerprints: dict[str, str]) -> None:
     """Refuse, before Hydra rewrites anything in it, a job whose folder holds a finished run of other
-    settings or data: resuming would return that run's numbers as this one's (ms.cell)."""
-    from ms.cell import check_same_cell
-    from ms.run_folder import completed
+    settings or data: resuming would return that run's numbers as this one's (ms.loop.cell)."""
+    from ms.loop.cell import check_same_cell
+    from ms.loop.run_folder import completed
 
     folder = Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir if multirun else Path(cfg.hydra.run.dir)
     metrics = completed(folder)

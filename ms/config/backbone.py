@@ -27,7 +27,7 @@ class PriceConfig:
     output_per_million: Optional[float] = setting(None, ge=0.0)
 
     def problems(self):
-        """Cross-field limits (see ms.validation): half a price would report half a cost."""
+        """Cross-field limits (see ms.loop.validation): half a price would report half a cost."""
         for name, other in (("input_per_million", "output_per_million"), ("output_per_million", "input_per_million")):
             if getattr(self, name) is None and getattr(self, other) is not None:
                 yield name, f"is needed too once price.{other} is set (0 if those tokens are free)"
@@ -73,7 +73,7 @@ class BackboneConfig:
     price: PriceConfig = field(default_factory=PriceConfig)
 
     def problems(self):
-        """Cross-field limits (see ms.validation): every provider needs to know which model to run,
+        """Cross-field limits (see ms.loop.validation): every provider needs to know which model to run,
         only an OpenAI-compatible server gives prompt log-probs, and only an in-process model
         takes a prompt format."""
         if not self.model and not (self.provider == "hf" and self.gguf_package):

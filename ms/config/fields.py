@@ -3,7 +3,7 @@
     k: int = setting(3, ge=0)
     fills: list[int] = setting(factory=lambda: [20, 40], ge=0, le=100, increasing=True)
 
-ms.validation walks a composed config along its dataclass types and applies every Check; a
+ms.loop.validation walks a composed config along its dataclass types and applies every Check; a
 dataclass whose rules span several fields adds a `problems(self)` method yielding (field, message).
 """
 
@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
-CHECK = "ms_check"  # the dataclass field metadata key `setting` writes and ms.validation reads
+CHECK = "ms_check"  # the dataclass field metadata key `setting` writes and ms.loop.validation reads
 _NO_DEFAULT = object()
 
 
@@ -95,7 +95,7 @@ def violations(cfg: Any, kind: type, key: str) -> Iterator[str]:
 def require(cfg: Any, kind: type, key: str) -> None:
     """Raise ValueError listing what `violations` finds. The parts call it on the config they are
     built with, so a part built without ms-run (a test, a script) is held to the same limits that
-    ms.validation reports before a run, and no part writes those limits out a second time."""
+    ms.loop.validation reports before a run, and no part writes those limits out a second time."""
     found = list(violations(cfg, kind, key))
     if found:
         raise ValueError("; ".join(found))

@@ -60,8 +60,8 @@ RETRIEVERS = Registry("retriever", {
 
 # How admitted pairs become searchable memories: each a policy class with `build` (memory.policy).
 POLICIES = Registry("memory policy", {
-    "plain": "ms.memory:PlainPolicy",
-    "stm_ltm": "ms.memory:StmLtmPolicy",
+    "plain": "ms.retrieval.memory:PlainPolicy",
+    "stm_ltm": "ms.retrieval.memory:StmLtmPolicy",
 }, key="memory.policy")
 
 # Where the pool lives: each a ms.pool.backend.Database class with `connect` (pool.backend). sqlite: one
@@ -71,12 +71,12 @@ POOL_BACKENDS = Registry("pool backend", {
     "postgres": "ms.pool.postgres_backend:PostgresDatabase",
 }, key="pool.backend")
 
-# Who may read whose memories within a scope: each a ms.access.base.AccessRule (access.name,
+# Who may read whose memories within a scope: each a ms.pool.access.base.AccessRule (access.name,
 # conf/access/<name>.yaml). open: everyone reads everything (the default); rule: a grant table by writer
 # agent per reader, from a rule file (access.file) that a person writes or ms-data learn-access learns.
 ACCESS_RULES = Registry("access rule", {
-    "open": "ms.access.open:OpenAccess",
-    "rule": "ms.access.table:RuleFileAccess",
+    "open": "ms.pool.access.open:OpenAccess",
+    "rule": "ms.pool.access.table:RuleFileAccess",
 }, key="access.name")
 
 __all__ = ["ACCESS_RULES", "ENGINES", "GATES", "METRICS", "POLICIES", "POOL_BACKENDS", "PROVIDERS", "RETRIEVERS"]

@@ -140,7 +140,7 @@ class TrainConfig:
     utility_from_labels: bool = False
 
     def problems(self):
-        """Cross-field limits (see ms.validation): v labelled candidates are picked from the n mined."""
+        """Cross-field limits (see ms.loop.validation): v labelled candidates are picked from the n mined."""
         if self.labelled > self.candidates:
             yield "labelled", (f"must be at most train.candidates ({self.candidates}): "
                                f"v labelled are picked from n mined")
@@ -191,7 +191,7 @@ class CompositeConfig:
     debug: bool = False  # log every query's candidate table (see `format_ranking`)
 
     def problems(self):
-        """Cross-field limits (see ms.validation): with every weight 0 all candidates tie."""
+        """Cross-field limits (see ms.loop.validation): with every weight 0 all candidates tie."""
         if self.importance_weight == self.recency_weight == self.similarity_weight == self.utility_weight == 0:
             yield "similarity_weight", "the four weights are all 0; give at least one a positive weight"
 
@@ -239,7 +239,7 @@ class PoolConfig:
     dsn: Optional[str] = "${oc.env:" + POOL_DSN_ENV + ",null}"
 
     def problems(self):
-        """Cross-field limits (see ms.validation): a server pool needs to know its server."""
+        """Cross-field limits (see ms.loop.validation): a server pool needs to know its server."""
         if self.backend == "postgres" and not self.dsn:
             yield "dsn", (f"pool.backend=postgres needs a connection string: pool.dsn=... or the environment "
                           f"variable {POOL_DSN_ENV}")
@@ -247,7 +247,7 @@ class PoolConfig:
 
 @dataclass
 class AccessConfig:
-    # Who may read whose memories within the scope it reads (ACCESS_RULES; ms.access): open: everyone
+    # Who may read whose memories within the scope it reads (ACCESS_RULES; ms.pool.access): open: everyone
     # reads everything, as before rules existed | rule: the grant table of a rule file (README,
     # "Access rules"). Enforced wherever candidates are drawn: every retriever, short-term memory,
     # memory train's mining and the utility gate's probes.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from ms.agents import Agent, agent_sets_defining, default_agents
-from ms.errors import UserError
+from ms.common.errors import UserError
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from scipy import stats
 
 from ms.config.parts import GATES
 from ms.data import Example
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer
-from ms.stats import CONFIDENCE, RESAMPLES, SEED
+from ms.common.stats import CONFIDENCE, RESAMPLES, SEED
 
 GOOD = "good"
 CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")

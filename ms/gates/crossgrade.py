@@ -17,8 +17,8 @@ from typing import Optional, Sequence
 import yaml
 from scipy import stats
 
-from ms.errors import UserError
-from ms.stats import mean_ci
+from ms.common.errors import UserError
+from ms.common.stats import mean_ci
 
 DECISIONS_FILE = "decisions.jsonl"
 REPRODUCED = 0.01  # points on 0-100: a re-grade this close to the run's recorded score reproduces it

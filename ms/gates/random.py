@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ms.config.files import DECISIONS_FILE, METRICS_FILE
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision
 from ms.gates.replay import Candidate
 from ms.gates.scorer import Decision

@@ -13,7 +13,7 @@ in nats per token, the quantity memory train's labels and `ref_logprob` use. It 
 passes per probe and no decoding. The displaced shot's effect is the same comparison seen from the
 other side (-delta_j), so one measurement informs the utility kept for both memories.
 
-Probes and their shots obey the access rule (ms.access) of the candidate's agent, the agent the
+Probes and their shots obey the access rule (ms.pool.access) of the candidate's agent, the agent the
 measurement acts for: a memory that agent may not retrieve is neither a probe nor a shot.
 """
 
@@ -23,12 +23,12 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
-from ms.access import Reader
+from ms.pool.access import Reader
 from ms.agents import Agent, PromptTemplate, chat
 from ms.llm.base import LM
 from ms.pool import Memory
 from ms.pool.records import normalize_space
-from ms.stats import mean_ci
+from ms.common.stats import mean_ci
 
 UTILITY_ROLE = "utility"
 

@@ -25,7 +25,7 @@ from ms.config.fields import require
 from ms.config.files import DECISIONS_FILE
 from ms.config.schema import RUBRIC_TOTAL, ScorerConfig
 from ms.config.store import CONF_DIR
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.llm.base import LM, PAIR_MARKER, Message
 from ms.pool import scope_for
 

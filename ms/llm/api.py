@@ -20,7 +20,7 @@ from typing import Any
 
 import tenacity
 
-from ms.errors import one_line
+from ms.common.errors import one_line
 from ms.llm.base import LM, BackendError, Message
 
 log = logging.getLogger(__name__)

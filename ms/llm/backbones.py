@@ -16,7 +16,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ms.config.schema import BackboneConfig
 from ms.config.store import CONF_DIR
-from ms.errors import UserError, one_line
+from ms.common.errors import UserError, one_line
 from ms.llm import LM, build_lm, provider_class
 
 BACKBONE_DIR = Path(CONF_DIR) / "backbone"

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.llm.cache import ResponseCache, request_key
 
 Message = dict[str, str]

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 
 CACHE_FILENAME = "responses.sqlite"  # inside cache_dir
 

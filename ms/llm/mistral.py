@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ms.errors import one_line
+from ms.common.errors import one_line
 from ms.llm.api import ChatAPILM, UnusableReply, reply_text
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import Callable, Optional
 
-from ms.errors import one_line
+from ms.common.errors import one_line
 from ms.llm.api import ChatAPILM, UnusableReply, describe, reply_text
 from ms.llm.base import BackendError, Prompt, templated
 from ms.llm.options import OptionPaths

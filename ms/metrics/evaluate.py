@@ -98,7 +98,7 @@ def summarize(rows: Iterable[Mapping], keys: Optional[Sequence[str]] = None) -> 
 
 
 def _means(rows: list[Mapping], keys: Sequence[str]) -> dict:
-    from ms.stats import mean_ci
+    from ms.common.stats import mean_ci
 
     out: dict = {"n": {}, "ci": {}}
     for metric in keys:

@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 
 from omegaconf import DictConfig
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.plan.flags import take_plan_flags
 from ms.plan.table import format_rows
 
@@ -78,7 +78,7 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
     from ms.agents import PromptTemplate
     from ms.plan.tokens import PER_MESSAGE, tokens
     from ms.pool import normalize_space, scope_for
-    from ms.schedule import stream_k
+    from ms.loop.schedule import stream_k
 
     agents, template, shots = checked.agents, PromptTemplate(**cfg.prompt), max(1, stream_k(cfg.k, cfg.stream_k))
     scope = {a: scope_for(agents[a].domain, cfg.pool.mode) for a in checked.splits}

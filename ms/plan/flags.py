@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.plan.measured import Measured, measured
 
 PLAN = re.compile(r"\+{0,2}plan=(.*)")

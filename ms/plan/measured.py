@@ -13,9 +13,9 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import yaml
 
 from ms.config.files import USAGE_FILE
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.llm.usage import upgraded_usage
-from ms.run_folder import completed
+from ms.loop.run_folder import completed
 
 
 class Measured(NamedTuple):

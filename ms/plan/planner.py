@@ -34,14 +34,14 @@ from ms.llm.backbones import Backbones
 from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
 from ms.llm.usage import cost
-from ms.memory import SUMMARY_SYSTEM, SUMMARY_USER
+from ms.retrieval.memory import SUMMARY_SYSTEM, SUMMARY_USER
 from ms.metrics.evaluate import validate_metrics
 from ms.plan.gate import acceptance, grading_tokens, reads_probabilities
 from ms.plan.measured import Measured
 from ms.plan.tokens import PER_MESSAGE, tokens
 from ms.pool import scope_for
 from ms.retrieval.training import VERBALIZED_PROMPT
-from ms.schedule import batches, interleave, learns, skips_stream, stream_k
+from ms.loop.schedule import batches, interleave, learns, skips_stream, stream_k
 
 VERBALIZED_TOKENS = 8  # what Labeller._verbalized lets a reply run to
 

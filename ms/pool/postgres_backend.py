@@ -16,7 +16,7 @@ import os
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
-from ms.errors import one_line
+from ms.common.errors import one_line
 from ms.pool.backend import Database, Session
 from ms.pool.schema import (OLDEST_ALTERABLE, SCHEMA_VERSION, PoolFileError, added_columns, check_readable,
                             memories_table, removals_table, respell)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Callable, Container, Iterator
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 
 # 2: memories record the run that admitted them (run_id), the runs table, and ids never reused
 # (AUTOINCREMENT), so a run's memories can be removed without a later memory taking their ids.

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from ms.report.access_rule import CREDIT, question_halves
 from ms.report.runs import Item, Run, metric_label
-from ms.stats import Estimate, mean_ci
+from ms.common.stats import Estimate, mean_ci
 
 FILE = "access.md"
 

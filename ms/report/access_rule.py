@@ -20,11 +20,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
-from ms.access import SEED
+from ms.pool.access import SEED
 from ms.report.runs import Item
 from ms.report.sharing import weighted_mean_ci
 from ms.report.writers import UNWRITTEN, Writer
-from ms.stats import Estimate
+from ms.common.stats import Estimate
 
 HALVES = (0, 1)
 CREDIT = ("each question's gain (k > 0 minus k = 0) is credited to every memory in its prompt: what a writer's "

@@ -1,5 +1,5 @@
 """The paper's claims, each tested as paired differences on the same test questions: claims.md and
-claims.csv. A row is one (claim, comparison, metric); its verdict comes from ms.stats."""
+claims.csv. A row is one (claim, comparison, metric); its verdict comes from ms.common.stats."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, Condition
 from ms.report.gates import gate_variants
 from ms.report.render import csv_number, markdown_grid
 from ms.report.runs import Cell, metric_words
-from ms.stats import ALPHA, CONFIDENCE, RESAMPLES, Paired, paired
+from ms.common.stats import ALPHA, CONFIDENCE, RESAMPLES, Paired, paired
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ms.config.files import DECISIONS_FILE
-from ms.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
+from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
 from ms.metrics.base import metric_of_key
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
 from ms.report.access_compare import write_access
@@ -28,7 +28,7 @@ from ms.report.sharing import write_sharing
 from ms.report.stream_share import write_stream_share
 from ms.report.tables import table1, table2
 from ms.report.usage import write_usage
-from ms.stats import MIN_CI_N
+from ms.common.stats import MIN_CI_N
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 from ms.report.paper import PaperTables
 from ms.report.runs import Cell, Item, Run
-from ms.stats import Estimate, mean_ci
+from ms.common.stats import Estimate, mean_ci
 
 FIGURE4_K, FIGURE4_POOL = 3, "domain"  # the paper's Figure 4 setting
 TABLE_RETRIEVER, TABLE_MEMORY = "dense", "plain"

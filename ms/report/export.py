@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ms.errors import report_user_errors
+from ms.common.errors import report_user_errors
 from ms.report.writers import WRITERS_FILE, export_writers
 
 

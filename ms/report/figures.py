@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ms.agents import default_agents, domains
-from ms.stats import Estimate
+from ms.common.stats import Estimate
 
 OTHER = "other agents"  # the panel of agents the default agent set does not know
 DODGE = 2.0  # fill percentage points between the error bars of one panel's agents at a single fill

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, Condition
 from ms.report.runs import Cell
-from ms.stats import Estimate, paired
+from ms.common.stats import Estimate, paired
 
 
 def gate_variants(conds: Sequence[Condition], chosen: Condition) -> dict[str, Condition]:

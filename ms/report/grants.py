@@ -1,11 +1,11 @@
 """The access rule a run retrieved under, as its metrics.json records it (`run.access`: the grant table,
-ms.access), read for the sharing matrix, which shows each reader's grants beside its retrievals."""
+ms.pool.access), read for the sharing matrix, which shows each reader's grants beside its retrievals."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from ms.access import SEED
+from ms.pool.access import SEED
 
 OPEN = "open"
 

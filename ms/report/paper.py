@@ -1,4 +1,4 @@
-"""The paper's published Table 1 and Table 2 numbers, read from ms/paper_tables.yaml."""
+"""The paper's published Table 1 and Table 2 numbers, read from paper_tables.yaml beside this module."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-# The yaml sits beside the ms package's other data files (package data `ms = ["*.yaml"]`).
-PAPER_TABLES = Path(__file__).resolve().parent.parent / "paper_tables.yaml"
+# The yaml sits beside this module (package data `"ms.report" = ["*.yaml"]` in pyproject.toml).
+PAPER_TABLES = Path(__file__).resolve().parent / "paper_tables.yaml"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ms.config.files import WRITERS_FILE
 from ms.config.schema import POOL_DSN_ENV
-from ms.errors import UserError, one_line
+from ms.common.errors import UserError, one_line
 
 # The writers table's columns and the run that admitted each memory; `run` is that run's folder.
 SELECT = ("SELECT m.id, m.agent, m.domain, m.origin, m.backbone, m.run_id, r.label AS run"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, QUALITY_FILE
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.metrics.evaluate import BERTSCORE_KEYS
 from ms.report.render import csv_number, markdown_grid
 from ms.report.runs import Run, read_jsonl
-from ms.stats import Estimate, mean_ci
+from ms.common.stats import Estimate, mean_ci
 
 ALL = "all"
 GROUPS = (("admitted", True), ("rejected", False))
@@ -83,7 +83,7 @@ def quality_records(run_dir: Path, scorers: Optional[dict] = None) -> tuple[list
     per eval setting across runs (loading the model is the slow part)."""
     from omegaconf import OmegaConf
 
-    from ms.cell import data_fingerprint
+    from ms.loop.cell import data_fingerprint
     from ms.config.schema import EvalConfig
     from ms.metrics.evaluate import BERTScore
 

@@ -1,6 +1,6 @@
 """Whether runs that the report pools (seed replicates) or pairs (the claims' comparisons) ran on the
 same model files, engines and package versions, read from each metrics.json's `provenance` record
-(ms.provenance). A different commit alone is no warning: most commits do not touch the arithmetic,
+(ms.loop.provenance). A different commit alone is no warning: most commits do not touch the arithmetic,
 and a sweep resumed after a commit would warn on every cell."""
 
 from __future__ import annotations

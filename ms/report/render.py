@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Sequence, Union
 
 from ms.report.conditions import Score
-from ms.stats import interval_text
+from ms.common.stats import interval_text
 
 OURS, PAPER, DIFF = "ours", "paper", "ours - paper"
 CI_COLUMNS = ("ci_lo", "ci_hi", "n")

@@ -15,7 +15,7 @@ import yaml
 
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.metrics.base import metric_keys, metric_of_key
-from ms.run_folder import failure
+from ms.loop.run_folder import failure
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class Run:
 
     @property
     def data(self) -> Optional[str]:
-        """The fingerprint of the examples the run read (ms.cell); None for runs that predate it."""
+        """The fingerprint of the examples the run read (ms.loop.cell); None for runs that predate it."""
         return (self.metrics.get("cell") or {}).get("data_sha256")
 
     @property

@@ -26,7 +26,7 @@ from ms.report.grants import Grants
 from ms.report.render import markdown_grid
 from ms.report.runs import Item, Run, metric_label
 from ms.report.writers import UNWRITTEN, Writer, agent_backbones, own_run_id, read_writers, run_config
-from ms.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
+from ms.common.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
 
 log = logging.getLogger(__name__)
 

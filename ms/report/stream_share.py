@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 from ms.report.render import markdown_grid
 from ms.report.runs import Run
 from ms.report.writers import stream_written
-from ms.stats import Estimate, interval_text, mean_ci
+from ms.common.stats import Estimate, interval_text, mean_ci
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from ms.report.conditions import Condition, Score
 from ms.report.paper import PaperTables
 from ms.report.render import DIFF, OURS, PAPER, Table, Value, n_note
 from ms.report.runs import Cell, metric_label
-from ms.stats import CONFIDENCE, RESAMPLES
+from ms.common.stats import CONFIDENCE, RESAMPLES
 
 OVERALL = "overall"
 

@@ -18,7 +18,7 @@ from typing import Iterator, Optional
 import yaml
 
 from ms.config.files import DECISIONS_FILE, POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.report.pool_server import server_rows
 from ms.report.runs import read_jsonl
 

@@ -1,4 +1,6 @@
-"""Retrieval strategies behind one interface: `retrieve(query, scope, k) -> memories`."""
+"""Retrieval strategies behind one interface: `retrieve(query, scope, k) -> memories`; the encoder,
+memory train (training), and the memory policies (memory: how admitted pairs enter the pool and how
+retrieval sees them)."""
 
 from __future__ import annotations
 

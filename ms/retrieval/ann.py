@@ -12,7 +12,7 @@ dense retriever's exact vectors, labelled by snapshot position, and following th
     mask); once they are over half the graph it is rebuilt without them, since a walk through a
     mostly filtered graph can come back with fewer than k (the retriever then searches exactly).
 Scopes never share a graph, so a search can only return memories of its own scope. A reader's access
-rule (ms.access) narrows the filter further: its mask (searchable and granted, by position) replaces
+rule (ms.pool.access) narrows the filter further: its mask (searchable and granted, by position) replaces
 the searchable one for its searches, and a walk it leaves short is redone exactly, as above.
 
 faiss is an optional extra (`pip install 'ms[ann]'`); this module imports it only when a graph is
@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 
 # HNSW graph degree (faiss M). At 100k structured vectors, M=32 against M=16 raised recall@10 at
 # efSearch=64 from 0.994 to 0.997 for 1.3x the search time and 8% more index memory; the margin is

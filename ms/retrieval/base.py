@@ -1,5 +1,5 @@
 """One small interface for every retrieval strategy: the k best memories of a scope for a query, as a
-reader (an agent, with the writers its access rule grants it: ms.access) may see them.
+reader (an agent, with the writers its access rule grants it: ms.pool.access) may see them.
 
 Honouring a rule is the retriever's part: it draws candidates only among the positions
 `snapshot(scope).visible(reader)` leaves (a mask, ANDed into whatever it searches before it takes
@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar, NamedTuple, Optional, Sequence
 
-from ms.access import Reader
+from ms.pool.access import Reader
 from ms.pool import Memory, Pool
 from ms.retrieval.snapshot import ScopeSnapshot, snapshot
 

@@ -7,7 +7,7 @@ BM25Okapi does, with the same tokenizer, k1, b and epsilon floor on negative idf
 query order, so on the plain policy its scores are bit-identical to the reference's and so are its
 rankings, ties included. A search touches only the postings of the query's terms.
 
-A reader's access rule (ms.access) withholds memories as `exclude` does: their scores become -inf
+A reader's access rule (ms.pool.access) withholds memories as `exclude` does: their scores become -inf
 before the top k, while the statistics stay those of the whole scope (a rule filters what a reader
 may see; it does not change the scope every reader's scores are computed over).
 
@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from ms.access import Reader
+from ms.pool.access import Reader
 from ms.pool import Memory
 from ms.retrieval.base import Retriever, memory_text, tokenize
 from ms.retrieval.snapshot import ScopeSnapshot

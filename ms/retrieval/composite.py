@@ -19,7 +19,7 @@ from typing import Callable, Sequence, Union
 
 import torch
 
-from ms.access import Reader
+from ms.pool.access import Reader
 from ms.pool import Memory
 from ms.retrieval.base import Built, Retriever, memory_text
 from ms.retrieval.dense import DenseRetriever

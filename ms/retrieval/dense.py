@@ -24,7 +24,7 @@ Search is exact (`index="exact"`: one matrix product over the scope) or, for sco
 `ann_min_size` searchable memories, approximate (`index="ann"`: an HNSW graph per scope that
 follows these vectors, ms.retrieval.ann). Either way the candidates' cosines are the exact ones.
 
-A reader's access rule (ms.access) masks the cosines before the top k (exact search), or is ANDed
+A reader's access rule (ms.pool.access) masks the cosines before the top k (exact search), or is ANDed
 into the graph's filter (ann), whose shortfall falls back to exact search with the same mask.
 """
 
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
-from ms.access import Reader
+from ms.pool.access import Reader
 from ms.config.schema import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
 from ms.pool import Memory
 from ms.retrieval.base import Built, Retriever, memory_text

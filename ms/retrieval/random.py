@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from ms.access import Reader
+from ms.pool.access import Reader
 from ms.pool import Memory
 from ms.retrieval.base import Built, Retriever
 

@@ -10,7 +10,7 @@ Positions are fixed: the memory at position i stays there for the snapshot's lif
 built beside a snapshot (dense vectors, BM25 postings) extend by position and never reshuffle.
 One snapshot per (Pool object, scope) is shared by every retriever reading through that Pool.
 
-An access rule (ms.access) is a writer filter within the scope: `visible(reader)` is the searchable
+An access rule (ms.pool.access) is a writer filter within the scope: `visible(reader)` is the searchable
 mask ANDed with the positions whose writer the reader is granted, kept per distinct set of grants
 (a memory's writer never changes, so that part only grows with the snapshot).
 """
@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from ms.access import Reader
+from ms.pool.access import Reader
 from ms.pool import Memory, Pool
 
 

@@ -21,7 +21,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
-from ms.access import Reader
+from ms.pool.access import Reader
 from ms.agents import Agent, PromptTemplate, chat, default_agents
 from ms.config.schema import LABEL_METHODS, TrainConfig
 from ms.llm import LM

@@ -18,11 +18,11 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ms.agents import agents_from, default_agents, seed_memories
-from ms.cell import data_fingerprint
+from ms.loop.cell import data_fingerprint
 from ms.config.files import DECISIONS_FILE, POOL_FILENAME
 from ms.config.schema import DataConfig
 from ms.data import load_splits
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.pool import Pool
 from ms.report.runs import Run, read_jsonl
 from ms.report.writers import Writer, agent_backbones, pool_copy, read_writers, run_config, writers_source
@@ -80,7 +80,7 @@ def rebuild_seeds(run: Run) -> tuple[dict[int, dict], Optional[str]]:
     mode = (config.get("pool") or {}).get("mode") or run.fields["pool"]
     items = [row for a, s in splits.items() for row in seed_memories(agents[a], s.seed, mode)]
     with tempfile.TemporaryDirectory() as tmp, Pool(Path(tmp) / POOL_FILENAME) as pool:
-        ids = pool.add(items, step=0)  # as the run seeded its own pool (ms.pipeline: seed_pool)
+        ids = pool.add(items, step=0)  # as the run seeded its own pool (ms.loop.pipeline: seed_pool)
     seeded = run.metrics.get("stream", {}).get("seeded")
     if seeded is not None and seeded != sum(i is not None for i in ids):
         return {}, (f"seeding from {folder} adds {sum(i is not None for i in ids)} memories, the run added "

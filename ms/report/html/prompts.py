@@ -10,7 +10,7 @@ from typing import Optional, Union
 
 from ms.agents import agents_from, default_agents
 from ms.config.schema import PromptConfig
-from ms.errors import UserError
+from ms.common.errors import UserError
 
 Part = Union[str, dict]  # literal text, or {"field": name}
 FIELDS = {"example": {"question", "answer"}, "with_examples": {"examples", "query"}, "zero_shot": {"query"}}

@@ -1,4 +1,4 @@
-"""The order of a run, shared by the run (ms.pipeline) and its plan (ms.plan.planner), so the two cannot
+"""The order of a run, shared by the run (ms.loop.pipeline) and its plan (ms.plan.planner), so the two cannot
 drift: which stream questions come in which batch, where each fill is evaluated, how many memories
 a stream question retrieves, and whether the retriever learns."""
 

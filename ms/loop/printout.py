@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ms.llm.usage import format_usage
 from ms.metrics.base import metric_of_key
-from ms.stats import interval_text
+from ms.common.stats import interval_text
 
 
 def format_table(metrics: dict) -> str:

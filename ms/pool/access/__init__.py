@@ -1,8 +1,8 @@
 """Access rules between agents (the `access` group): who may read whose memories within a scope.
-ms.access.base says what a rule is; open (the default) and rule (a grant table from a rule file)
+ms.pool.access.base says what a rule is; open (the default) and rule (a grant table from a rule file)
 are the registered ones (ms.config.parts.ACCESS_RULES)."""
 
-from ms.access.base import ALL, SEED, AccessRule, Reader
+from ms.pool.access.base import ALL, SEED, AccessRule, Reader
 
 __all__ = ["ALL", "SEED", "AccessRule", "Reader", "build_access"]
 

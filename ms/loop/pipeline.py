@@ -20,8 +20,8 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from ms.agents import agents_from, chat, seed_memories
-from ms.cell import check_same_cell, data_fingerprint
-from ms.compose_run import Parts, compose_run
+from ms.loop.cell import check_same_cell, data_fingerprint
+from ms.loop.compose_run import Parts, compose_run
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, USAGE_FILE
 from ms.data import Example, load_splits
 from ms.gates.replay import Candidate, effects
@@ -31,10 +31,10 @@ from ms.llm.usage import save_usage
 from ms.metrics.base import EvalBatch
 from ms.metrics.evaluate import summarize
 from ms.pool import Memory, scope_for
-from ms.printout import format_table
-from ms.run_folder import clear_partial, completed, write_atomic
-from ms.schedule import batches, interleave, skips_stream
-from ms.validation import validate
+from ms.loop.printout import format_table
+from ms.loop.run_folder import clear_partial, completed, write_atomic
+from ms.loop.schedule import batches, interleave, skips_stream
+from ms.loop.validation import validate
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class Query:
 
 
 class Experiment:
-    """The loop over a run's parts, as ms.compose_run built them; it reads no config."""
+    """The loop over a run's parts, as ms.loop.compose_run built them; it reads no config."""
 
     def __init__(self, parts: Parts, out_dir: Path):
         self.parts, self.out = parts, out_dir
@@ -68,7 +68,7 @@ class Experiment:
         self.pool, self.backbones, self.agent_backbone = parts.pool, parts.backbones, parts.agent_backbone
         self.scorer, self.gate, self.memory, self.trainer = parts.scorer, parts.gate, parts.memory, parts.trainer
         self.retriever, self.test_retriever = parts.retriever, parts.test_retriever
-        self.reader = parts.access.reader  # agent -> the writers its access rule grants it (ms.access)
+        self.reader = parts.access.reader  # agent -> the writers its access rule grants it (ms.pool.access)
         self.metrics = parts.metrics
         self.stream_k = self.settings.stream_k
         self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred

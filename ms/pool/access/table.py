@@ -21,8 +21,8 @@ from typing import Any, Iterator, Optional, Sequence
 
 import yaml
 
-from ms.access.base import ALL, SEED, AccessRule, Reader
-from ms.errors import UserError
+from ms.pool.access.base import ALL, SEED, AccessRule, Reader
+from ms.common.errors import UserError
 
 KEYS = ("grants", "default", "learned")
 Grants = Optional[frozenset[str]]  # None: every writer

@@ -1,6 +1,6 @@
 """The composition root of a run: `compose_run` is the one function that reads the root config and
 builds the run's parts, each from its own section or from parts built before it; the loop
-(ms.pipeline.Experiment) then reads no config at all. What it builds, it builds in the order runs
+(ms.loop.pipeline.Experiment) then reads no config at all. What it builds, it builds in the order runs
 always have (torch's random state, seeded first, is drawn on as models load).
 
 Which variant of a part a run gets is looked up by name in its registry (ms.config.parts), so a
@@ -18,9 +18,9 @@ from typing import Any, Optional
 import torch
 from omegaconf import DictConfig
 
-from ms.access import AccessRule, build_access
+from ms.pool.access import AccessRule, build_access
 from ms.agents import Agent, PromptTemplate, agents_from
-from ms.cell import data_fingerprint, record as cell_record
+from ms.loop.cell import data_fingerprint, record as cell_record
 from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
 from ms.data import load_splits
 from ms.gates.base import Gate, GateParts
@@ -28,18 +28,18 @@ from ms.gates.replay import UtilityMeter
 from ms.gates.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
 from ms.llm import LM
 from ms.llm.backbones import Backbones, build_backbones
-from ms.memory import build_policy
+from ms.retrieval.memory import build_policy
 from ms.metrics.base import Metric
 from ms.metrics.evaluate import validate_metrics
 from ms.pool import Pool, scope_for
-from ms.provenance import provenance
+from ms.loop.provenance import provenance
 from ms.retrieval import build_retriever, build_test_retriever
 from ms.retrieval.base import Retriever
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.encoder import Encoder
 from ms.retrieval.training import Labeller, RetrieverTrainer
-from ms.run_folder import open_run_pool
-from ms.schedule import stream_k
+from ms.loop.run_folder import open_run_pool
+from ms.loop.schedule import stream_k
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Parts:
     agent_backbone: dict[str, str]  # agent -> the backbone it answers on
     scorer: Scorer
     gate: Gate
-    memory: Any  # the memory policy (ms.memory)
+    memory: Any  # the memory policy (ms.retrieval.memory)
     retriever: Retriever  # the stream's, wrapped by the memory policy
     test_retriever: Retriever
     access: AccessRule  # who may read whose memories: every retrieval passes its agent's reader

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from ms.errors import UserError
+from ms.common.errors import UserError
 
 # Settings that cannot change a number: where things are kept, how they are shown, and the data
 # folder's path (its content is compared instead, by fingerprint).

@@ -24,7 +24,7 @@ from ms.agents import agent_problems, agents_from
 from ms.config.fields import CHECK
 from ms.config.files import not_sqlite, writable_folder
 from ms.config.parts import ACCESS_RULES, GATES, METRICS, POOL_BACKENDS
-from ms.errors import UserError
+from ms.common.errors import UserError
 from ms.gates.scorer import rubric_path
 from ms.llm.api import api_key_from_env
 from ms.llm.backbones import Backbones
@@ -118,7 +118,7 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
         yield from _unmeasurable_metrics(cfg, running)
     if cfg.gate.name in GATES:  # the gate checks its own settings (ms.gates)
         yield from GATES.load(cfg.gate.name).problems(cfg.gate, _RunningBackbones(cfg, [] if unknown else running))
-    if cfg.access.name in ACCESS_RULES:  # the access rule checks its own settings and file (ms.access)
+    if cfg.access.name in ACCESS_RULES:  # the access rule checks its own settings and file (ms.pool.access)
         yield from ACCESS_RULES.load(cfg.access.name).problems(cfg.access, list(cfg.agents),
                                                                [] if unknown else running, plan)
     if cfg.retriever.index == "ann" and (missing := ann_problem()):

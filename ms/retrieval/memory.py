@@ -8,7 +8,7 @@ oldest item has waited `interval` steps: similar items are summarized by the LLM
 memory (the originals are kept, marked consolidated, and stay readable by id), the rest move to
 long-term memory unchanged. Retrieval adds to the long-term results the short-term items that are
 similar enough to the query, or important enough to be pulled in anyway; a reader's access rule
-(ms.access) applies to both.
+(ms.pool.access) applies to both.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ms.access import Reader
+from ms.pool.access import Reader
 from ms.llm.base import LM, Message
 from ms.pool import Memory, Pool
 from ms.retrieval.base import Retriever, memory_text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ms.access.base import AccessRule, Reader
+from ms.pool.access.base import AccessRule, Reader
 
 
 class OpenAccess(AccessRule):
