@@ -136,7 +136,7 @@ def test_a_multirun_is_a_parent_run_with_a_child_per_cell(tmp_path, monkeypatch,
         cell = sweep / f"k={k}"
         metrics = json.loads((cell / "metrics.json").read_text())
         assert child.info.status == "FINISHED" and child.data.params["k"] == k
-        assert child.data.tags["ms.loop.run_folder"] == str(cell)
+        assert child.data.tags["ms.run_folder"] == str(cell)
         assert child.data.metrics["overall/ref_logprob"] == pytest.approx(metrics["fills"]["100"]["overall"]["ref_logprob"])
         files = logged_files(client, child.info.run_id, tmp_path / "downloaded" / k)
         assert files["metrics.json"] == (cell / "metrics.json").read_bytes()

@@ -170,7 +170,7 @@ class MlflowCallback(Callback):
         out = Path(config.hydra.runtime.output_dir)
         metrics = completed(out) or {}
         client, experiment_id = self._open(config)
-        tags = {"ms.loop.run_folder": str(out), **record_tags(metrics),
+        tags = {"ms.run_folder": str(out), **record_tags(metrics),
                 "ms.overrides": _cut(" ".join(str(o) for o in config.hydra.overrides.task), MAX_TAG_LENGTH)}
         if (out / RUN_ID_FILE).exists():
             tags["ms.run_id"] = (out / RUN_ID_FILE).read_text(encoding="utf-8").strip()
