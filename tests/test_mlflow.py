@@ -45,6 +45,7 @@ def no_secret_in(run, files: dict[str, bytes]) -> None:
     assert not [name for name, data in files.items() if b"sk-DO-NOT-LOG" in data]
 
 
+@pytest.mark.slow
 def test_a_run_is_logged_with_its_config_metrics_per_fill_record_and_files(ms_run, tmp_path, monkeypatch):
     from mlflow import MlflowClient
 
@@ -101,6 +102,7 @@ def test_a_run_is_logged_with_its_config_metrics_per_fill_record_and_files(ms_ru
     no_secret_in(run, files)
 
 
+@pytest.mark.slow
 def test_a_multirun_is_a_parent_run_with_a_child_per_cell(tmp_path, monkeypatch, capsys):
     import ms.cli.run
     from mlflow import MlflowClient
