@@ -1,4 +1,4 @@
-"""Opt-in MLflow tracking: a Hydra callback, turned on with `+hydra/callbacks=mlflow`
+"""Opt-in MLflow tracking: a Hydra callback, turned on with `hydra/callbacks=mlflow`
 (conf/hydra/callbacks/mlflow.yaml; `pip install -e '.[mlflow]'`).
 
 When a job ends it logs one MLflow run: the job's config flattened to dotted keys as parameters,
