@@ -32,6 +32,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from ms.config.files import FAILED_FILE, METRICS_FILE, RUN_ID_FILE
+from ms.loop.cell import flat
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +65,6 @@ def _escaped(node: Any) -> Any:
     return node
 
 
-def _flat(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(dotted key, leaf) of a plain container; a list is one leaf."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _flat(value, f"{prefix}.{key}" if prefix else str(key))
-    else:
-        yield prefix, node
-
-
 def config_params(cfg: DictConfig) -> dict[str, str]:
     """The config as MLflow parameters: dotted keys; node interpolations resolved, resolver calls
     (the environment's values) as written; lists and null as JSON; a value past MLflow's limit cut."""
@@ -80,7 +72,7 @@ def config_params(cfg: DictConfig) -> dict[str, str]:
     raw.pop("hydra", None)
     plain = OmegaConf.to_container(OmegaConf.create(_escaped(raw)), resolve=True)
     return {key: _cut(value if isinstance(value, str) else json.dumps(value), MAX_PARAM_LENGTH)
-            for key, value in _flat(plain)}
+            for key, value in flat(plain).items()}
 
 
 def _number(value: Any) -> bool:
@@ -125,7 +117,7 @@ def record_tags(metrics: Mapping[str, Any]) -> dict[str, str]:
     under MLflow's own tag, which its UI shows."""
     record = metrics.get("provenance") or {}
     tags = {f"provenance.{key}": _cut(value if isinstance(value, str) else json.dumps(value), MAX_TAG_LENGTH)
-            for key, value in _flat(record)}
+            for key, value in flat(record).items()}
     if record.get("commit"):
         tags["mlflow.source.git.commit"] = record["commit"]
     return tags

@@ -199,7 +199,7 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
                    gain, baseline, domain_of, dict(other_runs), {a: backbone_of[a] for a in rows} if families else {})
 
 
-def _number(x: Optional[float]) -> str:
+def csv_number(x: Optional[float]) -> str:
     return "" if x is None else repr(x)
 
 
@@ -214,10 +214,10 @@ def sharing_csv(s: Sharing) -> str:
             for column in s.columns:
                 n, total = s.count(row, column), s.count(row, ALL)
                 est = s.estimate(row, column) if quantity.startswith("gain") else None
-                cells.append({"retrievals": str(n), "fraction": _number(n / total if total else None),
+                cells.append({"retrievals": str(n), "fraction": csv_number(n / total if total else None),
                               "questions": str(len(s.weights[row, column])),
-                              "gain": _number(est and est.mean), "gain_ci_lo": _number(est and est.lo),
-                              "gain_ci_hi": _number(est and est.hi), "gain_n": str(est.n if est else "")}[quantity])
+                              "gain": csv_number(est and est.mean), "gain_ci_lo": csv_number(est and est.lo),
+                              "gain_ci_hi": csv_number(est and est.hi), "gain_n": str(est.n if est else "")}[quantity])
             table.writerow([quantity, row, *cells])
     if not s.grants.open:  # 1 where the rule granted the row's agent the column's writer, 0 where it withheld it
         for row in s.rows[:-1]:

@@ -11,17 +11,17 @@ import csv
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Sequence
 
 from ms.report.render import markdown_grid
 from ms.report.runs import Run
+from ms.report.sharing import ALL, csv_number
 from ms.report.writers import stream_written
 from ms.common.stats import Estimate, interval_text, mean_ci
 
 log = logging.getLogger(__name__)
 
 STREAM_SHARE = "stream_share"
-ALL = "all"
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,6 @@ def stream_share(run: Run, stream: set[int]) -> dict[int, dict[str, Share]]:
     return {fill: {a: share(c) for a, c in agents.items()} for fill, agents in question_counts(run, stream).items()}
 
 
-def _number(x: Optional[float]) -> str:
-    return "" if x is None else repr(x)
-
-
 def write_stream_share(runs: Sequence[Run], out: Path) -> dict[str, str]:
     """stream_share.md/.csv for every run with retrievals at two or more fills; returns run name -> the
     line summary.md shows beside its pool-growth curve."""
@@ -91,8 +87,8 @@ def write_stream_share(runs: Sequence[Run], out: Path) -> dict[str, str]:
         grid = [[a, *(shares[f][a].text() if a in shares[f] else "–" for f in fills)] for a in agents]
         sections += [f"## {run.name}", "", f"Stream-written memories read from `{found[1]}`.", "",
                      markdown_grid(["agent", *(f"{f}% fill" for f in fills)], grid, 1), ""]
-        table += [[run.name, f, a, s.stream, s.retrievals, _number(s.per_question.mean), _number(s.per_question.lo),
-                   _number(s.per_question.hi), s.per_question.n] for f in fills for a, s in shares[f].items()]
+        table += [[run.name, f, a, s.stream, s.retrievals, *(csv_number(x) for x in (e.mean, e.lo, e.hi)), e.n]
+                  for f in fills for a, s in shares[f].items() for e in [s.per_question]]
         lines[run.name] = ("Share of each top k written by the stream (all agents): "
                            + ", ".join(f"{f}% fill {shares[f][ALL].text()}" for f in fills)
                            + f"; per agent: [{STREAM_SHARE}.md]({STREAM_SHARE}.md)")
