@@ -26,7 +26,9 @@ from conftest import REPO, compose_config, free_port
 from test_pipeline import TINY
 
 FIXTURES = REPO / "tests" / "fixtures" / "agents"
-SMALL = [o for o in TINY if not o.startswith("data.agents")]
+# TINY, with one stream question per agent, two candidates to label and one fill.
+ONE_EACH = [o for o in TINY if not o.startswith(("data.agents", "data.max_stream", "train.candidates", "fills"))] + [
+    "data.max_stream=1", "train.candidates=2", "fills=[100]"]
 HAIKU = REPO / "data" / "haiku.jsonl"  # the data of conf/agents/with_haiku.yaml, README's "Adding an agent"
 
 
@@ -171,9 +173,10 @@ proverb:
   instruction: You explain proverbs in one or two plain sentences.
   rubric: {FIXTURES / 'folk.yaml'}
 """)
-    cfg = compose_config(SMALL + overrides + [f"cache_dir={models_cache}", f"data.dir={data}", f"pool={pool_mode}",
-                                              "data.agents=[limerick,haiku,proverb]"]
-                         + (["eval.metrics=[ref_logprob]", "retriever.save=false"] * (pool_mode == "single")))
+    # One stream question per agent, one fill, evaluated by ref_logprob (nothing decoded for the test).
+    cfg = compose_config(ONE_EACH + overrides + [f"cache_dir={models_cache}", f"data.dir={data}", f"pool={pool_mode}",
+                                                 "data.agents=[limerick,haiku,proverb]", "eval.metrics=[ref_logprob]"]
+                         + ["retriever.save=false"] * (pool_mode == "single"))
     assert problems(cfg) == []
     out = tmp_path / "run"
     out.mkdir()
@@ -201,7 +204,7 @@ proverb:
 def test_two_agents_on_two_backbones_share_one_pool(tmp_path, models_cache, llama_server):
     """riddle answers through the llama.cpp server (the default backbone here), pun in-process on
     SmolLM2, and the scorer and labeller run in-process too; both grow the one logic pool."""
-    cfg = compose_config(SMALL + [f"cache_dir={models_cache}", "data.agents=[riddle,pun]",
+    cfg = compose_config(ONE_EACH + [f"cache_dir={models_cache}", "data.agents=[riddle,pun]",
                                   "backbone=openai-compatible", f"backbone.base_url={llama_server}/v1",
                                   "agents.pun.backbone=smollm2", "scorer.backbone=smollm2", "train.backbone=smollm2"])
     assert problems(cfg) == []
@@ -215,10 +218,10 @@ def test_two_agents_on_two_backbones_share_one_pool(tmp_path, models_cache, llam
     assert experiment.scorer.lm is local and experiment.trainer.labeller.lm is local
     assert metrics["run"]["label_method"] == "likelihood"  # the labeller's own backbone scores text
     assert metrics["run"]["agent_backbones"] == {"riddle": "openai-compatible", "pun": "smollm2"}
-    # Each backbone answered its own agent's stream questions (2 each), counted on its own counters.
+    # Each backbone answered its own agent's stream question, counted on its own counters.
     for lm in (server, local):
         answered = lm.usage_by_role["answer"]
-        assert answered.calls + answered.cache_hits == 2
+        assert answered.calls + answered.cache_hits == 1
     assert "score" not in server.usage_by_role and "label" not in server.usage_by_role
 
     memories = Pool(out / "pool.sqlite").memories("logic")

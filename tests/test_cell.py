@@ -89,36 +89,33 @@ def folder_state(folder):
 
 
 @pytest.mark.slow
-def test_a_sweep_and_a_run_refuse_a_finished_folder_of_other_data_and_change_nothing(tmp_path, ms_run):
+def test_a_sweep_and_a_run_refuse_a_finished_folder_of_other_data_and_change_nothing(tmp_path, ms_run, caplog):
     """The issue's reproduction: a sweep finished on one data set, then the same command on another
-    data folder's content, and on other agents; and the same for a single run's folder."""
-    import subprocess
-    import sys
+    data folder's content, and on other agents; and the same for a single run's folder. Every
+    command is `ms-run` as typed, in this process (ms_run: Hydra's basic launcher runs a sweep's
+    cells here too)."""
+    import logging
 
     data = tmp_path / "data"
     shutil.copytree(REPO / "data", data)
     sweep = tmp_path / "sweep"
-    common = [*TINY, f"data.dir={data}", f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={sweep}"]
+    common = [*TINY, f"data.dir={data}", f"hydra.sweep.dir={sweep}"]  # ms_run adds cache_dir
 
-    def sweep_run(*extra):
-        return subprocess.run([sys.executable, "-m", "ms", "-m", *common, *extra], cwd=REPO, capture_output=True,
-                              text=True, timeout=900, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
-
-    first = sweep_run("k=1")
-    assert first.returncode == 0, first.stderr[-3000:]
+    code, err = ms_run("-m", *common, "k=1")
+    assert code == 0, err[-20:]
     [cell] = [p for p in sweep.iterdir() if p.is_dir()]
     assert "data.dir=data-" in cell.name  # the data folder is named in the cell's folder
     metrics = json.loads((cell / "metrics.json").read_text())
     assert metrics["cell"]["data_sha256"] == data_fingerprint(splits_of(compose_config(TINY + [f"data.dir={data}"])))
 
-    again = sweep_run("k=1")  # the same cell: skipped
-    assert again.returncode == 0 and "already holds a complete run of these settings and data" in again.stdout
+    with caplog.at_level(logging.INFO, logger="ms.loop.pipeline"):
+        code, _ = ms_run("-m", *common, "k=1")  # the same cell: skipped
+    assert code == 0 and "already holds a complete run of these settings and data" in caplog.text
     before = folder_state(sweep)
 
     change_every_answer(data / "riddle.jsonl")
-    refused = sweep_run("k=1")
-    lines = [line for line in refused.stderr.splitlines() if line.strip()]
-    assert refused.returncode == 2 and len(lines) == 1, refused.stderr[-3000:]
+    code, lines = ms_run("-m", *common, "k=1")
+    assert code == 2 and len(lines) == 1, lines[-20:]
     assert str(cell) in lines[0] and "data (the examples read)" in lines[0]
     assert folder_state(sweep) == before
 

@@ -229,7 +229,7 @@ def test_a_redo_on_a_shared_pool_leaves_exactly_one_runs_worth(tmp_path, caplog)
 # ---- the same, end to end: a real run killed mid-stream, then redone (slow) ----------------------
 
 TINY = ["data.agents=[riddle,pun]", "data.max_seed=4", "data.max_stream=2", "data.max_test=1", "fills=[100]",
-        "micro_batch=2", "train.candidates=3", "train.labelled=2", "backbone.generation.max_new_tokens=16",
+        "micro_batch=2", "train.candidates=2", "train.labelled=2", "backbone.generation.max_new_tokens=8",
         "scorer.threshold=0", "eval.metrics=[ref_logprob]"]
 
 
@@ -244,20 +244,20 @@ def stream_added_at(path: Path) -> list[float]:
 
 
 @pytest.mark.slow
-def test_a_killed_run_on_a_shared_pool_redone_matches_a_clean_run(tmp_path):
+def test_a_killed_run_on_a_shared_pool_redone_matches_a_clean_run(tmp_path, ms_run, caplog):
+    """Only the killed attempt is a process of its own (it takes the SIGKILL); the clean run and the
+    redo run in this one, on the same response cache (ms_run's cache_dir), so all three see the
+    same answers."""
+    from ms.loop.pipeline import run
+
     cache = f"cache_dir={tmp_path / 'cache'}"
-
-    def start(run: str, pool: Path) -> subprocess.Popen:
-        return subprocess.Popen([str(BIN / "ms-run"), *TINY, cache, f"pool.path={pool}", f"hydra.run.dir={run}"],
-                                cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-    clean = start(str(tmp_path / "clean"), tmp_path / "clean.sqlite")
-    assert clean.wait(timeout=1200) == 0, clean.stdout.read()[-3000:]
+    run(compose_config([*TINY, cache, f"pool.path={tmp_path / 'clean.sqlite'}"]), tmp_path / "clean")
 
     shared = tmp_path / "shared.sqlite"
-    killed_dir = tmp_path / "killed"
-    killed = start(str(killed_dir), shared)
+    killed_dir = tmp_path / "run"  # where ms_run runs the redo
+    command = [str(BIN / "ms-run"), *TINY, cache, f"pool.path={shared}", f"hydra.run.dir={killed_dir}"]
+    killed = subprocess.Popen(command, cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 1200
     while not (killed_dir / "decisions.jsonl").exists():  # its first stream batch is admitted
         assert killed.poll() is None and time.time() < deadline, killed.stdout.read()[-3000:]
@@ -268,10 +268,10 @@ def test_a_killed_run_on_a_shared_pool_redone_matches_a_clean_run(tmp_path):
     assert stream_added_at(shared), "the killed attempt admitted nothing, so there is nothing to clean"
 
     redo_started = time.time()
-    redo = start(str(killed_dir), shared)
-    out, _ = redo.communicate(timeout=1200)
-    assert redo.returncode == 0, out[-3000:]
-    assert "redoing interrupted run" in out
+    with caplog.at_level(logging.INFO, logger="ms.loop.run_folder"):
+        code, err = ms_run(*TINY, f"pool.path={shared}")
+    assert code == 0, err[-20:]
+    assert "redoing interrupted run" in caplog.text
     assert contents(shared) == contents(tmp_path / "clean.sqlite")
     # The redo admitted every stream memory itself: had the killed attempt's stayed, re-admitting the
     # same pairs would have been a no-op and left them with their earlier times.

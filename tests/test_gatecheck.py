@@ -113,22 +113,24 @@ def test_youden_threshold_admits_what_separates_best_and_prefers_zero_on_a_tie()
 @pytest.mark.slow
 def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     """Every gate on the same pairs, with the real SmolLM2: a utility for every pair, an AUC per
-    gate, agent and corruption."""
+    gate, agent and corruption. One seed pair per agent keeps it to 8 pairs (a lone pair has no
+    other question to give: test_an_agent_with_one_pair_has_no_other_question_to_give), and k=1
+    to one shot per utility prompt."""
     from ms.cli.data import main
 
     out = tmp_path / "gate"
-    assert main(["gate-check", "--per-agent", "2", "--gate", "rubric,utility,both", "--out", str(out),
-                 "data.agents=[riddle,pun]", f"cache_dir={models_cache}"]) == 0
+    assert main(["gate-check", "--per-agent", "1", "--gate", "rubric,utility,both", "--out", str(out),
+                 "data.agents=[riddle,pun]", "k=1", f"cache_dir={models_cache}"]) == 0
     with (out / "gate_check.csv").open() as f:
         rows = list(csv.DictReader(f))
-    kinds = ["all", *CORRUPTIONS]
+    kinds = ["all", *(kind for kind in CORRUPTIONS if kind != "other_question")]
     assert [(r["gate"], r["agent"], r["corruption"]) for r in rows] == [
         (gate, agent, kind) for gate in ("rubric", "utility", "both") for agent in ("riddle", "pun") for kind in kinds]
     for r in rows:
-        assert r["n_good"] == "2" and r["n_corrupted"] == ("8" if r["corruption"] == "all" else "2")
+        assert r["n_good"] == "1" and r["n_corrupted"] == ("3" if r["corruption"] == "all" else "1")
         assert r["missing"] == "0" and 0.0 <= float(r["auc"]) <= 1.0
     pairs = [json.loads(line) for line in (out / "gate_check_decisions.jsonl").read_text().splitlines()]
-    assert len(pairs) == 2 * 2 * (1 + len(CORRUPTIONS))
+    assert len(pairs) == 2 * len(kinds)  # per agent: the good pair and its three corrupted copies
     for pair in pairs:
         utility = pair["utility"]
         assert utility["u"] is not None and len(utility["probes"]) == len(utility["deltas"]) > 0
@@ -136,7 +138,7 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     text = (out / "gate_check.md").read_text()
     assert "score read from probabilities" in text and "gate both" in text
     usage = json.loads((out / "llm_usage.json").read_text())["backbones"]["smollm2"]["roles"]
-    assert usage["score"]["calls"] + usage["score"]["cache_hits"] == 2 * 2 * (1 + len(CORRUPTIONS))
+    assert usage["score"]["calls"] + usage["score"]["cache_hits"] == len(pairs)
     assert usage["utility"]["calls"] > 0
 
 

@@ -194,7 +194,10 @@ def test_protocol_paper_stores_the_whole_prompt_as_the_memorys_question(tmp_path
 
     from test_pipeline import TINY
 
-    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "protocol=paper", "data.agents=[riddle]"])
+    # One stream question, two candidates to label, one fill evaluated by ref_logprob: the stream's
+    # memory and memory train's verbalized labels are what this reads.
+    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "protocol=paper", "data.agents=[riddle]", "fills=[100]",
+                                 "data.max_stream=1", "train.candidates=2", "eval.metrics=[ref_logprob]"])
     metrics = run(cfg, tmp_path)
     assert metrics["run"]["label_method"] == "verbalized"
     stream = [m for m in Pool(tmp_path / "pool.sqlite").memories("logic") if m.origin == "stream"]

@@ -5,11 +5,11 @@ holds exactly one finished run's memories, each credited to it. And a start that
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -17,55 +17,67 @@ from ms.common.errors import USER_ERROR_EXIT
 
 from conftest import REPO
 
-# Four micro-batches of two, so that the server can be stopped after the first has been admitted.
-STREAM = ["data.agents=[riddle,pun]", "data.max_seed=3", "data.max_stream=4", "data.max_test=1", "fills=[100]",
+# Three micro-batches of two, so that the server can be stopped after the first has been admitted.
+STREAM = ["data.agents=[riddle,pun]", "data.max_seed=3", "data.max_stream=3", "data.max_test=1", "fills=[100]",
           "micro_batch=2", "train.candidates=2", "train.labelled=2", "backbone.generation.max_new_tokens=8",
           "eval.metrics=[ref_logprob]", "scorer.threshold=0", "pool.backend=postgres"]
 
 
-def ms_run(args: list[str], **env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "ms", *args], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1", **env})
-
-
-def wait_for_step(decisions, step: int, proc: subprocess.Popen, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if decisions.exists() and any(json.loads(line)["step"] >= step for line in decisions.read_text().splitlines()):
-            return
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended before step {step}: {proc.stderr.read()[-3000:]}")
-        time.sleep(0.2)
-    proc.kill()
-    pytest.fail(f"no step {step} in {timeout} s")
+def steps_in(decisions: Path) -> list[int]:
+    return [json.loads(line)["step"] for line in decisions.read_text().splitlines()] if decisions.exists() else []
 
 
 @pytest.mark.slow
 def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(postgres_cluster, postgres_dsn,
-                                                                              tmp_path):
-    from pathlib import Path
-
+                                                                              tmp_path, monkeypatch, capsys):
+    """Both runs are `ms-run` in this process (the command line as typed, through Hydra); a thread
+    stops the server once the first micro-batch is admitted."""
     from omegaconf import OmegaConf
 
+    import ms.cli.run
+    from ms.config.schema import POOL_DSN_ENV
     from ms.pool import open_pool
 
-    args = [*STREAM, f"pool.dsn={postgres_dsn}", f"cache_dir={tmp_path / 'cache'}"]  # a timestamped folder
-    proc = ms_run(args)
-    # The folder is named in the first log line; decisions.jsonl grows one step at a time.
-    folder = None
-    for line in proc.stdout:
-        if "output folder: " in line:
-            folder = line.split("output folder: ")[1].strip()
-            break
-    assert folder is not None
-    folder = Path(folder)
-    wait_for_step(folder / "decisions.jsonl", 1, proc)
-    postgres_cluster.stop()
+    monkeypatch.chdir(tmp_path)  # Hydra's default, timestamped folder: tmp_path/outputs/DATE/TIME_...
+    (tmp_path / "data").symlink_to(REPO / "data")  # where data.dir=data is read from here
+    monkeypatch.delenv(POOL_DSN_ENV, raising=False)  # ms-run moves pool.dsn there; restored after the test
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+    quiet = ["hydra/job_logging=none", "hydra/hydra_logging=none"]  # pytest keeps its own logging
+
+    def ms_run(args: list[str]) -> tuple[int, str]:
+        monkeypatch.setattr(sys, "argv", ["ms-run", *args, *(q for q in quiet if q not in args)])
+        monkeypatch.setattr(ms.cli.run, "_composed", False)
+        capsys.readouterr()
+        try:
+            ms.cli.run.main()
+            code = 0
+        except SystemExit as done:
+            code = done.code
+        return code, capsys.readouterr().err
+
+    stopped: list = []
+
+    def stop_after_step_1() -> None:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and not stopped:
+            for decisions in tmp_path.glob("outputs/*/*/decisions.jsonl"):
+                if any(step >= 1 for step in steps_in(decisions)):
+                    postgres_cluster.stop()
+                    stopped.append(decisions.parent)
+                    return
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=stop_after_step_1, daemon=True)
+    watcher.start()
     try:
-        _, err = proc.communicate(timeout=120)
+        code, err = ms_run([*STREAM, f"pool.dsn={postgres_dsn}", f"cache_dir={tmp_path / 'cache'}"])
+        watcher.join(timeout=60)
+        assert stopped, f"the run ended (status {code}) before its first micro-batch was admitted: {err[-3000:]}"
     finally:
+        stopped.append("done")  # ends the watcher if the run failed early
         postgres_cluster.start()
-    assert proc.returncode == USER_ERROR_EXIT
+    folder = stopped[0]
+    assert code == USER_ERROR_EXIT
     # Beside the progress bars (tqdm writes to stderr too), one line says what failed and how to resume.
     [line] = [x for x in err.splitlines() if x.startswith("ms-run: ")]
     assert "failed (" in line and "to resume this run in its folder" in line, line
@@ -74,9 +86,9 @@ def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(p
     assert not [a for a in command if a.startswith("pool.dsn")]  # the DSN stays in the environment
     assert json.loads((folder / "failed.json").read_text())["reason"].startswith("the pool's PostgreSQL server")
 
-    resumed = ms_run(command[1:], MS_POOL_DSN=postgres_dsn)
-    out, err = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, err[-3000:]
+    monkeypatch.setenv(POOL_DSN_ENV, postgres_dsn)
+    code, err = ms_run(command[1:])
+    assert code == 0, err[-3000:]
     assert not (folder / "failed.json").exists()
     metrics = json.loads((folder / "metrics.json").read_text())
     run_id = (folder / "run_id").read_text().strip()
@@ -87,8 +99,8 @@ def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(p
     # Who wrote each memory is exported beside the results, so a report never needs the server.
     exported = (folder / "memories.csv").read_text().splitlines()
     assert len(exported) - 1 == sum(by_run.values())
-    steps = [json.loads(line)["step"] for line in (folder / "decisions.jsonl").read_text().splitlines()]
-    assert steps == sorted(steps) and len(steps) == 8  # the redo's own decisions only
+    steps = steps_in(folder / "decisions.jsonl")
+    assert steps == sorted(steps) and len(steps) == 6  # the redo's own decisions only
 
 
 def test_a_missing_engine_is_one_line_before_any_model_loads_and_no_folder(ms_run, tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """Sweeps as users start them: `python -m ms -m ...` on the real default model, `ms-report` on
-the result, and resuming an interrupted sweep."""
+the result, and resuming an interrupted sweep. The basic launcher's two-cell sweep is run once for
+the module (`basic_sweep`): the report test and the joblib launcher's comparison both read it."""
 
 from __future__ import annotations
 
@@ -29,12 +30,13 @@ train:
   labelled: 2
 backbone:
   generation:
-    max_new_tokens: 16
+    max_new_tokens: 8
 """
 
 
 def sweep(tmp_path: Path, sweep_dir: Path, *params: str, **popen) -> subprocess.Popen:
-    """A real multirun of a tiny experiment, which a search-path folder adds to conf/experiment/."""
+    """A real multirun of a tiny experiment, which a search-path folder adds to conf/experiment/;
+    its response cache is tmp_path/cache."""
     extra = tmp_path / "conf"
     (extra / "experiment").mkdir(parents=True, exist_ok=True)
     (extra / "experiment" / "tiny.yaml").write_text(TINY_EXPERIMENT)
@@ -45,12 +47,20 @@ def sweep(tmp_path: Path, sweep_dir: Path, *params: str, **popen) -> subprocess.
                             **popen)
 
 
-@pytest.mark.slow
-def test_two_cell_sweep_and_report(tmp_path):
-    sweep_dir = tmp_path / "multirun"
-    proc = sweep(tmp_path, sweep_dir, "k=0,3")
+@pytest.fixture(scope="module")
+def basic_sweep(tmp_path_factory) -> Path:
+    """The folder of one finished k=0,3 sweep on Hydra's basic launcher, which only reads of it follow;
+    its response cache is the folder's parent's cache/."""
+    root = tmp_path_factory.mktemp("basic")
+    proc = sweep(root, root / "multirun", "k=0,3")
     out, _ = proc.communicate(timeout=1200)
     assert proc.returncode == 0, out[-3000:]
+    return root / "multirun"
+
+
+@pytest.mark.slow
+def test_two_cell_sweep_and_report(tmp_path, basic_sweep):
+    sweep_dir = basic_sweep
     cells = sorted(p.parent for p in sweep_dir.rglob("metrics.json"))
     assert [c.name for c in cells] == ["k=0", "k=3"]  # folders named from the overrides
 
@@ -73,10 +83,11 @@ def test_two_cell_sweep_and_report(tmp_path):
 
 @pytest.mark.slow
 def test_resuming_an_interrupted_sweep_redoes_only_unfinished_cells(tmp_path):
+    """k=0 (no stream, so the cheaper cell) first, then k=1."""
     sweep_dir = tmp_path / "multirun"
-    proc = sweep(tmp_path, sweep_dir, "k=1,2", start_new_session=True)
-    first = sweep_dir / "k=1" / "metrics.json"
-    second = sweep_dir / "k=2"
+    proc = sweep(tmp_path, sweep_dir, "k=0,1", start_new_session=True)
+    first = sweep_dir / "k=0" / "metrics.json"
+    second = sweep_dir / "k=1"
     deadline = time.time() + 1200
     # Kill the sweep once the first cell is complete and the second has started its stream.
     while time.time() < deadline and not (first.exists() and (second / "decisions.jsonl").exists()):
@@ -87,7 +98,7 @@ def test_resuming_an_interrupted_sweep_redoes_only_unfinished_cells(tmp_path):
     assert first.exists() and not (second / "metrics.json").exists()
     finished_at = first.stat().st_mtime_ns
 
-    again = sweep(tmp_path, sweep_dir, "k=1,2")
+    again = sweep(tmp_path, sweep_dir, "k=0,1")
     out, _ = again.communicate(timeout=1200)
     assert again.returncode == 0, out[-3000:]
     assert first.stat().st_mtime_ns == finished_at  # the complete cell was skipped
@@ -127,9 +138,12 @@ def kill_worker_of(cell: Path, parent: int) -> bool:
 
 
 @pytest.mark.slow
-def test_joblib_launcher_runs_cells_in_parallel_resumes_and_matches_the_basic_launcher(tmp_path):
+def test_joblib_launcher_runs_cells_in_parallel_resumes_and_matches_the_basic_launcher(tmp_path, basic_sweep):
+    # The basic sweep's response cache: its answers are replayed, so both launchers grade, train on
+    # and evaluate the same answers.
+    root = basic_sweep.parent
     parallel = tmp_path / "joblib"
-    proc = sweep(tmp_path, parallel, "k=0,3", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+    proc = sweep(root, parallel, "k=0,3", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
                  start_new_session=True)
     deadline = time.time() + 1200
     # Kill the worker running k=3 once its stream has begun, as a crashed or preempted job would.
@@ -139,15 +153,11 @@ def test_joblib_launcher_runs_cells_in_parallel_resumes_and_matches_the_basic_la
     proc.communicate(timeout=600)
     assert not (parallel / "k=3" / "metrics.json").exists()
 
-    again = sweep(tmp_path, parallel, "k=0,3", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    again = sweep(root, parallel, "k=0,3", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
     out, _ = again.communicate(timeout=1200)
     assert again.returncode == 0, out[-3000:]
 
-    basic = tmp_path / "basic"
-    proc = sweep(tmp_path, basic, "k=0,3")  # same response cache: the answers are replayed
-    out, _ = proc.communicate(timeout=1200)
-    assert proc.returncode == 0, out[-3000:]
-    got, want = cell_results(parallel), cell_results(basic)
+    got, want = cell_results(parallel), cell_results(basic_sweep)
     assert set(got) == set(want) == {"k=0", "k=3"}
     for cell in got:  # floats approximately: a worker process may sum in another thread order
         assert (got[cell]["accepted"], got[cell]["rejected"]) == (want[cell]["accepted"], want[cell]["rejected"])

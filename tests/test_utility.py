@@ -157,10 +157,13 @@ def test_a_tiny_run_under_the_utility_gate_records_its_probes_and_matches_its_pl
     from ms.loop.pipeline import run
     from ms.plan.planner import plan_run
 
-    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "gate=utility"])
+    # One stream question per agent, two candidates to label, one fill evaluated by ref_logprob: the
+    # stream's gate is what this reads.
+    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "gate=utility", "data.max_stream=1", "train.candidates=2",
+                                 "fills=[100]", "eval.metrics=[ref_logprob]"])
     metrics = run(cfg, tmp_path)
     decisions = [json.loads(line) for line in (tmp_path / "decisions.jsonl").open()]
-    assert len(decisions) == 4 and metrics["run"]["gate"] == "utility" and metrics["stream"]["unscored"] == 0
+    assert len(decisions) == 2 and metrics["run"]["gate"] == "utility" and metrics["stream"]["unscored"] == 0
     for d in decisions:
         u = d["utility"]
         assert len(u["probes"]) == len(u["deltas"]) == 3 and d["score"] is None
@@ -175,7 +178,7 @@ def test_a_tiny_run_under_the_utility_gate_records_its_probes_and_matches_its_pl
     roles = metrics["usage"]["backbones"]["smollm2"]["roles"]
     planned = {r.role: r for r in plan_run(cfg).rows}
     made = roles["utility"]["calls"] + roles["utility"]["cache_hits"]
-    assert made == planned["utility"].calls == 4 * 2 * 3 and planned["utility"].exact
+    assert made == planned["utility"].calls == 2 * 2 * 3 and planned["utility"].exact
     assert roles["score"]["calls"] + roles["score"]["cache_hits"] == planned["score"].calls == 0
 
 
