@@ -79,4 +79,16 @@ ACCESS_RULES = Registry("access rule", {
     "rule": "ms.pool.access.table:RuleFileAccess",
 }, key="access.name")
 
-__all__ = ["ACCESS_RULES", "ENGINES", "GATES", "METRICS", "POLICIES", "POOL_BACKENDS", "PROVIDERS", "RETRIEVERS"]
+# Who else writes into the pool: each a ms.data.poison.Poisoner (poison.name, conf/poison/<name>.yaml). none: no
+# one (the default); off_task, on_style, injection: a poisoning writer that asks its victim agent's stream
+# questions and answers them with another domain's references, the victim's references of other questions,
+# or an instruction carrying a marker string (issue 38; README, "A poisoned writer").
+POISONS = Registry("poison", {
+    "none": "ms.data.poison:NoPoison",
+    "off_task": "ms.data.poison:OffTask",
+    "on_style": "ms.data.poison:OnStyle",
+    "injection": "ms.data.poison:Injection",
+}, key="poison.name")
+
+__all__ = ["ACCESS_RULES", "ENGINES", "GATES", "METRICS", "POISONS", "POLICIES", "POOL_BACKENDS", "PROVIDERS",
+           "RETRIEVERS"]

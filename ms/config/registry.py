@@ -11,7 +11,7 @@ imports the one that is used.
 
 How third parties plug in: Python entry points, one group per kind (`ms.gate`, `ms.metric`,
 `ms.provider`, `ms.engine`, `ms.retriever`, `ms.memory_policy`, `ms.pool_backend`,
-`ms.access_rule`), e.g. in a plugin's
+`ms.access_rule`, `ms.poison`), e.g. in a plugin's
 pyproject.toml
 
     [project.entry-points."ms.gate"]

@@ -27,7 +27,10 @@ NOT_IDENTITY = ("hydra", "cache_dir", "use_cache", "pool.dsn", "data.dir", "data
 DATA_KEY = "data (the examples read)"
 # Settings added since runs began recording their cell, with the value every run before them ran
 # with: a finished run whose record lacks one ran with that value, and resumes as the same cell.
-ADDED_SINCE = {"access.name": "open", "access.file": None}
+ADDED_SINCE = {"access.name": "open", "access.file": None, "poison.name": "none"}
+# Groups whose option named here reads none of the group's other settings: under it they are no part of
+# the cell (poison=none writes nothing, whichever victim an experiment file names for its poisoned cells).
+IDLE_OPTIONS = {"poison": "none"}
 
 
 def flat(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -49,8 +52,11 @@ def identity(cfg: DictConfig | Mapping, *, data_dir: bool = False) -> dict[str, 
     except Exception:  # a saved config whose interpolations no longer resolve here: compared as written
         tree = OmegaConf.to_container(node, resolve=False)
     skipped = [s for s in NOT_IDENTITY if not (data_dir and s == "data.dir")]
-    return {k: v for k, v in flat(tree).items()
-            if not any(k == skip or k.startswith(skip + ".") for skip in skipped)}
+    settings = flat(tree)
+    idle = [group for group, option in IDLE_OPTIONS.items() if settings.get(f"{group}.name") == option]
+    return {k: v for k, v in settings.items()
+            if not any(k == skip or k.startswith(skip + ".") for skip in skipped)
+            and not any(k.startswith(group + ".") and k != f"{group}.name" for group in idle)}
 
 
 def data_fingerprint(splits: Mapping[str, Any]) -> str:

@@ -21,8 +21,9 @@ from omegaconf import DictConfig
 from ms.pool.access import AccessRule, build_access
 from ms.agents import Agent, PromptTemplate, agents_from
 from ms.loop.cell import data_fingerprint, record as cell_record
-from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
+from ms.config.parts import GATES, METRICS, POISONS, POLICIES, RETRIEVERS
 from ms.data import load_splits
+from ms.data.poison import Poisoner
 from ms.gates.base import Gate, GateParts
 from ms.gates.replay import UtilityMeter
 from ms.gates.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
@@ -88,6 +89,7 @@ class Parts:
     retriever: Retriever  # the stream's, wrapped by the memory policy
     test_retriever: Retriever
     access: AccessRule  # who may read whose memories: every retrieval passes its agent's reader
+    poisoner: Poisoner  # a poisoning writer's pairs for each stream micro-batch (none: no pairs)
     trainer: Optional[RetrieverTrainer]
     metrics: list[Metric]  # in the registry's order
     record: dict  # metrics.json's `run`
@@ -130,6 +132,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     agents = agents_from(cfg.agents)
     splits = load_splits(cfg.data, agents)
     access = build_access(cfg.access, list(cfg.agents))  # before any model loads: a bad rule file fails fast
+    poison_cls = POISONS.load(cfg.poison.name)
+    poisoner = poison_cls.build(cfg.poison, agents, splits, cfg.seed)  # reads the data only
     pool = open_run_pool(cfg.pool, out_dir)  # before any model loads: a bad pool file fails fast
     # The backbone each agent that runs answers on; each distinct backbone is built once.
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
@@ -184,6 +188,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         **({"stream_answers": cfg.stream.answers} if cfg.stream.answers != "model" else {}),
         # only where a rule withholds something, so open runs stay one condition with older runs
         **access.record(),
+        # only where a poisoning writer writes, so clean runs stay one condition with older runs
+        **poison_cls.record(cfg.poison),
         # only where another backbone grades, so self-graded runs stay one condition with older runs
         **({"grader": cfg.scorer.backbone, "threshold": cfg.scorer.threshold}
            if cfg.scorer.backbone not in (None, cfg.backbone.name) else {}),
@@ -192,6 +198,6 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     described = {cls.record_key: None for cls in map(METRICS.load, METRICS) if cls.record_key}
     described.update({m.record_key: m.describe() for m in metrics if m.record_key})
     return Parts(settings, clock, agents, splits, template, pool, backbones, agent_backbone, scorer, gate, memory,
-                 retriever, test_retriever, access, trainer, metrics, record, described,
+                 retriever, test_retriever, access, poisoner, trainer, metrics, record, described,
                  provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch),
                  cell_record(cfg, data_fingerprint(splits)))  # what a resumed sweep must match

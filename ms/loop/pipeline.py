@@ -69,6 +69,8 @@ class Experiment:
         self.scorer, self.gate, self.memory, self.trainer = parts.scorer, parts.gate, parts.memory, parts.trainer
         self.retriever, self.test_retriever = parts.retriever, parts.test_retriever
         self.reader = parts.access.reader  # agent -> the writers its access rule grants it (ms.pool.access)
+        self.poisoner = parts.poisoner  # a poisoning writer (ms.data.poison); poison=none writes nothing
+        self.poisoned: Counter = Counter()  # the poisoner's pairs: asked, accepted, rejected
         self.metrics = parts.metrics
         self.stream_k = self.settings.stream_k
         self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred
@@ -141,14 +143,22 @@ class Experiment:
         asked = [p[-1]["content"] if self.settings.memory_question == "prompt" else q.example.question
                  for q, p in zip(queries, prompts)]
         used = {q.scope: self.retriever.state(q.scope) for q in queries}  # before this step trains it
+        # A poisoning writer's pairs (ms.data.poison): the victim's questions of this batch, judged by the
+        # same gate as the victim's own (its rubric, its prompts), stored under the poisoner's name. Its
+        # question is the plain question, under memory.question=prompt too (it retrieves nothing).
+        poison = self.poisoner.pairs([q.example for q in queries])
+        writers = [None] * len(queries) + [self.poisoner.cfg.writer] * len(poison)
+        queries = [*queries, *(Query(p.victim, self.scope(p.victim), p.example) for p in poison)]
+        asked, answers = [*asked, *(p.question for p in poison)], [*answers, *(p.answer for p in poison)]
         decisions = self.gate.judge([Candidate(q.agent, q.scope, x, a) for q, x, a in zip(queries, asked, answers)])
-        admitted = [(q, d) for q, d in zip(queries, decisions) if d.accepted]
-        ids = self.memory.admit([{"scope": q.scope, "agent": q.agent, "domain": self.agents[q.agent].domain,
+        admitted = [(q, d, w) for q, d, w in zip(queries, decisions, writers) if d.accepted]
+        ids = self.memory.admit([{"scope": q.scope, "agent": w or q.agent, "domain": self.agents[q.agent].domain,
                                   "question": d.question, "answer": d.answer, "origin": "stream",
-                                  "score": d.score, "backbone": self.agent_backbone[q.agent]}
-                                 for q, d in admitted], step=self.step)
+                                  "score": d.score, "backbone": None if w else self.agent_backbone[q.agent]}
+                                 for q, d, w in admitted], step=self.step)
         new_ids = iter(ids)
         memory_ids = [next(new_ids) if d.accepted else None for d in decisions]
+        admitted = [(q, d) for q, d, _ in admitted]
         # What the gate's utility measurements showed about the candidates and the shots they displaced.
         self.pool.record_utility(effects((d.utility, i) for d, i in zip(decisions, memory_ids)))
         if self.trainer is not None:
@@ -159,10 +169,13 @@ class Experiment:
         pool_sizes = {scope: self.pool.count(scope) for scope in {q.scope for q in queries}}
         append_decisions(self.out / DECISIONS_FILE, decisions,
                          [{"step": self.step, "memory_id": memory_id, "pool_size": pool_sizes[q.scope],
-                           "scope": q.scope, **used[q.scope]}
-                          for q, memory_id in zip(queries, memory_ids)])
+                           "scope": q.scope, **used[q.scope], **({"writer": w} if w else {})}
+                          for q, memory_id, w in zip(queries, memory_ids, writers)])
         release_freed_memory()  # what answering, grading, labelling and the train step freed
-        return decisions
+        own = len(decisions) - len(poison)  # the agents' own decisions; the poisoner's follow them
+        self.poisoned.update(asked=len(poison), accepted=sum(d.accepted for d in decisions[own:]),
+                             rejected=sum(not d.accepted for d in decisions[own:]))
+        return decisions[:own]
 
     def evaluate(self, fill: int) -> list[dict]:
         """One row per test question: what was retrieved, and every metric of the run."""
@@ -253,7 +266,10 @@ class Experiment:
                        # rejected because no score could be read; 0 wherever the scorer reads probabilities
                        "unscored": sum(unscored.values()), "unscored_by_agent": dict(+unscored),
                        "pool_by_agent": pool_sizes,
-                       "train_losses": self.trainer.losses if self.trainer else []},
+                       "train_losses": self.trainer.losses if self.trainer else [],
+                       # only where a poisoning writer wrote: its pairs the gate judged, admitted and refused
+                       **({"poison": {n: self.poisoned[n] for n in ("asked", "accepted", "rejected")}}
+                          if self.poisoner.active else {})},
             "memory": {"policy": self.settings.memory_policy, "consolidation": dict(self.consolidated)},
             "usage": usage,
             "provenance": self.parts.provenance,

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from ms.agents import agent_problems, agents_from
 from ms.config.fields import CHECK
 from ms.config.files import not_sqlite, writable_folder
-from ms.config.parts import ACCESS_RULES, GATES, METRICS, POOL_BACKENDS
+from ms.config.parts import ACCESS_RULES, GATES, METRICS, POISONS, POOL_BACKENDS
 from ms.common.errors import UserError
 from ms.gates.scorer import rubric_path
 from ms.llm.api import api_key_from_env
@@ -121,6 +121,9 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
     if cfg.access.name in ACCESS_RULES:  # the access rule checks its own settings and file (ms.pool.access)
         yield from ACCESS_RULES.load(cfg.access.name).problems(cfg.access, list(cfg.agents),
                                                                [] if unknown else running, plan)
+    if cfg.poison.name in POISONS and not unknown and not list(agent_problems(cfg.agents)):
+        # the poisoner checks its victim, writer and instruction (ms.data.poison)
+        yield from POISONS.load(cfg.poison.name).problems(cfg.poison, agents_from(cfg.agents), running)
     if cfg.retriever.index == "ann" and (missing := ann_problem()):
         yield f"invalid setting retriever.index=ann: {missing}"
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 from omegaconf import DictConfig
 
 from ms.agents import PromptTemplate, agents_from, chat
-from ms.config.parts import GATES, METRICS
+from ms.config.parts import GATES, METRICS, POISONS
 from ms.data import load_splits
 from ms.gates.scorer import rubric_for
 from ms.llm import price_of, provider_class
@@ -146,6 +146,8 @@ class _Planner:
         self.splits = load_splits(cfg.data, self.agents)
         self.template = PromptTemplate(**cfg.prompt)
         self.accept, self.accept_note = acceptance(cfg.gate, self, accept)
+        self.poisoner = POISONS.load(cfg.poison.name).build(cfg.poison, self.agents, self.splits, cfg.seed)
+        self.poisoned = 0  # the poisoning writer's pairs the gate judges (ms.data.poison)
         self.rows: dict[tuple[str, str], Row] = {}
         self.scope = {a: scope_for(self.agents[a].domain, cfg.pool.mode) for a in self.splits}
         pairs: dict[str, list[float]] = {}
@@ -298,6 +300,11 @@ class _Planner:
             question = user if cfg.memory.question == "prompt" else tokens(e.question)
             asked.append((e, question, reply))
             self.gate.planned_calls(cfg.gate, self, a, question, reply, pool[self.scope[a]])
+        for p in self.poisoner.pairs(batch):  # a poisoning writer's pairs: the same gate judges them as the victim's
+            question, reply = tokens(p.question), tokens(p.answer)
+            asked.append((p.example, question, reply))
+            self.gate.planned_calls(cfg.gate, self, p.victim, question, reply, pool[self.scope[p.victim]])
+            self.poisoned += 1
         for e, _, _ in asked:  # the batch is admitted at once, then memory train mines the pool
             pool[self.scope[e.agent]] += self.accept
         for e, question, reply in asked:
@@ -361,6 +368,10 @@ def plan_run(cfg: DictConfig, accept: Optional[float | Measured] = None, probe: 
              f"backbone={cfg.backbone.name}; {len(planner.splits)} agents, fills {list(cfg.fills)}, "
              f"micro_batch {cfg.micro_batch}")
     notes = [planner.accept_note]
+    if planner.poisoner.active:
+        notes.append(f"poison={cfg.poison.name}: {planner.poisoned} pairs of the poisoning writer (victim "
+                     f"{cfg.poison.victim}) judged by the gate, counted in its rows; its answers are drawn from the "
+                     f"data, so it generates nothing")
     if not planner.scorer_reads_probabilities():
         notes.append(f"score: the grader's reply is read as text; re-asks of unreadable replies (up to "
                      f"scorer.retries={cfg.scorer.retries} each) are not counted")
