@@ -132,7 +132,8 @@ def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> li
     finished one is used."""
     index: dict[Setting, Condition] = {}
     for c in sorted(conds, key=lambda c: (c.finished, c.name)):
-        index[Setting.of(c)] = c
+        if not c.fields.get("poison"):  # a poisoned pool is compared with its clean run in poison.md
+            index[Setting.of(c)] = c
     out = []
 
     def same_data(a: Condition, b: Optional[Condition]) -> Optional[Condition]:

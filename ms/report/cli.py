@@ -19,6 +19,7 @@ from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
 from ms.report.figures import change_by_gate, figure4, pool_growth
 from ms.report.gates import by_gate, change_since_first_fill
 from ms.report.pages import runs_markdown, summary_markdown
+from ms.report.poison import write_poison
 from ms.report.paper import PaperTables, load_paper_tables
 from ms.report.quality import write_quality
 from ms.report.records import record_warnings, records_markdown
@@ -168,11 +169,13 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
     stream_shares = write_stream_share(runs, out)
     quality = write_quality(runs, out)
     access = write_access(runs, out, metric)  # runs under a learned access rule, on their held-out halves
+    poison = write_poison(runs, out, metric)  # runs with a poisoning writer, against their clean runs
     usage = write_usage(runs, out)
     summary = out / "summary.md"
     summary.write_text(summary_markdown(list(roots), metric, runs, skipped, tables, figure4s, growth, why_not, paper,
                                         claims, ablation, stream_shares) + (f"\n{sharing}\n" if sharing else "")
                        + (f"\n{quality}" if quality else "") + (f"\n{access}\n" if access else "")
+                       + (f"\n{poison}\n" if poison else "")
                        + f"\n## LLM usage and cost\n\n{usage}\n\n{records_markdown(warnings, runs)}",
                        encoding="utf-8")
     if html is not None:

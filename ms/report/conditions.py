@@ -198,7 +198,8 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
         return c.gate == "rubric", bool(c.fields.get("learned")), c.finished, c.name
 
     def eligible(c: Condition) -> bool:
-        return c.fields.get("retriever") == TABLE_RETRIEVER and c.memory == TABLE_MEMORY and not c.fields.get("access")
+        return (c.fields.get("retriever") == TABLE_RETRIEVER and c.memory == TABLE_MEMORY and not c.fields.get("access")
+                and not c.fields.get("poison"))
 
     chosen: dict[Cell, Condition] = {}
     for c in conds:
@@ -213,6 +214,8 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
                 why_not[run.name] = f"memory={c.memory} (the tables use plain memory only; see ablation.md)"
             elif c.fields.get("access"):
                 why_not[run.name] = "access=rule (the tables read under access=open; see access.md)"
+            elif c.fields.get("poison"):
+                why_not[run.name] = "a poisoning writer wrote into its pool (the tables read clean runs; see poison.md)"
             elif chosen[c.cell] is not c:
                 why_not[run.name] = f"its cell is taken by {chosen[c.cell].name}"
     return chosen, why_not

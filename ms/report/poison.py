@@ -1,0 +1,168 @@
+"""poison.md and poison.csv (issue 38): for each run with a poisoning writer (`run.poison` in metrics.json,
+ms.data.poison), how far its memories spread and whom they hurt.
+
+Per run: the poisoner's pairs the gate judged and admitted (metrics.json `stream.poison`); the test
+questions' retrievals of its memories (the memories its writer name wrote, read from the pool file or
+memories.csv as the sharing matrix reads them) by the victim and by the other agents, at the run's last
+fill; for an injection, the stream answers that carry its marker (decisions.jsonl: the agents' own
+pairs, not the poisoner's), and the test answers that do where the run generated them; and the change
+in the metric against the clean run (the run whose fields are the same but for the poisoner and the
+access rule), paired per test question with a 95% bootstrap CI, for the victim and for everyone else.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ms.common.stats import Estimate, mean_ci
+from ms.config.files import DECISIONS_FILE
+from ms.report.render import markdown_grid
+from ms.report.runs import Run, metric_label, read_jsonl
+from ms.report.writers import read_writers
+
+FILE = "poison"
+VICTIM, OTHERS = "victim", "others"
+
+
+def poison_of(run: Run) -> Optional[dict]:
+    """The run's poisoner (kind, victim, writer[, marker]); None for a clean run."""
+    found = run.fields.get("poison")
+    return found if isinstance(found, dict) else None
+
+
+def clean_twin(run: Run, runs: Sequence[Run]) -> Optional[Run]:
+    """The newest run without a poisoner whose fields equal `run`'s but for the poisoner, its access rule
+    and its seed, on the same examples."""
+    def rest(r: Run) -> dict:
+        return {k: v for k, v in r.fields.items() if k not in ("poison", "access", "seed")}
+
+    found = [r for r in runs if poison_of(r) is None and r.data == run.data and rest(r) == rest(run)]
+    return max(found, key=lambda r: (r.finished, r.name)) if found else None
+
+
+@dataclass
+class Spread:
+    """What one poisoned run shows."""
+
+    run: Run
+    poison: dict
+    asked: Optional[int]
+    admitted: Optional[int]  # from the pool where it could be read, else metrics.json's count
+    retrievals: dict[str, tuple[int, int]]  # VICTIM / OTHERS -> (retrievals of poisoned memories, all retrievals)
+    marked: dict[str, tuple[int, int]]  # "stream: victim" ... -> (answers with the marker, answers)
+    harm: dict[str, Estimate]  # VICTIM / OTHERS -> the metric's change against the clean run
+    clean: Optional[Run]
+
+
+def _retrievals(run: Run, victim: str, poisoned: set[int]) -> dict[str, tuple[int, int]]:
+    counts = {VICTIM: [0, 0], OTHERS: [0, 0]}
+    for (agent, _), row in (run.predictions or {}).get(run.last_fill, {}).items():
+        ids = [int(m) for m in row.get("retrieved") or []]
+        side = counts[VICTIM if agent == victim else OTHERS]
+        side[0] += sum(m in poisoned for m in ids)
+        side[1] += len(ids)
+    return {k: (a, b) for k, (a, b) in counts.items()}
+
+
+def _marked(run: Run, victim: str, marker: str) -> dict[str, tuple[int, int]]:
+    """Answers that carry the marker: the agents' own stream answers (decisions.jsonl), and the test
+    answers at the last fill where the run generated them (BERTScore runs)."""
+    out = {}
+    path = run.path / DECISIONS_FILE
+    own = [d for d in read_jsonl(path) if not d.get("writer")] if path.is_file() else []
+    tests = [(a, r["answer"]) for (a, _), r in (run.predictions or {}).get(run.last_fill, {}).items()
+             if isinstance(r.get("answer"), str)]
+    for where, answers in (("stream", [(d["agent"], d.get("answer") or "") for d in own]), ("test", tests)):
+        if not answers:
+            continue
+        for side, keep in ((VICTIM, lambda a: a == victim), (OTHERS, lambda a: a != victim)):
+            mine = [text for a, text in answers if keep(a)]
+            out[f"{where}: {side}"] = (sum(marker in text for text in mine), len(mine))
+    return out
+
+
+def _harm(run: Run, clean: Optional[Run], victim: str, metric: str) -> dict[str, Estimate]:
+    if clean is None:
+        return {}
+    mine, theirs = run.values(metric, run.last_fill) or {}, clean.values(metric, clean.last_fill) or {}
+    shared = sorted(mine.keys() & theirs.keys())
+    return {side: mean_ci([mine[q] - theirs[q] for q in shared if (q[0] == victim) == (side == VICTIM)])
+            for side in (VICTIM, OTHERS)}
+
+
+def spread(run: Run, runs: Sequence[Run], metric: str) -> Spread:
+    poison = poison_of(run) or {}
+    victim, writer = poison.get("victim"), poison.get("writer", "poison")
+    stream = (run.metrics.get("stream") or {}).get("poison") or {}
+    writers = read_writers(run.path, run.fields["backbone"])
+    poisoned = {i for i, w in (writers or {}).items() if w.agent == writer}
+    admitted = len(poisoned) if writers is not None else stream.get("accepted")
+    marker = poison.get("marker")
+    clean = clean_twin(run, runs)
+    return Spread(run, poison, stream.get("asked"), admitted, _retrievals(run, victim, poisoned),
+                  _marked(run, victim, marker) if marker else {}, _harm(run, clean, victim, metric), clean)
+
+
+def _share(counts: Optional[tuple[int, int]]) -> str:
+    if counts is None:
+        return "–"
+    n, total = counts
+    return f"{n} of {total}" + (f" ({n / total:.0%})" if total else "")
+
+
+def poison_markdown(found: Sequence[Spread], metric: str) -> str:
+    header = ["run", "kind", "victim", "gate", "access", "asked", "admitted", "victim's retrievals",
+              "others' retrievals", "marker: victim's stream answers", "marker: others' stream answers",
+              f"change, victim ({metric_label(metric)})", "change, others", "clean run"]
+    rows = []
+    for s in found:
+        harm = {side: s.harm[side].text(3) if side in s.harm else "–" for side in (VICTIM, OTHERS)}
+        rows.append([f"`{s.run.name}`", s.poison.get("kind"), s.poison.get("victim"), s.run.gate,
+                     "rule" if s.run.fields.get("access") else "open", "–" if s.asked is None else s.asked,
+                     "–" if s.admitted is None else s.admitted, _share(s.retrievals[VICTIM]),
+                     _share(s.retrievals[OTHERS]), _share(s.marked.get("stream: victim")),
+                     _share(s.marked.get("stream: others")), harm[VICTIM], harm[OTHERS],
+                     f"`{s.clean.name}`" if s.clean else "none"])
+    return "\n".join([
+        "# A poisoned writer", "",
+        "Each run with a poisoning writer (`poison=off_task|on_style|injection`): the pairs it asked the gate to "
+        "admit (one per stream question of its victim) and those admitted; the test questions' retrievals of its "
+        "memories at the run's last fill (k per question), by the victim and by the other agents; for an "
+        "injection, the agents' own stream answers that carry its marker; and the change in the metric against "
+        "the clean run (the same fields without the poisoner and its access rule), paired per test question, "
+        "mean with its 95% bootstrap CI and n (higher is better: a negative change is harm).", "",
+        markdown_grid(header, rows, 5), ""])
+
+
+def poison_csv(found: Sequence[Spread]) -> str:
+    out = io.StringIO()
+    table = csv.writer(out, lineterminator="\n")
+    table.writerow(["run", "kind", "victim", "gate", "asked", "admitted", "side", "poisoned_retrievals", "retrievals",
+                    "stream_marked", "stream_answers", "test_marked", "test_answers", "change", "change_ci_lo",
+                    "change_ci_hi", "change_n", "clean_run"])
+    for s in found:
+        for side in (VICTIM, OTHERS):
+            e = s.harm.get(side, Estimate(None, None, None, 0))
+            stream = s.marked.get(f"stream: {side}", ("", ""))
+            test = s.marked.get(f"test: {side}", ("", ""))
+            table.writerow([s.run.name, s.poison.get("kind"), s.poison.get("victim"), s.run.gate,
+                            "" if s.asked is None else s.asked, "" if s.admitted is None else s.admitted, side,
+                            *s.retrievals[side], *stream, *test, *("" if x is None else repr(x) for x in (e.mean, e.lo, e.hi)),
+                            e.n, s.clean.name if s.clean else ""])
+    return out.getvalue()
+
+
+def write_poison(runs: Sequence[Run], out: Path, metric: str) -> str:
+    """poison.md and poison.csv where some run had a poisoning writer; returns a line for summary.md."""
+    for suffix in (".md", ".csv"):  # a rerun into the same --out must not keep an old one
+        (out / f"{FILE}{suffix}").unlink(missing_ok=True)
+    found = [spread(run, runs, metric) for run in runs if poison_of(run) is not None]
+    if not found:
+        return ""
+    (out / f"{FILE}.md").write_text(poison_markdown(found, metric), encoding="utf-8")
+    (out / f"{FILE}.csv").write_text(poison_csv(found), encoding="utf-8")
+    return f"A poisoned writer: its memories admitted, retrieved, and the change against the clean run ({FILE}.md)"
