@@ -69,8 +69,7 @@ class Experiment:
         self.scorer, self.gate, self.memory, self.trainer = parts.scorer, parts.gate, parts.memory, parts.trainer
         self.retriever, self.test_retriever = parts.retriever, parts.test_retriever
         self.reader = parts.access.reader  # agent -> the writers its access rule grants it (ms.pool.access)
-        self.poisoner = parts.poisoner  # a poisoning writer (ms.data.poison); poison=none writes nothing
-        self.poisoned: Counter = Counter()  # the poisoner's pairs: asked, accepted, rejected
+        self.poisoned: Counter = Counter()  # the poisoning writer's pairs (parts.poisoner): asked, accepted, rejected
         self.metrics = parts.metrics
         self.stream_k = self.settings.stream_k
         self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred
@@ -146,8 +145,8 @@ class Experiment:
         # A poisoning writer's pairs (ms.data.poison): the victim's questions of this batch, judged by the
         # same gate as the victim's own (its rubric, its prompts), stored under the poisoner's name. Its
         # question is the plain question, under memory.question=prompt too (it retrieves nothing).
-        poison = self.poisoner.pairs([q.example for q in queries])
-        writers = [None] * len(queries) + [self.poisoner.cfg.writer] * len(poison)
+        poison = self.parts.poisoner.pairs([q.example for q in queries])
+        writers = [None] * len(queries) + [self.parts.poisoner.cfg.writer] * len(poison)
         queries = [*queries, *(Query(p.victim, self.scope(p.victim), p.example) for p in poison)]
         asked, answers = [*asked, *(p.question for p in poison)], [*answers, *(p.answer for p in poison)]
         decisions = self.gate.judge([Candidate(q.agent, q.scope, x, a) for q, x, a in zip(queries, asked, answers)])
@@ -269,7 +268,7 @@ class Experiment:
                        "train_losses": self.trainer.losses if self.trainer else [],
                        # only where a poisoning writer wrote: its pairs the gate judged, admitted and refused
                        **({"poison": {n: self.poisoned[n] for n in ("asked", "accepted", "rejected")}}
-                          if self.poisoner.active else {})},
+                          if self.parts.poisoner.active else {})},
             "memory": {"policy": self.settings.memory_policy, "consolidation": dict(self.consolidated)},
             "usage": usage,
             "provenance": self.parts.provenance,
