@@ -37,7 +37,8 @@ LEGEND = ("calls: requests the run will make (~: an estimate); cached: how many 
 def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Measured]) -> int:
     from ms.llm import provider_class
     from ms.llm.backbones import Backbones
-    from ms.plan.planner import CacheProbe, Row, plan_run
+    from ms.plan.planner import CacheProbe, plan_run
+    from ms.plan.rows import Row
     from ms.loop.run_folder import completed
     from ms.loop.validation import validate
 

@@ -51,7 +51,7 @@ def _printed(head: str, rows: Sequence, notes: Sequence[str] = ()) -> int:
 def _row(cfg: DictConfig, role: str, name: str | None):
     from ms.llm import price_of
     from ms.llm.backbones import Backbones
-    from ms.plan.planner import Row
+    from ms.plan.rows import Row
 
     backbones = Backbones(cfg.backbone)
     return Row(role, backbones.resolve(name), price_of(backbones.config(name)))

@@ -58,7 +58,7 @@ def _per_token(usage: Optional[dict]) -> Optional[float]:
 
 
 def wall_time(rows: Sequence, run: Path, local: Callable[[str], bool]) -> Optional[str]:
-    """A note estimating the backend time of `rows` (ms.plan.planner.Row) on the local backbones (`local(name)`)
+    """A note estimating the backend time of `rows` (ms.plan.rows.Row) on the local backbones (`local(name)`)
     from the seconds per token the run's llm_usage.json recorded; None where it recorded none."""
     try:
         raw = json.loads((run / USAGE_FILE).read_text(encoding="utf-8"))

@@ -12,16 +12,16 @@ long as its scope's mean seed pair, a reply as long as its agent's mean seed ans
 max_new_tokens. A request is looked up in the response cache only where it does not depend on the
 pool the run grows (zero-shot prompts); elsewhere what the cache holds is unknown. A scored request
 (ref_logprob) is looked up with its context rendered by the backbone's chat template, which loads
-the backbone's tokenizer (not its weights).
+the backbone's tokenizer (not its weights). The counts go into a `Row` per role and backbone
+(ms.plan.rows).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from omegaconf import DictConfig
 
@@ -33,62 +33,17 @@ from ms.llm import price_of, provider_class
 from ms.llm.backbones import Backbones
 from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
-from ms.llm.usage import cost
 from ms.retrieval.memory import SUMMARY_SYSTEM, SUMMARY_USER
 from ms.metrics.evaluate import validate_metrics
 from ms.plan.gate import acceptance, grading_tokens, reads_probabilities
 from ms.plan.measured import Measured
+from ms.plan.rows import Row, RunPlan
 from ms.plan.tokens import PER_MESSAGE, tokens
 from ms.pool import scope_for
 from ms.retrieval.training import VERBALIZED_PROMPT
 from ms.loop.schedule import batches, interleave, learns, skips_stream, stream_k
 
 VERBALIZED_TOKENS = 8  # what Labeller._verbalized lets a reply run to
-
-
-@dataclass
-class Row:
-    """One role on one backbone: requests the run will make, their tokens, and how many of them the
-    response cache will answer (known to hold, or repeated within the run)."""
-
-    role: str
-    backbone: str
-    price: Optional[dict] = None
-    calls: float = 0.0
-    exact: bool = True  # False: `calls` is an estimate
-    prompt_tokens: float = 0.0
-    completion_tokens: float = 0.0
-    cached: float = 0.0
-    cached_exact: bool = True  # False: `cached` is a lower bound (requests that depend on the pool)
-    billed: dict = field(default_factory=lambda: {"prompt_tokens": 0.0, "completion_tokens": 0.0})  # uncached
-
-    def add(self, n: float, prompt: float, completion: float, *, exact: bool = True, cached: float = 0.0,
-            cached_exact: bool = True) -> None:
-        self.merge(Row(self.role, self.backbone, self.price, n, exact, n * prompt, n * completion, cached,
-                       cached_exact, {"prompt_tokens": (n - cached) * prompt,
-                                      "completion_tokens": (n - cached) * completion}))
-
-    def merge(self, other: "Row") -> None:
-        """Add `other`'s counts: one call's, or another run's row of this role and backbone."""
-        for name in ("calls", "prompt_tokens", "completion_tokens", "cached"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.exact &= other.exact
-        self.cached_exact &= other.cached_exact
-        for name in self.billed:
-            self.billed[name] += other.billed[name]
-
-    @property
-    def cost(self) -> Optional[float]:
-        """Estimated cost of the calls the cache will not answer (an upper bound where `cached` is)."""
-        return cost(self.billed, self.price)
-
-
-@dataclass
-class RunPlan:
-    title: str
-    rows: list[Row]
-    notes: list[str] = field(default_factory=list)
-    done: Optional[str] = None  # a complete run already in the output folder: the run will be skipped
 
 
 class CacheProbe:
@@ -376,14 +331,3 @@ def plan_run(cfg: DictConfig, accept: Optional[float | Measured] = None, probe: 
         notes.append(f"score: the grader's reply is read as text; re-asks of unreadable replies (up to "
                      f"scorer.retries={cfg.scorer.retries} each) are not counted")
     return RunPlan(title, rows, notes)
-
-
-def total(rows: list[Row]) -> dict[str, Any]:
-    """Calls, tokens, cache answers and cost of rows; cost None unless every row with calls is priced."""
-    costs = [r.cost for r in rows if r.calls]
-    return {"calls": sum(r.calls for r in rows), "exact": all(r.exact for r in rows),
-            "prompt_tokens": sum(r.prompt_tokens for r in rows),
-            "completion_tokens": sum(r.completion_tokens for r in rows),
-            "cached": sum(r.cached for r in rows), "cached_exact": all(r.cached_exact for r in rows),
-            "cost": sum(costs) if None not in costs else None}
-

@@ -23,7 +23,7 @@ def _cost(value: Optional[float], upper: bool) -> str:
 
 
 def format_rows(rows, title_total: str = "total") -> str:
-    from ms.plan.planner import total
+    from ms.plan.rows import total
 
     head = (f"{'role':<11} {'backbone':<16} {'calls':>8} {'~prompt tok':>12} {'~compl. tok':>12} "
             f"{'cached':>8} {'est. cost':>11}")
