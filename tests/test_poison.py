@@ -1,11 +1,12 @@
 """A poisoned writer (issue 38; ms.data.poison): each kind writes what it says on our data, never a test
 question's reference; its pairs reach the run's gate as the victim's and are stored under its writer
-name; poison=none is no part of a run's cell; plan mode counts its calls; ms-report's poison.md counts
-what spread; and a tiny real run with SmolLM2."""
+name; poison=none is no part of a run's cell; the committed rule file withholds it from every reader;
+plan mode counts its calls; ms-report's poison.md counts what spread; and a tiny real run with SmolLM2."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -21,6 +22,7 @@ from ms.loop.cell import check_same_cell, identity
 from ms.loop.pipeline import Experiment, Query
 from ms.pool import Pool, normalize_space
 from ms.pool.access.open import OpenAccess
+from ms.pool.access.table import RuleFileAccess
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.memory import PlainPolicy
 
@@ -179,6 +181,27 @@ def test_admitted_poison_is_stored_under_its_writer_in_the_victims_scope(tmp_pat
     assert {(m.agent, m.domain, m.scope, m.origin) for m in stored} == {("poison", "logic", "single", "stream")}
     assert [m.answer for m in stored] == [r["answer"] for r in mine]
     assert ex.pool.count_by("agent")["poison"] == 4 and ex.poisoned["accepted"] == 4
+
+
+WITHHOLD = Path(__file__).resolve().parents[1] / "experiments" / "rules" / "withhold_poison.yaml"
+
+
+def test_the_committed_rule_withholds_the_poisoner_and_grants_everyone_else(tmp_path, splits):
+    # experiments/rules/withhold_poison.yaml, the study's run that withholds the poisoner (issue 38)
+    cfg = compose_config(["experiment=poison_offline", "access=rule", f"access.file={WITHHOLD}"])
+    agents = list(cfg.agents)
+    assert list(RuleFileAccess.problems(cfg.access, agents, agents)) == []
+    ex = experiment(tmp_path, splits, "off_task", FakeLM(default="Score: 80"))  # admits every pair
+    ex.stream_batch(stream_queries(splits))
+    rule = RuleFileAccess.build(cfg.access, agents)
+    assert ex.pool.count_by("agent")["poison"] == 4
+    for e in splits["riddle"].stream:  # the questions the poisoner answered, by every reader
+        opened = ex.retriever.retrieve(e.question, "single", 50)
+        assert any(m.agent == "poison" for m in opened)
+        for a in agents:
+            found = ex.retriever.retrieve(e.question, "single", 50, reader=rule.reader(a))
+            assert found and all(m.agent != "poison" for m in found)
+            assert [m.id for m in found] == [m.id for m in opened if m.agent != "poison"], a
 
 
 def test_plan_mode_counts_the_poisoners_gate_calls():
