@@ -16,7 +16,7 @@ from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables,
 from ms.report.access_compare import write_access
 from ms.report.claims import claims_csv, claims_grid, claims_markdown, comparisons, test_all, untested
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
-from ms.report.figures import change_by_gate, figure4, pool_growth
+from ms.report.figures import change_by_gate, figure4, pool_growth, save_figure
 from ms.report.gates import by_gate, change_since_first_fill
 from ms.report.pages import runs_markdown, summary_markdown
 from ms.report.poison import write_poison
@@ -88,13 +88,6 @@ def _records_its_model(metric: str) -> bool:
     return cls is None or cls.record_key is not None
 
 
-def _saved(fig, out: Path, stem: str) -> str:
-    """A figure written as PNG and PDF; the PNG's name, as summary.md links it."""
-    for suffix in (".png", ".pdf"):
-        fig.savefig(out / f"{stem}{suffix}", dpi=150)
-    return f"{stem}.png"
-
-
 def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
                  paper: Optional[PaperTables] = None, sharing_fill: Optional[int] = None,
                  html: Optional[Path] = None) -> Path:
@@ -142,14 +135,14 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
             fig = figure4(cond.curves(metric), f"{metric_label(metric)} vs memory fill: {backbone}, k = {k}, "
                           f"Domain-pool (95% CI: band, or bar at a single fill; none at n < {MIN_CI_N}){scorer}",
                           metric_label(metric))
-            figure4s[backbone] = _saved(fig, out, f"figure4_{slug(backbone)}")
+            figure4s[backbone] = save_figure(fig, out, f"figure4_{slug(backbone)}")
 
     for backbone, gates in by_gate(conds, chosen).items():
         fig = change_by_gate({gate: change_since_first_fill(c, metric) for gate, c in gates.items()},
                              f"Change since the first fill, by gate: {backbone}, k = {FIGURE4_K}, Domain-pool\n"
                              "(paired over the same test questions; band: 95% CI)",
                              f"change in {metric_label(metric)}")
-        figure4s[f"{backbone}, change since the first fill by gate"] = _saved(fig, out, f"figure4_gates_{slug(backbone)}")
+        figure4s[f"{backbone}, change since the first fill by gate"] = save_figure(fig, out, f"figure4_gates_{slug(backbone)}")
 
     growth = {}
     for run in runs:

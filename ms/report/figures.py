@@ -1,9 +1,10 @@
 """Figure 4 (score against memory fill, with 95% CI bands) and the pool-growth plot. Renderers take
-data and return a Figure, so tests can look inside."""
+data and return a Figure, so tests can look inside; save_figure writes one as PNG and PDF."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -37,6 +38,14 @@ def _figure(width: float, height: float) -> Figure:
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)  # Agg, without pyplot's global state or any GUI backend
     return fig
+
+
+def save_figure(fig: Figure, out: Path, stem: str) -> str:
+    """The figure as out/stem.png and .pdf; the PNG's name, as the pages link it. The PDF is written
+    without its creation date, so the same runs give the same bytes (the PNG carries none)."""
+    fig.savefig(out / f"{stem}.png", dpi=150)
+    fig.savefig(out / f"{stem}.pdf", dpi=150, metadata={"CreationDate": None})
+    return f"{stem}.png"
 
 
 def _legend_below(ax) -> None:
