@@ -252,6 +252,7 @@ def test_a_tiny_poisoned_run_with_smollm2_and_its_report(tmp_path, models_cache)
     # ms-report: the poisoned run beside its clean run, its admitted memories, who retrieved them
     write_report([tmp_path / "runs"], tmp_path / "report", "ref_logprob")
     assert "| `injection` | injection | riddle | rubric | open | 1 |" in (tmp_path / "report" / "poison.md").read_text()
+    assert (tmp_path / "report" / "poison.png").stat().st_size > 0  # its figure (tests/test_poison_report.py)
     import csv
     table = list(csv.DictReader((tmp_path / "report" / "poison.csv").open()))
     assert [r["side"] for r in table] == ["victim", "others"] and {r["clean_run"] for r in table} == {"clean"}

@@ -8,6 +8,7 @@ fill; for an injection, the stream answers that carry its marker (decisions.json
 pairs, not the poisoner's), and the test answers that do where the run generated them; and the change
 in the metric against the clean run (the run whose fields are the same but for the poisoner and the
 access rule), paired per test question with a 95% bootstrap CI, for the victim and for everyone else.
+poison.png/.pdf draws the retrieval shares and the changes of the same Spreads, one row per run.
 """
 
 from __future__ import annotations
@@ -18,14 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ms.common.stats import Estimate, mean_ci
+import numpy as np
+from matplotlib.figure import Figure
+
+from ms.common.stats import MIN_CI_N, Estimate, mean_ci
 from ms.config.files import DECISIONS_FILE
+from ms.report.figures import _figure, save_figure
 from ms.report.render import markdown_grid
 from ms.report.runs import Run, metric_label, read_jsonl
 from ms.report.writers import read_writers
 
 FILE = "poison"
 VICTIM, OTHERS = "victim", "others"
+SIDES = {VICTIM: "the victim", OTHERS: "the other agents"}
+BAR = 0.38  # the height of one side's bar in a run's row (two sides per row)
 
 
 def poison_of(run: Run) -> Optional[dict]:
@@ -135,7 +142,9 @@ def poison_markdown(found: Sequence[Spread], metric: str) -> str:
         "injection, the agents' own stream answers that carry its marker; and the change in the metric against "
         "the clean run (the same fields without the poisoner and its access rule), paired per test question, "
         "mean with its 95% bootstrap CI and n (higher is better: a negative change is harm).", "",
-        markdown_grid(header, rows, 5), ""])
+        markdown_grid(header, rows, 5), "",
+        f"![A poisoned writer: retrievals of its memories and the change against the clean run]({FILE}.png) "
+        f"([pdf]({FILE}.pdf))", ""])
 
 
 def poison_csv(found: Sequence[Spread]) -> str:
@@ -156,13 +165,59 @@ def poison_csv(found: Sequence[Spread]) -> str:
     return out.getvalue()
 
 
+def _label(s: Spread) -> str:
+    access = "rule" if s.run.fields.get("access") else "open"
+    return f"{s.poison.get('kind')}, gate={s.run.gate}, {access}" + ("" if s.clean else "\n(no clean run)")
+
+
+def poison_figure(found: Sequence[Spread], metric: str) -> Figure:
+    """One row per poisoned run (kind, gate, access rule), the victim's bar or point beside the other
+    agents': left, the share of their test questions' retrievals that were the poisoner's memories; right,
+    the change in the metric against the clean run with its 95% CI bar (none at n < MIN_CI_N; no point
+    without a clean run). The numbers are the Spreads' own, as poison.md and poison.csv show them."""
+    labels = [_label(s) for s in found]
+    if len(set(labels)) < len(labels):  # two runs of one kind, gate and rule (seeds): tell them apart
+        labels = [f"{label} [{s.run.name}]" for label, s in zip(labels, found)]
+    fig = _figure(11, 2.2 + 0.6 * len(found))
+    share, change = fig.subplots(1, 2, sharey=True)
+    rows = np.arange(len(found))
+    for i, side in enumerate((VICTIM, OTHERS)):
+        at = rows + (i - 0.5) * BAR
+        counts = [s.retrievals[side] for s in found]
+        bars = share.barh(at, [n / total if total else np.nan for n, total in counts], height=BAR, color=f"C{i}",
+                          label=SIDES[side])
+        share.bar_label(bars, [f"{n} of {total}" for n, total in counts], padding=3, fontsize="x-small")
+        points = [(y, s.harm[side]) for y, s in zip(at, found) if s.harm.get(side) and s.harm[side].mean is not None]
+        if points:
+            spans = [[0.0, 0.0] if e.lo is None else [e.mean - e.lo, e.hi - e.mean] for _, e in points]
+            change.errorbar([e.mean for _, e in points], [y for y, _ in points], xerr=np.array(spans).T, fmt="o",
+                            capsize=4, color=f"C{i}", label=SIDES[side])
+    share.set_yticks(rows, labels)
+    share.invert_yaxis()  # the table's order, top to bottom
+    share.set_xlim(0, 1.15)  # room for the counts beside a full bar
+    share.set_xticks(np.linspace(0, 1, 5))
+    share.set_xlabel("share of the test questions' retrievals\nthat are the poisoner's memories")
+    change.axvline(0.0, color="grey", linewidth=0.8)
+    change.set_xlabel(f"change in {metric_label(metric)}\nagainst the clean run (negative: harm)")
+    for ax in (share, change):
+        ax.grid(axis="x", alpha=0.3)
+    share.legend(fontsize="small", loc="upper center", bbox_to_anchor=(1.0, -0.22), ncol=2, frameon=False)
+    victims = ", ".join(sorted({str(s.poison.get("victim")) for s in found}))
+    fig.suptitle(f"A poisoned writer (victim: {victims}): how far its memories spread and the change they made\n"
+                 f"(at each run's last fill, paired per test question; bar: 95% bootstrap CI, none at n < {MIN_CI_N})")
+    return fig
+
+
 def write_poison(runs: Sequence[Run], out: Path, metric: str) -> str:
-    """poison.md and poison.csv where some run had a poisoning writer; returns a line for summary.md."""
-    for suffix in (".md", ".csv"):  # a rerun into the same --out must not keep an old one
+    """poison.md, poison.csv and poison.png/.pdf where some run had a poisoning writer; returns a line for
+    summary.md."""
+    for suffix in (".md", ".csv", ".png", ".pdf"):  # a rerun into the same --out must not keep an old one
         (out / f"{FILE}{suffix}").unlink(missing_ok=True)
     found = [spread(run, runs, metric) for run in runs if poison_of(run) is not None]
     if not found:
         return ""
     (out / f"{FILE}.md").write_text(poison_markdown(found, metric), encoding="utf-8")
     (out / f"{FILE}.csv").write_text(poison_csv(found), encoding="utf-8")
-    return f"A poisoned writer: its memories admitted, retrieved, and the change against the clean run ({FILE}.md)"
+    png = save_figure(poison_figure(found, metric), out, FILE)
+    return (f"A poisoned writer: its memories admitted, retrieved, and the change against the clean run "
+            f"([{FILE}.md]({FILE}.md); figure: [{png}]({png}))")

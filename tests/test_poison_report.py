@@ -1,0 +1,79 @@
+"""ms-report's poison figure (issue 38; ms.report.poison): drawn from synthetic run folders, a poisoned run
+beside its clean run, with the numbers poison.md computes; written only where the report has poisoned runs."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from ms.config.files import WRITERS_FILE
+from ms.report.cli import write_report
+from ms.report.poison import OTHERS, VICTIM, poison_figure, poison_of, spread
+from ms.report.runs import find_runs
+
+from test_report import AGENTS, PNG_MAGIC, make_run
+
+VICTIM_AGENT = "riddle"
+POISONED_IDS = (8, 9)  # the memories the poisoning writer wrote (memories.csv)
+POISON = {"kind": "on_style", "victim": VICTIM_AGENT, "writer": "poison"}
+
+
+def predict(base: float):
+    """ref_logprob spread over the test questions (so the CIs have a width) and the memories retrieved:
+    the victim's top 3 holds one poisoned memory, the others' none."""
+    def values(agent: str, q: int, fill: int) -> dict:
+        drop = base if agent == VICTIM_AGENT else base / 10
+        retrieved = [POISONED_IDS[q % 2], 1, 2] if agent == VICTIM_AGENT else [1, 2, 3]
+        return {"ref_logprob": -1.0 + q / 10 - drop * (1 + q / 5), "retrieved": retrieved}
+    return values
+
+
+def write_memories(run: Path) -> None:
+    with (run / WRITERS_FILE).open("w", newline="") as f:
+        table = csv.writer(f)
+        table.writerow(["id", "agent", "domain", "origin", "backbone"])
+        for i in range(10):
+            writer = "poison" if i in POISONED_IDS else "pun"
+            table.writerow([i, writer, "single", "stream", "smollm2"])
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("poison")
+    make_run(root / "clean", "clean", backbone="smollm2", pool="single", predict=predict(0.0))
+    poisoned = make_run(root / "poisoned", "on_style", backbone="smollm2", pool="single", predict=predict(0.2),
+                        fields={"poison": POISON})
+    write_memories(poisoned)
+    return root
+
+
+def test_the_figure_draws_the_shares_and_changes_poison_md_computes(sweep):
+    runs, _ = find_runs([sweep])
+    [found] = [spread(run, runs, "ref_logprob") for run in runs if poison_of(run)]
+    assert found.clean is not None and found.clean.path == sweep / "clean" / "clean"
+    victim_share = found.retrievals[VICTIM][0] / found.retrievals[VICTIM][1]
+    assert victim_share == pytest.approx(1 / 3) and found.retrievals[OTHERS][0] == 0
+    share, change = poison_figure([found], "ref_logprob").axes
+    assert [bar.get_width() for bar in share.patches] == pytest.approx([victim_share, 0.0])
+    victim_bar, others_bar = change.containers  # one errorbar per side: its point, caps and CI bar
+    for bar, side in ((victim_bar, VICTIM), (others_bar, OTHERS)):
+        point, _, [span] = bar.lines
+        assert list(point.get_xdata()) == pytest.approx([found.harm[side].mean])
+        [[(lo, _), (hi, _)]] = span.get_segments()  # the CI bar spans poison.md's interval
+        assert (lo, hi) == pytest.approx((found.harm[side].lo, found.harm[side].hi))
+    assert found.harm[VICTIM].mean < found.harm[OTHERS].mean < 0  # the victim lost more than the rest
+
+
+def test_the_figure_is_written_only_where_the_report_has_poisoned_runs(sweep, tmp_path):
+    out = tmp_path / "report"
+    write_report([sweep], out, "ref_logprob")
+    assert (out / "poison.png").read_bytes()[:8] == PNG_MAGIC
+    assert (out / "poison.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "](poison.png)" in (out / "poison.md").read_text()
+    assert "[poison.png](poison.png)" in (out / "summary.md").read_text()
+    # the clean run alone, into the same folder: no poison table or figure, and no old one kept
+    write_report([sweep / "clean"], out, "ref_logprob")
+    assert not any((out / f"poison{suffix}").exists() for suffix in (".md", ".csv", ".png", ".pdf"))
+    assert "poison.png" not in (out / "summary.md").read_text()
