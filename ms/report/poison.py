@@ -201,7 +201,7 @@ def poison_figure(found: Sequence[Spread], metric: str) -> Figure:
     change.set_xlabel(f"change in {metric_label(metric)}\nagainst the clean run (negative: harm)")
     for ax in (share, change):
         ax.grid(axis="x", alpha=0.3)
-    share.legend(fontsize="small", loc="upper center", bbox_to_anchor=(1.0, -0.22), ncol=2, frameon=False)
+    fig.legend(*share.get_legend_handles_labels(), fontsize="small", loc="outside lower center", ncol=2, frameon=False)
     victims = ", ".join(sorted({str(s.poison.get("victim")) for s in found}))
     fig.suptitle(f"A poisoned writer (victim: {victims}): how far its memories spread and the change they made\n"
                  f"(at each run's last fill, paired per test question; bar: 95% bootstrap CI, none at n < {MIN_CI_N})")
