@@ -94,26 +94,33 @@ def llama_server(tmp_path_factory):
     proc.wait(timeout=30)
 
 
+def ms_run_in_process(monkeypatch, capsys, argv: list[str]) -> tuple[int, str]:
+    """`argv` (ms-run and its arguments) through ms.cli.run.main in this process: (exit status, what it
+    wrote to stderr)."""
+    import ms.cli.run
+
+    monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setattr(ms.cli.run, "_composed", False)
+    capsys.readouterr()
+    try:
+        ms.cli.run.main()
+        code = 0
+    except SystemExit as done:
+        code = done.code
+    return code, capsys.readouterr().err
+
+
 @pytest.fixture
 def ms_run(tmp_path, capsys, monkeypatch):
     """`ms-run ARGS` in this process (no interpreter and torch start-up per case): (exit status,
     the non-empty lines it wrote to stderr). Hydra's logging setup is left out so pytest keeps its own."""
-    import ms.cli.run
-
     monkeypatch.setenv("HYDRA_FULL_ERROR", "0")  # so that it is restored after the test: --debug sets it
 
     def call(*args: str) -> tuple[int, list[str]]:
-        monkeypatch.setattr(sys, "argv", ["ms-run", *args, f"hydra.run.dir={tmp_path / 'run'}",
-                                          f"cache_dir={tmp_path / 'cache'}", "hydra/job_logging=none",
-                                          "hydra/hydra_logging=none"])
-        monkeypatch.setattr(ms.cli.run, "_composed", False)
-        capsys.readouterr()
-        try:
-            ms.cli.run.main()
-            code = 0
-        except SystemExit as done:
-            code = done.code
-        return code, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        code, err = ms_run_in_process(monkeypatch, capsys, [
+            "ms-run", *args, f"hydra.run.dir={tmp_path / 'run'}", f"cache_dir={tmp_path / 'cache'}",
+            "hydra/job_logging=none", "hydra/hydra_logging=none"])
+        return code, [line for line in err.splitlines() if line.strip()]
 
     return call
 

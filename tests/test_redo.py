@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from ms.common.errors import USER_ERROR_EXIT
 
-from conftest import REPO
+from conftest import REPO, ms_run_in_process
 
 # Three micro-batches of two, so that the server can be stopped after the first has been admitted.
 STREAM = ["data.agents=[riddle,pun]", "data.max_seed=3", "data.max_stream=3", "data.max_test=1", "fills=[100]",
@@ -34,7 +33,6 @@ def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(p
     stops the server once the first micro-batch is admitted."""
     from omegaconf import OmegaConf
 
-    import ms.cli.run
     from ms.config.schema import POOL_DSN_ENV
     from ms.pool import open_pool
 
@@ -45,15 +43,7 @@ def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(p
     quiet = ["hydra/job_logging=none", "hydra/hydra_logging=none"]  # pytest keeps its own logging
 
     def ms_run(args: list[str]) -> tuple[int, str]:
-        monkeypatch.setattr(sys, "argv", ["ms-run", *args, *(q for q in quiet if q not in args)])
-        monkeypatch.setattr(ms.cli.run, "_composed", False)
-        capsys.readouterr()
-        try:
-            ms.cli.run.main()
-            code = 0
-        except SystemExit as done:
-            code = done.code
-        return code, capsys.readouterr().err
+        return ms_run_in_process(monkeypatch, capsys, ["ms-run", *args, *(q for q in quiet if q not in args)])
 
     stopped: list = []
 
