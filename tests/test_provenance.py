@@ -20,7 +20,7 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 def test_record_names_the_commit_versions_batch_sizes_and_hashes_the_gguf():
     cfg = compose_config()
     record = prov.provenance({"smollm2": cfg.backbone}, {"retriever": None, "bertscore": None}, cfg.micro_batch)
-    assert set(record) == {"commit", "dirty", "versions", "backbones", "encoders", "micro_batch"}
+    assert set(record) == {"commit", "dirty", "changed", "versions", "backbones", "encoders", "micro_batch"}
     assert re.fullmatch(r"[0-9a-f]{40}", record["commit"]) and isinstance(record["dirty"], bool)  # tests run in a checkout
     assert {"python", "torch", "transformers"} <= set(record["versions"])
     assert all(record["versions"][p] for p in ("python", "torch", "transformers"))
@@ -36,7 +36,27 @@ def test_record_names_the_commit_versions_batch_sizes_and_hashes_the_gguf():
 
 
 def test_outside_a_git_checkout_the_commit_is_none(tmp_path):
-    assert prov.git_state(tmp_path) == {"commit": None, "dirty": None}
+    assert prov.git_state(tmp_path) == {"commit": None, "dirty": None, "changed": None}
+
+
+def test_a_dirty_tree_records_what_differs(tmp_path):
+    """An untracked output folder and an edited file each make the tree dirty, and the record names them."""
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "code.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    clean = prov.git_state(tmp_path)
+    assert clean["dirty"] is False and clean["changed"] == [] and re.fullmatch(r"[0-9a-f]{40}", clean["commit"])
+    (tmp_path / "gate_check").mkdir()
+    (tmp_path / "gate_check" / "out.md").write_text("table\n")
+    (tmp_path / "code.py").write_text("x = 2\n")
+    dirty = prov.git_state(tmp_path)
+    assert dirty["dirty"] is True and sorted(dirty["changed"]) == [" M code.py", "?? gate_check/"]
 
 
 def test_a_file_is_hashed_again_only_when_it_changes(tmp_path, monkeypatch):

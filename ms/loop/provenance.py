@@ -22,9 +22,13 @@ CORE_PACKAGES = ("torch", "transformers")
 ENGINE_PACKAGES = ("llama-cpp-python", "ctranslate2")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
+MAX_CHANGED = 50  # the changed paths recorded; a tree with more is recorded as its first 50 and a count
+
+
 def git_state(folder: Path = SOURCE_DIR) -> dict[str, Any]:
-    """The commit checked out where the package's source lies, and whether tracked or untracked (not
-    ignored) files differ from it; both None outside a git checkout or without git."""
+    """The commit checked out where the package's source lies, whether tracked or untracked (not
+    ignored) files differ from it, and which (`git status --porcelain` lines, so a dirty run says what
+    differed: an output folder left in the tree, or code); all None outside a git checkout or without git."""
     def git(*args: str) -> Optional[str]:
         try:
             done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30)
@@ -34,7 +38,12 @@ def git_state(folder: Path = SOURCE_DIR) -> dict[str, Any]:
 
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain") if commit else None
-    return {"commit": commit.strip() if commit else None, "dirty": None if status is None else bool(status.strip())}
+    if status is None:
+        return {"commit": commit.strip() if commit else None, "dirty": None, "changed": None}
+    changed = [line for line in status.splitlines() if line.strip()]
+    if len(changed) > MAX_CHANGED:
+        changed = [*changed[:MAX_CHANGED], f"... and {len(changed) - MAX_CHANGED} more"]
+    return {"commit": commit.strip(), "dirty": bool(changed), "changed": changed}
 
 
 def package_versions() -> dict[str, Optional[str]]:
