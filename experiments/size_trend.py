@@ -1,5 +1,5 @@
 """Claims (a) and (c) and the stream answers' quality, family by family against parameter count: one
-table (markdown and CSV) and one figure, from committed reports only (each family's claims.csv and its
+table (markdown and CSV) and one figure (PNG and PDF), from committed reports only (each family's claims.csv and its
 Figure 4 run's quality.jsonl, written by `ms-data gate-quality`).
 
     python experiments/size_trend.py --out results/size_trend \
@@ -60,7 +60,7 @@ class Row:
     verdict: str
 
     def text(self) -> str:
-        return f"{self.estimate:+.3f}{interval_text(self.lo, self.hi, self.n, signed=True)}, p = {self.p:.4f}"
+        return f"{self.estimate:+.3f}{interval_text(self.lo, self.hi, self.n, signed=True)}, p = {self.p:.4f}, n = {self.n}"
 
 
 def claim_row(folder: Path, claim: str, comparison: str, gate: Optional[str]) -> Optional[Row]:
@@ -116,8 +116,8 @@ def main(argv: Optional[list[str]] = None) -> None:
         table.append((fam, a, c, ref, every, admitted))
     write_markdown(args.out / "size_trend.md", table)
     write_csv(args.out / "size_trend.csv", table)
-    draw(args.out / "size_trend.png", table)
-    print(f"size trend written to {args.out}/ (size_trend.md, .csv, .png)")
+    draw(args.out, table)
+    print(f"size trend written to {args.out}/ (size_trend.md, .csv, .png, .pdf)")
 
 
 def write_markdown(path: Path, table) -> None:
@@ -143,13 +143,15 @@ def write_csv(path: Path, table) -> None:
                 w.writerow([fam.name, fam.millions, name, e.mean, e.lo, e.hi, "", e.n, ""])
 
 
-def draw(path: Path, table) -> None:
-    import matplotlib
+def draw(out: Path, table) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ms.report.figures import save_figure
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    fig = Figure(figsize=(12, 3.6))
+    FigureCanvasAgg(fig)  # Agg, without pyplot's global state
+    axes = fig.subplots(1, 3)
     x = [fam.millions for fam, *_ in table]
 
     def series(ax, values, label, marker):
@@ -158,8 +160,9 @@ def draw(path: Path, table) -> None:
             return
         xs, vs = zip(*pts)
         mid = [v[0] for v in vs]
+        # joined only where every family has a value: a line across a missing family would draw one
         ax.errorbar(xs, mid, yerr=[[m - v[1] for m, v in zip(mid, vs)], [v[2] - m for m, v in zip(mid, vs)]],
-                    marker=marker, capsize=4, label=label)
+                    marker=marker, capsize=4, label=label, linestyle="-" if len(pts) == len(values) else "none")
 
     row = lambda r: (r.estimate, r.lo, r.hi) if r else None  # noqa: E731
     series(axes[0], [row(t[1]) for t in table], "k = 3 - k = 0", "o")
@@ -179,9 +182,12 @@ def draw(path: Path, table) -> None:
         if ax is not axes[2]:
             ax.axhline(0, color="grey", linewidth=0.8)
         ax.legend(fontsize=7)
+    paired_n = sorted({r.n for t in table for r in t[1:4] if r})
+    stream_n = sorted({t[4].n for t in table})
+    fig.suptitle(f"Claims paired over n = {'/'.join(map(str, paired_n))} test questions; stream answers n = "
+                 f"{'/'.join(map(str, stream_n))} per family; bars: 95% bootstrap CI", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=150, metadata={"Software": None})
-    plt.close(fig)
+    save_figure(fig, out, "size_trend")  # PNG and PDF, as ms-report writes its figures
 
 
 if __name__ == "__main__":
