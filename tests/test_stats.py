@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ms.common.stats import CONTRADICTED, INCONCLUSIVE, SUPPORTED, mean_ci, paired, verdict
+from ms.common.stats import CONTRADICTED, INCONCLUSIVE, SUPPORTED, Estimate, mean_ci, paired, verdict
 
 
 def normal(n: int, seed: int = 0, mean: float = 0.5, sd: float = 0.1) -> np.ndarray:
@@ -79,3 +79,9 @@ def test_verdict_needs_both_the_interval_and_p():
     assert verdict(0.01, 0.2, 0.2) == INCONCLUSIVE  # p above alpha
     assert verdict(-0.01, 0.2, 0.01) == INCONCLUSIVE  # the interval reaches 0
     assert verdict(None, None, None) == INCONCLUSIVE
+
+
+def test_a_signed_text_marks_every_side_of_a_difference():
+    """poison.md prints changes signed, so a gain and a harm of the same size read apart."""
+    assert Estimate(0.012, -0.003, 0.019, 20).text(3, signed=True) == "+0.012 [-0.003, +0.019] n=20"
+    assert Estimate(-0.035, -0.067, -0.009, 20).text(3) == "-0.035 [-0.067, -0.009] n=20"

@@ -45,11 +45,13 @@ class Estimate:
     def as_dict(self) -> dict:
         return asdict(self)
 
-    def text(self, digits: int = 3) -> str:
-        """Compact: '0.412 [0.380, 0.444] n=20', or '0.412 (n<3, too small) n=2'."""
+    def text(self, digits: int = 3, signed: bool = False) -> str:
+        """Compact: '0.412 [0.380, 0.444] n=20', or '0.412 (n<3, too small) n=2'; a difference
+        `signed`: '+0.012 [-0.003, +0.019] n=20'."""
         if self.mean is None:
             return "–"
-        return f"{self.mean:.{digits}f}{interval_text(self.lo, self.hi, self.n, digits)} n={self.n}"
+        sign = "+" if signed else ""
+        return f"{self.mean:{sign}.{digits}f}{interval_text(self.lo, self.hi, self.n, digits, signed)} n={self.n}"
 
 
 def _interval(values: np.ndarray) -> tuple[Optional[float], Optional[float]]:

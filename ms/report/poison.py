@@ -127,7 +127,7 @@ def poison_markdown(found: Sequence[Spread], metric: str) -> str:
               f"change, victim ({metric_label(metric)})", "change, others", "clean run"]
     rows = []
     for s in found:
-        harm = {side: s.harm[side].text(3) if side in s.harm else "–" for side in (VICTIM, OTHERS)}
+        harm = {side: s.harm[side].text(3, signed=True) if side in s.harm else "–" for side in (VICTIM, OTHERS)}
         rows.append([f"`{s.run.name}`", s.poison.get("kind"), s.poison.get("victim"), s.run.gate,
                      "rule" if s.run.fields.get("access") else "open", "–" if s.asked is None else s.asked,
                      "–" if s.admitted is None else s.admitted, _share(s.retrievals[VICTIM]),
