@@ -77,3 +77,16 @@ def test_the_figure_is_written_only_where_the_report_has_poisoned_runs(sweep, tm
     write_report([sweep / "clean"], out, "ref_logprob")
     assert not any((out / f"poison{suffix}").exists() for suffix in (".md", ".csv", ".png", ".pdf"))
     assert "poison.png" not in (out / "summary.md").read_text()
+
+
+def test_two_runs_of_one_kind_gate_and_rule_are_labelled_by_the_field_they_differ_in(sweep, tmp_path):
+    """A second poisoned run that differs only in its seed: each figure row names its own seed, not its
+    folder (a long folder name squeezed the axes to nothing)."""
+    twin = make_run(tmp_path / "twin", "on_style_seed1", backbone="smollm2", pool="single", predict=predict(0.2),
+                    fields={"poison": POISON, "seed": 1})
+    write_memories(twin)
+    runs, _ = find_runs([sweep, tmp_path / "twin"])
+    found = [spread(run, runs, "ref_logprob") for run in runs if poison_of(run)]
+    labels = [tick.get_text() for tick in poison_figure(found, "ref_logprob").axes[0].get_yticklabels()]
+    assert sorted(labels) == sorted(f"on_style, gate=rubric, open, seed={s.run.fields.get('seed')}" for s in found)
+    assert len(set(labels)) == 2

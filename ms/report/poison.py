@@ -170,14 +170,24 @@ def _label(s: Spread) -> str:
     return f"{s.poison.get('kind')}, gate={s.run.gate}, {access}" + ("" if s.clean else "\n(no clean run)")
 
 
+def _distinct(labels: list[str], found: Sequence[Spread]) -> list[str]:
+    """Two runs of one kind, gate and rule (seeds, another metric) get the fields they differ in, so
+    that the labels stay short enough to leave the axes their room."""
+    out = []
+    for label, s in zip(labels, found):
+        twins = [t for other, t in zip(labels, found) if other == label and t is not s]
+        keys = sorted({k for t in twins for k in s.run.fields.keys() | t.run.fields.keys()
+                       if s.run.fields.get(k) != t.run.fields.get(k)})
+        out.append(label + "".join(f", {k}={s.run.fields.get(k)}" for k in keys) if twins else label)
+    return out
+
+
 def poison_figure(found: Sequence[Spread], metric: str) -> Figure:
     """One row per poisoned run (kind, gate, access rule), the victim's bar or point beside the other
     agents': left, the share of their test questions' retrievals that were the poisoner's memories; right,
     the change in the metric against the clean run with its 95% CI bar (none at n < MIN_CI_N; no point
     without a clean run). The numbers are the Spreads' own, as poison.md and poison.csv show them."""
-    labels = [_label(s) for s in found]
-    if len(set(labels)) < len(labels):  # two runs of one kind, gate and rule (seeds): tell them apart
-        labels = [f"{label} [{s.run.name}]" for label, s in zip(labels, found)]
+    labels = _distinct([_label(s) for s in found], found)
     fig = _figure(11, 2.2 + 0.6 * len(found))
     share, change = fig.subplots(1, 2, sharey=True)
     rows = np.arange(len(found))
