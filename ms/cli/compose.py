@@ -5,7 +5,8 @@ be right there: the nearest valid key (difflib), the group's options, or the typ
 Hydra's own messages run over several lines, suggest `+key=` for a misspelt key, and list the
 config search path; the exceptions behind them carry the key, the node and the options, which is
 what these lines are made from. A `+key=` the schema does not declare is refused too: Hydra would
-add it, and the run would ignore it."""
+add it, and the run would ignore it. `compose_checked` composes one config outside Hydra's
+launch and checks it as ms-run would, for ms-data's commands."""
 
 from __future__ import annotations
 
@@ -153,3 +154,21 @@ def jobs(overrides: list[str], multirun: bool,
         except HydraException as err:
             raise UserError(f"a sweep expands as Hydra's basic sweeper does: {one_line(str(err))}") from None
         return [(cell, composed(cell)) for cell in cells]
+
+
+def compose_checked(overrides, check: bool = True, plan: bool = False):
+    """The config ms-run would compose from these overrides, checked as ms-run checks it (`check`),
+    or as its plan mode does (`plan`: no API key or pool DSN needed)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    from ms.loop.validation import validate
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        try:
+            cfg = compose("config", overrides=list(overrides))
+        except HydraException as err:  # a misspelt key or option
+            raise UserError(one_line(f"{err} {err.__cause__ or ''}", 500)) from err
+    if check:
+        validate(cfg, plan=plan)
+    return cfg

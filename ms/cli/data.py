@@ -6,6 +6,7 @@ import argparse
 import sys
 from statistics import mean
 
+from ms.cli.compose import compose_checked
 from ms.cli.forget import add_forget
 from ms.cli.gate_commands import add_gate_commands
 from ms.cli.learn_access import add_learn_access
@@ -155,26 +156,6 @@ def pool_stats_cmd(args: argparse.Namespace) -> int:
         for value, row in rows.items():
             print(f"{name(value):<{width}}" + "".join(f" {n:>8}" for n in row) + f" {sum(row):>8}")
     return 0
-
-
-def compose_checked(overrides, check: bool = True, plan: bool = False):
-    """The config ms-run would compose from these overrides, checked as ms-run checks it (`check`),
-    or as its plan mode does (`plan`: no API key or pool DSN needed)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-
-    from ms.config.store import CONF_DIR
-    from ms.common.errors import one_line
-    from ms.loop.validation import validate
-
-    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        try:
-            cfg = compose("config", overrides=list(overrides))
-        except HydraException as err:  # a misspelt key or option
-            raise UserError(one_line(f"{err} {err.__cause__ or ''}", 500)) from err
-    if check:
-        validate(cfg, plan=plan)
-    return cfg
 
 
 AGENTS_HELP = ("the agent set, a conf/agents option: every agent of it must have its file, as ms-run needs "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from ms.cli.compose import compose_checked
 from ms.common.errors import UserError
 
 
@@ -23,8 +24,6 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.llm.usage import format_usage, save_usage
     from ms.plan.data import gate_check_plan
     from ms.loop.schedule import stream_k
-
-    from ms.cli.data import compose_checked
 
     cfg = compose_checked(args.overrides, plan=args.plan)
     checked = what_to_check(cfg, args.per_agent, args.gate)
@@ -79,7 +78,6 @@ def cross_grade_cmd(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ms.gates.crossgrade import cross_grade, graded_pairs
-    from ms.cli.data import compose_checked
     from ms.plan.data import cross_grade_plan
 
     # Run folders' names hold "=" too (backbone=smollm2,k=3): a folder that exists is a run.
