@@ -144,13 +144,9 @@ def write_csv(path: Path, table) -> None:
 
 
 def draw(out: Path, table) -> None:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from ms.report.figures import new_figure, save_figure
 
-    from ms.report.figures import save_figure
-
-    fig = Figure(figsize=(12, 3.6))
-    FigureCanvasAgg(fig)  # Agg, without pyplot's global state
+    fig = new_figure(12, 3.6)
     axes = fig.subplots(1, 3)
     x = [fam.millions for fam, *_ in table]
 
@@ -186,7 +182,6 @@ def draw(out: Path, table) -> None:
     stream_n = sorted({t[4].n for t in table})
     fig.suptitle(f"Claims paired over n = {'/'.join(map(str, paired_n))} test questions; stream answers n = "
                  f"{'/'.join(map(str, stream_n))} per family; bars: 95% bootstrap CI", fontsize=8)
-    fig.tight_layout()
     save_figure(fig, out, "size_trend")  # PNG and PDF, as ms-report writes its figures
 
 

@@ -34,7 +34,8 @@ def _panels(agents) -> dict[str, tuple[str, ...]]:
     return {**panels, OTHER: other} if other else panels
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """A figure on Agg with constrained layout, outside pyplot, for every report figure."""
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)  # Agg, without pyplot's global state or any GUI backend
     return fig
@@ -58,7 +59,7 @@ def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> 
     band of its 95% CI wherever the fill has one. An agent measured at one fill is a point with its
     CI as an error bar, the agents of a panel set a little apart so that no bar hides another."""
     panels = _panels(curves)
-    fig = _figure(13 * len(panels) / 3, 4.8)
+    fig = new_figure(13 * len(panels) / 3, 4.8)
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
     fills = sorted({f for points in curves.values() for f, e in points.items() if e.mean is not None})
     for ax, (heading, agents) in zip(axes, panels.items()):
@@ -91,7 +92,7 @@ def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> 
 def change_by_gate(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> Figure:
     """One line per gate: its change since its first fill against memory fill (%), in a band of its
     paired 95% CI; the line at 0 is no change."""
-    fig = _figure(7, 4.8)
+    fig = new_figure(7, 4.8)
     ax = fig.subplots()
     ax.axhline(0.0, color="grey", linewidth=0.8)
     for gate, points in curves.items():
@@ -120,7 +121,7 @@ def pool_growth(decisions: Sequence[dict], title: str) -> Figure:
         seen[d["agent"]] += 1
         taken[d["agent"]] += bool(d["accepted"])
         rates[d["agent"]].append((i, taken[d["agent"]] / seen[d["agent"]]))
-    fig = _figure(10, 7)
+    fig = new_figure(10, 7)
     top, bottom = fig.subplots(2, 1, sharex=True)
     # Markers keep a scope or agent with a single decision visible (a one-point line draws nothing).
     for scope, points in sorted(sizes.items()):

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 
 from ms.common.stats import MIN_CI_N, Estimate, mean_ci
 from ms.config.files import DECISIONS_FILE
-from ms.report.figures import _figure, save_figure
+from ms.report.figures import new_figure, save_figure
 from ms.report.render import markdown_grid
 from ms.report.runs import Run, metric_label, read_jsonl
 from ms.report.writers import read_writers
@@ -188,7 +188,7 @@ def poison_figure(found: Sequence[Spread], metric: str) -> Figure:
     the change in the metric against the clean run with its 95% CI bar (none at n < MIN_CI_N; no point
     without a clean run). The numbers are the Spreads' own, as poison.md and poison.csv show them."""
     labels = _distinct([_label(s) for s in found], found)
-    fig = _figure(11, 2.2 + 0.6 * len(found))
+    fig = new_figure(11, 2.2 + 0.6 * len(found))
     share, change = fig.subplots(1, 2, sharey=True)
     rows = np.arange(len(found))
     for i, side in enumerate((VICTIM, OTHERS)):

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from ms.report.baseline import Baseline, find_baseline
-from ms.report.figures import _figure
+from ms.report.figures import new_figure
 from ms.report.grants import Grants
 from ms.report.render import markdown_grid
 from ms.report.runs import Item, Run, metric_label
@@ -233,7 +233,7 @@ def heatmap(s: Sharing, title: str) -> Figure:
     columns = [c for c in s.columns if c.split("=")[0] in ("agent", "backbone", "run", "family")]
     share = np.array([[s.count(r, c) / max(s.count(r, ALL), 1) for c in columns] for r in rows])
     gains = np.array([[s.estimate(r, c).mean if s.count(r, c) else None for c in columns] for r in rows], dtype=float)
-    fig = _figure(max(8.0, 0.7 * len(columns) * 2 + 3), 0.5 * len(rows) + 3)
+    fig = new_figure(max(8.0, 0.7 * len(columns) * 2 + 3), 0.5 * len(rows) + 3)
     left, right = fig.subplots(1, 2, sharey=True)
     shown = left.imshow(share, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     fig.colorbar(shown, ax=left, shrink=0.8, label="share of the agent's retrievals")
