@@ -39,6 +39,7 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Mea
     from ms.llm.backbones import Backbones
     from ms.plan.planner import CacheProbe, plan_run
     from ms.plan.rows import Row
+    from ms.loop.cell import check_same_cell, local_fingerprint
     from ms.loop.run_folder import completed
     from ms.loop.validation import validate
 
@@ -56,8 +57,13 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Mea
         head = f"plan {number}/{len(cells)}" if multirun else "plan"
         head += f" for {folder}" if folder else " for a run whose folder is named at launch"
         print(head + (f": {' '.join(job) or '(no overrides)'}" if multirun else ""))
-        if folder is not None and completed(folder) is not None:
-            print(f"  {folder} already holds a complete run: it is skipped, nothing is spent\n")
+        finished = completed(folder) if folder is not None else None
+        if finished is not None:
+            try:
+                check_same_cell(folder, finished, cfg, local_fingerprint(cfg))
+                print(f"  {folder} already holds a complete run: it is skipped, nothing is spent\n")
+            except UserError as refused:
+                print(f"  the run would be refused: {refused}\n")
             continue
         plan = plan_run(cfg, accept, probe)
         print(f"  {plan.title}")

@@ -229,15 +229,13 @@ def check_data(cfgs) -> dict[str, str]:
     """Read each job's data files as its run will (a data folder's; a hub dataset is read by the
     run), so that a bad line is reported before any run folder exists. Sweep cells that share their
     data and agents are read once. Returns each data key's fingerprint (ms.loop.cell)."""
-    from ms.agents import agents_from
-    from ms.loop.cell import data_fingerprint
-    from ms.data import load_splits
+    from ms.loop.cell import local_fingerprint
 
     fingerprints = {}
     for cfg in cfgs:
         key = data_key(cfg)
         if cfg.data.hf is None and key not in fingerprints:
-            fingerprints[key] = data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents)))
+            fingerprints[key] = local_fingerprint(cfg)
     return fingerprints
 
 

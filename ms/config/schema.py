@@ -349,6 +349,9 @@ class Config:
     micro_batch: int = setting(32, ge=1)  # stream questions answered, scored and trained on together
     cache_dir: str = ".cache/ms"  # response cache and converted models, shared by runs and sweep cells
     use_cache: bool = True
+    # Resuming a folder whose finished run was made by other code (and nothing else differs) reuses its
+    # numbers only when this is true; the acceptance is recorded in the run (ms.loop.cell).
+    accept_code_change: bool = False
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 

@@ -4,8 +4,10 @@ A sweep resumes by skipping folders that hold a finished run. That is safe only 
 is the one requested, so a finished run records its identity in metrics.json (`cell`): every setting
 that can change a number, and a fingerprint of the examples it read (seed, stream and test, each
 question and reference), which catches other data behind the same `data.dir` or the same data
-behind another path. A request whose identity differs from a finished run's in the same folder is
-refused, naming the keys that differ: it is never skipped, and never run over the old results.
+behind another path, and the content of every other file it read and of its code (ms.loop.inputs). A
+request whose identity differs from a finished run's in the same folder is refused, naming the keys
+that differ: it is never skipped, and never run over the old results. Only a difference of code alone
+can be accepted, deliberately (`accept_code_change=true`), and the acceptance is recorded in the run.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from ms.common.errors import UserError
+from ms.loop.inputs import CODE_KEY, changed_inputs, code_sha256, inputs_record
 
 # Settings that cannot change a number: where things are kept, how they are shown, and the data
 # folder's path (its content is compared instead, by fingerprint).
 NOT_IDENTITY = ("hydra", "cache_dir", "use_cache", "pool.dsn", "data.dir", "data.created_by", "retriever.save",
-                "retriever.composite.debug", "eval.device")
+                "retriever.composite.debug", "eval.device", "accept_code_change")
 DATA_KEY = "data (the examples read)"
 # Settings added since runs began recording their cell, with the value every run before them ran
 # with: a finished run whose record lacks one ran with that value, and resumes as the same cell.
@@ -69,9 +72,20 @@ def data_fingerprint(splits: Mapping[str, Any]) -> str:
     return digest.hexdigest()
 
 
+def local_fingerprint(cfg: DictConfig) -> Optional[str]:
+    """The data fingerprint of a run reading a data folder, read before the run (a hub dataset's is
+    known only once the run reads it: None)."""
+    from ms.agents import agents_from
+    from ms.data import load_splits
+
+    return data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents))) if cfg.data.hf is None else None
+
+
 def record(cfg: DictConfig, fingerprint: str) -> dict:
-    """metrics.json's `cell`: what a later request must match for this run to answer it."""
-    return {"data_sha256": fingerprint, "config": identity(cfg)}
+    """metrics.json's `cell`: what a later request must match for this run to answer it. The commit is
+    in the provenance, recorded but not compared: a results commit made mid-sweep changes no code."""
+    return {"data_sha256": fingerprint, "config": identity(cfg), "inputs": inputs_record(cfg),
+            "code_sha256": code_sha256()}
 
 
 def stored(folder: Path, metrics: Mapping) -> tuple[Optional[dict], Optional[str], bool]:
@@ -96,9 +110,12 @@ def differences(wanted: Mapping[str, Any], found: Mapping[str, Any], *, every_ke
     return sorted(k for k in shared if wanted[k] != found[k]) + sorted(unshared)
 
 
-def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint: Optional[str]) -> None:
-    """Raise UserError (one line, naming the differing keys and the folder) unless the finished run in
-    `folder` was made with `cfg`'s settings on the same examples."""
+def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint: Optional[str]) -> Optional[str]:
+    """Raise UserError (one line, naming what differs and the folder) unless the finished run in
+    `folder` was made with `cfg`'s settings, on the same examples, from the same files and code.
+    Returns the hash of today's code where it differs from the run's and `cfg` accepts that (for the
+    caller to record), else None. A record older than the files' or the code's keys is not compared
+    on them."""
     settings, data, own = stored(folder, metrics)
     if settings is None:
         raise UserError(f"{folder} holds a finished run whose settings cannot be read (no cell record in "
@@ -106,7 +123,19 @@ def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint
     keys = differences(identity(cfg, data_dir=not own), settings, every_key=own)
     if fingerprint is not None and data is not None and data != fingerprint:
         keys.insert(0, DATA_KEY)
+    cell = metrics.get("cell") if own else None
+    if cell and isinstance(cell.get("inputs"), Mapping):
+        keys += changed_inputs(inputs_record(cfg, known=cell["inputs"]), cell["inputs"])
+    code = code_sha256()
+    other_code = bool(cell and cell.get("code_sha256")) and code not in (cell["code_sha256"],
+                                                                           *cell.get("accepted_code", ()))
     if keys:
+        keys += [CODE_KEY] * other_code
         shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
-        raise UserError(f"{folder} holds a finished run of other settings ({shown}); it is left as it is: "
-                        f"name another output folder (hydra.run.dir= or hydra.sweep.dir=), or move that one away")
+        raise UserError(f"{folder} holds a finished run of other settings ({shown}); it is left as it "
+                        f"is: name another output folder (hydra.run.dir= or hydra.sweep.dir=), or move that one away")
+    if other_code and not cfg.get("accept_code_change", False):
+        raise UserError(f"{folder} holds a finished run made by other code (only the ms package's source differs); "
+                        f"it is left as it is: add accept_code_change=true to reuse its numbers as this code's "
+                        f"(recorded in its metrics.json), or name another output folder")
+    return code if other_code else None

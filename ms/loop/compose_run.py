@@ -21,7 +21,8 @@ from omegaconf import DictConfig
 from ms.pool.access import AccessRule, build_access
 from ms.agents import Agent, PromptTemplate, agents_from
 from ms.loop.cell import data_fingerprint, record as cell_record
-from ms.config.parts import GATES, METRICS, POISONS, POLICIES, RETRIEVERS
+from ms.loop.inputs import encoder_models, test_retriever_name
+from ms.config.parts import GATES, METRICS, POISONS
 from ms.data import load_splits
 from ms.data.poison import Poisoner
 from ms.gates.base import Gate, GateParts
@@ -163,13 +164,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
                                    template, cfg.gate.probes, settings.stream_k,
                                    [e.question for s in splits.values() for e in s.test], reader=access.reader)))
     # Taken before the stream runs: the code and files the run started with.
-    test_name = "dense" if at_test == "dense_frozen" else at_test
-    uses_encoder = (RETRIEVERS.load(cfg.retriever.name).uses_encoder
-                    or (test_name is not None and RETRIEVERS.load(test_name).uses_encoder)
-                    or POLICIES.load(cfg.memory.policy).uses_encoder)
-    encoders = {"retriever": cfg.retriever.encoder} if uses_encoder else {}
-    for metric in metrics:
-        encoders.update(metric.encoders())
+    test_name = test_retriever_name(cfg)
+    encoders = encoder_models(cfg, names)
     record = {
         # retriever and learned describe what the test questions retrieved with; the stream's own
         # retriever is stream_retriever (they differ under retriever.at_test).

@@ -286,7 +286,11 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics = completed(out_dir)
     if metrics is not None:
-        check_same_cell(out_dir, metrics, cfg, data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents))))
+        accepted = check_same_cell(out_dir, metrics, cfg, data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents))))
+        if accepted is not None:  # the run's numbers now stand for this code too: say so in the run itself
+            metrics["cell"]["accepted_code"] = [*metrics["cell"].get("accepted_code", []), accepted]
+            write_atomic(out_dir / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False))
+            log.info("%s: its numbers are accepted for this code (accept_code_change=true)", out_dir)
         log.info("%s already holds a complete run of these settings and data; skipping it", out_dir)
     else:
         clear_partial(out_dir, cfg.pool)

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from ms.llm.local import file_sha256
+from ms.loop.inputs import encoder_source, weight_files
 
 SOURCE_DIR = Path(__file__).resolve().parent
 # The packages whose versions change the numbers; the engines are recorded only where installed.
 CORE_PACKAGES = ("torch", "transformers")
 ENGINE_PACKAGES = ("llama-cpp-python", "ctranslate2")
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 MAX_CHANGED = 50  # the changed paths recorded; a tree with more is recorded as its first 50 and a count
 
@@ -57,33 +57,10 @@ def package_versions() -> dict[str, Optional[str]]:
     return versions
 
 
-def local_folder(source: str) -> Optional[Path]:
-    """A model's folder: the source itself, or a hub name's copy in the local hub cache (never
-    downloaded: a name with no local copy gives None)."""
-    if Path(source).exists():
-        return Path(source)
+def hashes(files: Mapping[str, Path]) -> Optional[dict[str, str]]:
+    """file name -> SHA-256; None where there are none or one cannot be read."""
     try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(source, local_files_only=True))
-    except Exception:  # not a hub name, or not in the cache: the hashes are unknown, the run goes on
-        return None
-
-
-def weight_hashes(source: str, weight_file: Optional[str] = None) -> Optional[dict[str, str]]:
-    """file name -> SHA-256 of a model's weights: the one file named, or every weight file of the
-    folder; None where the files cannot be found."""
-    folder = local_folder(source)
-    if folder is None:
-        return None
-    if weight_file:
-        files = [folder / weight_file]
-    elif folder.is_file():
-        files, folder = [folder], folder.parent
-    else:
-        files = sorted(p for p in folder.rglob("*") if p.suffix in WEIGHT_SUFFIXES and p.is_file())
-    try:
-        return {str(f.relative_to(folder)): file_sha256(f) for f in files}
+        return {name: file_sha256(path) for name, path in files.items()} or None
     except OSError:
         return None
 
@@ -101,7 +78,7 @@ def backbone_record(backbone) -> dict[str, Any]:
     if local is not None:
         source, weight_file = local
         out["model"] = f"{source}::{weight_file}" if weight_file else source
-        out["sha256"] = weight_hashes(source, weight_file) or chunked_hash(getattr(backbone, "gguf_package", None))
+        out["sha256"] = hashes(weight_files(source, weight_file)) or chunked_hash(getattr(backbone, "gguf_package", None))
     return out
 
 
@@ -115,14 +92,9 @@ def chunked_hash(package: Optional[str]) -> Optional[dict[str, str]]:
 
 
 def encoder_record(model: Optional[str]) -> dict[str, Any]:
-    """A transformers encoder's weight hashes; model None is the packaged all-MiniLM-L6-v2."""
-    from ms.retrieval.encoder import packaged_model_dir
-
-    try:
-        source = model or str(packaged_model_dir())
-    except FileNotFoundError:
-        return {"model": model, "sha256": None}
-    return {"model": source, "sha256": weight_hashes(source)}
+    """A transformers encoder's weight hashes."""
+    source = encoder_source(model)
+    return {"model": source or model, "sha256": hashes(weight_files(source)) if source else None}
 
 
 def provenance(backbones: Mapping[str, Any], encoders: Mapping[str, Optional[str]], micro_batch: int) -> dict:

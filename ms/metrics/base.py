@@ -68,8 +68,10 @@ class Metric(ABC):
         """What produced its numbers, for metrics.json (under `record_key`)."""
         return None
 
-    def encoders(self) -> dict[str, Optional[str]]:
-        """role -> the transformers encoder it runs (None: the packaged one), for the run's provenance."""
+    @classmethod
+    def encoders(cls, cfg) -> dict[str, Optional[str]]:
+        """role -> the transformers encoder it runs under the `eval` section `cfg` (None: the packaged
+        one), for the run's provenance and cell record."""
         return {}
 
     @classmethod

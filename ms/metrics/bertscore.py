@@ -18,12 +18,12 @@ class BERTScoreMetric(Metric):
     needs_answers = True
     record_key = "bertscore"
 
-    def __init__(self, scorer: BERTScore, model: Optional[str]):
-        self.scorer, self.model = scorer, model
+    def __init__(self, scorer: BERTScore):
+        self.scorer = scorer
 
     @classmethod
     def build(cls, cfg) -> "BERTScoreMetric":
-        return cls(BERTScore(cfg), cfg.model)
+        return cls(BERTScore(cfg))
 
     def score_fill(self, rows: list[dict]) -> None:
         """Every answer of the fill at once: the scorer batches them itself."""
@@ -34,5 +34,6 @@ class BERTScoreMetric(Metric):
     def describe(self) -> dict:
         return self.scorer.describe()
 
-    def encoders(self) -> dict[str, Optional[str]]:
-        return {"bertscore": self.model}
+    @classmethod
+    def encoders(cls, cfg) -> dict[str, Optional[str]]:
+        return {"bertscore": cfg.model}

@@ -1,0 +1,170 @@
+"""What a run reads beyond its settings and its data's examples, by content: the rubric files its gate
+grades with, the access rule's file, the decisions a matched random gate copies, the weight files of
+every model it loads, and the code that runs it.
+
+Each is known by a label that does not depend on the machine ("rubric literary", "model smollm2:
+model.safetensors"), so a run made here and resumed elsewhere compares the same things. A file's
+SHA-256 is kept with its size and modification time: a resume whose file has the same path, size and
+time reuses the recorded hash rather than reading 100-500 MB of weights again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from omegaconf import DictConfig
+
+from ms.config.files import DECISIONS_FILE
+from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
+from ms.llm.local import file_sha256
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+# The code a run executes: the package less what only reads finished runs (report) or plans them (plan).
+NOT_RUN_CODE = ("report", "plan")
+CODE_SUFFIXES = (".py", ".yaml")
+CODE_KEY = "code (the ms package's source)"
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+
+
+def code_sha256(package: Optional[Path] = None) -> str:
+    """SHA-256 of the source a run executes (`package`, by default this one), file by file in path
+    order: a dirty tree is covered too, which a commit is not."""
+    package = package or PACKAGE_DIR
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        relative = path.relative_to(package)
+        if path.suffix in CODE_SUFFIXES and path.is_file() and relative.parts[0] not in NOT_RUN_CODE \
+                and "__pycache__" not in relative.parts:
+            digest.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def test_retriever_name(cfg: DictConfig) -> Optional[str]:
+    """The retriever the test questions use where it differs from the stream's (retriever.at_test):
+    the frozen dense retriever is the dense one, untrained."""
+    at_test = cfg.retriever.at_test
+    return "dense" if at_test == "dense_frozen" else at_test
+
+
+def encoder_models(cfg: DictConfig, metrics: list[str]) -> dict[str, Optional[str]]:
+    """role -> the transformers encoder a run with `metrics` runs (None: the packaged MiniLM)."""
+    test_name = test_retriever_name(cfg)
+    uses_encoder = (RETRIEVERS.load(cfg.retriever.name).uses_encoder
+                    or (test_name is not None and RETRIEVERS.load(test_name).uses_encoder)
+                    or POLICIES.load(cfg.memory.policy).uses_encoder)
+    encoders = {"retriever": cfg.retriever.encoder} if uses_encoder else {}
+    for name in metrics:
+        encoders.update(METRICS.load(name).encoders(cfg.eval))
+    return encoders
+
+
+def local_folder(source: str) -> Optional[Path]:
+    """A model's folder: the source itself, or a hub name's copy in the local hub cache (never
+    downloaded: a name with no local copy gives None)."""
+    if Path(source).exists():
+        return Path(source)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source, local_files_only=True))
+    except Exception:  # not a hub name, or not in the cache: the hashes are unknown, the run goes on
+        return None
+
+
+def weight_files(source: str, weight_file: Optional[str] = None) -> dict[str, Path]:
+    """file name -> path of a model's weights: the one file named, or every weight file of the
+    folder; empty where the files cannot be found."""
+    folder = local_folder(source)
+    if folder is None:
+        return {}
+    if weight_file:
+        files = [folder / weight_file]
+    elif folder.is_file():
+        files, folder = [folder], folder.parent
+    else:
+        files = sorted(p for p in folder.rglob("*") if p.suffix in WEIGHT_SUFFIXES and p.is_file())
+    return {str(f.relative_to(folder)): f for f in files}
+
+
+def model_files(backbone) -> dict[str, Path]:
+    """The weight files of a backbone its provider runs on this machine (LM.local_weights); empty for a
+    model served elsewhere."""
+    from ms.llm import provider_class
+
+    local = provider_class(backbone).local_weights(backbone)
+    return weight_files(*local) if local is not None else {}
+
+
+def encoder_source(model: Optional[str]) -> Optional[str]:
+    """A transformers encoder's folder or hub name; model None is the packaged all-MiniLM-L6-v2 (None
+    where that package is missing)."""
+    from ms.retrieval.encoder import packaged_model_dir
+
+    try:
+        return model or str(packaged_model_dir())
+    except FileNotFoundError:
+        return None
+
+
+def encoder_files(model: Optional[str]) -> dict[str, Path]:
+    source = encoder_source(model)
+    return weight_files(source) if source else {}
+
+
+def files_read(cfg: DictConfig) -> dict[str, Path]:
+    """label -> each file the run `cfg` reads outside its settings."""
+    from ms.agents import agents_from
+    from ms.gates.scorer import rubric_path, rubric_ref
+    from ms.llm.backbones import Backbones
+
+    configured = agents_from(cfg.agents)
+    agents = {name: configured[name] for name in (cfg.data.agents or configured) if name in configured}
+    files: dict[str, Path] = {}
+    if "rubric" in GATES.load(cfg.gate.name).checked_by:
+        for ref in sorted({rubric_ref(agent, cfg.pool.mode) for agent in agents.values()}):
+            files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
+    if cfg.access.get("file"):
+        files["access.file"] = Path(cfg.access.file)
+    if cfg.gate.get("match"):
+        files["gate.match's decisions"] = Path(cfg.gate.match) / DECISIONS_FILE
+    catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
+    names = {catalog.resolve(n) for n in [*(a.backbone for a in agents.values()), cfg.scorer.backbone,
+                                          cfg.train.backbone]}
+    for name in sorted(names):
+        for file_name, path in model_files(catalog.config(name)).items():
+            files[f"model {name}: {file_name}"] = path
+    for role, model in sorted(encoder_models(cfg, list(cfg.eval.metrics)).items()):
+        for file_name, path in encoder_files(model).items():
+            files[f"encoder {role}: {file_name}"] = path
+    return files
+
+
+def fingerprint(path: Path, known: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+    """A file's SHA-256 with the size and time it had (None where it cannot be read); `known`, a
+    record of the same file, gives the hash without reading while path, size and time agree."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return {"path": str(path), "sha256": None}
+    here = {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    if known and all(known.get(k) == v for k, v in here.items()) and known.get("sha256"):
+        return {**here, "sha256": known["sha256"]}
+    try:
+        return {**here, "sha256": file_sha256(path)}
+    except OSError:
+        return {**here, "sha256": None}
+
+
+def inputs_record(cfg: DictConfig, known: Optional[Mapping[str, Mapping[str, Any]]] = None) -> dict[str, dict[str, Any]]:
+    """label -> fingerprint of every file the run reads outside its settings (`known`: an earlier
+    record whose hashes may be reused)."""
+    known = known or {}
+    return {label: fingerprint(path, known.get(label)) for label, path in files_read(cfg).items()}
+
+
+def changed_inputs(wanted: Mapping[str, Mapping[str, Any]], found: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Labels whose content differs, or that one side reads and the other does not."""
+    keys = wanted.keys() | found.keys()
+    return sorted(k for k in keys if (wanted.get(k) or {}).get("sha256") != (found.get(k) or {}).get("sha256"))
