@@ -192,4 +192,4 @@ def test_where_a_folder_is_named_by_the_clock_the_resume_hint_names_the_folder()
 
     clock = OmegaConf.create({"mode": RunMode.RUN, "run": {"dir": "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"}})
     assert resume_hint(clock, Path("outputs/2026-01-01/12-00-00")).startswith(
-        "re-run the same command with hydra.run.dir=outputs/2026-01-01/12-00-00 to resume")
+        "re-run the same command with 'hydra.run.dir=\"outputs/2026-01-01/12-00-00\"' to resume")

@@ -72,7 +72,7 @@ def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(p
     [line] = [x for x in err.splitlines() if x.startswith("ms-run: ")]
     assert "failed (" in line and "to resume this run in its folder" in line, line
     command = shlex.split(line.split("admitted first: ", 1)[1])
-    assert command[0] == "ms-run" and f"hydra.run.dir='{folder}'" in command
+    assert command[0] == "ms-run" and f'hydra.run.dir="{folder}"' in command
     assert not [a for a in command if a.startswith("pool.dsn")]  # the DSN stays in the environment
     assert json.loads((folder / "failed.json").read_text())["reason"].startswith("the pool's PostgreSQL server")
 

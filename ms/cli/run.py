@@ -22,7 +22,7 @@ from ms.config.files import DECISIONS_FILE
 from ms.config.schema import POOL_DSN_ENV
 from ms.config.store import CONF_DIR, register
 from ms.common.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
-from ms.loop.run_folder import began, mark_failed, resume_command
+from ms.loop.run_folder import began, folder_override, mark_failed, resume_command
 
 PROG = "ms-run"
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
@@ -156,7 +156,8 @@ def resume_hint(hydra_config, out: Path) -> str:
     multirun = hydra_config.mode == RunMode.MULTIRUN
     named = OmegaConf.to_container(hydra_config.sweep if multirun else hydra_config.run, resolve=False)["dir"]
     where = "" if "${now:" not in str(named) else (
-        f" with hydra.sweep.dir={hydra_config.sweep.dir}" if multirun else f" with hydra.run.dir={out}")
+        f" with {folder_override('hydra.sweep.dir', hydra_config.sweep.dir)}" if multirun
+        else f" with {folder_override('hydra.run.dir', out)}")
     return f"re-run the same command{where} to resume (the unfinished run starts over in its folder)"
 
 

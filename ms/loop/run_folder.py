@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import time
@@ -84,13 +85,27 @@ def began(out_dir: Path) -> bool:
     return (out_dir / RUN_ID_FILE).is_file()
 
 
+def hydra_quoted(value: str) -> str:
+    """`value` as one double-quoted value of Hydra's override grammar, which gives it back unchanged:
+    '=', ',', brackets and spaces stay part of it. In a quoted value a backslash escapes only a quote,
+    an interpolation's `${` or the backslashes before them; so each of these (the closing quote
+    included) gets a backslash, and the backslashes before it are doubled."""
+    return '"' + re.sub(r'(\\*)("|\$\{|\Z)', lambda m: m[1] * 2 + ("\\" + m[2] if m[2] else ""), value) + '"'
+
+
+def folder_override(key: str, folder) -> str:
+    """`key=FOLDER` (hydra.run.dir, hydra.sweep.dir) as one word to paste into a shell: quoted for
+    Hydra's override grammar, then for the shell. Every printed resume command names its folder so:
+    a folder Hydra named after the overrides holds '=', ',' and brackets, which Hydra would otherwise
+    read as syntax."""
+    return shlex.quote(f"{key}={hydra_quoted(str(folder))}")
+
+
 def resume_command(prog: str, out_dir: Path, task: list[str], hydra: list[str]) -> str:
     """The command that resumes this run in its own folder (for a sweep's cell, that cell alone): its
     overrides, and hydra.run.dir naming the folder, whose run id makes it remove this attempt's memories first."""
     kept = [o for o in hydra if not o.startswith(FOLDER_OVERRIDES)]
-    # Quoted for Hydra's override grammar too: a sweep cell's folder name holds '=', ',' and brackets.
-    folder = str(out_dir).replace("\\", "\\\\").replace("'", "\\'")
-    return shlex.join([prog, *task, *kept, f"hydra.run.dir='{folder}'"])
+    return f"{shlex.join([prog, *task, *kept])} {folder_override('hydra.run.dir', out_dir)}"
 
 
 def mark_failed(out_dir: Path, reason: str) -> None:

@@ -1,0 +1,130 @@
+"""Every resume command ms-run prints can be pasted as printed: a real shell splits it into words, and
+Hydra's own override parser reads back the folder it names, unchanged. A folder Hydra named after the
+overrides holds '=', ',' and brackets, which the override grammar would otherwise read as syntax."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from ms.common.errors import USER_ERROR_EXIT, UserError
+
+from conftest import REPO, ms_run_in_process
+
+# A folder named by the clock and the overrides, as conf/config.yaml names one, and names a shell or
+# Hydra's grammar would read otherwise: a space, quotes, backslashes, a dollar sign, an interpolation.
+CLOCK = "/home/me/outputs/2026-01-01/18-05-09_data.agents=[sonnet,limerick],fills=[50,100],k=3"
+FOLDERS = [CLOCK, "/tmp/a b/it's \"here\"", "/tmp/back\\slash\\", "/tmp/$HOME/`ls`;|&", "/tmp/${now:%H}/\\${x}"]
+# A run's task overrides as Hydra was given them (each one valid in its grammar), a quoted one among them.
+TASK = ["data.agents=[sonnet,limerick]", "fills=[50,100]", "k=3", "tag='say \"yes\", then stop'"]
+
+
+def pasted(command: str) -> list[str]:
+    """The words a shell hands `ms-run` when `command` is pasted as printed (ms-run being a function
+    here that prints its arguments)."""
+    done = subprocess.run(["bash", "-c", "ms-run() { printf '%s\\0' \"$@\"; }\n" + command],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split("\0")[:-1]
+
+
+def read_back(words: list[str]) -> dict[str, str]:
+    """Each override's key and the value a config would hold (Hydra's parser, then OmegaConf, which
+    keeps an escaped interpolation as written); every word must parse."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = OverridesParser.create().parse_overrides(words)
+    return {o.key_or_group: OmegaConf.create({"value": o.value()}).value for o in overrides}
+
+
+def hint_words(hint: str) -> list[str]:
+    """The folder setting a Ctrl-C hint asks to add to the same command, pasted after `ms-run`."""
+    [setting] = re.findall(r"re-run the same command with (.+) to resume \(", hint)
+    return pasted(f"ms-run {setting}")
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_the_failure_message_s_resume_command_gives_back_its_folder_and_overrides(folder):
+    from ms.loop.run_folder import resume_command
+
+    command = resume_command("ms-run", Path(folder), TASK, ["hydra.run.dir=old", "hydra/job_logging=none"])
+    back = read_back(pasted(command))
+    assert back.pop("hydra.run.dir") == folder
+    assert back == {**read_back(TASK), "hydra/job_logging": "none"}
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_the_ctrl_c_hint_gives_back_its_folder(folder):
+    from hydra.types import RunMode
+
+    from ms.cli.run import resume_hint
+
+    run = OmegaConf.create({"mode": RunMode.RUN, "run": {"dir": "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"}})
+    assert read_back(hint_words(resume_hint(run, Path(folder)))) == {"hydra.run.dir": folder}
+
+
+def test_a_sweep_s_ctrl_c_hint_gives_back_its_folder():
+    from hydra.core.utils import setup_globals
+    from hydra.types import RunMode
+
+    from ms.cli.run import resume_hint
+
+    setup_globals()  # Hydra's resolvers: now
+    sweep = OmegaConf.create({"mode": RunMode.MULTIRUN,
+                              "sweep": {"dir": "multirun/${now:%Y-%m-%d}/${now:%H-%M-%S}_data.agents=[a,b] x"}})
+    folder = sweep.sweep.dir
+    assert read_back(hint_words(resume_hint(sweep, Path(folder) / "k=1"))) == {"hydra.sweep.dir": folder}
+
+
+# ---- as ms-run prints them, in a folder Hydra names by the clock and the overrides --------------
+
+ARGS = ["data.agents=[riddle,pun]", "data.max_seed=3", "data.max_stream=2", "data.max_test=1", "fills=[50,100]",
+        "hydra/job_logging=none", "hydra/hydra_logging=none"]
+
+
+@pytest.fixture
+def clock_folder_run(tmp_path, monkeypatch, capsys):
+    """ms-run ARGS in this process, from tmp_path, with its loop replaced by `loop`: (exit status,
+    stderr's lines that start with "ms-run: ", the folder Hydra made under outputs/)."""
+    import ms.loop.pipeline
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+
+    def call(loop) -> tuple[int, list[str], Path]:
+        monkeypatch.setattr(ms.loop.pipeline, "run", loop)
+        try:
+            code, err = ms_run_in_process(monkeypatch, capsys, ["ms-run", *ARGS, f"data.dir={REPO / 'data'}",
+                                                                f"cache_dir={tmp_path / 'cache'}"])
+        except KeyboardInterrupt:  # else it would stop the whole test session
+            pytest.fail("Ctrl-C left ms-run as a traceback")
+        [folder] = (tmp_path / "outputs").glob("*/*")
+        return code, [line for line in err.splitlines() if line.startswith("ms-run: ")], folder
+
+    return call
+
+
+def test_ctrl_c_in_a_clock_named_folder_prints_a_folder_that_pastes_back(clock_folder_run):
+    def interrupted(cfg, out):
+        raise KeyboardInterrupt
+
+    code, [line], folder = clock_folder_run(interrupted)
+    assert code == 130 and "data.agents=[riddle,pun]" in folder.name, (folder, line)
+    assert read_back(hint_words(line)) == {"hydra.run.dir": str(folder)}
+
+
+def test_a_run_that_failed_in_a_clock_named_folder_prints_a_command_that_pastes_back(clock_folder_run):
+    def failed_after_it_began(cfg, out):
+        (out / "run_id").write_text("0" * 32 + "\n")
+        raise UserError("the pool's server stopped")
+
+    code, [line], folder = clock_folder_run(failed_after_it_began)
+    assert code == USER_ERROR_EXIT and "to resume this run in its folder" in line, line
+    words = pasted(line.split("admitted first: ", 1)[1])  # the words after ms-run
+    back = read_back(words)
+    assert back.pop("hydra.run.dir") == str(folder)
+    assert back == read_back([*ARGS, f"data.dir={REPO / 'data'}", f"cache_dir={folder.parents[2] / 'cache'}"])
