@@ -75,7 +75,11 @@ def ms_run(*args: str) -> subprocess.CompletedProcess:
 def test_plan_mode_on_the_command_line_prints_each_cell_and_the_sweep_total_and_makes_no_folder(tmp_path):
     sweep = tmp_path / "sweep"
     (sweep / "cell_1").mkdir(parents=True)
-    (sweep / "cell_1" / "metrics.json").write_text(json.dumps({"complete": True}))
+    # cell_1 holds a finished run of the same settings (its cell record), which the sweep would skip
+    from ms.loop.cell import identity
+
+    done_cell = {"config": identity(compose_config(TINY + ["k=1"]))}
+    (sweep / "cell_1" / "metrics.json").write_text(json.dumps({"complete": True, "cell": done_cell}))
     done = ms_run("-m", *TINY, f"cache_dir={tmp_path / 'cache'}", "k=0,1,3", f"hydra.sweep.dir={sweep}",
                   "hydra.sweep.subdir=cell_${k}", "+plan=true", "+plan_accept=0.5")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -199,7 +203,7 @@ def test_plan_from_a_finished_run_uses_its_measured_admission_rate_and_times_loc
     # 4 stream pairs, each admitted one mines 3 candidates to label: 1 of 4 admitted, against 0.85 assumed.
     assert by_role(measured)["label"].calls == pytest.approx(3)
     assert by_role(assumed)["label"].calls == pytest.approx(4 * 3 * 0.85)
-    assert f"measured: the finished run {run} admitted 1 of 4" in measured.notes[0]
+    assert f"measured: the finished run {run} admitted 1 of the 4 stream pairs its gate judged" in measured.notes[0]
     assert "assumed" in assumed.notes[0] and "+plan_from=RUN_DIR" in assumed.notes[0]
 
     assert plan_main(overrides, False, accept) == 0
@@ -212,3 +216,94 @@ def test_plan_from_a_finished_run_uses_its_measured_admission_rate_and_times_loc
                         ([f"+plan_from={finished_run(tmp_path / 'k0', {}, {}, usage)}"], "judged no stream pair")]:
         with pytest.raises(UserError, match=says):
             take_plan_flags([*overrides, "+plan=true", *flags])
+
+
+# ---- plan_from says what its rates were measured on, and warns where that is too little or otherwise ----
+
+def recorded_run(folder, overrides: list[str], accepted: int, rejected: int, calls: int):
+    """A finished run of `overrides` as a run records itself: its settings (metrics.json's cell record and
+    run record), `accepted` of `accepted + rejected` stream pairs admitted, and `calls` on smollm2 timed at
+    0.01 s a token."""
+    from ms.loop.cell import identity
+
+    cfg = compose_config(overrides)
+    folder.mkdir()
+    agents = sorted(cfg.data.agents or cfg.agents)
+    (folder / "metrics.json").write_text(json.dumps({
+        "complete": True, "run": {"backbone": cfg.backbone.name, "agents": agents},
+        "stream": {"accepted": {agents[0]: accepted}, "rejected": {agents[0]: rejected}},
+        "cell": {"data_sha256": None, "config": identity(cfg)}}))
+    (folder / "llm_usage.json").write_text(json.dumps({
+        "calls": calls, "prompt_tokens": 100 * calls, "completion_tokens": 0, "cache_hits": 0,
+        "cache_misses": calls, "backend_seconds": float(calls)}))
+    return folder
+
+
+def plan_from(tmp_path, run, overrides: list[str], capsys) -> list[str]:
+    """The lines `ms-run OVERRIDES +plan=true +plan_from=RUN` prints about the run it measures from."""
+    from ms.cli.plan import plan_main, take_plan_flags
+
+    args, _, accept = take_plan_flags([*overrides, f"cache_dir={tmp_path / 'cache'}", "+plan=true",
+                                       f"+plan_from={run}"])
+    capsys.readouterr()
+    assert plan_main(args, False, accept) == 0
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith("- ")]
+
+
+def test_plan_from_a_four_pair_run_says_so_and_warns_that_it_is_small(tmp_path, capsys):
+    run = recorded_run(tmp_path / "tiny", TINY, 0, 4, calls=28)
+    lines = plan_from(tmp_path, run, TINY, capsys)
+    assert f"the finished run {run} admitted 0 of the 4 stream pairs its gate judged" in lines[0]
+    warned = [line for line in lines if line.startswith("- warning: ")]
+    # one line each: the rate from 4 pairs (0 of 4 allows up to 0.49), the seconds per token from 28 calls
+    assert len(warned) == 2
+    assert "only 4 judged stream pairs (fewer than 30)" in warned[0] and "0.00 to 0.49" in warned[0]
+    assert "fewer than 100" in warned[1] and "smollm2 (28 calls)" in warned[1]
+    assert "timed on smollm2: 28 calls, 2,800 tokens" in lines[-1]  # the wall time names what it was timed on
+
+
+@pytest.mark.parametrize("source, says", [
+    (["gate=utility"], "gate.name (utility there, rubric here)"),
+    (["backbone.engine=llamacpp"], "backbone.engine (llamacpp there, hf here)"),
+    (["scorer.threshold=15"], "scorer.threshold (15.0 there, 0.0 here)"),
+    (["stream_k=1"], "stream_k (1 there, 3 here)"),
+    (["k=1"], "k (1 there, 3 here)"),
+    (["backbone=qwen2.5-0.5b"], "backbone.name (qwen2.5-0.5b there, smollm2 here)")])
+def test_plan_from_a_run_of_other_settings_warns_naming_the_keys(tmp_path, capsys, source, says):
+    run = recorded_run(tmp_path / "other", TINY + source, 20, 20, calls=500)
+    warned = [line for line in plan_from(tmp_path, run, TINY, capsys) if line.startswith("- warning: ")]
+    head = "- warning: the admission rate was measured under other settings than this run's: "
+    if source == ["backbone=qwen2.5-0.5b"]:  # another backbone differs in its model's keys too
+        assert warned[0].startswith(head) and says in warned[0]
+    else:
+        assert warned[0] == head + says
+    if source == ["backbone.engine=llamacpp"]:  # the engine times the tokens too
+        assert warned[1].endswith("seconds per token were measured under other settings than this run's: "
+                                  "backbone.engine (llamacpp there, hf here)")
+    assert len(warned) == 1 + (source == ["backbone.engine=llamacpp"])
+
+
+def test_plan_from_a_run_of_other_agents_warns_naming_them(tmp_path, capsys):
+    run = recorded_run(tmp_path / "other", [*TINY, "data.agents=[limerick,pun]"], 20, 20, calls=500)
+    warned = [line for line in plan_from(tmp_path, run, TINY, capsys) if line.startswith("- warning: ")]
+    assert warned == ["- warning: the admission rate was measured under other settings than this run's: "
+                      "agents (limerick,pun there, limerick,riddle here)"]
+
+
+def test_plan_from_the_committed_figure4_offline_run_names_its_sizes_and_does_not_warn(tmp_path, capsys):
+    run = REPO / "results" / "figure4_offline" / "runs" / "backbone=smollm2"
+    calls = json.loads((run / "llm_usage.json").read_text())["backbones"]["smollm2"]["total"]["calls"]
+    lines = plan_from(tmp_path, run, ["experiment=figure4_offline", "backbone=smollm2"], capsys)
+    assert "of the 117 stream pairs its gate judged (gate=rubric, scorer.threshold=15.0)" in lines[0]
+    assert f"timed on smollm2: {calls:,} calls" in lines[-1]
+    assert not [line for line in lines if "warning" in line]
+
+
+def test_plan_from_a_run_that_records_no_settings_says_they_are_unchecked(tmp_path, capsys):
+    run = tmp_path / "bare"
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({"complete": True, "stream": {"accepted": {"riddle": 30},
+                                                                              "rejected": {"riddle": 10}}}))
+    warned = [line for line in plan_from(tmp_path, run, TINY, capsys) if line.startswith("- warning: ")]
+    assert warned == [f"- warning: {run} records no settings (no cell record in its metrics.json, no "
+                      f".hydra/config.yaml, no run record): whether it ran as this run would is not checked"]

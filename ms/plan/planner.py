@@ -36,7 +36,7 @@ from ms.llm.cache import CACHE_FILENAME
 from ms.retrieval.memory import SUMMARY_SYSTEM, SUMMARY_USER
 from ms.metrics.evaluate import validate_metrics
 from ms.plan.gate import acceptance, grading_tokens, reads_probabilities
-from ms.plan.measured import Measured
+from ms.plan.measured import Measured, plan_from_warnings, planned_settings
 from ms.plan.rows import Row, RunPlan
 from ms.plan.tokens import PER_MESSAGE, tokens
 from ms.pool import scope_for
@@ -127,6 +127,10 @@ class _Planner:
 
     def can(self, name: Optional[str], what: str) -> bool:
         return self.backbones.can(name, what)
+
+    def runs_locally(self, name: Optional[str]) -> bool:
+        """Whether the backbone runs in this process (its backend time is this machine's)."""
+        return provider_class(self.backbone(name)).runs_locally is True
 
     def agent_can(self, agent: str, what: str) -> bool:
         return self.can(self.agents[agent].backbone, what)
@@ -323,6 +327,9 @@ def plan_run(cfg: DictConfig, accept: Optional[float | Measured] = None, probe: 
              f"backbone={cfg.backbone.name}; {len(planner.splits)} agents, fills {list(cfg.fills)}, "
              f"micro_batch {cfg.micro_batch}")
     notes = [planner.accept_note]
+    if isinstance(accept, Measured):  # plan_from: why its measured rates might not hold here, a line each
+        planned = planned_settings(cfg, list(planner.splits))
+        notes += plan_from_warnings(accept, planned, rows, planner.runs_locally)
     if planner.poisoner.active:
         notes.append(f"poison={cfg.poison.name}: {planner.poisoned} pairs of the poisoning writer (victim "
                      f"{cfg.poison.victim}) judged by the gate, counted in its rows; its answers are drawn from the "
