@@ -90,3 +90,45 @@ def test_two_runs_of_one_kind_gate_and_rule_are_labelled_by_the_field_they_diffe
     labels = [tick.get_text() for tick in poison_figure(found, "ref_logprob").axes[0].get_yticklabels()]
     assert sorted(labels) == sorted(f"on_style, gate=rubric, open, seed={s.run.fields.get('seed')}" for s in found)
     assert len(set(labels)) == 2
+
+
+def test_the_poisoners_memories_are_its_own_not_a_models_or_a_domains(sweep, tmp_path):
+    """No model wrote the poisoner's pairs, and it is no agent of its victim's domain: its memories are
+    labelled as its (even where an older memories.csv credited them to the run's backbone), in the sharing
+    matrix and on the site."""
+    from ms.report.html.rundata import run_data
+    from ms.report.sharing import ALL, sharing_matrix, write_sharing
+    from ms.report.writers import POISONER, read_writers
+
+    runs, _ = find_runs([sweep])
+    [run] = [r for r in runs if poison_of(r)]
+    writers = read_writers(run.path, "smollm2")
+    assert {writers[i].backbone for i in POISONED_IDS} == {POISONER}
+    assert {w.backbone for i, w in writers.items() if i not in POISONED_IDS} == {"smollm2"}
+    s = sharing_matrix(run, writers, None, "ref_logprob", run.last_fill)
+    poisoned = s.count(VICTIM_AGENT, "agent=poison")
+    assert poisoned > 0
+    assert s.count(VICTIM_AGENT, "source=poisoner") == s.count(VICTIM_AGENT, "backbone=poisoner") == poisoned
+    assert s.count(ALL, "source=poisoner") == poisoned  # nobody else retrieved one, and none counts as a domain's
+    write_sharing(runs, tmp_path, "ref_logprob")
+    lines = (tmp_path / "sharing" / "sharing.md").read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| agent"))
+    assert "| poisoner |" in header and "| by poisoner |" in header and "| gain: poisoner |" in header
+    memories = run_data(run, runs, "ref_logprob")["memories"]
+    assert all(memories[i]["poisoner"] and memories[i]["agent"] == "poison" for i in POISONED_IDS)
+    assert not any(m.get("poisoner") for i, m in memories.items() if i not in POISONED_IDS)
+
+
+def test_a_runs_site_header_names_its_access_rule_and_its_poisoner(sweep):
+    from ms.report.html.rundata import run_data
+
+    runs, _ = find_runs([sweep])
+    shown = {run.name: run_data(run, runs, "ref_logprob") for run in runs}
+    poisoned = shown["poisoned__on_style"]
+    assert poisoned["poison"] == "poison=on_style: writer `poison` answering the questions of riddle"
+    assert poisoned["access"] == "access=open: every agent read every memory of its scope"
+    assert shown["clean__clean"]["poison"] == "no poisoning writer"
+    rule = {"rule": "rule", "file": "rules/mine.yaml", "grants": {"riddle": ["seed"]}}
+    run = runs[0]
+    run.metrics["run"] = {**run.fields, "access": rule}
+    assert run_data(run, runs, "ref_logprob")["access"] == "access=rule from `rules/mine.yaml`"

@@ -554,3 +554,48 @@ def test_a_report_cut_short_by_an_error_leaves_no_output_folder(tmp_path, monkey
     monkeypatch.setattr(ms.report.cli, "table2", broken)
     assert main([str(tmp_path / "sweep"), "--out", str(tmp_path / "report")]) == 2
     assert "a damaged file" in capsys.readouterr().err and not (tmp_path / "report").exists()
+
+
+# ---- what a new user tripped over ----------------------------------------------------------------
+
+
+def test_runs_under_a_hand_written_access_rule_are_compared_in_the_access_md_runs_md_points_to(tmp_path):
+    """runs.md sends a run under any access rule to access.md: it is written for a hand-written rule too,
+    with the rule's grants and the run against its open twin on every test question."""
+    root = tmp_path / "sweep"
+    make_run(root, "open", backbone="smollm2", pool="single", base=0.3)
+    rule = {"rule": "rule", "file": "rules/mine.yaml", "grants": {a: ["seed"] for a in AGENTS}}
+    make_run(root, "rule", backbone="smollm2", pool="single", base=0.4, fields={"access": rule})
+    make_run(root, "rule_alone", backbone="smollm2", pool="domain", base=0.4, fields={"access": rule}, seed=3)
+    out = tmp_path / "report"
+    summary = write_report([root], out, "P")
+    assert "see access.md" in (out / "runs.md").read_text()
+    text = (out / "access.md").read_text()
+    assert "## `rule` (hand-written rule, single pool), every test question; beside `open`" in text
+    difference = next(row for row in text.splitlines() if row.startswith("| hand-written rule minus open"))
+    assert difference == "| hand-written rule minus open, same run fields | 0.100 [0.100, 0.100] n=27 |"
+    assert "- `rule_alone`: access=rule from `rules/mine.yaml`. Grants: " in text
+    assert "Not compared: no open run of the same fields among those given" in text
+    assert "Hand-written access rule minus open" in summary.read_text()
+
+
+def test_run_folders_behind_symbolic_links_are_followed(tmp_path, caplog):
+    """A sweep dir of links to runs kept elsewhere: every run is found once, named by its link, and a link
+    back up the tree or to nothing neither loops nor stops the report."""
+    store = tmp_path / "store"
+    make_run(store, "a", backbone="smollm2")
+    make_run(store, "b", backbone="smollm2", pool="single")
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "first").symlink_to(store / "a")
+    (links / "nested").mkdir()
+    (links / "nested" / "second").symlink_to(store / "b")
+    (links / "nested" / "again").symlink_to(store / "b")  # the same run twice: read once
+    (links / "nested" / "up").symlink_to(links)
+    (links / "gone").symlink_to(tmp_path / "nowhere")
+    with caplog.at_level(logging.WARNING, logger="ms.report"):
+        runs, skipped = find_runs([links])
+    assert sorted(r.name for r in runs) == ["first", "nested__again"] and not skipped
+    assert "is a symbolic link to" in caplog.text and "nowhere" in caplog.text
+    assert main([str(links), "--out", str(tmp_path / "out")]) == 0
+    assert "first" in (tmp_path / "out" / "runs.md").read_text()

@@ -1,9 +1,10 @@
 """The browsable report (ms-report --html): a tiny real run (the loop with the scripted FakeLM for a
 backbone, a real SQLite pool and the packaged MiniLM for BERTScore), its site opened from file:// in
-Debian's Chromium through selenium: filter by agent, search, open a question (its prompt as the
-backbone got it), follow a sharing-matrix cell to its retrievals, a claim side by side, no console
-errors, and an answer that carries <script> shown as text, never run. Without the run's pool file,
-the texts are rebuilt from its data and decisions.jsonl, and agree with the pool's.
+Debian's Chromium through selenium: a run's header naming its access rule and poisoner, filter by
+agent, search, open a question (its prompt as the backbone got it), follow a sharing-matrix cell to
+its retrievals, a claim side by side, no console errors, and an answer that carries <script> shown
+as text, never run. Without the run's pool file, the texts are rebuilt from its data and
+decisions.jsonl, and agree with the pool's.
 
 Set CI=true and a missing browser fails the browser tests instead of skipping them."""
 
@@ -194,6 +195,9 @@ def test_the_site_opens_from_file_and_a_question_shows_what_its_backbone_got(sit
 
     browser.find_element("link text", "k=3").click()
     wait_for(browser, "questions")
+    # the run's header names the access rule it read under and its poisoner, here neither
+    assert browser.find_element("css selector", "p.note.rule").text == (
+        "Access: access=open: every agent read every memory of its scope. Poisoner: no poisoning writer.")
     assert len(by(browser, "table.questions tbody tr")) == 9
     browser.find_element("css selector", "select#agent option[value=pun]").click()
     agents = {row.get_attribute("data-agent") for row in by(browser, "table.questions tbody tr")}

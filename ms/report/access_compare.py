@@ -1,8 +1,10 @@
-"""The learned access rule against `open` (access.md): each run under a learned rule (run.access.learned)
+"""Access rules against `open` (access.md): each run under a learned rule (run.access.learned)
 is scored only on the half of the test questions its rule was not learned on, beside the open
 Single-pool run it was learned from and that run's Domain-pool twin, paired question by question.
 Where the rules of both halves ran, their held-out halves together cover every test question once
-(cross-fitted: each question scored under a rule that never saw it).
+(cross-fitted: each question scored under a rule that never saw it). A run under a hand-written rule
+(a rule file no run's numbers chose) is scored on every test question beside its open twin. Every run
+under a rule is listed with its grants, compared or not, since runs.md points here for all of them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from statistics import fmean
 from typing import Optional, Sequence
 
 from ms.report.access_rule import CREDIT, question_halves
+from ms.report.grants import Grants
 from ms.report.runs import Item, Run, metric_label
 from ms.common.stats import Estimate, mean_ci
 
@@ -35,8 +38,9 @@ def _twin(runs: Sequence[Run], run: Run, **changed) -> Optional[Run]:
 
 @dataclass
 class Comparison:
-    label: str  # which learned run(s), and the questions scored
+    label: str  # which run(s) under a rule, and the questions scored
     values: dict[str, dict[Item, float]]  # condition -> the scored questions' values
+    runs: tuple[str, ...] = ()  # the runs under a rule it scores
 
     def estimate(self, condition: str) -> Estimate:
         return mean_ci(list(self.values[condition].values()))
@@ -47,6 +51,9 @@ class Comparison:
 
 
 LEARNED, OPEN, DOMAIN = "learned rule, Single-pool", "open, Single-pool", "open, Domain-pool"
+RULE, OPEN_TWIN = "hand-written rule", "open, same run fields"
+CONDITIONS = (LEARNED, OPEN, DOMAIN, RULE, OPEN_TWIN)
+DIFFERENCES = ((LEARNED, OPEN), (LEARNED, DOMAIN), (OPEN, DOMAIN), (RULE, OPEN_TWIN))
 
 
 def comparisons(runs: Sequence[Run], metric: str) -> list[Comparison]:
@@ -70,49 +77,94 @@ def comparisons(runs: Sequence[Run], metric: str) -> list[Comparison]:
         if domain is not None:
             values[DOMAIN] = {q: v for q, v in (domain.values(metric, fill) or {}).items() if q in scored}
         out.append(Comparison(f"`{run.name}` (learned on half {learned['half']}), scored on half "
-                              f"{learned['scored_on']}", values))
+                              f"{learned['scored_on']}", values, (run.name,)))
         by_open.setdefault((single.name, domain.name if domain else None), {})[learned["scored_on"]] = out[-1]
     for pair in by_open.values():
         if set(pair) == {0, 1}:
             merged = {c: {q: v for half in (0, 1) for q, v in pair[half].values.get(c, {}).items()}
                       for c in pair[0].values}
             out.append(Comparison("cross-fitted: every question scored under the rule learned on the other half",
-                                  merged))
+                                  merged, pair[0].runs + pair[1].runs))
     return out
 
 
-def access_markdown(found: Sequence[Comparison], metric: str) -> str:
-    lines = ["# The learned access rule against open", "",
+def handwritten(runs: Sequence[Run], metric: str) -> list[Comparison]:
+    """One comparison per run under a hand-written rule with predictions: every test question at its last
+    fill, beside its open twin's (the same run fields but the rule), where the runs given hold one."""
+    out = []
+    for run in runs:
+        if not run.fields.get("access") or learned_of(run) is not None or run.predictions is None:
+            continue
+        values = {RULE: run.values(metric, run.last_fill) or {}}
+        twin = _twin(runs, run)
+        if twin is not None:
+            values[OPEN_TWIN] = twin.values(metric, twin.last_fill) or {}
+        against = f"beside `{twin.name}`" if twin is not None else "no open run of the same fields among those given"
+        out.append(Comparison(f"`{run.name}` (hand-written rule, {run.fields['pool']} pool), every test question; "
+                              f"{against}", values, (run.name,)))
+    return out
+
+
+def _rule_runs(runs: Sequence[Run], compared: set[str]) -> list[str]:
+    """One entry per run under a rule: which rule, each reader's grants, and whether a section compares it."""
+    lines = ["## Every run under an access rule", ""]
+    for run in runs:
+        if not run.fields.get("access"):
+            continue
+        grants = Grants.of(run.fields)
+        readers = "; ".join(f"{reader}: {grants.text(reader)}" for reader in (run.fields.get("agents") or grants.table))
+        status = ("Compared above" if run.name in compared else "Not compared: its folder holds no predictions.jsonl"
+                  if run.predictions is None else "Not compared: no open run of the same fields among those given")
+        lines.append(f"- `{run.name}`: {grants.describe()}. Grants: {readers or 'none listed'}. {status}.")
+    return [*lines, ""]
+
+
+def access_markdown(found: Sequence[Comparison], metric: str, runs: Sequence[Run] = (),
+                    compared: set[str] = frozenset()) -> str:
+    lines = ["# Access rules against open", "",
              "Each learned rule grants reader r writer w's memories only where r's retrievals of w's stream memories "
              "came with a gain whose 95% CI lies above 0 on one half of the test questions (`ms-data learn-access`); "
-             f"it is scored here on the other half only. {CREDIT[0].upper() + CREDIT[1:]}. Values: "
-             f"{metric_label(metric)} per test question; differences are paired over the same questions, with 95% "
-             "bootstrap CIs.", ""]
+             f"it is scored here on the other half only. {CREDIT[0].upper() + CREDIT[1:]}. A hand-written rule "
+             "(a rule file no run's numbers chose) is scored on every test question, beside the open run of the same "
+             f"fields. Values: {metric_label(metric)} per test question; differences are paired over the same "
+             "questions, with 95% bootstrap CIs.", ""]
     for c in found:
-        conditions = [k for k in (LEARNED, OPEN, DOMAIN) if k in c.values]
+        conditions = [k for k in CONDITIONS if k in c.values]
         lines += [f"## {c.label}", "", "| condition | mean [95% CI] n |", "|---|---|"]
         lines += [f"| {k} | {c.estimate(k).text()} |" for k in conditions]
-        pairs = [(LEARNED, OPEN), (LEARNED, DOMAIN), (OPEN, DOMAIN)]
-        lines += ["", "| difference | mean [95% CI] n |", "|---|---|"]
-        lines += [f"| {a} minus {b} | {c.difference(a, b).text()} |" for a, b in pairs if b in c.values]
+        pairs = [(a, b) for a, b in DIFFERENCES if a in c.values and b in c.values]
+        if pairs:
+            lines += ["", "| difference | mean [95% CI] n |", "|---|---|"]
+            lines += [f"| {a} minus {b} | {c.difference(a, b).text()} |" for a, b in pairs]
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + _rule_runs(runs, compared))
 
 
 def write_access(runs: Sequence[Run], out: Path, metric: str) -> str:
-    """access.md where some run retrieved under a learned rule; returns a line for summary.md."""
+    """access.md where some run retrieved under an access rule, learned or hand-written; returns a line
+    for summary.md."""
     (out / FILE).unlink(missing_ok=True)  # a rerun into the same --out must not keep an old one
-    found = comparisons(runs, metric)
-    if not found:
+    under_rule = [run for run in runs if run.fields.get("access")]
+    if not under_rule:
         return ""
-    (out / FILE).write_text(access_markdown(found, metric), encoding="utf-8")
-    best = found[-1]
-    gap = best.difference(LEARNED, OPEN)
-    return (f"Learned access rule minus open, Single-pool ({best.label}): {gap.text()} ({FILE}). "
-            f"Mean withheld per prediction: {_withheld(runs):.1f}.")
+    learned, written = comparisons(runs, metric), handwritten(runs, metric)
+    compared = {name for c in [*learned, *written] if len(c.values) > 1 for name in c.runs}
+    (out / FILE).write_text(access_markdown([*learned, *written], metric, runs, compared), encoding="utf-8")
+    lines = []
+    if learned:
+        best = learned[-1]
+        lines.append(f"Learned access rule minus open, Single-pool ({best.label}): "
+                     f"{best.difference(LEARNED, OPEN).text()} ({FILE}).")
+    paired = [c for c in written if OPEN_TWIN in c.values]
+    if paired:
+        lines.append(f"Hand-written access rule minus open ({paired[-1].label}): "
+                     f"{paired[-1].difference(RULE, OPEN_TWIN).text()} ({FILE}).")
+    if not lines:
+        lines.append(f"{len(under_rule)} run(s) under an access rule, none compared with an open run: see {FILE}.")
+    return " ".join(lines) + f" Mean withheld per prediction: {_withheld(runs):.1f}."
 
 
 def _withheld(runs: Sequence[Run]) -> float:
-    counts = [row.get("withheld", 0) for run in runs if learned_of(run) and run.predictions
+    counts = [row.get("withheld", 0) for run in runs if run.fields.get("access") and run.predictions
               for row in run.predictions.get(run.last_fill, {}).values()]
     return fmean(counts) if counts else 0.0

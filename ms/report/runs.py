@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -217,13 +218,35 @@ def slug(text: str) -> str:
     return re.sub(r"[^\w.,=+-]", "_", text)
 
 
+def run_folders(root: Path) -> list[Path]:
+    """Every folder under `root` holding metrics.json or a Hydra .hydra folder, through symbolic links
+    too (a sweep dir of links to runs kept elsewhere; Path.rglob does not follow them), each named by
+    where it was found. A folder reached twice (two links, or a link back up the tree) is walked once."""
+    found, walked = [], set()
+    for here, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(here)
+        if real in walked:
+            dirs[:] = []
+            continue
+        walked.add(real)
+        dirs.sort()
+        if METRICS_FILE in files or ".hydra" in dirs:
+            found.append(Path(here))
+        for name in files:  # a link to nothing cannot be followed: said, never silently passed over
+            if os.path.islink(os.path.join(here, name)) and not os.path.exists(os.path.join(here, name)):
+                log.warning("%s is a symbolic link to %s, which does not exist: not read", Path(here) / name,
+                            os.readlink(os.path.join(here, name)))
+    return found
+
+
 def find_runs(roots: Sequence[Path]) -> tuple[list[Run], list[Skipped]]:
-    """Every run folder under the roots: one holding metrics.json or a Hydra .hydra folder."""
+    """Every run folder under the roots: one holding metrics.json or a Hydra .hydra folder (run_folders)."""
     runs, skipped, seen = [], [], set()
     for root in (Path(r).resolve() for r in roots):
-        folders = {p.parent for p in root.rglob(METRICS_FILE)} | {p.parent for p in root.rglob(".hydra") if p.is_dir()}
-        for folder in sorted(folders - seen):
-            seen.add(folder)
+        for folder in sorted(run_folders(root)):
+            if folder.resolve() in seen:  # the same run under two roots, or through a link and directly
+                continue
+            seen.add(folder.resolve())
             metrics, problem = _read_metrics(folder)
             if metrics is None:
                 log.warning("skipped incomplete run %s: %s", folder, problem)

@@ -25,7 +25,7 @@ from ms.report.figures import new_figure
 from ms.report.grants import Grants
 from ms.report.render import markdown_grid
 from ms.report.runs import Item, Run, metric_label
-from ms.report.writers import UNWRITTEN, Writer, agent_backbones, own_run_id, read_writers, run_config
+from ms.report.writers import POISONER, UNWRITTEN, Writer, agent_backbones, own_run_id, read_writers, run_config
 from ms.common.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,9 @@ THIS_RUN, OTHER_RUN, UNRECORDED = "this run", "another run", "unrecorded"
 # Whether the backbone that wrote a memory is the retrieving agent's own, where the run's agents run on
 # more than one backbone (`agents.NAME.backbone`): a cross-family retrieval is one of the other's memories.
 SAME_BACKBONE, OTHER_BACKBONE = "same backbone", "other backbone"
-NOT_IN_POOL = "(not in pool)"  # a retrieved id the pool no longer holds (e.g. consolidated away)
+# A retrieved id whose writer no file of the run records: neither its pool file (or the PostgreSQL pool)
+# nor memories.csv, nor, for one that left the pool, decisions.jsonl (ms.report.forgotten).
+UNKNOWN = "(writer not recorded)"
 QUANTITIES = ("retrievals", "fraction", "questions", "gain", "gain_ci_lo", "gain_ci_hi", "gain_n")
 DEFINITIONS = (
     "A retrieval is one memory id in one test question's prompt (`retrieved` in predictions.jsonl) at the "
@@ -52,6 +54,10 @@ DEFINITIONS = (
     "Where the run's agents run on more than one backbone, `family=` says whether the backbone that wrote the "
     "memory is the retrieving agent's own (`same backbone`) or another (`other backbone`), or that no backbone "
     "wrote it (`seed`); each agent's backbone is shown beside its name. "
+    "A poisoning writer's memories (`poison=...`) count under their own columns, `poisoner` in the backbone, "
+    "source and family blocks: no model wrote them, and the poisoner is no agent of its victim's domain. "
+    "A memory that left the pool after the run (`ms-data forget`) still counts under the writer the run's files "
+    "record (memories.csv, decisions.jsonl); how many retrievals were of such memories is said under the table. "
     "Each block of columns sums to the row's retrievals (`all`). "
     "**Gain**: each k > 0 question is paired with the same (agent, test question) evaluated at k = 0 in a "
     "run of the same backbone, data and prompt among the runs given; a retrieval's gain is that question's "
@@ -77,6 +83,8 @@ class Sharing:
     domains: dict[str, Optional[str]]  # retrieving agent -> its domain
     other_runs: dict[str, Counter] = field(default_factory=dict)  # retrieving agent or ALL -> other run -> count
     backbone_of: dict[str, str] = field(default_factory=dict)  # retrieving agent -> its backbone, where they differ
+    gone: Counter = field(default_factory=Counter)  # why a memory left the pool -> retrievals of such memories
+    unknown: set[int] = field(default_factory=set)  # retrieved ids whose writer no file of the run records
     _estimates: dict[tuple[str, str], Estimate] = field(default_factory=dict)  # bootstraps are the slow part
 
     def count(self, row: str, column: str) -> int:
@@ -126,17 +134,26 @@ def _writer_columns(writers: dict[int, Writer], rows: list[str], seen: set[str],
                     families: bool) -> list[str]:
     agents = [*rows, *sorted({w.agent for w in writers.values()} - set(rows))]
     backbones = sorted({w.backbone for w in writers.values()}, key=lambda b: (b not in UNWRITTEN, b))
-    missing = [NOT_IN_POOL] if NOT_IN_POOL in seen else []
+    missing = [UNKNOWN] if UNKNOWN in seen else []
     runs = [THIS_RUN, OTHER_RUN, *([UNRECORDED] if UNRECORDED in seen else []), *missing] if shared else []
-    unwritten = [b for b in backbones if b in UNWRITTEN]
+    unwritten = [b for b in backbones if b in (*UNWRITTEN, POISONER)]
     family = [SAME_BACKBONE, OTHER_BACKBONE, *unwritten, *missing] if families else []
+    poisoned = [POISONER] if POISONER in backbones else []
     return ([f"agent={a}" for a in [*agents, *missing]] + [f"backbone={b}" for b in [*backbones, *missing]]
-            + [f"source={s}" for s in [OWN, SAME_DOMAIN, OTHER_DOMAIN, *missing]] + [f"run={r}" for r in runs]
-            + [f"family={f}" for f in family] + [ALL])
+            + [f"source={s}" for s in [OWN, SAME_DOMAIN, OTHER_DOMAIN, *poisoned, *missing]]
+            + [f"run={r}" for r in runs] + [f"family={f}" for f in family] + [ALL])
+
+
+def _source(w: Writer, agent: str, domain: Optional[str]) -> str:
+    # A poisoning writer is no agent of its victim's domain, though its memories are stored in that domain
+    # (which would count them as "same domain"): they are a source of their own.
+    if w.poisoner:
+        return POISONER
+    return OWN if w.agent == agent else SAME_DOMAIN if w.domain == domain else OTHER_DOMAIN
 
 
 def _family(w: Writer, retrieving_backbone: str) -> str:
-    if w.backbone in UNWRITTEN:
+    if w.backbone in (*UNWRITTEN, POISONER):
         return w.backbone
     return SAME_BACKBONE if w.backbone == retrieving_backbone else OTHER_BACKBONE
 
@@ -169,15 +186,19 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
     shared = own is not None and any(w.run_id not in (None, own) for w in writers.values())
     blocks = ("agent", "backbone", "source", *(["run"] if shared else []), *(["family"] if families else []))
     other_runs: dict[str, Counter] = defaultdict(Counter)
+    gone, unknown = Counter(), set()
     for item, row in predictions.items():
         agent = item[0]
         for memory_id in row.get("retrieved") or []:
             w = writers.get(int(memory_id))
             if w is None:
-                seen.add(NOT_IN_POOL)
-                keys = [f"{block}={NOT_IN_POOL}" for block in blocks]
+                seen.add(UNKNOWN)
+                unknown.add(int(memory_id))
+                keys = [f"{block}={UNKNOWN}" for block in blocks]
             else:
-                source = OWN if w.agent == agent else SAME_DOMAIN if w.domain == domain_of.get(agent) else OTHER_DOMAIN
+                if w.forgotten:
+                    gone[w.forgotten] += 1
+                source = _source(w, agent, domain_of.get(agent))
                 keys = [f"agent={w.agent}", f"backbone={w.backbone}", f"source={source}"]
                 if shared:
                     writing = _writing_run(w, own)
@@ -196,7 +217,21 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
         gain = {item: float(row[metric]) - baseline.values[item] for item, row in predictions.items()
                 if item in baseline.values and row.get(metric) is not None}
     return Sharing(run, fill, metric, [*rows, ALL], _writer_columns(writers, rows, seen, shared, families), weights,
-                   gain, baseline, domain_of, dict(other_runs), {a: backbone_of[a] for a in rows} if families else {})
+                   gain, baseline, domain_of, dict(other_runs), {a: backbone_of[a] for a in rows} if families else {},
+                   gone, unknown)
+
+
+def sharing_notes(s: Sharing) -> list[str]:
+    """What the matrix counts that its writers' files no longer hold, or never said, in words: the same
+    lines under sharing.md's table and the site's."""
+    notes = [f"{n} retrievals of memories {why}: counted under the writer the run's files record (memories.csv, "
+             f"decisions.jsonl)." for why, n in sorted(s.gone.items())]
+    if s.unknown:
+        ids = sorted(s.unknown)
+        listed = ", ".join(map(str, ids[:8])) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+        notes.append(f"{s.count(ALL, f'agent={UNKNOWN}')} retrievals of {len(ids)} memories (ids {listed}) whose "
+                     f"writer no file of the run records: counted under `{UNKNOWN}`.")
+    return notes
 
 
 def csv_number(x: Optional[float]) -> str:
@@ -299,7 +334,7 @@ def sharing_markdown(s: Sharing, stem: str) -> str:
             + (f"; {base.mismatched} with the same id but another question or reference left unpaired"
                if base.mismatched else "") if base else "none: no k = 0 run of the same backbone, data and prompt")
     backbones = [c for c in s.columns if c.startswith("backbone=")]
-    blocks = [f"source={x}" for x in (OWN, SAME_DOMAIN, OTHER_DOMAIN)]
+    blocks = [f"source={x}" for x in (OWN, SAME_DOMAIN, OTHER_DOMAIN, POISONER) if f"source={x}" in s.columns]
     runs = [f"run={OTHER_RUN}"] if f"run={OTHER_RUN}" in s.columns else []
     runs += [f"family={OTHER_BACKBONE}"] if f"family={OTHER_BACKBONE}" in s.columns else []
     rule = s.grants
@@ -322,6 +357,7 @@ def sharing_markdown(s: Sharing, stem: str) -> str:
     if f"run={OTHER_RUN}" in runs:
         by_run = ", ".join(f"`{name}` {n}" for name, n in sorted(s.other_runs.get(ALL, Counter()).items()))
         lines += ["", f"Retrievals of memories another run admitted, by that run: {by_run or 'none'}."]
+    lines += [line for note in sharing_notes(s) for line in ("", note)]
     return "\n".join(lines) + "\n"
 
 

@@ -1,11 +1,15 @@
 """Who wrote each memory a run retrieved, and in which run: read from the run's pool file, from
 `memories.csv`, the small table experiments/publish.sh exports beside a published run (results/ keeps
 no pool files) with `python -m ms.report.export RUN_DIR OUT_CSV`, or from the PostgreSQL server of a
-run with pool.backend=postgres (ms.report.pool_server)."""
+run with pool.backend=postgres (ms.report.pool_server). Memories that left the pool file after the run
+(`ms-data forget`) are read from the run's own files and marked (ms.report.forgotten); a poisoning
+writer's memories are labelled as its, not as a backbone's."""
 
 from __future__ import annotations
 
 import csv
+import json
+import logging
 import shutil
 import sqlite3
 import tempfile
@@ -17,16 +21,25 @@ from typing import Iterator, Optional
 
 import yaml
 
-from ms.config.files import DECISIONS_FILE, POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
+from ms.agents import default_agents
+from ms.config.files import DECISIONS_FILE, METRICS_FILE, POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
 from ms.common.errors import UserError
+from ms.report.forgotten import gone_rows, removal_reasons
 from ms.report.pool_server import server_rows
 from ms.report.runs import read_jsonl
+
+log = logging.getLogger(__name__)
 
 WRITER_COLUMNS = ("id", "agent", "domain", "origin", "backbone")
 # Which run admitted each memory: its id, and its folder's name. Optional on reading, as tables
 # exported before they were added lack them.
 RUN_COLUMNS = ("run_id", "run")
+# Why a memory is no longer in the pool (ms.report.forgotten); exported only where some memory has left it.
+FORGOTTEN_COLUMN = "forgotten"
 UNWRITTEN = ("seed", "imported")  # origins no backbone wrote: pairs that came with the data
+# What stands for the backbone of a poisoning writer's memories (ms.data.poison): it calls no model, so
+# no backbone wrote them, and the run's backbone must not be credited with them.
+POISONER = "poisoner"
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,12 @@ class Writer:
     backbone: str  # the backbone that wrote it, or its origin for the data's own pairs
     run_id: Optional[str] = None  # the run that admitted it; None where not recorded
     run: Optional[str] = None  # that run's folder name, where the pool's runs table has it
+    forgotten: Optional[str] = None  # why it is no longer in the pool (ms-data forget); None: it is there
+
+    @property
+    def poisoner(self) -> bool:
+        """Whether a poisoning writer wrote it (read_writers labels its backbone POISONER)."""
+        return self.backbone == POISONER
 
 
 def run_config(run_dir: Path) -> dict:
@@ -59,7 +78,27 @@ def agent_backbones(config: dict, default: str) -> dict[str, str]:
                                           if isinstance(e, dict) and e.get("backbone")})
 
 
-def _backbone(row: dict, backbones: dict[str, str]) -> str:
+def poison_writer(run_dir: Path) -> Optional[str]:
+    """The name a poisoning writer's memories are stored under (`poison.writer`), as the run's metrics.json
+    records it (else its config); None for a run without a poisoner."""
+    path = run_dir / METRICS_FILE
+    try:
+        recorded = (json.loads(path.read_text(encoding="utf-8")).get("run") or {}).get("poison")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if isinstance(recorded, dict) and recorded.get("writer"):
+        return str(recorded["writer"])
+    configured = run_config(run_dir).get("poison")
+    if isinstance(configured, dict) and configured.get("name") not in (None, "none"):
+        return str(configured.get("writer") or "poison")
+    return None
+
+
+def _backbone(row: dict, backbones: dict[str, str], poisoner: Optional[str]) -> str:
+    # The poisoner's pairs come from the data, not a model; the pool stores no backbone for them, and
+    # tables exported before this label existed credited them to the run's backbone.
+    if poisoner is not None and row["agent"] == poisoner and row["origin"] not in UNWRITTEN:
+        return POISONER
     # Pools from before memories recorded their backbone hold NULL there (as do seeds in newer
     # ones): a generated memory was then written by its agent's backbone in the run that admitted it.
     if row.get("backbone"):
@@ -92,14 +131,36 @@ def pool_copy(path: Path) -> Iterator[sqlite3.Connection]:
                             f"sharing matrix for this run") from error
 
 
-def _pool_rows(path: Path) -> list[dict]:
+def _pool_rows(path: Path) -> tuple[list[dict], dict[int, str]]:
+    """The pool file's memories, and why each memory a removal took out of it went (removal_reasons)."""
     with pool_copy(path) as conn:
         columns = {r["name"] for r in conn.execute("PRAGMA table_info(memories)")}
         backbone = "m.backbone" if "backbone" in columns else "NULL AS backbone"
         # Pools of schema 1 recorded no runs (neither the column nor the runs table).
         runs = ("m.run_id, r.label AS run FROM memories m LEFT JOIN runs r ON r.run_id = m.run_id"
                 if "run_id" in columns else "NULL AS run_id, NULL AS run FROM memories m")
-        return [dict(r) for r in conn.execute(f"SELECT m.id, m.agent, m.domain, m.origin, {backbone}, {runs}")]
+        rows = [dict(r) for r in conn.execute(f"SELECT m.id, m.agent, m.domain, m.origin, {backbone}, {runs}")]
+        return rows, removal_reasons(conn)
+
+
+def _domains(config: dict):
+    """agent -> its domain, as the run's agents config (else the default agents) names it."""
+    entries = config.get("agents") if isinstance(config.get("agents"), dict) else {}
+    named = {a: (e or {}).get("domain") for a, e in entries.items() if isinstance(e, dict) or e is None}
+    return named or {a.name: a.domain for a in default_agents().values()}
+
+
+def _with_gone(run_dir: Path, config: dict, rows: list[dict], removed: dict[int, str]) -> list[dict]:
+    """The pool file's rows and those of the memories that left it since the run (ms.report.forgotten)."""
+    recorded, decisions = run_dir / WRITERS_FILE, run_dir / DECISIONS_FILE
+    table = []
+    if recorded.is_file():
+        try:
+            table = _csv_rows(recorded)
+        except UserError as error:  # the pool file is the record here: a bad copy beside it only costs the gone ones
+            log.warning("%s; memories no longer in the pool are described without it", error)
+    return rows + gone_rows({int(r["id"]) for r in rows}, table, read_jsonl(decisions) if decisions.is_file() else [],
+                            removed, _domains(config).get, own_run_id(run_dir))
 
 
 def _csv_rows(path: Path) -> list[dict]:
@@ -128,20 +189,25 @@ def writers_source(run_dir: Path) -> Optional[Path]:
 
 
 def read_writers(run_dir: Path, run_backbone: str = "") -> Optional[dict[int, Writer]]:
-    """memory id -> who wrote it, for every memory the run's pool holds; None where no source exists.
+    """memory id -> who wrote it, for every memory the run's pool holds and every one its files record
+    that has left the pool since (Writer.forgotten says why); None where no source exists.
     `run_backbone` stands in where the run's config names none."""
     config = run_config(run_dir)
     source = writers_source(run_dir)
-    if source is not None:
-        rows = _csv_rows(source) if source.name == WRITERS_FILE else _pool_rows(source)
+    if source is not None and source.name == WRITERS_FILE:
+        rows = _csv_rows(source)
+    elif source is not None:
+        rows = _with_gone(run_dir, config, *_pool_rows(source))
     elif (config.get("pool") or {}).get("backend") == "postgres":  # a published memories.csv comes first
         rows = server_rows(run_dir, config)
     else:
         return None
     backbones = agent_backbones(config, run_backbone)
+    poisoner = poison_writer(run_dir)
     # The runs table records each run's folder as a path; its name is what ms-report calls the run.
-    return {int(r["id"]): Writer(r["agent"], r["domain"], r["origin"], _backbone(r, backbones),
-                                 r.get("run_id") or None, Path(r["run"]).name if r.get("run") else None)
+    return {int(r["id"]): Writer(r["agent"], r["domain"], r["origin"], _backbone(r, backbones, poisoner),
+                                 r.get("run_id") or None, Path(r["run"]).name if r.get("run") else None,
+                                 r.get(FORGOTTEN_COLUMN) or None)
             for r in rows}
 
 
@@ -166,9 +232,12 @@ def export_writers(run_dir: Path, out: Path) -> int:
     if writers is None:
         raise UserError(f"{run_dir} holds no {POOL_FILENAME} (nor names one by pool.path, nor kept its pool on "
                         f"PostgreSQL): no writers to export")
+    # Memories that left the pool after the run keep their row, with why, so that a published copy still
+    # says who wrote what the run retrieved (the column only where some memory left).
+    gone = any(w.forgotten for w in writers.values())
     with out.open("w", newline="", encoding="utf-8") as f:
         table = csv.writer(f)
-        table.writerow(WRITER_COLUMNS + RUN_COLUMNS)
-        table.writerows((i, w.agent, w.domain, w.origin, w.backbone, w.run_id or "", w.run or "")
-                        for i, w in sorted(writers.items()))
+        table.writerow(WRITER_COLUMNS + RUN_COLUMNS + ((FORGOTTEN_COLUMN,) if gone else ()))
+        table.writerows((i, w.agent, w.domain, w.origin, w.backbone, w.run_id or "", w.run or "",
+                         *((w.forgotten or "",) if gone else ())) for i, w in sorted(writers.items()))
     return len(writers)

@@ -4,8 +4,10 @@ From the run's pool file where it kept one. Published copies (results/*/runs/) k
 the texts are rebuilt without a model: the seed pairs by seeding a scratch pool from the run's data
 and config exactly as the run seeded its own (checked against the data fingerprint metrics.json
 recorded, and against memories.csv's ids where it exists), the stream's pairs from decisions.jsonl
-(each admitted pair's `memory_id`). What cannot be rebuilt (another run's memories in a shared
-pool, a memory policy's summaries, a data folder that is gone) is said, memory by memory."""
+(each admitted pair's `memory_id`). Memories that left the pool file after the run (`ms-data forget`)
+are described the same way, from memories.csv and decisions.jsonl, and marked with why they left. What
+cannot be rebuilt (another run's memories in a shared pool, a memory policy's summaries, a data folder
+that is gone) is said, memory by memory."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from ms.data import load_splits
 from ms.common.errors import UserError
 from ms.pool import Pool
 from ms.report.runs import Run, read_jsonl
-from ms.report.writers import Writer, agent_backbones, pool_copy, read_writers, run_config, writers_source
+from ms.report.writers import (POISONER, Writer, agent_backbones, poison_writer, pool_copy, read_writers, run_config,
+                               writers_source)
 
 REPO = Path(__file__).resolve().parents[3]  # a relative data.dir is the repository's (runs start there)
 
@@ -106,7 +109,29 @@ def _record(memory_id: int, w: Optional[Writer], row: Optional[dict]) -> dict:
         out["pool_utility"] = {"mean": row.get("utility"), "n": row["utility_n"]}
     if row.get("consolidated"):
         out["consolidated"] = True
+    if w is not None and w.forgotten:
+        out["forgotten"] = w.forgotten
+    if w is not None and w.poisoner:  # the site says so instead of naming a backbone
+        out["poisoner"] = True
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _gone_texts(run: Run, gone: list[int], writers: dict[int, Writer],
+                stream: dict[int, dict]) -> tuple[dict[int, dict], list[str]]:
+    """The texts of memories that left the pool file: the stream's from decisions.jsonl, the seeds rebuilt
+    from the run's data (checked against who the run's files say wrote each); and what stays missing."""
+    texts = {i: stream[i] for i in gone if i in stream}
+    seeds = [i for i in gone if i not in texts and writers[i].origin == "seed"]
+    missing = []
+    if seeds:
+        rebuilt, why = rebuild_seeds(run)
+        wrong = [i for i in seeds if i in rebuilt and rebuilt[i]["agent"] != writers[i].agent]
+        if why or wrong:
+            missing.append(f"seed texts of memories no longer in the pool: "
+                           f"{why or f'the rebuilt seeds are numbered otherwise (id {wrong[0]})'}")
+        else:
+            texts |= {i: {**rebuilt[i], "added_step": 0} for i in seeds if i in rebuilt}
+    return texts, missing
 
 
 def run_memories(run: Run) -> Memories:
@@ -115,13 +140,27 @@ def run_memories(run: Run) -> Memories:
     writers = read_writers(run.path, backbone) or {}
     source = writers_source(run.path)
     decisions = [d for d in decisions_of(run) if d.get("memory_id") is not None]
-    stream = {int(d["memory_id"]): {"question": d.get("question"), "answer": d.get("answer"), "agent": d.get("agent"),
+    stream = {int(d["memory_id"]): {"question": d.get("question"), "answer": d.get("answer"),
+                                    "agent": d.get("writer") or d.get("agent"), "asked_by": d.get("agent"),
                                     "added_step": d.get("step"), "score": d.get("score"), "origin": "stream",
                                     "scope": d.get("scope")} for d in decisions}
     if source is not None and source.name == POOL_FILENAME:
         rows = _pool_records(source)
-        return Memories({i: _record(i, writers.get(i), rows[i]) for i in sorted(rows)},
-                        f"texts from the run's pool file ({source.name})", [], writers)
+        gone = sorted(set(writers) - set(rows))  # read_writers adds only those the run's files record as gone
+        texts, missing = _gone_texts(run, gone, writers, stream) if gone else ({}, [])
+        records = {i: _record(i, writers.get(i), rows.get(i) or texts.get(i)) for i in sorted({*rows, *gone})}
+        where = f"texts from the run's pool file ({source.name})"
+        if gone:
+            told = [f"{n} from {how}" for n, how in ((sum(i in stream for i in texts), DECISIONS_FILE),
+                                                       (sum(i not in stream for i in texts), "the run's data, rebuilt"))
+                    if n]
+            where += (f"; {len(gone)} memories no longer in it, marked as removed (texts: "
+                      f"{', '.join(told) or 'none'})")
+            untold = [i for i in gone if "question" not in records[i]]
+            if untold:
+                missing.append(f"{len(untold)} memories no longer in the pool have no text in the run's files "
+                               f"(ids {_span(untold)})")
+        return Memories(records, where, missing, writers)
     seeds, why = rebuild_seeds(run)
     missing = [f"seed texts: {why}"] if why else []
     config = run_config(run.path)
@@ -136,8 +175,11 @@ def run_memories(run: Run) -> Memories:
         domain = {a: (e or {}).get("domain") for a, e in entries.items()} or {a.name: a.domain for a in
                                                                               default_agents().values()}
         backbones = agent_backbones(config, backbone)
+        poisoner = poison_writer(run.path)
+        # A poisoner's pair is stored in the domain of the agent whose question it answered, and no backbone wrote it.
         writers = {**{i: Writer(s["agent"], s["domain"], "seed", "seed") for i, s in seeds.items()},
-                   **{i: Writer(s["agent"], domain.get(s["agent"]) or "", "stream", backbones[s["agent"]])
+                   **{i: Writer(s["agent"], domain.get(s["asked_by"]) or "", "stream",
+                                POISONER if s["agent"] == poisoner else backbones[s["agent"]])
                       for i, s in stream.items()}}
     rows = {**{i: {**s, "added_step": 0} for i, s in seeds.items()}, **stream}
     ids = sorted(set(writers) | set(rows))

@@ -13,15 +13,18 @@ from ms.report.baseline import find_baseline
 from ms.report.html.memories import Memories, decisions_of, run_memories
 from ms.report.html.prompts import prompt_spec
 from ms.report.runs import Item, Run
-from ms.report.sharing import ALL, Sharing, sharing_matrix
+from ms.report.grants import Grants
+from ms.report.poison import poison_of
+from ms.report.sharing import ALL, Sharing, sharing_matrix, sharing_notes
 from ms.report.writers import run_config
 
 log = logging.getLogger(__name__)
 
 # A prediction row's fields that are no value of the question (every other number is shown beside the metrics).
 ROW_FIELDS = {"agent", "test_id", "k", "fill", "question", "reference", "retrieved", "answer"}
-DECISION_FIELDS = ("step", "agent", "scope", "question", "answer", "score", "accepted", "reason", "read", "mass",
-                   "utility", "memory_id", "pool_size", "retriever_version", "index_staleness")
+# `writer`: set on a poisoning writer's pairs, whose `agent` is the victim whose question it answered.
+DECISION_FIELDS = ("step", "agent", "writer", "scope", "question", "answer", "score", "accepted", "reason", "read",
+                   "mass", "utility", "memory_id", "pool_size", "retriever_version", "index_staleness")
 
 
 def _number(value) -> bool:
@@ -75,13 +78,12 @@ def _sharing(run: Run, runs: Sequence[Run], memories: Memories, metric: str, fil
     rows = (run.predictions or {}).get(at, {})
     if run.cell[1] == 0 or not any(r.get("retrieved") for r in rows.values()):
         return {"missing": f"no retrievals at {at}% fill"}
-    retrieved = {int(i) for r in rows.values() for i in r.get("retrieved") or []}
-    unknown = sorted(retrieved - set(memories.writers))
-    if unknown:
-        return {"missing": f"who wrote {len(unknown)} retrieved memories is not recorded in the run's folder "
-                           f"(no pool file or memories.csv, and the seeds could not be rebuilt)"}
+    if not memories.writers:
+        return {"missing": f"no file of the run's folder says who wrote the retrieved memories ({memories.source})"}
+    # As sharing.md draws it: a memory whose writer no file records counts under its own column, said in the notes.
     s = sharing_matrix(run, memories.writers, find_baseline(run, runs, metric, at), metric, at)
-    return {"fill": at, "metric": metric, **_cells(s, _cell_memories(run, memories, metric, at), index)}
+    return {"fill": at, "metric": metric, "notes": sharing_notes(s),
+            **_cells(s, _cell_memories(run, memories, metric, at), index)}
 
 
 def _cell_memories(run: Run, memories: Memories, metric: str, at: int) -> dict[tuple[str, str], dict[Item, list[int]]]:
@@ -117,6 +119,14 @@ def _cells(s: Sharing, memory_ids: dict[tuple[str, str], dict[Item, list[int]]],
             "domains": s.domains, "backbone_of": s.backbone_of}
 
 
+def rule_and_poisoner(run: Run) -> dict:
+    """The access rule the run retrieved under and its poisoning writer, in words, for the run's header."""
+    poison = poison_of(run)
+    return {"access": Grants.of(run.fields).describe(),
+            "poison": (f"poison={poison.get('kind')}: writer `{poison.get('writer')}` answering the questions of "
+                       f"{poison.get('victim')}" if poison else "no poisoning writer")}
+
+
 def run_data(run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[int] = None) -> dict:
     """Everything the site shows of one run, JSON-ready."""
     tests, index, rows = _questions(run)
@@ -129,7 +139,7 @@ def run_data(run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[
             "memory": run.memory, "fills": run.fills, "measured": run.measured, "tests": tests, "rows": rows,
             "prompt": prompt, "prompt_missing": prompt_missing, "memories": memories.records,
             "memory_source": memories.source, "memory_missing": memories.missing, "decisions": _decisions(run),
-            "baseline": _baseline(run, runs, index)}
+            "baseline": _baseline(run, runs, index), **rule_and_poisoner(run)}
     if run.predictions is None:
         data["no_predictions"] = "this run's folder holds no predictions.jsonl (runs from before it was written)"
     else:

@@ -84,7 +84,7 @@
           MS.note(run.backbone + ", k = " + run.k + ", " + run.pool + " pool, fill " + s.fill + "%; gain in " +
                   MS.metricLabel(s.metric) + (s.baseline ? " against k = 0 in " + s.baseline + " (" + s.paired + " questions paired)"
                                                          : ": none, no k = 0 run of the same backbone, data and prompt")),
-          MS.sharingTable(i, s));
+          MS.sharingTable(i, s), (s.notes || []).map(function (n) { return h("p", {class: "note sharing-note"}, n); }));
       }),
       missing.length ? h("ul", {}, missing.map(function (i) {
         return h("li", {}, site.runs[i].name + ": no matrix, " + site.sharing[i].missing);

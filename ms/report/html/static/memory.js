@@ -46,7 +46,8 @@
         shown.forEach(function (id) {
           var m = run.memories[id], t = MS.textOf(run, id), d = MS.decisionOf(run, id);
           list.appendChild(h("tr", {}, h("td", {}, MS.link(String(id), MS.route("run", i, "m", id), {class: "memory-link"})),
-            h("td", {}, m.agent), h("td", {}, m.origin), h("td", {}, m.backbone), h("td", {class: "num"}, m.step === undefined ? "–" : m.step),
+            h("td", {}, m.agent + (m.forgotten ? " (removed from the pool)" : "")), h("td", {}, m.origin), h("td", {}, MS.backboneOf(m)),
+            h("td", {class: "num"}, m.step === undefined ? "–" : m.step),
             h("td", {class: "num"}, d && d.score !== undefined ? MS.num(d.score, 2) : "–"),
             h("td", {class: "num"}, d && d.utility ? MS.signed(d.utility.u, 3) : "–"), h("td", {class: "num"}, used[id] || 0),
             h("td", {}, t ? MS.excerpt(t.question, 100) : "(no text)")));
@@ -158,7 +159,8 @@
     return MS.run(i).then(function (run) {
       MS.prepare(run);
       var rows = run.decisions.map(function (d) {
-        return h("tr", {class: d.accepted ? "accepted" : "rejected"}, h("td", {class: "num"}, d.step), h("td", {}, d.agent),
+        return h("tr", {class: d.accepted ? "accepted" : "rejected"}, h("td", {class: "num"}, d.step),
+          h("td", {}, d.writer ? d.writer + " (poisoner, on " + d.agent + "'s question)" : d.agent),
           h("td", {}, d.accepted ? "admitted" : "rejected"), h("td", {class: "num"}, d.score === undefined ? "–" : MS.num(d.score, 2)),
           h("td", {class: "num"}, d.utility ? MS.signed(d.utility.u, 3) : "–"), h("td", {class: "reason"}, d.reason || ""),
           h("td", {}, d.memory_id === undefined ? "–" : MS.link(String(d.memory_id), MS.route("run", i, "m", d.memory_id))),

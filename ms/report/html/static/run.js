@@ -57,15 +57,20 @@
     return {messages: messages};
   };
 
+  // Who wrote a memory and with what, as its record says: a poisoner's pair was written by no model.
+  MS.backboneOf = function (m) { return m.poisoner ? "none (a poisoning writer's pair, drawn from the data)" : (m.backbone || "?"); };
+
   MS.memoryCard = function (run, runIndex, id, highlight, open) {
     var m = run.memories[id] || {}, d = MS.decisionOf(run, id), seed = m.origin === "seed" || m.origin === "imported";
-    var facts = [["writer", m.agent || "?"], ["backbone", m.backbone || "?"], ["origin", m.origin || "?"],
+    var facts = [["writer", (m.agent || "?") + (m.poisoner ? " (poisoner)" : "")], ["backbone", MS.backboneOf(m)], ["origin", m.origin || "?"],
                  ["admitted at step", m.step === undefined ? "?" : m.step],
                  ["gate score", d && d.score !== undefined ? MS.num(d.score, 2) : (m.score !== undefined ? MS.num(m.score, 2) : "–")],
                  ["utility", d && d.utility ? MS.signed(d.utility.u, 3) : (m.pool_utility ? MS.signed(m.pool_utility.mean, 3) : "–")],
                  ["seed", seed ? "yes" : "no"]];
+    if (m.forgotten) facts.push(["in the pool", "no longer: " + m.forgotten]);
     var text = MS.textOf(run, id);
-    return h("div", {class: "memory" + (highlight ? " highlight" : "") + (seed ? " seed" : ""), "data-memory": id},
+    return h("div", {class: "memory" + (highlight ? " highlight" : "") + (seed ? " seed" : "") + (m.forgotten ? " forgotten" : ""),
+                     "data-memory": id},
       h("div", {class: "facts"}, MS.link("memory " + id, MS.route("run", runIndex, "m", id), {class: "memory-link"}),
         facts.map(function (f) { return h("span", {class: "fact"}, h("b", {}, f[0] + ": "), String(f[1])); })),
       text ? h("details", {open: open ? "open" : null}, h("summary", {}, MS.excerpt(text.question, 160)),
@@ -115,6 +120,7 @@
       h("h1", {}, run.name),
       MS.note(f.backbone + ", k = " + f.k + ", " + f.pool + " pool, retriever " + run.retriever + ", memory " + run.memory +
               ", gate " + run.gate + (f.seed === undefined ? "" : ", seed " + f.seed) + "; fills " + run.fills.join(", ") + "%"),
+      h("p", {class: "note rule"}, "Access: " + run.access + ". Poisoner: " + run.poison + "."),
       MS.note("Memory texts: " + run.memory_source + "."), run.memory_missing.map(function (m) { return h("p", {class: "note missing"}, "Missing: " + m); }),
       run.prompt ? null : h("p", {class: "note missing"}, "Prompts: " + run.prompt_missing),
       h("nav", {class: "tabs"}, tabs.map(function (t) { return MS.link(t[0], t[1], {class: active && t[0].indexOf(active) === 0 ? "active" : ""}); })));
