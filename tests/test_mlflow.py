@@ -1,18 +1,23 @@
 """Opt-in MLflow tracking (hydra/callbacks=mlflow, ms/cli/tracking.py): tiny real runs logged to a real
-local SQLite store, read back with MLflow's own client; nothing of MLflow loaded without it."""
+local SQLite store, read back with MLflow's own client and through its UI's REST API; a finished run
+run again logs nothing new; nothing of MLflow loaded without it."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import REPO
+from conftest import REPO, free_port
 
 # The smallest run that still has two fills and a stream: one agent, two stream questions, one test
 # question, scored by ref_logprob (one forward pass, nothing decoded at test time).
@@ -143,6 +148,129 @@ def test_a_multirun_is_a_parent_run_with_a_child_per_cell(tmp_path, monkeypatch,
         files = logged_files(client, child.info.run_id, tmp_path / "downloaded" / k)
         assert files["metrics.json"] == (cell / "metrics.json").read_bytes()
         no_secret_in(child, files)
+
+
+# ---- a finished run run again: skipped by the loop, so nothing new in MLflow ------------------------
+
+def finish_once(ran: list):
+    """A loop that, as ms.loop.pipeline.run does, leaves a folder holding a finished run as it is, and
+    otherwise "runs" in it (no model): its run id and a complete metrics.json."""
+    def loop(cfg, out: Path) -> dict:
+        from ms.loop.run_folder import completed, run_id_for
+
+        if completed(out) is None:
+            run_id_for(out)
+            (out / "metrics.json").write_text(json.dumps({
+                "complete": True, "wall_seconds": 1.5, "provenance": {"commit": "c0ffee"},
+                "fills": {"100": {"overall": {"P": 0.5, "n": 1}, "per_agent": {"riddle": {"P": 0.5, "n": 1}}}}}))
+            ran.append(out)
+        return {}
+    return loop
+
+
+@pytest.mark.parametrize("first_tracked", [True, False])
+def test_a_finished_run_run_again_logs_nothing_new(ms_run, tmp_path, monkeypatch, first_tracked):
+    """Run twice more with the callback, a finished run is one MLflow run: logged when it ran, or, where it
+    ran untracked, once by the first tracked job that found it finished."""
+    import ms.loop.pipeline
+    from mlflow import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'store.db'}")
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    ran: list = []
+    monkeypatch.setattr(ms.loop.pipeline, "run", finish_once(ran))
+    for tracked in (first_tracked, True, True):
+        code, err = ms_run(*TINY, *["hydra/callbacks=mlflow"] * tracked)
+        assert code == 0, err
+    out = tmp_path / "run"
+    assert ran == [out]  # the loop ran once; the other jobs found the run finished
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'store.db'}")
+    [run] = client.search_runs([client.get_experiment_by_name("ms").experiment_id])
+    assert run.info.status == "FINISHED" and run.data.metrics["overall/P"] == 0.5
+    assert run.data.tags["ms.run_folder"] == str(out) and run.data.tags["ms.complete"] == "true"
+    assert run.data.tags["ms.run_id"] == (out / "run_id").read_text().strip()
+
+
+def test_a_finished_sweep_run_again_leaves_one_parent_with_its_children(tmp_path, monkeypatch, capsys):
+    import ms.cli.run
+    import ms.loop.pipeline
+    from mlflow import MlflowClient
+
+    from conftest import ms_run_in_process
+
+    extra = tmp_path / "conf" / "experiment"
+    extra.mkdir(parents=True)
+    (extra / "tiny.yaml").write_text(TINY_EXPERIMENT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'store.db'}")
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+    ran: list = []
+    monkeypatch.setattr(ms.loop.pipeline, "run", finish_once(ran))
+    argv = ["ms-run", "-m", f"--config-dir={tmp_path / 'conf'}", "experiment=tiny", "k=0,1", "hydra/callbacks=mlflow",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}", f"cache_dir={tmp_path / 'cache'}", "hydra/job_logging=none",
+            "hydra/hydra_logging=none"]
+    for _ in range(2):
+        code, err = ms_run_in_process(monkeypatch, capsys, argv)
+        assert code == 0, err
+    assert len(ran) == 2  # each cell ran once
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'store.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("tiny").experiment_id])
+    [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert sorted(r.data.tags.get("mlflow.parentRunId") for r in runs if r is not parent) == [parent.info.run_id] * 2
+    assert len(runs) == 3 and parent.info.status == "FINISHED"
+
+
+@pytest.mark.slow
+def test_mlflow_ui_lists_a_logged_run_once_after_the_run_is_run_again(ms_run, tmp_path, monkeypatch):
+    """A tiny real run, logged, then run again (skipped by the loop); `mlflow ui` on its store answers
+    over HTTP and its REST API lists the run, once. The UI needs the full package (the mlflow extra)."""
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    for _ in range(2):
+        code, err = ms_run(*TINY, "hydra/callbacks=mlflow")
+        assert code == 0, err
+    out = tmp_path / "run"
+
+    port = free_port()
+    ui = subprocess.Popen([str(Path(sys.executable).parent / "mlflow"), "ui", "--backend-store-uri", store,
+                           "--host", "127.0.0.1", "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def post(endpoint: str, body: dict) -> dict:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/2.0/mlflow/{endpoint}", method="POST",
+                                         data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read())
+
+    try:
+        deadline = time.monotonic() + 180  # its workers take a while to start on a busy machine
+        while True:
+            try:
+                experiments = post("experiments/search", {"max_results": 100})["experiments"]
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert ui.poll() is None, f"mlflow ui exited with status {ui.returncode}: {ui.stdout.read()[-3000:]}"
+                assert time.monotonic() < deadline, "mlflow ui did not answer within 180 s"
+                time.sleep(1)
+        [experiment] = [e["experiment_id"] for e in experiments if e["name"] == "ms"]
+        [run] = post("runs/search", {"experiment_ids": [experiment]})["runs"]
+        tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+        assert tags["ms.run_folder"] == str(out) and tags["ms.complete"] == "true"
+        assert run["info"]["status"] == "FINISHED" and "overall/ref_logprob" in {m["key"] for m in run["data"]["metrics"]}
+        listed = f"http://127.0.0.1:{port}/api/2.0/mlflow/artifacts/list?run_id={run['info']['run_id']}"
+        with urllib.request.urlopen(listed, timeout=10) as answer:  # its files, as the run's page lists them
+            assert "metrics.json" in {f["path"] for f in json.loads(answer.read())["files"]}
+    finally:
+        os.killpg(ui.pid, signal.SIGTERM)  # its own process group: the server and its workers
+        try:
+            ui.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(ui.pid, signal.SIGKILL)
+            ui.wait()
 
 
 # ms-run with the loop stubbed out (no model): which of MLflow's modules the process loaded.

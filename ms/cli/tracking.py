@@ -6,6 +6,13 @@ each fill's metrics from metrics.json (the fill as the step), the run record (gi
 hashes, engines and versions: metrics.json's `provenance`) as tags, and the run folder's files as
 artifacts. A multirun is a parent run with one child run per cell.
 
+A job whose folder already held a finished run when it began does not run it again (the loop skips
+it, ms.loop.pipeline.run, so that a resumed sweep redoes only its unfinished cells), and it logs
+nothing new where the experiment already holds that run (the same folder and run id, complete): a
+second MLflow run with the same numbers would read as a replicate. Where MLflow holds no record of it
+(it ran without the callback), it is logged once, as it would have been. A sweep run again whose
+cells were all finished leaves no parent run behind.
+
 The store is the callback's `tracking_uri` where set (hydra.callbacks.mlflow.tracking_uri=...), else
 MLFLOW_TRACKING_URI, else an SQLite file under outputs/ of the current folder (DEFAULT_STORE), its
 artifacts beside it (MLflow's own default, since 3.7, would be mlflow.db in the current folder). The
@@ -137,6 +144,7 @@ class MlflowCallback(Callback):
         self.experiment = experiment or os.environ.get(EXPERIMENT_ENV)
         self.skip = tuple(skip or ())
         self.parent_run_id: Optional[str] = None  # set in a multirun; a launcher's workers get a copy
+        self.finished_before: set[str] = set()  # folders whose job found a finished run (on_job_start)
         self._client = None
 
     def __getstate__(self) -> dict:  # a launcher pickles the callback for its workers: not the client
@@ -153,6 +161,14 @@ class MlflowCallback(Callback):
         self.parent_run_id = run.info.run_id
         log.info("MLflow: sweep run %s in %s", self.parent_run_id, self.tracking_uri)
 
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Note a job whose folder already holds a finished run, which the loop will skip."""
+        from ms.loop.run_folder import completed
+
+        out = str(config.hydra.runtime.output_dir)
+        if completed(Path(out)) is not None:
+            self.finished_before.add(out)
+
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         from hydra.core.utils import JobStatus
         from mlflow.entities import Metric, Param, RunTag
@@ -162,6 +178,13 @@ class MlflowCallback(Callback):
         out = Path(config.hydra.runtime.output_dir)
         metrics = completed(out) or {}
         client, experiment_id = self._open(config)
+        if str(out) in self.finished_before:
+            self.finished_before.discard(str(out))
+            logged = self.logged_run(client, experiment_id, out)
+            if logged is not None:
+                log.info("MLflow: %s held a finished run before this job, logged as run %s; nothing new logged",
+                         out, logged)
+                return
         tags = {"ms.run_folder": str(out), **record_tags(metrics),
                 "ms.overrides": _cut(" ".join(str(o) for o in config.hydra.overrides.task), MAX_TAG_LENGTH)}
         if (out / RUN_ID_FILE).exists():
@@ -187,9 +210,19 @@ class MlflowCallback(Callback):
         log.info("MLflow: run %s in %s", run_id, self.tracking_uri)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """The sweep's run finished; removed where no cell logged a run under it (every cell was finished
+        and logged before), as it would be a second record of that sweep. Its children are looked up in
+        the store: a launcher's workers log them from their own copies of this callback."""
         if self.parent_run_id:
-            client, _ = self._open(config)
-            client.set_terminated(self.parent_run_id, "FINISHED")
+            client, experiment_id = self._open(config)
+            children = client.search_runs([experiment_id], max_results=1,
+                                          filter_string=f"tags.mlflow.parentRunId = '{self.parent_run_id}'")
+            if children:
+                client.set_terminated(self.parent_run_id, "FINISHED")
+            else:
+                client.delete_run(self.parent_run_id)
+                log.info("MLflow: no cell of this sweep logged a new run (each was finished and logged before); "
+                         "its sweep run %s is removed", self.parent_run_id)
 
     # ---- helpers ---------------------------------------------------------------------------------
 
@@ -198,6 +231,21 @@ class MlflowCallback(Callback):
         folder's own entries, e.g. retriever/, 88 MB that nothing in ms reads back)."""
         return sorted(p for p in out.rglob("*") if p.is_file()
                       and not any(fnmatch(p.relative_to(out).parts[0], pattern) for pattern in self.skip))
+
+    @staticmethod
+    def logged_run(client, experiment_id: str, out: Path) -> Optional[str]:
+        """The id of the MLflow run, in this experiment, that already holds the finished run in `out`
+        (tagged with its folder and run id, complete), or None."""
+        try:
+            run_id = (out / RUN_ID_FILE).read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        if not re.fullmatch(r"[0-9a-f]+", run_id):  # ids are hex (ms.loop.run_folder.run_id_for)
+            return None
+        for run in client.search_runs([experiment_id], filter_string=f"tags.`ms.run_id` = '{run_id}'"):
+            if run.data.tags.get("ms.run_folder") == str(out) and run.data.tags.get("ms.complete") == "true":
+                return run.info.run_id
+        return None
 
     def experiment_name(self, config: DictConfig) -> str:
         return self.experiment or OmegaConf.select(config, "hydra.runtime.choices.experiment") or DEFAULT_EXPERIMENT
