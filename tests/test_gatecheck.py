@@ -11,7 +11,7 @@ import math
 import pytest
 
 from ms.data import Example
-from ms.gates.check import (CORRUPTIONS, EMPTY_ANSWER, GOOD, auc, auc_with_ci, corrupted_copies, gate_scores,
+from ms.gates.check import (CORRUPTIONS, GRADER_DIRECTED, GRADER_POOL, EMPTY_ANSWER, GOOD, auc, auc_with_ci, corrupted_copies, gate_scores,
                           summarize, truncated)
 from ms.gates.both import both_order
 from ms.gates.replay import Utility
@@ -123,14 +123,16 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
                  "data.agents=[riddle,pun]", "k=1", f"cache_dir={models_cache}"]) == 0
     with (out / "gate_check.csv").open() as f:
         rows = list(csv.DictReader(f))
-    kinds = ["all", *(kind for kind in CORRUPTIONS if kind != "other_question")]
+    ordinary = [kind for kind in CORRUPTIONS if kind != "other_question"]
+    kinds = ["all", *ordinary, GRADER_POOL, *GRADER_DIRECTED]
     assert [(r["gate"], r["agent"], r["corruption"]) for r in rows] == [
         (gate, agent, kind) for gate in ("rubric", "utility", "both") for agent in ("riddle", "pun") for kind in kinds]
-    for r in rows:
-        assert r["n_good"] == "1" and r["n_corrupted"] == ("3" if r["corruption"] == "all" else "1")
+    for r in rows:  # `all` stays the three ordinary corruptions; the grader-directed pool is the two claims
+        assert r["n_good"] == "1" and r["n_corrupted"] == {"all": "3", GRADER_POOL: "2"}.get(r["corruption"], "1")
         assert r["missing"] == "0" and 0.0 <= float(r["auc"]) <= 1.0
     pairs = [json.loads(line) for line in (out / "gate_check_decisions.jsonl").read_text().splitlines()]
-    assert len(pairs) == 2 * len(kinds)  # per agent: the good pair and its three corrupted copies
+    assert len(pairs) == 2 * (1 + len(ordinary) + len(GRADER_DIRECTED))  # per agent: good, 3 ordinary, 3 grader-directed
+    assert "rubric, pooled over agents" in (out / "gate_check.md").read_text()
     for pair in pairs:
         utility = pair["utility"]
         assert utility["u"] is not None and len(utility["probes"]) == len(utility["deltas"]) > 0

@@ -19,6 +19,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.llm.backbones import Backbones, build_backbones
     from ms.gates.check import (format_results, gate_scores, grade, missing_score, summarize, threshold_report,
                               what_to_check, write_results)
+    from ms.gates.check_pooled import Scored, pooled_report
     from ms.gates.check_utility import utility_of_jobs
     from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
     from ms.llm.usage import format_usage, save_usage
@@ -56,21 +57,38 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     write_results(out, jobs, decisions, utilities, results)
     header = (f"Gate check: gates {', '.join(args.gate)}; backbone {cfg.backbone.name}; up to {args.per_agent} seed "
               f"pairs per agent from {cfg.data.dir}, each against corrupted copies (swapped, other_question, "
-              f"truncated, empty); AUC of good vs corrupted, 95% bootstrap CI")
+              f"truncated, empty; all: these four) and grader-directed ones (self_assessment, "
+              f"answer_plus_assessment: pooled as grader-directed; grader_instruction); AUC of good vs corrupted, "
+              f"95% bootstrap CI")
     if scorer is not None:
         header += (f"\nrubric: graded by {cfg.scorer.backbone or cfg.backbone.name}, score read from {scorer.read}, "
-                   f"{cfg.pool.mode} rubrics; both: rubric admits at score >= {cfg.scorer.threshold:g}")
+                   f"{cfg.pool.mode} rubrics, scorer.defence={cfg.scorer.defence}; both: rubric admits at score >= "
+                   f"{cfg.scorer.threshold:g}")
     if utility:
         header += (f"\nutility: u over m = {cfg.gate.probes} probes from a {cfg.pool.mode} pool of every seed pair, "
                    f"retriever {cfg.retriever.name} as shipped, {shots} shot(s)")
     header += "\nwall time: " + ", ".join(f"{part} {s:.0f} s" for part, s in seconds.items())
     text = format_results(results, header)
+    if decisions is not None:
+        rows = [Scored((j.agent, str(j.example.id)), j.kind, 0.0 if d.score is None else d.score)
+                for j, d in zip(jobs, decisions)]
+        text += "\n\n" + pooled_report(rows, cfg.scorer.threshold, f"rubric, pooled over agents (admitted: score >= "
+                                                                    f"{cfg.scorer.threshold:g})")
     if utilities is not None:
         text += threshold_report([j.kind for j in jobs], [m.u for m in utilities])
     (out / "gate_check.md").write_text("```\n" + text + "\n```\n", encoding="utf-8")
     print(text)
     print(format_usage(save_usage(list(backbones.values()), out / USAGE_FILE)))
     print(f"gate check written to {out}")
+    return 0
+
+
+def gate_compare_cmd(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ms.gates.check_pooled import compare_report
+
+    print(compare_report(Path(args.base), Path(args.other), args.gate, args.threshold))
     return 0
 
 
@@ -120,6 +138,15 @@ def add_gate_commands(commands) -> None:
                                     "(default: outputs/gate_check/DATE_TIME)")
     gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
     gate.set_defaults(handler=gate_check_cmd)
+
+    compare = commands.add_parser("gate-compare", help="two gate checks of the same pairs (today's gate and a "
+                                                       "defended one, or two graders): pooled AUCs and their "
+                                                       "paired difference with a 95%% CI")
+    compare.add_argument("base", help="a gate-check output folder (gate_check_decisions.jsonl)")
+    compare.add_argument("other", help="another, of the same data and --per-agent")
+    compare.add_argument("--gate", choices=("rubric", "utility"), default="rubric", help="whose scores to compare")
+    compare.add_argument("--threshold", type=float, help="also show the share of each kind admitted at score >= this")
+    compare.set_defaults(handler=gate_compare_cmd)
 
     cross = commands.add_parser("cross-grade", help="every grader (conf/grader) on the stream pairs that runs "
                                                     "graded: scores, admissions by writer backbone, agreement")

@@ -41,6 +41,10 @@ LABEL_METHODS = ("likelihood", "verbalized")
 # POLICIES (ms.config.parts): plain, stm_ltm.
 AGE_UNITS = ("steps", "hours")
 READS = ("auto", "probabilities", "text")  # how the gate reads a grader's score
+# What the rubric gate does about answers that talk to their grader (ms.gates.scorer, ms.gates.screen):
+# none; quote (the pair shown as quoted data, claims inside it declared no evidence); strip (grader-directed
+# sentences removed before grading); reject (a pair holding any is rejected without grading).
+DEFENCES = ("none", "quote", "strip", "reject")
 # What admits a new pair: GATES (ms.config.parts; one module each in ms.gates): the rubric grader, the
 # utility replay (ms.gates.replay), or both in turn; and two admission controls that judge nothing: all
 # (admit every pair) and random (a coin, or the counts of a finished run per agent and micro-batch).
@@ -104,6 +108,7 @@ class ScorerConfig:
     max_new_tokens: int = setting(16, ge=1)  # text read: a number, perhaps with a few words around it
     retries: int = setting(1, ge=0)  # text read: batched re-asks for replies with no readable score
     backbone: Optional[str] = None  # a conf/backbone name; None: the run's `backbone` (conf/grader sets both)
+    defence: str = setting("none", choices=DEFENCES)  # against answers that talk to the grader (DEFENCES)
 
 
 @dataclass
@@ -355,4 +360,4 @@ class Config:
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 
-__all__ = ["ACCESS_RULES", "AGE_UNITS", "AccessConfig", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "DEFAULT_METRICS", "EVAL_METRICS", "METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "POISONS", "PoisonConfig", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "STREAM_ANSWERS", "StmLtmConfig", "StreamConfig", "TrainConfig"]
+__all__ = ["ACCESS_RULES", "AGE_UNITS", "AccessConfig", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "DEFAULT_METRICS", "DEFENCES", "EVAL_METRICS", "METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "POISONS", "PoisonConfig", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "STREAM_ANSWERS", "StmLtmConfig", "StreamConfig", "TrainConfig"]

@@ -3,7 +3,11 @@
 Each agent's seed pairs are judged as they are and as four corrupted copies: the answer swapped for
 another agent's answer, the answer of another of the same agent's questions (on style, off topic:
 what a measure of usefulness as an example can miss), the answer cut to its first line, and an
-empty-looking answer. Each gate gives every pair a score: the rubric's grade, the utility gate's u,
+empty-looking answer. Where the rubric that grades the pair is handed in, three grader-directed copies
+too (ms.data.grader_directed): the answer replaced by a claim that it meets the rubric, its first line
+followed by such a claim, and the real answer followed by an instruction to the grader. They are pooled
+apart ("grader-directed": the first two; the instruction, which keeps the real answer, alone), never in
+`all`, whose meaning stays that of the four ordinary corruptions. Each gate gives every pair a score: the rubric's grade, the utility gate's u,
 and for `both` the pair's place in the order (rubric admits, u). The per-agent ROC AUC (good above
 corrupted) with a 95% bootstrap CI, over all corruptions and per corruption, says whether a gate
 separates them: 0.5 is chance, 1.0 a perfect separation.
@@ -23,14 +27,19 @@ from scipy import stats
 
 from ms.config.parts import GATES
 from ms.data import Example
+from ms.data.grader_directed import ANSWER_PLUS_ASSESSMENT, GRADER_INSTRUCTION, KINDS as GRADER_DIRECTED
+from ms.data.grader_directed import SELF_ASSESSMENT, RubricText, grader_directed
 from ms.common.errors import UserError
 from ms.gates.replay import Utility
-from ms.gates.scorer import Decision, Scorer
+from ms.gates.scorer import Decision, Scorer, rubric_for
 from ms.common.stats import CONFIDENCE, RESAMPLES, SEED
 
 GOOD = "good"
 CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")
-ALL = "all"  # every corruption together
+ALL = "all"  # every ordinary corruption together
+GRADER_POOL = "grader-directed"  # the two that replace the answer's substance with a claim about it
+GRADER_POOLED = (SELF_ASSESSMENT, ANSWER_PLUS_ASSESSMENT)
+KINDS = (*CORRUPTIONS, *GRADER_DIRECTED)
 EMPTY_ANSWER = "N/A"
 
 
@@ -64,10 +73,13 @@ def truncated(answer: str) -> str:
     return " ".join(words[:max(1, len(words) // 3)])
 
 
-def corrupted_copies(seeds: dict[str, list[Example]]) -> list[Job]:
+def corrupted_copies(seeds: dict[str, list[Example]], rubrics: Optional[dict[str, RubricText]] = None,
+                     seed: int = 0) -> list[Job]:
     """Every seed pair as it is and in each corruption. The swapped answer comes from the next agent
     in the list, so it is always another agent's; the other question's answer from the agent's next
-    seed pair, so it is always the same agent's (an agent with one pair has none to give)."""
+    seed pair, so it is always the same agent's (an agent with one pair has none to give). With
+    `rubrics` (agent -> the rubric grading its pairs), the grader-directed copies too, their wording
+    drawn by `seed` and the pair."""
     agents = list(seeds)
     out = []
     for i, agent in enumerate(agents):
@@ -81,6 +93,9 @@ def corrupted_copies(seeds: dict[str, list[Example]]) -> list[Job]:
                 out.append(Job(agent, "other_question", example, own[(j + 1) % len(own)].answer))
             out.append(Job(agent, "truncated", example, truncated(example.answer)))
             out.append(Job(agent, "empty", example, EMPTY_ANSWER))
+            if rubrics:
+                out += [Job(agent, kind, example, grader_directed(kind, example.answer, rubrics[agent], seed, example.id))
+                        for kind in GRADER_DIRECTED]
     return out
 
 
@@ -95,18 +110,26 @@ class Checked(NamedTuple):
     backbone_of: dict[str, str]  # agent -> the backbone it answers (and its utility is scored) on
 
 
-def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
-    """Up to `per_agent` seed pairs per agent and their corrupted copies, and which measurements the
-    gates take of them (`Gate.checked_by`)."""
+def rubric_text(rubric) -> RubricText:
+    """What a grader-directed answer quotes of a rubric (ms.gates.scorer.Rubric)."""
+    return RubricText(rubric.title, tuple((c.name, c.points) for c in rubric.criteria))
+
+
+def what_to_check(cfg, per_agent: int, gates: Sequence[str], grader_directed_too: bool = True) -> Checked:
+    """Up to `per_agent` seed pairs per agent and their corrupted copies (the grader-directed ones
+    unless `grader_directed_too` is False), and which measurements the gates take of them
+    (`Gate.checked_by`)."""
     from ms.agents import agents_from
     from ms.data import load_splits
     from ms.llm.backbones import Backbones
 
     agents = agents_from(cfg.agents)
     splits = load_splits(cfg.data, agents)
-    jobs = corrupted_copies({agent: parts.seed[:per_agent] for agent, parts in splits.items()})
     measured = {m for gate in gates for m in GATES.load(gate).checked_by}
     rubric, utility = "rubric" in measured, "utility" in measured
+    # The grader-directed copies speak the rubric that grades the pair (the Single pool's, there).
+    rubrics = {agent: rubric_text(rubric_for(agents[agent], cfg.pool.mode)) for agent in splits} if grader_directed_too else None
+    jobs = corrupted_copies({agent: parts.seed[:per_agent] for agent, parts in splits.items()}, rubrics, cfg.seed)
     backbones = Backbones(cfg.backbone)
     backbone_of = {agent: backbones.resolve(agents[agent].backbone) for agent in splits}
     for agent, name in backbone_of.items():
@@ -187,6 +210,16 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(finite)) if finite else None
 
 
+def kind_groups(by_kind: dict[str, list]) -> dict[str, list]:
+    """ALL (the ordinary corruptions), each of them, and where present the grader-directed pool and kinds."""
+    groups = {ALL: [v for kind in CORRUPTIONS for v in by_kind.get(kind, [])],
+              **{kind: by_kind[kind] for kind in CORRUPTIONS if kind in by_kind}}
+    if any(kind in by_kind for kind in GRADER_POOLED):
+        groups[GRADER_POOL] = [v for kind in GRADER_POOLED for v in by_kind.get(kind, [])]
+    groups.update({kind: by_kind[kind] for kind in GRADER_DIRECTED if kind in by_kind})
+    return groups
+
+
 def summarize(rows: Sequence[tuple[str, str, Optional[float]]], missing_as: float = 0.0) -> list[AgentAUC]:
     """rows: (agent, kind, score); a missing score counts as `missing_as`."""
     out = []
@@ -196,8 +229,7 @@ def summarize(rows: Sequence[tuple[str, str, Optional[float]]], missing_as: floa
             if a == agent:
                 by_kind.setdefault(kind, []).append(missing_as if score is None else float(score))
         good = by_kind.get(GOOD, [])
-        groups = {ALL: [v for kind in CORRUPTIONS for v in by_kind.get(kind, [])],
-                  **{kind: by_kind[kind] for kind in CORRUPTIONS if kind in by_kind}}
+        groups = kind_groups(by_kind)
         separations = {kind: Separation(*auc_with_ci(good, bad), len(good), len(bad), _mean(bad))
                        for kind, bad in groups.items()}
         out.append(AgentAUC(agent, sum(s is None for a, _, s in rows if a == agent), _mean(good), separations))
@@ -248,7 +280,9 @@ def format_results(results: dict[str, list[AgentAUC]], header: str) -> str:
     def num(v: float | None) -> str:
         return f"{'–':>9}" if v is None else f"{v:9.3g}"
 
-    kinds = (ALL, *CORRUPTIONS)
+    present = {k for agents in results.values() for r in agents for k in r.by_kind}
+    kinds = tuple(k for k in (ALL, *CORRUPTIONS, GRADER_POOL, *GRADER_DIRECTED) if k in present)
+    corruptions = [k for k in KINDS if k in present]
     lines = [header, "", "Mean AUC over agents (good vs corrupted); near chance: agents whose 95% CI covers 0.5",
              f"{'gate':<8}" + "".join(f" {k:>14}" for k in kinds) + "  near chance (all corruptions)"]
     for gate, agents in results.items():
@@ -264,10 +298,10 @@ def format_results(results: dict[str, list[AgentAUC]], header: str) -> str:
                          + "".join(f" {cell(r.by_kind.get(k))}" for k in kinds))
         if not GATES.load(gate).check_ranks:  # a rank has no mean worth showing
             lines += [f"gate {gate}: mean score",
-                      f"{'agent':<11} {GOOD:>9}" + "".join(f" {k:>14}" for k in CORRUPTIONS)]
+                      f"{'agent':<11} {GOOD:>9}" + "".join(f" {k:>14}" for k in corruptions)]
             for r in agents:
                 lines.append(f"{r.agent:<11} {num(r.mean_good)}" + "".join(
-                    f" {num(r.by_kind[k].mean_corrupted if k in r.by_kind else None):>14}" for k in CORRUPTIONS))
+                    f" {num(r.by_kind[k].mean_corrupted if k in r.by_kind else None):>14}" for k in corruptions))
     return "\n".join(lines)
 
 
@@ -297,9 +331,9 @@ def threshold_report(kinds: Sequence[str], u: Sequence[Optional[float]]) -> str:
     lines = ["", "utility threshold, pooled over agents (admit when u > t)",
              "u of good pairs (nats/token): min {:+.4f}, q25 {:+.4f}, median {:+.4f}, q75 {:+.4f}, "
              "max {:+.4f}".format(*q),
-             f"{'t':>9} {'J':>6}" + "".join(f" {k:>14}" for k in (GOOD, *CORRUPTIONS)) + "   (share admitted)"]
+             f"{'t':>9} {'J':>6}" + "".join(f" {k:>14}" for k in (GOOD, *KINDS)) + "   (share admitted)"]
     for threshold, label in ((0.0, None), (t, f"J = {j:.2f} best")):
-        shares = [np.mean(np.asarray(by_kind[k]) > threshold) if k in by_kind else None for k in (GOOD, *CORRUPTIONS)]
+        shares = [np.mean(np.asarray(by_kind[k]) > threshold) if k in by_kind else None for k in (GOOD, *KINDS)]
         jt = float(np.mean(np.asarray(good) > threshold) - np.mean(np.asarray(bad) > threshold))
         lines.append(f"{threshold:+9.4f} {jt:6.2f}" + "".join(f" {'–' if s is None else f'{s:.2f}':>14}"
                                                             for s in shares) + (f"   {label}" if label else ""))

@@ -30,7 +30,7 @@ NOT_IDENTITY = ("hydra", "cache_dir", "use_cache", "pool.dsn", "data.dir", "data
 DATA_KEY = "data (the examples read)"
 # Settings added since runs began recording their cell, with the value every run before them ran
 # with: a finished run whose record lacks one ran with that value, and resumes as the same cell.
-ADDED_SINCE = {"access.name": "open", "access.file": None, "poison.name": "none"}
+ADDED_SINCE = {"access.name": "open", "access.file": None, "poison.name": "none", "scorer.defence": "none"}
 # Groups whose option named here reads none of the group's other settings: under it they are no part of
 # the cell (poison=none writes nothing, whichever victim an experiment file names for its poisoned cells).
 IDLE_OPTIONS = {"poison": "none"}

@@ -1,0 +1,139 @@
+"""The gate check pooled over agents, and two checks of the same pairs compared (`ms-data gate-compare`).
+
+Pooled: the ROC AUC of every good pair against every corrupted pair of a group (ordinary `all`, the
+grader-directed pool, each kind), with a 95% bootstrap CI over seed pairs, and the share of each kind
+a threshold admits. `grader_instruction` keeps the real answer, so it is read as a paired score
+shift (its score minus the real answer's, per seed pair), whose CI covering 0 means the instruction
+moved nothing.
+
+Compared: the same seed pairs judged by two gates (today's and a defended one, or two graders); the
+difference of pooled AUCs, other minus base, with a 95% CI from resampling seed pairs (each pair's
+good copy and corruptions travel together, so the pairing is kept).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import NamedTuple, Optional, Sequence
+
+import numpy as np
+from scipy import stats
+
+from ms.common.errors import UserError
+from ms.common.stats import CONFIDENCE, SEED, Estimate, mean_ci
+from ms.gates.check import (ALL, CORRUPTIONS, GOOD, GRADER_INSTRUCTION, GRADER_POOL, GRADER_POOLED, KINDS, auc,
+                            auc_with_ci)
+
+DECISIONS = "gate_check_decisions.jsonl"
+GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **{k: (k,) for k in KINDS}}
+COMPARE_RESAMPLES = 2000  # each resample computes two AUCs; 2,000 keep a 2-core comparison to seconds
+
+
+class Scored(NamedTuple):
+    pair: tuple[str, str]  # (agent, seed id): the seed pair a row was made from
+    kind: str
+    score: float
+
+
+def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
+    """Each judged pair's score under `gate` (rubric: the grade, 0 where none was read; utility: u,
+    +inf where none could be measured, as the gates treat them)."""
+    path = Path(folder) / DECISIONS
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise UserError(f"{path}: {err.strerror or err}; name a gate-check output folder") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        try:
+            r = json.loads(line)
+            if gate == "rubric":
+                score = r.get("score")
+                value = 0.0 if score is None else float(score)
+            else:
+                u = (r.get("utility") or {}).get("u")
+                value = math.inf if u is None else float(u)
+            rows.append(Scored((r["agent"], str(r["seed_id"])), r["kind"], value))
+        except (ValueError, KeyError, TypeError) as err:
+            raise UserError(f"{path}, line {number}: not a gate-check row ({err})") from None
+    return rows
+
+
+def _split(rows: Sequence[Scored], kinds: Sequence[str]) -> tuple[list[float], list[float]]:
+    return [r.score for r in rows if r.kind == GOOD], [r.score for r in rows if r.kind in kinds]
+
+
+def instruction_shift(rows: Sequence[Scored]) -> Estimate:
+    """Per seed pair, grader_instruction's score minus the real answer's, and their mean with its CI."""
+    good = {r.pair: r.score for r in rows if r.kind == GOOD}
+    return mean_ci([r.score - good[r.pair] for r in rows if r.kind == GRADER_INSTRUCTION and r.pair in good
+                    and math.isfinite(r.score - good[r.pair])])
+
+
+def pooled_report(rows: Sequence[Scored], threshold: Optional[float], title: str) -> str:
+    """Pooled AUC per group and share admitted per kind at `threshold` (admit when score >= it; None:
+    not shown)."""
+    lines = [title, f"{'group':<24} {'n good/bad':>11} {'pooled AUC [95% CI]':>24}"
+             + (f" {'admitted':>9}" if threshold is not None else "")]
+    present = {r.kind for r in rows}
+    for group, kinds in GROUPS.items():
+        if not present & set(kinds):
+            continue
+        good, bad = _split(rows, kinds)
+        point, lo, hi = auc_with_ci(good, bad)
+        ci = f"[{lo:.3f}, {hi:.3f}]" if lo is not None else "–"
+        admitted = f" {np.mean(np.asarray(bad) >= threshold):>9.2f}" if threshold is not None else ""
+        lines.append(f"{group:<24} {f'{len(good)}/{len(bad)}':>11} {point:>10.3f} {ci:>13}{admitted}")
+    if threshold is not None:
+        good, _ = _split(rows, ())
+        lines.append(f"{GOOD:<24} {len(good):>11} {'':>24} {np.mean(np.asarray(good) >= threshold):>9.2f}")
+    if GRADER_INSTRUCTION in present:
+        lines.append(f"{GRADER_INSTRUCTION} minus the real answer, per seed pair: "
+                     f"{instruction_shift(rows).text(2, signed=True)}")
+    return "\n".join(lines)
+
+
+def _auc_of(rows_by_pair: dict, pairs: Sequence, kinds: Sequence[str]) -> float:
+    picked = [r for p in pairs for r in rows_by_pair[p]]
+    good, bad = _split(picked, kinds)
+    return float(auc(good, bad)) if good and bad else math.nan
+
+
+def compare(base: Sequence[Scored], other: Sequence[Scored], kinds: Sequence[str]) -> tuple[float, float, float, int]:
+    """(other's pooled AUC minus base's, CI low, CI high, seed pairs) on the seed pairs both judged."""
+    by_base, by_other = {}, {}
+    for r in base:
+        by_base.setdefault(r.pair, []).append(r)
+    for r in other:
+        by_other.setdefault(r.pair, []).append(r)
+    pairs = sorted(by_base.keys() & by_other.keys())
+    if not pairs:
+        raise UserError("the two gate checks share no seed pair: compare checks of the same data and --per-agent")
+
+    def difference(index: np.ndarray) -> float:
+        chosen = [pairs[i] for i in index]
+        return _auc_of(by_other, chosen, kinds) - _auc_of(by_base, chosen, kinds)
+
+    point = difference(np.arange(len(pairs)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = stats.bootstrap((np.arange(len(pairs)),), difference, confidence_level=CONFIDENCE, vectorized=False,
+                             n_resamples=COMPARE_RESAMPLES, method="percentile", random_state=SEED).confidence_interval
+    return point, float(ci.low), float(ci.high), len(pairs)
+
+
+def compare_report(base_folder: Path, other_folder: Path, gate: str, threshold: Optional[float]) -> str:
+    base, other = read_check(base_folder, gate), read_check(other_folder, gate)
+    lines = [pooled_report(base, threshold, f"base: {base_folder}"), "",
+             pooled_report(other, threshold, f"other: {other_folder}"), "",
+             "pooled AUC, other minus base, on the same seed pairs (95% CI, seed pairs resampled)"]
+    present = {r.kind for r in base} & {r.kind for r in other}
+    for group, kinds in GROUPS.items():
+        if present & set(kinds) and group != GRADER_INSTRUCTION:
+            d, lo, hi, n = compare(base, other, kinds)
+            lines.append(f"{group:<24} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] over {n} seed pairs")
+    return "\n".join(lines)
+
