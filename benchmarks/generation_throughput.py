@@ -8,6 +8,7 @@ measure (all by default; hf always, since agreement and the other engines' scori
 
 Engines, each loaded once: hf (transformers fp32, `backbone.engine=hf`); hf-int8 (transformers
 with torch's dynamic int8 quantization of every Linear layer: a candidate, not an engine choice);
+hf-bf16 (transformers in bfloat16, `backbone.dtype=bfloat16`);
 llamacpp (the same GGUF in-process through llama-cpp-python, several sequences per llama_batch),
 also with its weights re-written in f16 and q4_0 (llamacpp-f16, llamacpp-q4_0); ct2 (CTranslate2,
 int8 weights). Engines whose package is missing are skipped with a note.
@@ -104,7 +105,7 @@ def first_difference(a: str, b: str) -> int | None:
     return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
-ENGINES = ("hf", "hf-int8", "llamacpp", "llamacpp-f16", "llamacpp-q4_0", "ct2")
+ENGINES = ("hf", "hf-int8", "hf-bf16", "llamacpp", "llamacpp-f16", "llamacpp-q4_0", "ct2")
 
 
 def build_engines(cfg, cache: str, wanted: tuple[str, ...] = ENGINES) -> dict:
@@ -115,7 +116,11 @@ def build_engines(cfg, cache: str, wanted: tuple[str, ...] = ENGINES) -> dict:
         # Per-channel scales: per-tensor int8 turns SmolLM2 into noise (measured: garbage text).
         int8.net = quantize_dynamic(int8.net, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
         engines["hf-int8"] = int8
-    for engine in (e for e in ENGINES[2:] if e in wanted):
+    if "hf-bf16" in wanted:  # backbone.dtype=bfloat16: transformers on the CPU's bfloat16 units
+        cfg.backbone.dtype = "bfloat16"
+        engines["hf-bf16"] = build_lm(cfg.backbone, cache, use_response_cache=False)
+        cfg.backbone.dtype = "auto"
+    for engine in (e for e in ENGINES[3:] if e in wanted):
         cfg.backbone.engine = engine
         try:
             engines[engine] = build_lm(cfg.backbone, cache, use_response_cache=False)
@@ -156,7 +161,7 @@ def main() -> None:
             if full < n:
                 got += lm.generate(chats[full:n], max_new_tokens=args.max_new_tokens, temperature=0.0)
             texts[name, per_call] = got
-            scored_by = name if name in ("hf", "hf-int8") else "hf"
+            scored_by = name if name in ("hf", "hf-int8", "hf-bf16") else "hf"
             if scored_by == name:
                 score_tok_s, score_tok_cpu_s = score(lm, chats[:16], answers[:16], per_call)
             else:

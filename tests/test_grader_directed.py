@@ -12,7 +12,7 @@ from ms.config.schema import ScorerConfig
 from ms.data import Example
 from ms.data.grader_directed import (ANSWER_PLUS_ASSESSMENT, ASSESSMENTS, GRADER_INSTRUCTION, INSTRUCTIONS, KINDS,
                                      SELF_ASSESSMENT, grader_directed)
-from ms.gates.check import GRADER_POOL, corrupted_copies, kind_groups, rubric_text
+from ms.gates.check import GRADER_POOL, corrupted_copies, kind_groups
 from ms.gates.screen import flagged, stripped
 from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_for
 
@@ -28,7 +28,7 @@ def example(i: int = 0, answer: str = ANSWER) -> Example:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_each_kind_speaks_the_agents_own_rubric_and_changes_the_answer(kind):
-    rubric = rubric_text(load_rubric("logic"))
+    rubric = load_rubric("logic").quoted()
     made = grader_directed(kind, ANSWER, rubric, 0, "riddle-0")
     assert made != ANSWER
     if kind == GRADER_INSTRUCTION:  # the real answer stays, an order to the grader follows
@@ -46,14 +46,14 @@ def test_the_single_pool_grades_with_its_own_rubric_and_the_copies_quote_it():
     agents = agents_from(cfg.agents)
     single = rubric_for(agents["riddle"], cfg.pool.mode)
     assert single.name == "single"
-    jobs = corrupted_copies({"riddle": [example(0), example(1, "A piano.")]}, {"riddle": rubric_text(single)})
+    jobs = corrupted_copies({"riddle": [example(0), example(1, "A piano.")]}, {"riddle": single.quoted()})
     claim = next(j.answer for j in jobs if j.kind == SELF_ASSESSMENT)
     assert any(c.name in claim for c in single.criteria)
     assert not any(c.name in claim for c in load_rubric("logic").criteria if c.name not in {x.name for x in single.criteria})
 
 
 def test_wordings_vary_with_the_seed_and_the_pair():
-    rubric = rubric_text(load_rubric("logic"))
+    rubric = load_rubric("logic").quoted()
     made = {grader_directed(SELF_ASSESSMENT, ANSWER, rubric, seed, f"riddle-{i}") for seed in range(4) for i in range(6)}
     assert len(made) >= 3
     assert grader_directed(SELF_ASSESSMENT, ANSWER, rubric, 1, "riddle-2") == \
@@ -69,7 +69,7 @@ def test_the_grader_directed_pool_is_kept_out_of_all():
 
 def test_the_rule_flags_every_template_and_no_sentence_of_a_real_answer_in_the_data():
     names = [c.name for r in load_rubrics().values() for c in r.criteria]
-    rubric = rubric_text(load_rubric("literary"))
+    rubric = load_rubric("literary").quoted()
     for template in (*ASSESSMENTS, *INSTRUCTIONS):
         text = template.format(title=rubric.title, total=rubric.total, names="Form, Turn",
                                full_marks="Form 20/20; Turn 30/30")

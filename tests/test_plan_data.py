@@ -41,9 +41,10 @@ def test_gate_check_plan_counts_its_calls_builds_no_model_and_writes_nothing(no_
     assert main(["gate-check", "--per-agent", "1", "--gate", "rubric,utility", DATA, "data.agents=[riddle,pun]",
                  f"cache_dir={no_models / 'cache'}", "+plan=true"]) == 0
     out = capsys.readouterr().out
-    # 2 agents x 1 seed pair, each as it is, swapped, truncated and empty (one pair has no other question).
-    assert rows(out)["score"][:2] == ["smollm2", "8"]
-    assert rows(out)["utility"][1].startswith("~") and "8 pairs to judge" in out
+    # 2 agents x 1 seed pair, each as it is, swapped, truncated and empty (one pair has no other question),
+    # and its three grader-directed copies.
+    assert rows(out)["score"][:2] == ["smollm2", "14"]
+    assert rows(out)["utility"][1].startswith("~") and "14 pairs to judge" in out
     # It names the folder the command would write: under outputs/, beside ms-run's, not the repository root.
     assert "plan for outputs/gate_check/" in out and "(nothing is written)" in out
     assert list(no_models.iterdir()) == []
@@ -54,9 +55,9 @@ def test_gate_check_plan_needs_no_api_key_but_reports_a_real_mistake(no_models, 
 
     assert main(["gate-check", "--per-agent", "1", DATA, "data.agents=[riddle]", "backbone=gpt-4o",
                  "+plan=true"]) == 0
-    # One pair as it is, truncated and empty (one agent gives no other agent's answer); a grader that
-    # reads its score as text may be asked again, so the count is an estimate.
-    assert rows(capsys.readouterr().out)["score"][:2] == ["gpt-4o", "~3"]
+    # One pair as it is, truncated, empty and its three grader-directed copies (one agent gives no other
+    # agent's answer); a grader that reads its score as text may be asked again: the count is an estimate.
+    assert rows(capsys.readouterr().out)["score"][:2] == ["gpt-4o", "~6"]
     assert main(["gate-check", DATA, "k=-1", "+plan=true"]) == 2
     assert "invalid setting k=-1" in capsys.readouterr().err
     assert list(no_models.iterdir()) == []

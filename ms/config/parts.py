@@ -88,6 +88,9 @@ POISONS = Registry("poison", {
     "off_task": "ms.data.poison:OffTask",
     "on_style": "ms.data.poison:OnStyle",
     "injection": "ms.data.poison:Injection",
+    "self_assessment": "ms.data.poison_grader:SelfAssessment",
+    "answer_plus_assessment": "ms.data.poison_grader:AnswerPlusAssessment",
+    "grader_instruction": "ms.data.poison_grader:GraderInstruction",
 }, key="poison.name")
 
 __all__ = ["ACCESS_RULES", "ENGINES", "GATES", "METRICS", "POISONS", "POLICIES", "POOL_BACKENDS", "PROVIDERS",

@@ -9,6 +9,8 @@ Its kinds (POISONS, ms.config.parts; setting `poison.name`, conf/poison/):
   in the victim's form, to the wrong question (what the utility gate cannot see).
 - injection: the answer is an instruction to whoever reads it (`poison.instruction`), carrying a
   marker string (`poison.marker`) a reader's answers can be searched for.
+- self_assessment, answer_plus_assessment, grader_instruction (ms.data.poison_grader): off_task's
+  answers made to talk to the grader, in the words of the rubric that grades the victim's pairs.
 
 Answers are drawn from the data, never generated: the poisoner calls no model. No answer is ever a
 test question's reference (that would leak test answers into the pool). Every choice is drawn from a
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Iterator, Mapping, Optional, Sequence
 
 from ms.agents import Agent
+from ms.data.grader_directed import RubricText
 from ms.data.load import Example
 from ms.data.splits import Splits
 from ms.pool.records import normalize_space
@@ -50,19 +53,25 @@ class Poisoner:
 
     name: ClassVar[str] = "none"
     active: ClassVar[bool] = True  # False: no poisoner (poison=none): the run records nothing of it
+    draws_as: ClassVar[Optional[str]] = None  # another kind whose donors it draws (its answers built on them)
 
-    def __init__(self, cfg, agents: Mapping[str, Agent], splits: Mapping[str, Splits], seed: int = 0):
+    def __init__(self, cfg, agents: Mapping[str, Agent], splits: Mapping[str, Splits], seed: int = 0,
+                 rubric: Optional[RubricText] = None):
         self.cfg, self.agents, self.splits, self.seed = cfg, agents, splits, seed
+        self.rubric = rubric  # the rubric grading the victim's pairs, for kinds that talk to the grader
         self.victim: Optional[str] = cfg.victim
         self.tests = {normalize_space(e.answer) for s in splits.values() for e in s.test if e.answer}
 
     @classmethod
-    def build(cls, cfg, agents: Mapping[str, Agent], splits: Mapping[str, Splits], seed: int = 0) -> "Poisoner":
-        """The poisoner `cfg` (a PoisonConfig) describes, over the run's agents and data splits."""
+    def build(cls, cfg, agents: Mapping[str, Agent], splits: Mapping[str, Splits], seed: int = 0,
+              rubric: Optional[RubricText] = None) -> "Poisoner":
+        """The poisoner `cfg` (a PoisonConfig) describes, over the run's agents and data splits; `rubric`:
+        the one grading the victim's pairs (the composition root hands it in: the data layer does not
+        read rubrics)."""
         problems = list(cls.problems(cfg, agents, list(splits)))
         if problems:
             raise ValueError("\n".join(problems))
-        return cls(cfg, agents, splits, seed)
+        return cls(cfg, agents, splits, seed, rubric)
 
     @classmethod
     def problems(cls, cfg, agents: Mapping[str, Agent], running: Sequence[str]) -> Iterator[str]:
@@ -98,7 +107,7 @@ class Poisoner:
         if not pool:
             raise ValueError(f"poison={self.name}: no seed or stream reference to answer {example.id} with "
                              f"({self.donors_said()})")
-        return random.Random(f"{self.seed}:{self.name}:{example.id}").choice(pool)
+        return random.Random(f"{self.seed}:{self.draws_as or self.name}:{example.id}").choice(pool)
 
     def donors(self, example: Example) -> list[Example]:
         raise NotImplementedError

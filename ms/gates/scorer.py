@@ -26,6 +26,7 @@ from ms.config.files import DECISIONS_FILE
 from ms.config.schema import RUBRIC_TOTAL, ScorerConfig
 from ms.config.store import CONF_DIR
 from ms.common.errors import UserError
+from ms.data.grader_directed import RubricText
 from ms.gates.screen import flagged, stripped
 from ms.llm.base import LM, PAIR_MARKER, Message
 from ms.pool import scope_for
@@ -95,6 +96,10 @@ class Rubric:
 
     def render(self) -> str:
         return "\n".join(c.render() for c in self.criteria)
+
+    def quoted(self) -> RubricText:
+        """What an answer that talks to its grader quotes of it (ms.data.grader_directed)."""
+        return RubricText(self.title, tuple((c.name, c.points) for c in self.criteria))
 
     @classmethod
     def from_file(cls, path: Path) -> "Rubric":

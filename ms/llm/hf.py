@@ -12,7 +12,7 @@ import torch
 from ms.config.parts import ENGINES
 from ms.llm.base import LM, BackendError, Message, Prompt, as_messages
 from ms.llm.gguf_chunks import assembled_gguf, chunked_package
-from ms.llm.local import derived_name, made_once, models_dir as machine_models_dir, package_dir, resolve_device
+from ms.llm.local import derived_name, made_once, models_dir as machine_models_dir, package_dir, resolve_device, resolve_dtype
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
 from ms.llm.prompt_format import prompt_format as make_prompt_format
@@ -75,11 +75,14 @@ def whole_gguf(source: str, gguf_file: str | None, gguf_package: str | None,
     return str(assembled.parent), assembled.name
 
 
-def model_id(source: str, gguf_file: str | None, prompt_format: str = "chat") -> str:
+def model_id(source: str, gguf_file: str | None, prompt_format: str = "chat", dtype: str = "float32") -> str:
     """The model's name in response-cache keys. A chat's reply depends on how it is rendered, so a
-    format other than the chat template names itself (chat keys stay as they always were)."""
+    format other than the chat template names itself (chat keys stay as they always were); so does a
+    float type other than float32 (`dtype`, resolved), whose scores differ, so that a bfloat16 run on a
+    warm cache never replays float32 replies."""
     name = f"{source}::{gguf_file}" if gguf_file else source
-    return name if prompt_format == "chat" else f"{name}#format={prompt_format}"
+    name = name if prompt_format == "chat" else f"{name}#format={prompt_format}"
+    return name if dtype == "float32" else f"{name}#dtype={dtype}"
 
 
 def engine_model_id(model: str, engine: str) -> str:
@@ -100,7 +103,8 @@ class HFLM(LM):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         source, gguf_file = model_source(model, gguf_file, gguf_package)
-        super().__init__(model=model_id(source, gguf_file, prompt_format), **kwargs)
+        self.dtype = resolve_dtype(dtype, device)
+        super().__init__(model=model_id(source, gguf_file, prompt_format, self.dtype), **kwargs)
         if engine not in ENGINES:  # before minutes of loading
             raise BackendError(ENGINES.unknown(engine))
         self.engine = engine
@@ -113,8 +117,7 @@ class HFLM(LM):
             source, gguf_file = str(converted_gguf(source, gguf_file, Path(models_dir))), None
         load = {"gguf_file": gguf_file} if gguf_file else {}
         self.tokenizer = AutoTokenizer.from_pretrained(source, **load)
-        torch_dtype = {"auto": torch.float16 if self.device.type == "cuda" else torch.float32,
-                       "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+        torch_dtype = getattr(torch, self.dtype)
         self.net = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **load).to(self.device).eval()
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -140,7 +143,7 @@ class HFLM(LM):
     @classmethod
     def cache_model_of(cls, backbone, kind: str) -> str:
         model = model_id(*model_source(backbone.model, backbone.gguf_file, backbone.gguf_package),
-                         backbone.prompt_format)
+                         backbone.prompt_format, resolve_dtype(backbone.dtype, backbone.device))
         return engine_model_id(model, backbone.engine) if kind == "generate" else model
 
     @classmethod

@@ -83,6 +83,14 @@ def package_dir(package: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def resolve_dtype(dtype: str, device: str) -> str:
+    """The float type a transformers model runs in: `auto` is float16 on a GPU and float32 on a CPU
+    (bfloat16 is a choice, never a default: it changes numbers, ms.config.backbone)."""
+    if dtype != "auto":
+        return dtype
+    return "float16" if resolve_device(device).type == "cuda" else "float32"
+
+
 def resolve_device(device: str):
     """`auto`: the GPU where there is one, else the CPU; any other value as torch names devices."""
     import torch

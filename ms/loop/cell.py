@@ -21,7 +21,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from ms.common.errors import UserError
-from ms.loop.inputs import CODE_KEY, changed_inputs, code_sha256, inputs_record
+from ms.loop.inputs import CODE_KEY, changed_inputs, code_sha256, dtypes, inputs_record
 
 # Settings that cannot change a number: where things are kept, how they are shown, and the data
 # folder's path (its content is compared instead, by fingerprint).
@@ -84,7 +84,7 @@ def local_fingerprint(cfg: DictConfig) -> Optional[str]:
 def record(cfg: DictConfig, fingerprint: str) -> dict:
     """metrics.json's `cell`: what a later request must match for this run to answer it. The commit is
     in the provenance, recorded but not compared: a results commit made mid-sweep changes no code."""
-    return {"data_sha256": fingerprint, "config": identity(cfg), "inputs": inputs_record(cfg),
+    return {"data_sha256": fingerprint, "config": identity(cfg), "dtypes": dtypes(cfg), "inputs": inputs_record(cfg),
             "code_sha256": code_sha256()}
 
 
@@ -124,6 +124,10 @@ def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint
     if fingerprint is not None and data is not None and data != fingerprint:
         keys.insert(0, DATA_KEY)
     cell = metrics.get("cell") if own else None
+    if cell and isinstance(cell.get("dtypes"), Mapping):
+        here = dtypes(cfg)
+        keys += [f"backbone {n}'s resolved dtype" for n in sorted(here.keys() | cell["dtypes"].keys())
+                 if here.get(n) != cell["dtypes"].get(n)]
     if cell and isinstance(cell.get("inputs"), Mapping):
         keys += changed_inputs(inputs_record(cfg, known=cell["inputs"]), cell["inputs"])
     code = code_sha256()

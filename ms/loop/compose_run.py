@@ -134,7 +134,9 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     splits = load_splits(cfg.data, agents)
     access = build_access(cfg.access, list(cfg.agents))  # before any model loads: a bad rule file fails fast
     poison_cls = POISONS.load(cfg.poison.name)
-    poisoner = poison_cls.build(cfg.poison, agents, splits, cfg.seed)  # reads the data only
+    victim = agents.get(cfg.poison.victim) if poison_cls.active else None
+    poisoner = poison_cls.build(cfg.poison, agents, splits, cfg.seed,  # reads the data, and the victim's rubric
+                                rubric_for(victim, cfg.pool.mode).quoted() if victim else None)
     pool = open_run_pool(cfg.pool, out_dir)  # before any model loads: a bad pool file fails fast
     # The backbone each agent that runs answers on; each distinct backbone is built once.
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)

@@ -113,14 +113,36 @@ def encoder_files(model: Optional[str]) -> dict[str, Path]:
     return weight_files(source) if source else {}
 
 
-def files_read(cfg: DictConfig) -> dict[str, Path]:
-    """label -> each file the run `cfg` reads outside its settings."""
+def running_agents(cfg: DictConfig) -> dict:
     from ms.agents import agents_from
-    from ms.gates.scorer import rubric_path, rubric_ref
-    from ms.llm.backbones import Backbones
 
     configured = agents_from(cfg.agents)
-    agents = {name: configured[name] for name in (cfg.data.agents or configured) if name in configured}
+    return {name: configured[name] for name in (cfg.data.agents or configured) if name in configured}
+
+
+def backbones_used(cfg: DictConfig) -> dict[str, Any]:
+    """name -> config of every backbone the run `cfg` loads: its agents', the grader's, the labeller's."""
+    from ms.llm.backbones import Backbones
+
+    catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
+    names = {catalog.resolve(n) for n in [*(a.backbone for a in running_agents(cfg).values()), cfg.scorer.backbone,
+                                          cfg.train.backbone]}
+    return {name: catalog.config(name) for name in sorted(names)}
+
+
+def dtypes(cfg: DictConfig) -> dict[str, str]:
+    """name -> the float type each local transformers backbone resolves to here (backbone.dtype auto
+    is float16 on a GPU, float32 on a CPU: the same settings, other numbers)."""
+    from ms.llm.local import resolve_dtype
+
+    return {name: resolve_dtype(b.dtype, b.device) for name, b in backbones_used(cfg).items() if b.provider == "hf"}
+
+
+def files_read(cfg: DictConfig) -> dict[str, Path]:
+    """label -> each file the run `cfg` reads outside its settings."""
+    from ms.gates.scorer import rubric_path, rubric_ref
+
+    agents = running_agents(cfg)
     files: dict[str, Path] = {}
     if "rubric" in GATES.load(cfg.gate.name).checked_by:
         for ref in sorted({rubric_ref(agent, cfg.pool.mode) for agent in agents.values()}):
@@ -129,11 +151,8 @@ def files_read(cfg: DictConfig) -> dict[str, Path]:
         files["access.file"] = Path(cfg.access.file)
     if cfg.gate.get("match"):
         files["gate.match's decisions"] = Path(cfg.gate.match) / DECISIONS_FILE
-    catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
-    names = {catalog.resolve(n) for n in [*(a.backbone for a in agents.values()), cfg.scorer.backbone,
-                                          cfg.train.backbone]}
-    for name in sorted(names):
-        for file_name, path in model_files(catalog.config(name)).items():
+    for name, backbone in backbones_used(cfg).items():
+        for file_name, path in model_files(backbone).items():
             files[f"model {name}: {file_name}"] = path
     for role, model in sorted(encoder_models(cfg, list(cfg.eval.metrics)).items()):
         for file_name, path in encoder_files(model).items():

@@ -75,6 +75,10 @@ def backbone_record(backbone) -> dict[str, Any]:
     out: dict[str, Any] = {"provider": backbone.provider, "engine": engine, "batch_size": backbone.batch_size,
                            "model": backbone.model, "sha256": None}
     local = provider_class(backbone).local_weights(backbone)
+    if backbone.provider == "hf":
+        from ms.llm.local import resolve_dtype
+
+        out["dtype"] = resolve_dtype(backbone.dtype, backbone.device)  # auto resolved: the type that ran
     if local is not None:
         source, weight_file = local
         out["model"] = f"{source}::{weight_file}" if weight_file else source

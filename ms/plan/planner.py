@@ -101,7 +101,9 @@ class _Planner:
         self.splits = load_splits(cfg.data, self.agents)
         self.template = PromptTemplate(**cfg.prompt)
         self.accept, self.accept_note = acceptance(cfg.gate, self, accept)
-        self.poisoner = POISONS.load(cfg.poison.name).build(cfg.poison, self.agents, self.splits, cfg.seed)
+        victim = self.agents.get(cfg.poison.victim) if cfg.poison.victim in self.splits else None
+        self.poisoner = POISONS.load(cfg.poison.name).build(cfg.poison, self.agents, self.splits, cfg.seed,
+                                                            rubric_for(victim, cfg.pool.mode).quoted() if victim else None)
         self.poisoned = 0  # the poisoning writer's pairs the gate judges (ms.data.poison)
         self.rows: dict[tuple[str, str], Row] = {}
         self.scope = {a: scope_for(self.agents[a].domain, cfg.pool.mode) for a in self.splits}
