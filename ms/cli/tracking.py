@@ -15,7 +15,9 @@ cells were all finished leaves no parent run behind.
 
 The store is the callback's `tracking_uri` where set (hydra.callbacks.mlflow.tracking_uri=...), else
 MLFLOW_TRACKING_URI, else an SQLite file under outputs/ of the current folder (DEFAULT_STORE), its
-artifacts beside it (MLflow's own default, since 3.7, would be mlflow.db in the current folder). The
+artifacts beside it (MLflow's own default, since 3.7, would be mlflow.db in the current folder); an
+SQLite store named otherwise keeps a new experiment's artifacts beside its file too (MLflow's own
+default would be ./mlruns wherever the run was started). The
 experiment is `experiment`, else MLFLOW_EXPERIMENT_NAME, else the experiment config's name
 (experiment=table2_offline), else `ms`.
 
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_STORE = Path("outputs") / "mlflow.db"  # under the current folder, as Hydra's outputs/ are
 DEFAULT_ARTIFACTS = Path("outputs") / "mlartifacts"
+SQLITE = "sqlite:///"
 DEFAULT_EXPERIMENT = "ms"  # where no experiment config was chosen
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
@@ -141,6 +144,8 @@ class MlflowCallback(Callback):
             store = DEFAULT_STORE.resolve()
             self.tracking_uri = f"sqlite:///{store}"
             self.artifacts = str(DEFAULT_ARTIFACTS.resolve())
+        elif self.tracking_uri.startswith(SQLITE):  # a new experiment's artifacts beside its store, not in ./mlruns
+            self.artifacts = str(Path(self.tracking_uri[len(SQLITE):]).resolve().parent / DEFAULT_ARTIFACTS.name)
         self.experiment = experiment or os.environ.get(EXPERIMENT_ENV)
         self.skip = tuple(skip or ())
         self.parent_run_id: Optional[str] = None  # set in a multirun; a launcher's workers get a copy
