@@ -2,9 +2,9 @@
 state and check (scorer.defence=strip and reject, ms.gates.scorer):
 
 A sentence is grader-directed when it
-  (a) names the grading itself: a rubric, a criterion, a grader, an evaluator, assessor or examiner,
-      full marks; or
-  (b) claims a score: a score word (score, points, marks, rating, grade) beside a reference to the
+  (a) names the grading itself: a rubric, a criterion (not "your criteria": the asker's), a grader, an
+      evaluator, assessor or examiner, full marks; or
+  (b) claims a score: a score word (score, points or N points, marks, rating, grade) beside a reference to the
       answer itself (this answer, this response, this pair, the answer above), a fraction of a
       maximum ("95/100", "20 out of 20"), or the name of a criterion of the rubric grading the pair; or
   (c) addresses whoever scores it: "whoever grades this", "you evaluate", "score it", "rate this".
@@ -19,9 +19,11 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-_GRADING = re.compile(r"\b(rubric|criteri(?:on|a)|grader|grading|evaluator|assessor|examiner|full marks)\b",
+# "your criteria" is the asker's wishes, not a grader's: an answer may well say it fits them.
+_GRADING = re.compile(r"\b(rubric|(?<!your )criteri(?:on|a)|grader|grading|evaluator|assessor|examiner|full marks)\b",
                       re.IGNORECASE)
-_SCORE_WORD = re.compile(r"\b(score[sd]?|points?|marks?|rating|rated|grade[sd]?)\b", re.IGNORECASE)
+# "point" alone is everyday ("point of view"); points, or a number of points, is a score.
+_SCORE_WORD = re.compile(r"\b(score[sd]?|points|\d+\s*points?|marks?|rating|rated|grade[sd]?)\b", re.IGNORECASE)
 _SELF = re.compile(r"\b(this|the above|my|our)\s+(answer|response|reply|pair|submission|text|entry|output)\b|"
                    r"\bthe (answer|response) above\b", re.IGNORECASE)
 _ADDRESS = re.compile(r"\b(whoever|anyone who|you)\s+(grade|score|rate|evaluate|judge|review)s?\b|"
