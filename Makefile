@@ -9,7 +9,7 @@ TORCH ?= torch==2.13.0
 # The pool tests start a throwaway PostgreSQL server (tests/pool_backends.py) from Debian's package.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench clean postgres-server browser pool-server pool-server-stop
+.PHONY: run test docs bench clean postgres-server browser pool-server pool-server-stop
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,15 @@ pool-server-stop:
 test: $(VENV)/.installed-test postgres-server browser
 	$(BIN)/lint-imports
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The documentation site at http://127.0.0.1:8000 (mkdocs.yml), rebuilt as pages change; `make test` builds it
+# with --strict (tests/test_docs.py). NO_MKDOCS_2_WARNING silences the Material theme's end-of-life banner.
+$(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 HF_HUB_OFFLINE=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 bench: $(VENV)/.installed-test
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/generation_throughput.py

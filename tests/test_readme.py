@@ -1,7 +1,8 @@
-"""README.md's runnable commands run as written. A code block that follows a `readme-test` marker
-(an HTML comment on the line before its fence) holds commands that need no placeholder, API key,
-model hub or ../shared and finish in under a minute; each of its lines runs verbatim in bash, in a
-copy of the checkout, so nothing lands in the checkout itself."""
+"""The runnable commands of README.md and of the documentation site's pages (docs/) run as written. A
+code block that follows a `readme-test` marker (an HTML comment on the line before its fence, which
+neither GitHub nor the site shows) holds commands that need no placeholder, API key, model hub or
+../shared and finish in under a minute; each of its lines runs verbatim in bash, in a copy of the
+checkout, so nothing lands in the checkout itself. A command marked on several pages runs once."""
 
 from __future__ import annotations
 
@@ -30,15 +31,39 @@ def marked_commands(text: str) -> list[str]:
     return [line.strip() for block in BLOCK.findall(text) for line in block.splitlines() if line.strip()]
 
 
-COMMANDS = marked_commands((REPO / "README.md").read_text(encoding="utf-8"))
+README = marked_commands((REPO / "README.md").read_text(encoding="utf-8"))
+PAGES = sorted((REPO / "docs").rglob("*.md"))
+
+
+def unique(commands: list[str]) -> list[str]:
+    """The commands in order, each once: two lines that differ only in their comment are one command."""
+    seen: set[str] = set()
+    kept = []
+    for command in commands:
+        key = " ".join(command.split("#")[0].split())
+        if key not in seen:
+            seen.add(key)
+            kept.append(command)
+    return kept
+
+
+COMMANDS = unique(README + [c for page in PAGES for c in marked_commands(page.read_text(encoding="utf-8"))])
 
 
 def test_the_readme_marks_the_commands_a_newcomer_runs_first():
-    programs = {" ".join(c.split()[:2]) for c in COMMANDS}
+    programs = {" ".join(c.split()[:2]) for c in README}
     assert {"ms-run --help", "ms-run --cfg", "ms-data validate", "ms-data stats", "ms-report results/figure4_offline/runs"
-            } <= programs, COMMANDS
-    assert any("+plan=true" in c for c in COMMANDS)
+            } <= programs, README
+    assert any("+plan=true" in c for c in README) and any("--html" in c for c in README)
     assert marked_commands(f"{MARKER} -->\n```bash\na\n\nb  # c\n```\n```bash\nnot marked\n```\n") == ["a", "b  # c"]
+
+
+def test_the_documentation_marks_commands_of_its_own():
+    """Each page that shows runnable commands has them tested too, beside the README's."""
+    marked = {page.relative_to(REPO).as_posix() for page in PAGES if marked_commands(page.read_text(encoding="utf-8"))}
+    assert {"docs/getting-started.md", "docs/concepts/agents.md", "docs/running/plan.md",
+            "docs/reading/report.md"} <= marked, marked
+    assert len(COMMANDS) > len(README)
 
 
 @pytest.fixture(scope="module")

@@ -82,7 +82,7 @@ ACCESS_RULES = Registry("access rule", {
 # Who else writes into the pool: each a ms.data.poison.Poisoner (poison.name, conf/poison/<name>.yaml). none: no
 # one (the default); off_task, on_style, injection: a poisoning writer that asks its victim agent's stream
 # questions and answers them with another domain's references, the victim's references of other questions,
-# or an instruction carrying a marker string (issue 38; README, "A poisoned writer").
+# or an instruction carrying a marker string (docs/concepts/poisoning.md, "A poisoned writer").
 POISONS = Registry("poison", {
     "none": "ms.data.poison:NoPoison",
     "off_task": "ms.data.poison:OffTask",

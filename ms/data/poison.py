@@ -1,4 +1,4 @@
-"""A poisoning writer (issue 38): one extra writer in the pool that asks its victim agent's stream
+"""A poisoning writer: one extra writer in the pool that asks its victim agent's stream
 questions and answers them badly, so its pairs compete with the victim's for the same retrievals.
 
 Its kinds (POISONS, ms.config.parts; setting `poison.name`, conf/poison/):

@@ -1,4 +1,4 @@
-"""A learned access rule (issue 37, item 2): reader r is granted writer w's memories only where r's
+"""A learned access rule: reader r is granted writer w's memories only where r's
 retrievals of w's memories came with a gain whose 95% CI lies above 0, measured on one half of the
 test questions; the rule is then scored on the other half. Seeds stay granted.
 

@@ -1,4 +1,4 @@
-"""poison.md and poison.csv (issue 38): for each run with a poisoning writer (`run.poison` in metrics.json,
+"""poison.md and poison.csv: for each run with a poisoning writer (`run.poison` in metrics.json,
 ms.data.poison), how far its memories spread and whom they hurt.
 
 Per run: the poisoner's pairs the gate judged and admitted (metrics.json `stream.poison`); the test
