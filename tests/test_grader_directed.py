@@ -112,7 +112,7 @@ def test_todays_gate_is_flattered_and_the_screening_defences_are_not():
     for claim in FLATTERY:
         for answer in (claim, f"A keyboard.\n{claim}"):
             item = [("riddle", "logic", "What has keys but can't open locks?", answer)]
-            [today] = Scorer(flattered_grader(), load_rubrics(), ScorerConfig(threshold=15)).score(item)
+            [today] = Scorer(flattered_grader(), load_rubrics(), ScorerConfig(threshold=15, defence="none")).score(item)
             assert today.accepted and today.score == 95
             [strip] = Scorer(flattered_grader(), load_rubrics(), ScorerConfig(threshold=15, defence="strip")).score(item)
             assert not strip.accepted and strip.score == 10 and strip.answer == answer
@@ -137,13 +137,14 @@ def test_the_quoted_prompt_marks_the_pair_as_data():
     assert f"<<<ANSWER\n{ANSWER}\nANSWER>>>" in user and "not evidence" in user
 
 
-def test_a_finished_run_from_before_the_defence_resumes_as_the_same_cell(tmp_path):
+def test_the_default_defence_rejects_and_a_run_from_before_it_resumes_only_as_none(tmp_path):
+    from ms.common.errors import UserError
     from ms.loop.cell import check_same_cell, record
 
-    cfg = compose_config(["scorer.threshold=15"])
-    old = record(cfg, "aaa")
-    del old["config"]["scorer.defence"]
-    check_same_cell(tmp_path, {"complete": True, "cell": old}, cfg, "aaa")  # ADDED_SINCE: it ran with none
-    with pytest.raises(Exception, match="scorer.defence"):
-        check_same_cell(tmp_path, {"complete": True, "cell": old}, compose_config(["scorer.threshold=15",
-                                                                                  "scorer.defence=strip"]), "aaa")
+    assert ScorerConfig().defence == "reject"
+    before = compose_config(["scorer.threshold=15", "scorer.defence=none"])
+    old = record(before, "aaa")
+    del old["config"]["scorer.defence"]  # a record written before the setting existed
+    check_same_cell(tmp_path, {"complete": True, "cell": old}, before, "aaa")  # ADDED_SINCE: it ran with none
+    with pytest.raises(UserError, match="scorer.defence"):  # today's default is another cell
+        check_same_cell(tmp_path, {"complete": True, "cell": old}, compose_config(["scorer.threshold=15"]), "aaa")

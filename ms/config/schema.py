@@ -108,7 +108,10 @@ class ScorerConfig:
     max_new_tokens: int = setting(16, ge=1)  # text read: a number, perhaps with a few words around it
     retries: int = setting(1, ge=0)  # text read: batched re-asks for replies with no readable score
     backbone: Optional[str] = None  # a conf/backbone name; None: the run's `backbone` (conf/grader sets both)
-    defence: str = setting("none", choices=DEFENCES)  # against answers that talk to the grader (DEFENCES)
+    # Against answers that talk to the grader (DEFENCES). reject: the gate check's grader-directed copies were
+    # all rejected under SmolLM2 and Qwen2.5-0.5B graders, the ordinary corruptions' AUC unchanged, and 1 in
+    # 10,628 real answers flagged (results/gate_check_grader_directed). Runs recorded before it ran with none.
+    defence: str = setting("reject", choices=DEFENCES)
 
 
 @dataclass
