@@ -227,6 +227,28 @@ def test_no_commit_hash_issue_number_or_machine_path_in_the_docs_or_the_code():
     assert commits == [], {t: sorted(tokens[t]) for t in commits}
 
 
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("name", ["README.md", "ARCHITECTURE.md", "CHANGELOG.md"])
+def test_the_repository_pages_link_to_files_and_sections_that_exist(name):
+    """The Markdown files read on their own (on GitHub, in an editor) link to files of the checkout and
+    to headings those files hold; the site's own links are checked by the strict build."""
+    text = (REPO / name).read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (REPO / name).parent / path if path else REPO / name
+        assert file.exists(), (name, target)
+        if anchor and file.suffix == ".md":
+            headings = [github_anchor(re.sub(r"[`*]", "", line.lstrip("#")))
+                        for line in file.read_text(encoding="utf-8").splitlines() if re.match(r"^#{1,6} ", line)]
+            assert anchor in headings, (name, target)
+
+
 # ---- in a browser ---------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
