@@ -82,7 +82,9 @@ ACCESS_RULES = Registry("access rule", {
 # Who else writes into the pool: each a ms.data.poison.Poisoner (poison.name, conf/poison/<name>.yaml). none: no
 # one (the default); off_task, on_style, injection: a poisoning writer that asks its victim agent's stream
 # questions and answers them with another domain's references, the victim's references of other questions,
-# or an instruction carrying a marker string (docs/concepts/poisoning.md, "A poisoned writer").
+# or an instruction carrying a marker string (docs/concepts/poisoning.md, "A poisoned writer");
+# self_assessment, answer_plus_assessment, grader_instruction: off_task's answers made to talk to the grader
+# (ms.data.poison_grader; docs/concepts/poisoning.md, "Grader-directed answers").
 POISONS = Registry("poison", {
     "none": "ms.data.poison:NoPoison",
     "off_task": "ms.data.poison:OffTask",

@@ -269,7 +269,7 @@ class AccessConfig:
 
 @dataclass
 class PoisonConfig:
-    # A poisoning writer (POISONS; ms.data.poison): none (the default) | off_task | on_style | injection. It asks
+    # A poisoning writer, or none (the default); the options: the POISONS registry (ms.config.parts). It asks
     # the victim's stream questions; its pairs go through the run's gate as the victim's (its rubric, its
     # prompts) and join the pool under `writer` (README, "A poisoned writer").
     name: str = setting("none", choices=POISONS)
@@ -339,12 +339,12 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     pool: PoolConfig = field(default_factory=PoolConfig)
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
-    access: AccessConfig = field(default_factory=AccessConfig)  # the `access` group: open | rule
-    poison: PoisonConfig = field(default_factory=PoisonConfig)  # the `poison` group: none | off_task | ...
+    access: AccessConfig = field(default_factory=AccessConfig)  # the `access` group; options: the ACCESS_RULES registry
+    poison: PoisonConfig = field(default_factory=PoisonConfig)  # the `poison` group; options: the POISONS registry
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
-    gate: GateConfig = field(default_factory=GateConfig)  # the `gate` group: rubric | utility | both
+    gate: GateConfig = field(default_factory=GateConfig)  # the `gate` group; options: the GATES registry
     eval: EvalConfig = field(default_factory=EvalConfig)
     stream: StreamConfig = field(default_factory=StreamConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
