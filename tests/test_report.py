@@ -55,14 +55,17 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
              with_metrics: bool = True, memory: Optional[str] = None, agents: Optional[list[str]] = None,
              seed: Optional[int] = 0, questions: int = 3, predict: Optional[Predict] = None,
              with_predictions: bool = True, gate: Optional[str] = None, grader: Optional[str] = None,
-             fields: Optional[dict] = None) -> Path:
+             fields: Optional[dict] = None, config: Optional[dict] = None, record: Optional[str] = None) -> Path:
     """memory=None writes no memory fields, seed=None no seed, gate=None no gate (the rubric), and
-    grader=None no grader (the run's own backbone graded), as older runs did; `fields` adds run fields."""
+    grader=None no grader (the run's own backbone graded), as older runs did; `fields` adds run fields.
+    `config` adds settings to the saved .hydra/config.yaml (nested, as Hydra saves them); `record`, a data
+    fingerprint, gives the run the cell record a finished run writes (metrics.json `cell`) of those settings."""
     run = sweep / folder
     (run / ".hydra").mkdir(parents=True)
     overrides = [f"backbone={backbone}", f"k={k}", f"pool={pool}", f"retriever={retriever}"]
     (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
-    config = {"backbone": {"name": backbone}, "k": k, "pool": {"mode": pool}, "retriever": {"name": retriever}}
+    config = merged({"backbone": {"name": backbone}, "k": k, "pool": {"mode": pool}, "retriever": {"name": retriever}},
+                    config or {})
     (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
     agents = list(agents or AGENTS)
     accepted_by_agent = Counter()
@@ -109,8 +112,20 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
         metrics["run"]["memory"] = memory
         metrics["memory"] = {"policy": memory, "consolidation": {"summaries": 2, "summarized": 6, "moved": 3,
                                                                  "deferred": 1} if memory == "stm_ltm" else {}}
+    if record is not None:
+        from ms.loop.cell import identity
+
+        metrics["cell"] = {"data_sha256": record, "config": identity(config)}
     (run / "metrics.json").write_text(json.dumps(metrics))
     return run
+
+
+def merged(base: dict, extra: dict) -> dict:
+    """`base` with `extra`'s settings put in, section by section."""
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def predicted(run: Path, metric: str = "P", agent: Optional[str] = None, fill: int = 100) -> list[float]:
@@ -515,7 +530,7 @@ def test_seed_replicates_are_pooled_per_question(tmp_path):
     os.utime(older, (older.stat().st_mtime - 100,) * 2)
     chosen, why_not = select(find_runs([sweep])[0])
     assert chosen[("smollm2", 3, "domain")].name == "seed=0 + seed=1 + seed=2"
-    assert "same run fields and seed" in why_not["seed=2-older"] and set(why_not) == {"seed=2-older"}
+    assert "same cell, run fields and seed" in why_not["seed=2-older"] and set(why_not) == {"seed=2-older"}
     write_report([sweep], tmp_path / "report")
     rows = {r["agent"]: r for r in read_csv(tmp_path / "report" / "table1.csv")}
     for agent in AGENTS:

@@ -1,5 +1,7 @@
-"""Conditions: runs that differ only in their seed are replicates of one condition and are pooled
-per test question. Also which condition speaks for each table cell."""
+"""Conditions: runs whose cells (their recorded settings, ms.loop.cell) differ in the seed alone are
+replicates of one condition and are pooled per test question. Which conditions may be paired: their
+cells differ in the keys a comparison varies and, besides, only in keys that cannot change a paired
+question's value (NOT_COMPARED). Also which condition speaks for each table cell."""
 
 from __future__ import annotations
 
@@ -7,17 +9,49 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
+from ms.loop.schedule import batches
 from ms.report.paper import PaperTables
 from ms.report.runs import Cell, Item, Run
 from ms.common.stats import Estimate, mean_ci
 
 FIGURE4_K, FIGURE4_POOL = 3, "domain"  # the paper's Figure 4 setting
 TABLE_RETRIEVER, TABLE_MEMORY = "dense", "plain"
+
+# The seeds that make replicates: runs whose cells differ in these alone are one condition, run again.
+# data.split_seed is none of them (another split asks other test questions), nor are train.seed and
+# retriever.seed (a sweep over replicates varies `seed`; a run that changed another seed is another setting).
+REPLICATE_SEEDS = ("seed",)
+
+# The one list of cell keys that cannot change a paired question's value: a comparison pairs two
+# conditions whose cells differ in the keys it varies and, besides those, only in these (and says which).
+# A key names itself and every key below it. The record's resume-only keys (inputs, code_sha256, dtypes)
+# are not settings, and the report never reads them as such; they are named here so that no one pairs by them.
+NOT_COMPARED = {
+    # A micro-batch never crosses a fill, so other fills can cut the stream into other batches: they are
+    # passed over only where both runs took the same batches, or one grew no pool (same_batches).
+    "fills": "which fills were evaluated, where the stream was taken in the same micro-batches",
+    "gate.match": "the path of the decisions a random gate matched (the gate it matched is in the run's gate label)",
+    "backbone.timeout_s": "an API call's timeout",
+    "backbone.max_retries": "an API call's retries",
+    "backbone.backoff_s": "the wait between an API call's retries",
+    "backbone.max_retry_wait_s": "the longest wait between an API call's retries",
+    "backbone.max_concurrency": "API calls in flight at once",
+    "backbone.batch_size": "prompts scored or decoded together",
+    "eval.batch_size": "answers scored together by BERTScore",
+    "eval.metrics": "which metrics were measured (a claim compares a metric both sides measured)",
+    "accept_code_change": "whether a resume accepted other code (the numbers are the finished run's)",
+    "inputs": "the record's hashes of the files a run read, compared on resume only",
+    "code_sha256": "the record's hash of the code, compared on resume only",
+    "dtypes": "the record's resolved dtypes, compared on resume only",
+}
+
 SELECTION_RULE = (
-    "Runs that share every run field except the seed are replicates of one condition: each test question's "
-    "value is averaged over them before the bootstrap. Of two runs with the same run fields and the same seed "
+    "A run is identified by its cell record: metrics.json `cell.config`, or, for runs that predate it, the "
+    "settings Hydra saved beside the run (.hydra/config.yaml). Runs whose cells differ in the seed alone and "
+    "that share every run field but the seed are replicates of one condition: each test question's "
+    "value is averaged over them before the bootstrap. Of two runs with the same cell and the same seed "
     "(or none recorded), the more recently finished one (metrics.json time) is kept. "
     "Tables 1-2 and Figure 4 use only conditions with retriever=dense and plain memory (memory=plain, or no "
     "memory field: runs from before it existed), read under access=open (runs under an access rule are compared "
@@ -26,6 +60,54 @@ SELECTION_RULE = (
     "(learned) beats a frozen one, then the most recently finished one wins. "
     "Every other run is listed under 'Other runs' in runs.md, and retriever/memory variants of a cell are "
     "compared in ablation.md.")
+
+
+def under(key: str, names: Iterable[str]) -> bool:
+    """Whether the dotted key is one of the names or lies below one (gate.probes is under gate)."""
+    return any(key == name or key.startswith(name + ".") for name in names)
+
+
+def cell_differences(a: Run, b: Run) -> list[str]:
+    """The cell keys in which two runs differ, over the keys both cells hold (a key one lacks was added
+    after that run: the value it ran with is not known), the replicate seeds left out. A run whose cell
+    cannot be read at all (no record, no saved config) shows no differences: its run fields must tell."""
+    sa, sb = a.settings or {}, b.settings or {}
+    return sorted(k for k in sa.keys() & sb.keys() if sa[k] != sb[k] and not under(k, REPLICATE_SEEDS))
+
+
+def stream_batches(run: Run) -> Optional[list[tuple[int, int]]]:
+    """The stream's micro-batches as the run took them (ms.loop.schedule.batches: its fills and
+    micro_batch cut them), as (start, end) positions; [] for a run that grew no pool (k = 0 skips the
+    stream), None where the stream's length or the micro-batch size is not recorded."""
+    n = (run.metrics.get("stream") or {}).get("questions")
+    settings = run.settings or {}
+    micro_batch = settings.get("micro_batch")
+    if n is not None and int(n) == 0:
+        return []
+    if n is None or micro_batch is None:
+        return None
+    return [(part.start, part.stop) for _, part in batches(int(n), settings.get("fills") or run.fills, int(micro_batch))
+            if part is not None]
+
+
+def same_batches(a: Run, b: Run) -> bool:
+    """Whether two runs' fills could change neither's values: one grew no pool, or both took the
+    stream in the same micro-batches."""
+    sa, sb = stream_batches(a), stream_batches(b)
+    return sa == [] or sb == [] or (sa is not None and sa == sb)
+
+
+def pairable(a: "Condition", b: "Condition", varied: Sequence[str] = ()) -> Optional[list[str]]:
+    """Where two conditions may be paired by a comparison that varies the keys `varied`: the keys
+    outside `varied` in which their cells differ, all of them NOT_COMPARED ones ([] where none). None
+    where they may not: their cells differ elsewhere, or in fills that cut the stream into other
+    micro-batches, or both recorded the examples they read and those differ."""
+    if a.data and b.data and a.data != b.data:
+        return None
+    other = [k for k in cell_differences(a.first, b.first) if not under(k, varied)]
+    if "fills" in other and not same_batches(a.first, b.first):
+        return None
+    return other if all(under(k, NOT_COMPARED) for k in other) else None
 
 
 @dataclass(frozen=True)
@@ -70,6 +152,11 @@ class Condition:
     @property
     def cell(self) -> Cell:
         return self.first.cell
+
+    @property
+    def settings(self) -> Optional[dict]:
+        """The first run's cell (replicates' cells differ in the seed alone)."""
+        return self.first.settings
 
     @property
     def memory(self) -> str:
@@ -169,13 +256,15 @@ class Condition:
 
 
 def _identity(run: Run) -> str:
-    """Replicates share every run field but the seed, and the examples they read where both recorded them."""
-    return json.dumps({**{k: v for k, v in run.fields.items() if k != "seed"}, "data": run.data}, sort_keys=True,
-                      default=str)
+    """Replicates' cells differ in the seed alone; they share every run field but the seed too, and the
+    examples they read where both recorded them."""
+    cell = None if run.settings is None else {k: v for k, v in run.settings.items() if not under(k, REPLICATE_SEEDS)}
+    return json.dumps({"fields": {k: v for k, v in run.fields.items() if k != "seed"}, "data": run.data,
+                       "cell": cell}, sort_keys=True, default=str)
 
 
 def conditions(runs: Sequence[Run]) -> tuple[list[Condition], dict[str, str]]:
-    """The runs grouped into conditions, and why each run left out as a duplicate (same fields and
+    """The runs grouped into conditions, and why each run left out as a duplicate (same cell, run fields and
     seed as a more recent run) is not used."""
     groups: dict[str, dict[object, list[Run]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
@@ -186,7 +275,7 @@ def conditions(runs: Sequence[Run]) -> tuple[list[Condition], dict[str, str]]:
         for same in by_seed.values():
             newest, *older = sorted(same, key=lambda r: (r.finished, r.name), reverse=True)
             kept.append(newest)
-            replaced |= {r.name: f"a more recent run with the same run fields and seed replaces it: {newest.name}"
+            replaced |= {r.name: f"a more recent run with the same cell, run fields and seed replaces it: {newest.name}"
                          for r in older}
         out.append(Condition(kept))
     return out, replaced

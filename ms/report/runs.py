@@ -16,6 +16,7 @@ import yaml
 
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.metrics.base import metric_keys, metric_of_key
+from ms.loop.cell import ADDED_SINCE, stored
 from ms.loop.run_folder import failure
 
 log = logging.getLogger(__name__)
@@ -80,10 +81,20 @@ class Run:
     def cell(self) -> Cell:
         return self.fields["backbone"], int(self.fields["k"]), self.fields["pool"]
 
+    @cached_property
+    def settings(self) -> Optional[dict]:
+        """The run's cell: every setting that can change its numbers, flattened to dotted keys, as the run
+        recorded it (metrics.json `cell.config`) or, for a run that predates the record, as Hydra saved it
+        beside the run (.hydra/config.yaml), both read by ms.loop.cell.stored. A setting added since runs
+        began recording their cell takes the value every earlier run ran with. None where neither is readable."""
+        found, _, _ = stored(self.path, self.metrics)
+        return None if found is None else {**ADDED_SINCE, **found}
+
     @property
     def seed(self):
-        """None for runs from before the seed was recorded."""
-        return self.fields.get("seed")
+        """The run field, else its cell's; None for runs from before the seed was recorded."""
+        seed = self.fields.get("seed")
+        return (self.settings or {}).get("seed") if seed is None else seed
 
     @property
     def memory(self) -> str:
