@@ -140,7 +140,10 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     text = (out / "gate_check.md").read_text()
     assert "score read from probabilities" in text and "gate both" in text
     usage = json.loads((out / "llm_usage.json").read_text())["backbones"]["smollm2"]["roles"]
-    assert usage["score"]["calls"] + usage["score"]["cache_hits"] == len(pairs)
+    # The default defence (reject) grades no grader-directed copy: every other pair is graded once.
+    screened = [p for p in pairs if p["read"] == "screen"]
+    assert {p["kind"] for p in screened} == set(GRADER_DIRECTED) and len(screened) == 2 * len(GRADER_DIRECTED)
+    assert usage["score"]["calls"] + usage["score"]["cache_hits"] == len(pairs) - len(screened)
     assert usage["utility"]["calls"] > 0
 
 
