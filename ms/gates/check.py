@@ -110,10 +110,9 @@ class Checked(NamedTuple):
     backbone_of: dict[str, str]  # agent -> the backbone it answers (and its utility is scored) on
 
 
-def what_to_check(cfg, per_agent: int, gates: Sequence[str], grader_directed_too: bool = True) -> Checked:
-    """Up to `per_agent` seed pairs per agent and their corrupted copies (the grader-directed ones
-    unless `grader_directed_too` is False), and which measurements the gates take of them
-    (`Gate.checked_by`)."""
+def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
+    """Up to `per_agent` seed pairs per agent and their corrupted copies, and which measurements the
+    gates take of them (`Gate.checked_by`)."""
     from ms.agents import agents_from
     from ms.data import load_splits
     from ms.llm.backbones import Backbones
@@ -123,8 +122,7 @@ def what_to_check(cfg, per_agent: int, gates: Sequence[str], grader_directed_too
     measured = {m for gate in gates for m in GATES.load(gate).checked_by}
     rubric, utility = "rubric" in measured, "utility" in measured
     # The grader-directed copies speak the rubric that grades the pair (the Single pool's, there).
-    rubrics = ({agent: rubric_for(agents[agent], cfg.pool.mode).quoted() for agent in splits}
-               if grader_directed_too else None)
+    rubrics = {agent: rubric_for(agents[agent], cfg.pool.mode).quoted() for agent in splits}
     jobs = corrupted_copies({agent: parts.seed[:per_agent] for agent, parts in splits.items()}, rubrics, cfg.seed)
     backbones = Backbones(cfg.backbone)
     backbone_of = {agent: backbones.resolve(agents[agent].backbone) for agent in splits}

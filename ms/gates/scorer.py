@@ -293,9 +293,10 @@ class Scorer:
     def _screened(self, items: list[tuple[str, str, str, str]]) -> list[Decision]:
         """scorer.defence strip or reject (ms.gates.screen): the grader sees each answer without its
         grader-directed sentences, or never sees a pair that has one; decisions keep the answer as written."""
-        found = [flagged(answer, [c.name for c in self.rubrics[rubric].criteria]) for _, rubric, _, answer in items]
+        criteria = {name: [c.name for c in rubric.criteria] for name, rubric in self.rubrics.items()}
+        found = [flagged(answer, criteria[rubric]) for _, rubric, _, answer in items]
         graded = [i for i, f in enumerate(found) if not (f and self.cfg.defence == "reject")]
-        shown = [(a, r, q, stripped(ans, [c.name for c in self.rubrics[r].criteria]) if found[i] else ans)
+        shown = [(a, r, q, stripped(ans, criteria[r]) if found[i] else ans)
                  for i, (a, r, q, ans) in ((i, items[i]) for i in graded)]
         with self.lm.acting_as("score"):
             decisions = dict(zip(graded, self._score(shown))) if shown else {}
