@@ -83,6 +83,8 @@ pool-server-stop:
 	@$(BIN)/python -m ms.pool.local_server stop $(POOL_SERVER)
 
 test: $(VENV)/.installed-test postgres-server browser
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from ann_vectors import exact_top, recall_at, structured_vectors
 
 LIBRARIES = ("faiss", "hnswlib", "usearch")
@@ -96,7 +95,7 @@ class Usearch:
 def rss_mb() -> float:
     import psutil
 
-    return psutil.Process().memory_info().rss / 2 ** 20
+    return psutil.Process().memory_info().rss / 2**20
 
 
 def measure(library: str, args) -> dict:
@@ -107,19 +106,25 @@ def measure(library: str, args) -> dict:
     bulk = int(args.size * 0.9)
     before = rss_mb()
     index = {"faiss": Faiss, "hnswlib": Hnswlib, "usearch": Usearch}[library](
-        vectors.shape[1], args.size, args.m, args.ef_construction)
+        vectors.shape[1], args.size, args.m, args.ef_construction
+    )
     index.threads(args.build_threads)
     start = time.perf_counter()
     index.add(labels[:bulk], vectors[:bulk])
-    out = {"library": library, "size": args.size, "m": args.m, "ef_construction": args.ef_construction,
-           "build_s": round(time.perf_counter() - start, 2)}
+    out = {
+        "library": library,
+        "size": args.size,
+        "m": args.m,
+        "ef_construction": args.ef_construction,
+        "build_s": round(time.perf_counter() - start, 2),
+    }
     index.threads(1)
     start = time.perf_counter()
     for i in range(bulk, args.size, BATCH):
-        index.add(labels[i:i + BATCH], vectors[i:i + BATCH])
+        index.add(labels[i : i + BATCH], vectors[i : i + BATCH])
     out["add_per_s"] = round((args.size - bulk) / (time.perf_counter() - start), 1)
     out["rss_mb"] = round(rss_mb() - before, 1)
-    out["index_mb"] = round(index.bytes() / 2 ** 20, 1)  # serialized: vectors, graph and labels
+    out["index_mb"] = round(index.bytes() / 2**20, 1)  # serialized: vectors, graph and labels
     frontier = []
     for ef in (int(e) for e in args.efs.split(",")):
         found, times = [], []
@@ -129,9 +134,14 @@ def measure(library: str, args) -> dict:
             start = time.perf_counter()
             found.append(np.asarray(index.search(q[None], 10, ef), dtype=np.int64))
             times.append((time.perf_counter() - start) * 1000)
-        frontier.append({"ef": ef, "p50_ms": round(float(np.percentile(times, 50)), 4),
-                         "p99_ms": round(float(np.percentile(times, 99)), 4),
-                         "recall_at_10": round(recall_at(np.stack(found), truth), 4)})
+        frontier.append(
+            {
+                "ef": ef,
+                "p50_ms": round(float(np.percentile(times, 50)), 4),
+                "p99_ms": round(float(np.percentile(times, 99)), 4),
+                "recall_at_10": round(recall_at(np.stack(found), truth), 4),
+            }
+        )
     out["frontier"] = frontier
     return out
 
@@ -155,15 +165,21 @@ def main() -> None:
     for library in args.libraries.split(","):
         child = [sys.executable, __file__, "--one", library] + [
             f"--{name.replace('_', '-')}={getattr(args, name)}"
-            for name in ("size", "queries", "m", "ef_construction", "efs", "build_threads")]
+            for name in ("size", "queries", "m", "ef_construction", "efs", "build_threads")
+        ]
         done = subprocess.run(child, capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"{library} failed:\n{done.stderr[-3000:]}")
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         row = rows[-1]
-        print(f"{library}: build {row['build_s']} s, add {row['add_per_s']:.0f}/s, rss +{row['rss_mb']:.0f} MB, index {row['index_mb']:.0f} MB; "
-              + "; ".join(f"ef {f['ef']}: p50 {f['p50_ms']:.3f} ms p99 {f['p99_ms']:.3f} recall {f['recall_at_10']:.4f}"
-                          for f in row["frontier"]), flush=True)
+        print(
+            f"{library}: build {row['build_s']} s, add {row['add_per_s']:.0f}/s, rss +{row['rss_mb']:.0f} MB, index {row['index_mb']:.0f} MB; "
+            + "; ".join(
+                f"ef {f['ef']}: p50 {f['p50_ms']:.3f} ms p99 {f['p99_ms']:.3f} recall {f['recall_at_10']:.4f}"
+                for f in row["frontier"]
+            ),
+            flush=True,
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -44,7 +44,7 @@ def structured_vectors(n: int, seed: int = 0, shape_seed: int = 1234) -> np.ndar
         rows = min(CHUNK, n - start)
         z = centres[draw.integers(0, CLUSTERS, rows)] + SPREAD * draw.standard_normal((rows, LATENT))
         x = z @ basis.T + NOISE * draw.standard_normal((rows, DIM))
-        out[start:start + rows] = x / np.linalg.norm(x, axis=1, keepdims=True)
+        out[start : start + rows] = x / np.linalg.norm(x, axis=1, keepdims=True)
     return out
 
 
@@ -52,10 +52,10 @@ def exact_top(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     """[Q, k] row numbers of the k largest inner products per query, best first (the reference)."""
     found = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), 64):
-        scores = queries[start:start + 64] @ vectors.T
+        scores = queries[start : start + 64] @ vectors.T
         top = np.argpartition(-scores, k, axis=1)[:, :k]
         order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1)
-        found[start:start + 64] = np.take_along_axis(top, order, axis=1)
+        found[start : start + 64] = np.take_along_axis(top, order, axis=1)
     return found
 
 
@@ -77,8 +77,10 @@ def profile(vectors: np.ndarray) -> str:
     # TwoNN (Facco et al. 2017): the ratio of 2nd to 1st neighbour distance is Pareto(dimension).
     distance = np.sqrt(np.maximum(2 - 2 * nearest[:, :2], 1e-12))
     two_nn = len(v) / np.log(distance[:, 1] / distance[:, 0]).sum()
-    return (f"nn1 {nearest[:, 0].mean():.3f}  nn10 {nearest[:, 9].mean():.3f}  random pair {pairs.mean():.3f} "
-            f"(sd {pairs.std():.3f})  components for 90% variance {components}  TwoNN dimension {two_nn:.1f}")
+    return (
+        f"nn1 {nearest[:, 0].mean():.3f}  nn10 {nearest[:, 9].mean():.3f}  random pair {pairs.mean():.3f} "
+        f"(sd {pairs.std():.3f})  components for 90% variance {components}  TwoNN dimension {two_nn:.1f}"
+    )
 
 
 if __name__ == "__main__":
@@ -87,8 +89,12 @@ if __name__ == "__main__":
 
     from ms.retrieval.encoder import Encoder
 
-    lines = [line for path in sorted((Path(__file__).parent.parent / "data").glob("*.jsonl"))
-             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [
+        line
+        for path in sorted((Path(__file__).parent.parent / "data").glob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     texts = [f"{e['question']}\n{e['answer']}" for e in map(json.loads, lines)]
     real = Encoder().encode(texts).numpy()
     uniform = np.random.default_rng(0).standard_normal(real.shape)

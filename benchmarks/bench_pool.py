@@ -47,8 +47,10 @@ def server_settings(dsn: str) -> dict:
     import psycopg
 
     with psycopg.connect(dsn) as conn:
-        return {name: conn.execute(f"SHOW {name}").fetchone()[0]
-                for name in ("server_version", "synchronous_commit", "fsync", "shared_buffers")}
+        return {
+            name: conn.execute(f"SHOW {name}").fetchone()[0]
+            for name in ("server_version", "synchronous_commit", "fsync", "shared_buffers")
+        }
 
 
 @contextmanager
@@ -84,10 +86,13 @@ def catch_up(backend: str, target: str, dense, scope: str, batch: int, repeats: 
     DenseRetriever.index(scope), as the next search runs it, is timed: the change token read, the
     new rows read, the snapshot extended and their (synthetic) vectors made. Also timed: the same
     call when nothing changed, which every search between writes pays (one change-token read)."""
-    writer = subprocess.Popen([sys.executable, __file__, "--writer", backend, target, scope, str(batch)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
-                                  "PYTHONPATH", "")])})
+    writer = subprocess.Popen(
+        [sys.executable, __file__, "--writer", backend, target, scope, str(batch)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+    )
     caught, idle, before = [], [], len(dense.index(scope).snapshot)
     try:
         for _ in range(repeats):
@@ -107,19 +112,34 @@ def catch_up(backend: str, target: str, dense, scope: str, batch: int, repeats: 
         writer.wait(timeout=60)
     if seen != repeats * batch:  # a catch-up that missed rows would be timed doing less work
         raise RuntimeError(f"the snapshot took in {seen} of the {repeats * batch} memories the other process added")
-    return {"catchup_batch": batch, "catchup_repeats": repeats,
-            "catchup_p50_ms": round(percentile(caught, 50), 3), "catchup_p99_ms": round(percentile(caught, 99), 3),
-            "unchanged_sync_p50_ms": round(percentile(idle, 50), 4),
-            "unchanged_sync_p99_ms": round(percentile(idle, 99), 4)}
+    return {
+        "catchup_batch": batch,
+        "catchup_repeats": repeats,
+        "catchup_p50_ms": round(percentile(caught, 50), 3),
+        "catchup_p99_ms": round(percentile(caught, 99), 3),
+        "unchanged_sync_p50_ms": round(percentile(idle, 50), 4),
+        "unchanged_sync_p99_ms": round(percentile(idle, 99), 4),
+    }
 
 
 def writer_process(backend: str, target: str, scope: str, batch: int) -> None:
     """The other process: one transaction of `batch` new memories per line read, then `added`."""
     with open_pool(backend, target) as pool:
         for n, _ in enumerate(sys.stdin):
-            pool.add([{"scope": scope, "agent": "writer", "domain": "bench", "question": f"catch-up {n}.{i}",
-                       "answer": f"written by process {os.getpid()}", "origin": "stream"} for i in range(batch)],
-                     step=n)
+            pool.add(
+                [
+                    {
+                        "scope": scope,
+                        "agent": "writer",
+                        "domain": "bench",
+                        "question": f"catch-up {n}.{i}",
+                        "answer": f"written by process {os.getpid()}",
+                        "origin": "stream",
+                    }
+                    for i in range(batch)
+                ],
+                step=n,
+            )
             print("added", flush=True)
 
 

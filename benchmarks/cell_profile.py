@@ -31,8 +31,9 @@ def engine_rates(backbone: str, engine: str, sequences: int = 16) -> dict:
         rows = json.loads(ENGINE_RATES.read_text())
     except OSError:
         return {}
-    return next((r for r in rows if r["backbone"] == backbone and r["engine"] == engine
-                 and r["sequences"] == sequences), {})
+    return next(
+        (r for r in rows if r["backbone"] == backbone and r["engine"] == engine and r["sequences"] == sequences), {}
+    )
 
 
 def profile(metrics: dict) -> list[dict]:
@@ -47,21 +48,33 @@ def profile(metrics: dict) -> list[dict]:
             seconds = u["backend_seconds"]
             generating = role in GENERATING
             tokens = u["completion_tokens"] if generating else u["prompt_tokens"] + u["completion_tokens"]
-            rows.append({"backbone": name, "engine": engine, "role": role, "calls": u["calls"],
-                         "prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
-                         "backend_seconds": round(seconds, 1),
-                         "tok_s": round(tokens / seconds, 1) if seconds else None,
-                         "rate_of": "completion" if generating else "prompt+completion",
-                         "engine_benchmark_tok_s": rates.get("decode_tok_s" if generating else "score_tok_s")})
+            rows.append(
+                {
+                    "backbone": name,
+                    "engine": engine,
+                    "role": role,
+                    "calls": u["calls"],
+                    "prompt_tokens": u["prompt_tokens"],
+                    "completion_tokens": u["completion_tokens"],
+                    "backend_seconds": round(seconds, 1),
+                    "tok_s": round(tokens / seconds, 1) if seconds else None,
+                    "rate_of": "completion" if generating else "prompt+completion",
+                    "engine_benchmark_tok_s": rates.get("decode_tok_s" if generating else "score_tok_s"),
+                }
+            )
     return rows
 
 
 def format_rows(rows: list[dict], wall: float) -> str:
-    lines = [f"{'role':<10} {'calls':>6} {'prompt tok':>11} {'compl. tok':>10} {'backend s':>10} {'tok/s':>8}"
-             f" {'bench tok/s':>11}"]
+    lines = [
+        f"{'role':<10} {'calls':>6} {'prompt tok':>11} {'compl. tok':>10} {'backend s':>10} {'tok/s':>8}"
+        f" {'bench tok/s':>11}"
+    ]
     for r in rows:
-        lines.append(f"{r['role']:<10} {r['calls']:>6} {r['prompt_tokens']:>11,} {r['completion_tokens']:>10,}"
-                     f" {r['backend_seconds']:>10.1f} {r['tok_s'] or 0:>8.1f} {r['engine_benchmark_tok_s'] or '-':>11}")
+        lines.append(
+            f"{r['role']:<10} {r['calls']:>6} {r['prompt_tokens']:>11,} {r['completion_tokens']:>10,}"
+            f" {r['backend_seconds']:>10.1f} {r['tok_s'] or 0:>8.1f} {r['engine_benchmark_tok_s'] or '-':>11}"
+        )
     total = sum(r["backend_seconds"] for r in rows)
     lines.append(f"backend seconds in all {total:,.1f}; wall {wall:,.1f} s")
     return "\n".join(lines)
@@ -76,8 +89,12 @@ def main() -> None:
     if (args.out / "cache").exists():
         sys.exit(f"{args.out / 'cache'} exists: a profile starts from an empty cache; name a new --out")
     run = args.out / "run"
-    command = [str(Path(sys.executable).parent / "ms-run"), *args.overrides, f"hydra.run.dir={run}",
-               f"cache_dir={args.out / 'cache'}"]
+    command = [
+        str(Path(sys.executable).parent / "ms-run"),
+        *args.overrides,
+        f"hydra.run.dir={run}",
+        f"cache_dir={args.out / 'cache'}",
+    ]
     started = time.perf_counter()
     subprocess.run(command, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     wall = time.perf_counter() - started
@@ -85,12 +102,22 @@ def main() -> None:
     rows = profile(metrics)
     print(format_rows(rows, wall))
     if args.json:
-        args.json.write_text(json.dumps({"command": ["ms-run", *args.overrides], "wall_seconds": round(wall, 1),
-                                         "run_wall_seconds": metrics.get("wall_seconds"),
-                                         "commit": metrics["provenance"].get("commit"),
-                                         "dirty": metrics["provenance"].get("dirty"),
-                                         "cpus": os.cpu_count(),
-                                         "date": time.strftime("%Y-%m-%d"), "roles": rows}, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "command": ["ms-run", *args.overrides],
+                    "wall_seconds": round(wall, 1),
+                    "run_wall_seconds": metrics.get("wall_seconds"),
+                    "commit": metrics["provenance"].get("commit"),
+                    "dirty": metrics["provenance"].get("dirty"),
+                    "cpus": os.cpu_count(),
+                    "date": time.strftime("%Y-%m-%d"),
+                    "roles": rows,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -79,8 +79,10 @@ def main() -> None:
             for share in (False, True):
                 times[share].append(grade_once(gate, item, share))
         full, rest = map(statistics.fmean, zip(*(tokens_read(gate, item) for item in items)))
-    print(f"{len(items)} pairs, {len(gate.rubrics)} rubrics, torch threads {torch.get_num_threads()}; "
-          f"tokens read per pair: {full:.0f} without the cache, {rest:.0f} with it")
+    print(
+        f"{len(items)} pairs, {len(gate.rubrics)} rubrics, torch threads {torch.get_num_threads()}; "
+        f"tokens read per pair: {full:.0f} without the cache, {rest:.0f} with it"
+    )
     for share, label in ((False, "without"), (True, "with")):
         wall, cpu = map(statistics.fmean, zip(*times[share]))
         print(f"{label} the prefix cache: {wall:.2f} s per pair (wall), {cpu:.2f} CPU s per pair")

@@ -76,7 +76,7 @@ def decode(lm, chats, per_call: int, max_new_tokens: int) -> tuple[float, float,
 
     def run():
         for i in range(0, len(chats), per_call):
-            texts.extend(lm.generate(chats[i:i + per_call], max_new_tokens=max_new_tokens, temperature=0.0))
+            texts.extend(lm.generate(chats[i : i + per_call], max_new_tokens=max_new_tokens, temperature=0.0))
 
     wall, cpu = timed(run)
     made = lm.usage.completion_tokens - before
@@ -91,7 +91,7 @@ def score(lm, chats, answers, per_call: int) -> tuple[float, float]:
 
     def run():
         for i in range(0, len(chats), per_call):
-            lm.loglikelihood(contexts[i:i + per_call], answers[i:i + per_call])
+            lm.loglikelihood(contexts[i : i + per_call], answers[i : i + per_call])
 
     wall, cpu = timed(run)
     scored = lm.usage.prompt_tokens - before
@@ -145,8 +145,10 @@ def main() -> None:
     if unknown := [e for e in wanted if e not in ENGINES]:
         parser.error(f"--engines: unknown {', '.join(unknown)}; choose from {', '.join(ENGINES)}")
     load_before = os.getloadavg()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, "
-          f"backbone {args.backbone}, max_new_tokens={args.max_new_tokens}, load average {load_before[0]:.1f}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, "
+        f"backbone {args.backbone}, max_new_tokens={args.max_new_tokens}, load average {load_before[0]:.1f}"
+    )
     cfg = compose_config([f"backbone={args.backbone}"])
     chats, answers = agent_prompts(cfg, args.prompts)
     engines = build_engines(cfg, args.cache_dir, wanted)
@@ -167,34 +169,62 @@ def main() -> None:
             else:
                 hf_row = next(r for r in rows if r["engine"] == "hf" and r["sequences"] == per_call)
                 score_tok_s, score_tok_cpu_s = hf_row["score_tok_s"], hf_row["score_tok_per_cpu_s"]
-            rows.append({"backbone": args.backbone, "engine": name, "sequences": per_call,
-                         "decode_tok_s": round(tok_s, 1), "score_tok_s": round(score_tok_s, 1),
-                         "decode_tok_per_cpu_s": round(tok_cpu_s, 1), "score_tok_per_cpu_s": round(score_tok_cpu_s, 1),
-                         "scoring_on": scored_by, "timed_prompts": full, "max_new_tokens": args.max_new_tokens,
-                         "threads": torch.get_num_threads()})
-            print(f"{name:9s} {per_call:2d} sequences: decode {tok_s:7.1f} tok/s ({tok_cpu_s:7.1f} per CPU s), "
-                  f"score {score_tok_s:7.1f} tok/s ({score_tok_cpu_s:7.1f} per CPU s, on {scored_by})", flush=True)
+            rows.append(
+                {
+                    "backbone": args.backbone,
+                    "engine": name,
+                    "sequences": per_call,
+                    "decode_tok_s": round(tok_s, 1),
+                    "score_tok_s": round(score_tok_s, 1),
+                    "decode_tok_per_cpu_s": round(tok_cpu_s, 1),
+                    "score_tok_per_cpu_s": round(score_tok_cpu_s, 1),
+                    "scoring_on": scored_by,
+                    "timed_prompts": full,
+                    "max_new_tokens": args.max_new_tokens,
+                    "threads": torch.get_num_threads(),
+                }
+            )
+            print(
+                f"{name:9s} {per_call:2d} sequences: decode {tok_s:7.1f} tok/s ({tok_cpu_s:7.1f} per CPU s), "
+                f"score {score_tok_s:7.1f} tok/s ({score_tok_cpu_s:7.1f} per CPU s, on {scored_by})",
+                flush=True,
+            )
     agreement = {}
     for name in engines:
         if name == "hf":
             continue
         offsets = [first_difference(a, b) for a, b in zip(texts["hf", 16], texts[name, 16])]
         differ = [o for o in offsets if o is not None]
-        agreement[name] = {"prompts": len(offsets), "identical": len(offsets) - len(differ),
-                           "identical_share": round(1 - len(differ) / len(offsets), 3),
-                           "median_first_difference_char": statistics.median(differ) if differ else None,
-                           "first_difference_chars": offsets}
-        print(f"{name:9s} vs hf: {agreement[name]['identical']}/{len(offsets)} identical greedy texts, "
-              f"median first difference at char {agreement[name]['median_first_difference_char']}")
+        agreement[name] = {
+            "prompts": len(offsets),
+            "identical": len(offsets) - len(differ),
+            "identical_share": round(1 - len(differ) / len(offsets), 3),
+            "median_first_difference_char": statistics.median(differ) if differ else None,
+            "first_difference_chars": offsets,
+        }
+        print(
+            f"{name:9s} vs hf: {agreement[name]['identical']}/{len(offsets)} identical greedy texts, "
+            f"median first difference at char {agreement[name]['median_first_difference_char']}"
+        )
     load_after = os.getloadavg()
     print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
     for rows_of, path in ((rows, args.json), (None, args.agreement_json)):
         if path:
-            value = rows_of if rows_of is not None else {
-                "conditions": {"backbone": args.backbone, "max_new_tokens": args.max_new_tokens,
-                               "sequences_per_call": 16,
-                               "load_average_before": load_before[0], "load_average_after": load_after[0]},
-                "engines": agreement, "texts": {f"{k[0]}": v for k, v in texts.items() if k[1] == 16}}
+            value = (
+                rows_of
+                if rows_of is not None
+                else {
+                    "conditions": {
+                        "backbone": args.backbone,
+                        "max_new_tokens": args.max_new_tokens,
+                        "sequences_per_call": 16,
+                        "load_average_before": load_before[0],
+                        "load_average_after": load_after[0],
+                    },
+                    "engines": agreement,
+                    "texts": {f"{k[0]}": v for k, v in texts.items() if k[1] == 16},
+                }
+            )
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
 

@@ -51,9 +51,11 @@ REPO = Path(__file__).resolve().parent.parent
 BATCH = 32  # memories per Pool.add: the stream's micro_batch
 K = 10
 SCOPE = "bench"
-NOTE = ("memory embeddings are synthetic random unit vectors (dim 384); memory texts are data/*.jsonl "
-        "examples cycled with a variant number; refresh_s_per_step = memories re-encoded per step, counted "
-        "on this index, x encode_s_per_memory measured with the packaged MiniLM")
+NOTE = (
+    "memory embeddings are synthetic random unit vectors (dim 384); memory texts are data/*.jsonl "
+    "examples cycled with a variant number; refresh_s_per_step = memories re-encoded per step, counted "
+    "on this index, x encode_s_per_memory measured with the packaged MiniLM"
+)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -76,9 +78,17 @@ def memory_items(size: int) -> list[dict]:
     examples = []
     for path in sorted((REPO / "data").glob("*.jsonl")):
         examples += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [{"scope": SCOPE, "agent": e["agent"], "domain": e["domain"], "question": f"{e['question']} ({i})",
-             "answer": e["answer"], "origin": "seed"}
-            for i, e in ((i, examples[i % len(examples)]) for i in range(size))]
+    return [
+        {
+            "scope": SCOPE,
+            "agent": e["agent"],
+            "domain": e["domain"],
+            "question": f"{e['question']} ({i})",
+            "answer": e["answer"],
+            "origin": "seed",
+        }
+        for i, e in ((i, examples[i % len(examples)]) for i in range(size))
+    ]
 
 
 def synthetic_encoder(dim: int = 384, seed: int = 0):
@@ -110,30 +120,38 @@ def measure(size: int, args) -> dict:
         torch.set_num_threads(args.threads)
     items = memory_items(size)
     out: dict = {"size": size}
-    with (tempfile.TemporaryDirectory() as folder, bench_target(args.backend, args.dsn, folder, size) as target,
-          open_pool(args.backend, target) as pool):
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        bench_target(args.backend, args.dsn, folder, size) as target,
+        open_pool(args.backend, target) as pool,
+    ):
         dense, bm25 = DenseRetriever(pool, synthetic_encoder()), BM25Retriever(pool)
         start = time.perf_counter()
         for i in range(0, size, BATCH):
-            pool.add(items[i:i + BATCH], step=i // BATCH)
+            pool.add(items[i : i + BATCH], step=i // BATCH)
             dense.index(SCOPE)
             bm25.index(SCOPE)
         out["add_per_s"] = round(size / (time.perf_counter() - start), 1)
 
-        queries = torch.nn.functional.normalize(torch.randn(args.queries, 384, generator=torch.Generator().manual_seed(1)), dim=-1)
-        turn = iter(range(10 ** 9))
+        queries = torch.nn.functional.normalize(
+            torch.randn(args.queries, 384, generator=torch.Generator().manual_seed(1)), dim=-1
+        )
+        turn = iter(range(10**9))
         search = timed_ms(lambda: dense.search(queries[next(turn) % len(queries)].unsqueeze(0), SCOPE, K), args.queries)
         vectors = dense.index(SCOPE).vectors[:size]
         bare = timed_ms(lambda: (queries[next(turn) % len(queries)].unsqueeze(0) @ vectors.T).topk(K), args.queries)
-        out.update(search_p50_ms=round(percentile(search, 50), 4), search_p99_ms=round(percentile(search, 99), 4),
-                   matmul_topk_p50_ms=round(percentile(bare, 50), 4))
+        out.update(
+            search_p50_ms=round(percentile(search, 50), 4),
+            search_p99_ms=round(percentile(search, 99), 4),
+            matmul_topk_p50_ms=round(percentile(bare, 50), 4),
+        )
 
         encoder = Encoder()
-        questions = [item["question"] for item in items[:args.queries]]
-        asked = iter(range(10 ** 9))
+        questions = [item["question"] for item in items[: args.queries]]
+        asked = iter(range(10**9))
         encode = timed_ms(lambda: encoder.encode([questions[next(asked) % len(questions)]]), min(args.queries, 50), 3)
         out["query_encode_p50_ms"] = round(percentile(encode, 50), 2)
-        texts = [f"{item['question']}\n{item['answer']}" for item in items[:args.encode_sample]]
+        texts = [f"{item['question']}\n{item['answer']}" for item in items[: args.encode_sample]]
         encoder.encode(texts[:8])
         start = time.perf_counter()
         encoder.encode(texts)
@@ -142,8 +160,13 @@ def measure(size: int, args) -> dict:
 
         re_encoded, per_step = {}, {}
         for policy in REFRESH_POLICIES:
-            stepped = DenseRetriever(pool, synthetic_encoder(), refresh=policy, refresh_every=args.refresh_every,
-                                     refresh_budget=args.refresh_budget)
+            stepped = DenseRetriever(
+                pool,
+                synthetic_encoder(),
+                refresh=policy,
+                refresh_every=args.refresh_every,
+                refresh_budget=args.refresh_budget,
+            )
             stepped.index(SCOPE)  # the first encoding is adding, not refreshing
             before = stepped.encoded
             # Count whole refresh cycles: budget re-encodes once every ceil(size / budget) steps.
@@ -158,8 +181,8 @@ def measure(size: int, args) -> dict:
         out["refresh_every"] = args.refresh_every
         out["refresh_budget"] = args.refresh_budget
 
-        memories = pool.memories(SCOPE)[::max(1, size // args.queries)][:args.queries]
-        picked = iter(range(10 ** 9))
+        memories = pool.memories(SCOPE)[:: max(1, size // args.queries)][: args.queries]
+        picked = iter(range(10**9))
 
         def mine(retriever):
             memory = memories[next(picked) % len(memories)]
@@ -175,9 +198,16 @@ def measure(size: int, args) -> dict:
         # Last: the other process's memories would change every measurement after it.
         out.update(catch_up(args.backend, target, dense, SCOPE, args.catchup_batch, args.catchup_repeats, percentile))
         out.update(backend=args.backend, server=server_settings(target) if args.backend == "postgres" else None)
-        out["rss_mb"] = round(psutil.Process().memory_info().rss / 2 ** 20, 1)
-    out.update(synthetic_embeddings=True, note=NOTE, queries=args.queries, torch_threads=torch.get_num_threads(),
-               cpus=os.cpu_count(), load_average=[round(x, 2) for x in os.getloadavg()], machine=platform.machine())
+        out["rss_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
+    out.update(
+        synthetic_embeddings=True,
+        note=NOTE,
+        queries=args.queries,
+        torch_threads=torch.get_num_threads(),
+        cpus=os.cpu_count(),
+        load_average=[round(x, 2) for x in os.getloadavg()],
+        machine=platform.machine(),
+    )
     return out
 
 
@@ -188,22 +218,33 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="timed searches per measurement")
     parser.add_argument("--steps", type=int, default=8, help="training steps counted per refresh policy")
     parser.add_argument("--refresh-every", type=int, default=8, help="n of the every_n policy")
-    parser.add_argument("--refresh-budget", type=int, default=1000,
-                        help="memories re-encoded per step by the budget policy (retriever.refresh_budget)")
+    parser.add_argument(
+        "--refresh-budget",
+        type=int,
+        default=1000,
+        help="memories re-encoded per step by the budget policy (retriever.refresh_budget)",
+    )
     parser.add_argument("--encode-sample", type=int, default=128, help="memories MiniLM encodes to time it")
     parser.add_argument("--reference-upto", type=int, default=10000, help="largest size timed with rank-bm25")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--backend", choices=BACKENDS, default="sqlite", help="where the pool is (default sqlite)")
-    parser.add_argument("--dsn", help="postgres: a server where this user may create databases (default: "
-                                      "MS_POOL_DSN; with neither, a throwaway local server)")
+    parser.add_argument(
+        "--dsn",
+        help="postgres: a server where this user may create databases (default: "
+        "MS_POOL_DSN; with neither, a throwaway local server)",
+    )
     parser.add_argument("--catchup-batch", type=int, default=BATCH, help="memories per write of the other process")
     parser.add_argument("--catchup-repeats", type=int, default=50, help="timed catch-ups per size")
     parser.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # the per-size child process
     # --index ann: its own measurement and flags, kept in retrieval_ann.py
     import retrieval_ann
 
-    parser.add_argument("--index", choices=("exact", "ann"), default="exact",
-                        help="exact: the measurements above; ann: retriever.index=ann (benchmarks/retrieval_ann.py)")
+    parser.add_argument(
+        "--index",
+        choices=("exact", "ann"),
+        default="exact",
+        help="exact: the measurements above; ann: retriever.index=ann (benchmarks/retrieval_ann.py)",
+    )
     retrieval_ann.add_arguments(parser)
     args = parser.parse_args()
     if args.index == "ann":
@@ -225,21 +266,40 @@ def run_sizes(args) -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         child = [sys.executable, __file__, "--one-size", str(size)] + [
             f"--{name.replace('_', '-')}={getattr(args, name)}"
-            for name in ("queries", "steps", "refresh_every", "refresh_budget", "encode_sample", "reference_upto", "threads")]
+            for name in (
+                "queries",
+                "steps",
+                "refresh_every",
+                "refresh_budget",
+                "encode_sample",
+                "reference_upto",
+                "threads",
+            )
+        ]
         child += pool_flags(args)
-        done = subprocess.run(child, capture_output=True, text=True,
-                              env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"})
+        done = subprocess.run(
+            child,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"},
+        )
         if done.returncode != 0:
             sys.exit(f"size {size} failed:\n{done.stderr[-3000:]}")
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
         row = results[-1]
-        print(f"{size:>7} memories: add {row['add_per_s']:.0f}/s, search p50 {row['search_p50_ms']:.3f} ms "
-              f"(p99 {row['search_p99_ms']:.3f}, bare matmul+topk {row['matmul_topk_p50_ms']:.3f}), "
-              f"query encode {row['query_encode_p50_ms']:.1f} ms, BM25 mine {row['bm25_mine_p50_ms']:.2f} ms, "
-              f"refresh s/step {row['refresh_s_per_step']}, rss {row['rss_mb']:.0f} MB", flush=True)
-        print(f"{'':>7} {args.backend}: catch-up after another process's write of {row['catchup_batch']} p50 "
-              f"{row['catchup_p50_ms']:.2f} ms (p99 {row['catchup_p99_ms']:.2f}), unchanged sync p50 "
-              f"{row['unchanged_sync_p50_ms']:.3f} ms", flush=True)
+        print(
+            f"{size:>7} memories: add {row['add_per_s']:.0f}/s, search p50 {row['search_p50_ms']:.3f} ms "
+            f"(p99 {row['search_p99_ms']:.3f}, bare matmul+topk {row['matmul_topk_p50_ms']:.3f}), "
+            f"query encode {row['query_encode_p50_ms']:.1f} ms, BM25 mine {row['bm25_mine_p50_ms']:.2f} ms, "
+            f"refresh s/step {row['refresh_s_per_step']}, rss {row['rss_mb']:.0f} MB",
+            flush=True,
+        )
+        print(
+            f"{'':>7} {args.backend}: catch-up after another process's write of {row['catchup_batch']} p50 "
+            f"{row['catchup_p50_ms']:.2f} ms (p99 {row['catchup_p99_ms']:.2f}), unchanged sync p50 "
+            f"{row['unchanged_sync_p50_ms']:.3f} ms",
+            flush=True,
+        )
     print(f"note: {NOTE}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
@@ -247,8 +307,11 @@ def run_sizes(args) -> None:
 
 def pool_flags(args) -> list[str]:
     """The pool's flags for a size's child process (the DSN names no password: see ms.pool.local_server)."""
-    flags = [f"--backend={args.backend}", f"--catchup-batch={args.catchup_batch}",
-             f"--catchup-repeats={args.catchup_repeats}"]
+    flags = [
+        f"--backend={args.backend}",
+        f"--catchup-batch={args.catchup_batch}",
+        f"--catchup-repeats={args.catchup_repeats}",
+    ]
     return flags + ([f"--dsn={args.dsn}"] if args.dsn else [])
 
 

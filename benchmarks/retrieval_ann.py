@@ -40,18 +40,21 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from ann_vectors import LATENT, CLUSTERS, NOISE, SPREAD, exact_top, recall_at, structured_vectors
-from retrieval import BATCH, K, REPO, SCOPE, percentile, timed_ms
+from ann_vectors import CLUSTERS, LATENT, NOISE, SPREAD, exact_top, recall_at, structured_vectors
+from retrieval import BATCH, REPO, SCOPE, K, percentile, timed_ms
 
 FILL = 10_000  # memories per Pool.add while filling the pool, one transaction each
-NOTE = (f"memory vectors: Gaussian mixture, {CLUSTERS} clusters in a {LATENT}-dim subspace of 384, spread "
-        f"{SPREAD}, isotropic noise {NOISE}, normalized (benchmarks/ann_vectors.py); queries: fresh draws")
+NOTE = (
+    f"memory vectors: Gaussian mixture, {CLUSTERS} clusters in a {LATENT}-dim subspace of 384, spread "
+    f"{SPREAD}, isotropic noise {NOISE}, normalized (benchmarks/ann_vectors.py); queries: fresh draws"
+)
 
 
 def row_items(rows) -> list[dict]:
-    return [{"scope": SCOPE, "agent": "a", "domain": "d", "question": f"m{i}", "answer": "-", "origin": "seed"}
-            for i in rows]
+    return [
+        {"scope": SCOPE, "agent": "a", "domain": "d", "question": f"m{i}", "answer": "-", "origin": "seed"}
+        for i in rows
+    ]
 
 
 def row_encoder(table: np.ndarray):
@@ -68,7 +71,7 @@ def row_encoder(table: np.ndarray):
 def rss_mb() -> float:
     import psutil
 
-    return psutil.Process().memory_info().rss / 2 ** 20
+    return psutil.Process().memory_info().rss / 2**20
 
 
 def answered(dense, queries) -> tuple[list[float], np.ndarray]:
@@ -116,7 +119,7 @@ def measure(size: int, args) -> dict:
             pool.add(row_items(range(at, at + BATCH)), step=1)
             dense.search(queries[:1], SCOPE, K)
         out["add_per_s"] = round(args.stream / (time.perf_counter() - start), 1)
-        out["graph_mb"] = round(graph.nbytes() / 2 ** 20, 1)
+        out["graph_mb"] = round(graph.nbytes() / 2**20, 1)
 
         here = size + args.stream  # rows in the scope from now on
         truth = exact_top(table[:here], queries.numpy(), K)
@@ -125,46 +128,68 @@ def measure(size: int, args) -> dict:
             graph.set_effort(ef)
             answered(dense, queries[:5])  # warm-up
             times, found = answered(dense, queries)
-            frontier.append({"ef": ef, "p50_ms": round(percentile(times, 50), 4),
-                             "p99_ms": round(percentile(times, 99), 4), "recall_at_10": round(recall_at(found, truth), 4)})
+            frontier.append(
+                {
+                    "ef": ef,
+                    "p50_ms": round(percentile(times, 50), 4),
+                    "p99_ms": round(percentile(times, 99), 4),
+                    "recall_at_10": round(recall_at(found, truth), 4),
+                }
+            )
             if ef == args.ann_ef:
-                out.update(search_p50_ms=frontier[-1]["p50_ms"], search_p99_ms=frontier[-1]["p99_ms"],
-                           recall_at_10=frontier[-1]["recall_at_10"])
+                out.update(
+                    search_p50_ms=frontier[-1]["p50_ms"],
+                    search_p99_ms=frontier[-1]["p99_ms"],
+                    recall_at_10=frontier[-1]["recall_at_10"],
+                )
         out["frontier"] = frontier
         graph.set_effort(args.ann_ef)
-        turn = iter(range(10 ** 9))
+        turn = iter(range(10**9))
         bare = timed_ms(lambda: graph.search(queries[next(turn) % len(queries)][None].numpy(), K), args.queries)
         out["graph_search_p50_ms"] = round(percentile(bare, 50), 4)
         dense.index_kind = "exact"  # the same vectors, searched exactly
-        exact = timed_ms(lambda: dense.search(queries[next(turn) % len(queries)][None], SCOPE, K),
-                         min(args.queries, 50), 2)
+        exact = timed_ms(
+            lambda: dense.search(queries[next(turn) % len(queries)][None], SCOPE, K), min(args.queries, 50), 2
+        )
         out["exact_search_p50_ms"] = round(percentile(exact, 50), 4)
         dense.index_kind = "ann"
 
         catchups = []
         for n in range(args.catchups):
             rows = range(here + n * BATCH, here + (n + 1) * BATCH)
-            writer = f"from ms.pool import Pool\nwith Pool({str(Path(folder) / 'pool.sqlite')!r}) as pool:\n" \
-                     f"    pool.add({row_items(rows)!r}, step=2)\n"
+            writer = (
+                f"from ms.pool import Pool\nwith Pool({str(Path(folder) / 'pool.sqlite')!r}) as pool:\n"
+                f"    pool.add({row_items(rows)!r}, step=2)\n"
+            )
             subprocess.run([sys.executable, "-c", writer], check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
             start = time.perf_counter()
             found = dense.search(torch.from_numpy(table[rows[0]])[None], SCOPE, 1)[0]
             catchups.append((time.perf_counter() - start) * 1000)
             assert int(found[0].question[1:]) == rows[0], "the other process's memory was not found"
         if catchups:
-            out.update(catchup_p50_ms=round(percentile(catchups, 50), 3),
-                       catchup_p99_ms=round(percentile(catchups, 99), 3))
+            out.update(
+                catchup_p50_ms=round(percentile(catchups, 50), 3), catchup_p99_ms=round(percentile(catchups, 99), 3)
+            )
         out["rebuilds"] = graph.builds - 1  # 0: the stream's adds and the catch-ups added, never rebuilt
         out["exact_fallbacks"] = dense.ann_fallbacks  # graph searches that came back short (expected 0)
-    out.update(rss_mb=round(rss_mb(), 1), note=NOTE, queries=args.queries, torch_threads=torch.get_num_threads(),
-               cpus=os.cpu_count(), load_average=[round(x, 2) for x in os.getloadavg()], machine=platform.machine())
+    out.update(
+        rss_mb=round(rss_mb(), 1),
+        note=NOTE,
+        queries=args.queries,
+        torch_threads=torch.get_num_threads(),
+        cpus=os.cpu_count(),
+        load_average=[round(x, 2) for x in os.getloadavg()],
+        machine=platform.machine(),
+    )
     return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `--index ann` (benchmarks/retrieval.py adds them to its own)."""
     parser.add_argument("--ann-ef", type=int, help="efSearch of the headline figures (default: retriever.ann_ef's)")
-    parser.add_argument("--efs", default="16,32,64,256", help="efSearch values of the recall/latency frontier (--ann-ef is added)")
+    parser.add_argument(
+        "--efs", default="16,32,64,256", help="efSearch values of the recall/latency frontier (--ann-ef is added)"
+    )
     parser.add_argument("--stream", type=int, default=2048, help="memories added in batches of 32 to time adds")
     parser.add_argument("--catchups", type=int, default=10, help="writes by another process timed")
 
@@ -174,19 +199,29 @@ def main(args) -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         child = [sys.executable, __file__, "--one-size", str(size)] + [
             f"--{name.replace('_', '-')}={getattr(args, name)}"
-            for name in ("queries", "threads", "ann_ef", "efs", "stream", "catchups") if getattr(args, name) is not None]
+            for name in ("queries", "threads", "ann_ef", "efs", "stream", "catchups")
+            if getattr(args, name) is not None
+        ]
         done = subprocess.run(child, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
         if done.returncode != 0:
             sys.exit(f"size {size} failed:\n{done.stderr[-3000:]}")
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
         row = results[-1]
-        print(f"{size:>8} memories, ann ef {row['ann_ef']}: search p50 {row['search_p50_ms']:.3f} ms "
-              f"(p99 {row['search_p99_ms']:.3f}; graph alone {row['graph_search_p50_ms']:.3f}; exact "
-              f"{row['exact_search_p50_ms']:.2f}), recall@10 {row['recall_at_10']:.4f}, build {row['build_s']} s, "
-              f"graph {row['graph_mb']:.0f} MB, add {row['add_per_s']:.0f}/s, catch-up p50 "
-              f"{row.get('catchup_p50_ms', float('nan')):.2f} ms, rss {row['rss_mb']:.0f} MB", flush=True)
-        print("          frontier: " + "; ".join(f"ef {p['ef']}: {p['p50_ms']:.3f} ms, recall {p['recall_at_10']:.4f}"
-                                             for p in row.get("frontier", [])), flush=True)
+        print(
+            f"{size:>8} memories, ann ef {row['ann_ef']}: search p50 {row['search_p50_ms']:.3f} ms "
+            f"(p99 {row['search_p99_ms']:.3f}; graph alone {row['graph_search_p50_ms']:.3f}; exact "
+            f"{row['exact_search_p50_ms']:.2f}), recall@10 {row['recall_at_10']:.4f}, build {row['build_s']} s, "
+            f"graph {row['graph_mb']:.0f} MB, add {row['add_per_s']:.0f}/s, catch-up p50 "
+            f"{row.get('catchup_p50_ms', float('nan')):.2f} ms, rss {row['rss_mb']:.0f} MB",
+            flush=True,
+        )
+        print(
+            "          frontier: "
+            + "; ".join(
+                f"ef {p['ef']}: {p['p50_ms']:.3f} ms, recall {p['recall_at_10']:.4f}" for p in row.get("frontier", [])
+            ),
+            flush=True,
+        )
     print(f"note: {NOTE}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")

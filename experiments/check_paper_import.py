@@ -38,8 +38,10 @@ def truth_is_consistent(truth: dict, repo: Path) -> bool:
             question = " ".join(json.loads(text)["messages"][0]["content"].split())
             if question in seen and seen[question][0] != agents[number]:
                 clashes += 1
-                print(f"clash: {name}:{number} is {agents[number]}, {seen[question][1]}:{seen[question][2]} "
-                      f"is {seen[question][0]}")
+                print(
+                    f"clash: {name}:{number} is {agents[number]}, {seen[question][1]}:{seen[question][2]} "
+                    f"is {seen[question][0]}"
+                )
             seen.setdefault(question, (agents[number], name, number))
     print(f"hand-read blocks: {len(seen)} distinct questions, {clashes} clash(es) between files")
     return clashes == 0
@@ -63,13 +65,19 @@ def main(report_path: str, repo: str | None = None) -> int:
         n_none = sum(got[line] is None for line in want)
         wrong = [(line, got[line], agent) for line, agent in want.items() if got[line] not in (agent, None)]
         total, right, unassigned = total + len(want), right + n_right, unassigned + n_none
-        print(f"{name:<42} {len(want):>7} {n_right:>6} {len(wrong):>6} {n_none:>10} {row['unsure']:>7}"
-              + (f"  wrong: {wrong}" if wrong else ""))
-    print(f"{'all mixed files':<42} {total:>7} {right:>6} {total - right - unassigned:>6} {unassigned:>10}   "
-          f"accuracy {right / total:.2%}, unassigned {unassigned / total:.2%}")
+        print(
+            f"{name:<42} {len(want):>7} {n_right:>6} {len(wrong):>6} {n_none:>10} {row['unsure']:>7}"
+            + (f"  wrong: {wrong}" if wrong else "")
+        )
+    print(
+        f"{'all mixed files':<42} {total:>7} {right:>6} {total - right - unassigned:>6} {unassigned:>10}   "
+        f"accuracy {right / total:.2%}, unassigned {unassigned / total:.2%}"
+    )
     copies = report["copies_agree"]
-    print(f"importer's own check: {copies['same_agent']} of {copies['copies']} OnePool records that repeat a "
-          f"domain record got the same agent")
+    print(
+        f"importer's own check: {copies['same_agent']} of {copies['copies']} OnePool records that repeat a "
+        f"domain record got the same agent"
+    )
     if repo is not None and not truth_is_consistent(truth, Path(repo)):
         return 1
     return 0

@@ -30,7 +30,9 @@ def main(runs: Path) -> None:
     keys = sorted(by_policy["full"])
     agents = sorted({agent for agent, _ in keys})
     print("**Index refresh policies, k = 3, ref_logprob (nats per token), paired over the same test questions**\n")
-    print("| policy | mean [95% CI] | index staleness at test (steps) | minus full [95% CI] | p | agents ahead | verdict |")
+    print(
+        "| policy | mean [95% CI] | index staleness at test (steps) | minus full [95% CI] | p | agents ahead | verdict |"
+    )
     print("|---|---|---|---|---|---|---|")
     for policy in POLICIES:
         rows = by_policy[policy]
@@ -45,12 +47,18 @@ def main(runs: Path) -> None:
             print(f"| {policy} | {cell} | {stale} | reference | | | |")
             continue
         diff = paired(values, [by_policy["full"][k]["ref_logprob"] for k in keys])
-        ahead = sum(sum(rows[k]["ref_logprob"] - by_policy["full"][k]["ref_logprob"] for k in keys if k[0] == a) > 0
-                    for a in agents)
-        print(f"| {policy} | {cell} | {stale} | {diff.estimate:+.4f} [{diff.lo:+.4f}, {diff.hi:+.4f}] | {diff.p:.4f} "
-              f"| {ahead}/{len(agents)} | {diff.verdict} |")
-    print(f"\nn = {len(keys)} test questions ({len(agents)} agents). Verdict on 'policy beats full': supported or "
-          "contradicted where the 95% BCa CI excludes 0 and the sign-flip p < 0.05, else inconclusive.")
+        ahead = sum(
+            sum(rows[k]["ref_logprob"] - by_policy["full"][k]["ref_logprob"] for k in keys if k[0] == a) > 0
+            for a in agents
+        )
+        print(
+            f"| {policy} | {cell} | {stale} | {diff.estimate:+.4f} [{diff.lo:+.4f}, {diff.hi:+.4f}] | {diff.p:.4f} "
+            f"| {ahead}/{len(agents)} | {diff.verdict} |"
+        )
+    print(
+        f"\nn = {len(keys)} test questions ({len(agents)} agents). Verdict on 'policy beats full': supported or "
+        "contradicted where the 95% BCa CI excludes 0 and the sign-flip p < 0.05, else inconclusive."
+    )
 
 
 if __name__ == "__main__":

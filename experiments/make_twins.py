@@ -28,8 +28,9 @@ def write_twins(data_dir: Path, agents: list[str], suffix: str, out: Path) -> li
         records = [record for _, _, record in json_lines(source)]
         for name in (agent, agent + suffix):
             path = out / f"{name}.jsonl"
-            path.write_text("".join(json.dumps({**r, "agent": name}, ensure_ascii=False) + "\n" for r in records),
-                            encoding="utf-8")
+            path.write_text(
+                "".join(json.dumps({**r, "agent": name}, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
+            )
             written.append(path)
     return written
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Optional
 
-from ms.report.runs import PREDICTIONS_FILE, Item, read_jsonl
 from ms.common.stats import paired
+from ms.report.runs import PREDICTIONS_FILE, Item, read_jsonl
 
 
 def values(run: Path, metric: str, fill: Optional[int]) -> tuple[int, dict[Item, float]]:
@@ -39,8 +39,11 @@ def values(run: Path, metric: str, fill: Optional[int]) -> tuple[int, dict[Item,
     chosen = fills[-1] if fill is None else fill
     if chosen not in fills:
         raise SystemExit(f"{path}: no fill {chosen} (it has {', '.join(map(str, fills))})")
-    return chosen, {(r["agent"], str(r["test_id"])): float(r[metric]) for r in rows
-                    if int(r["fill"]) == chosen and r.get(metric) is not None}
+    return chosen, {
+        (r["agent"], str(r["test_id"])): float(r[metric])
+        for r in rows
+        if int(r["fill"]) == chosen and r.get(metric) is not None
+    }
 
 
 def group(spec: str) -> tuple[str, set[str]]:
@@ -55,8 +58,10 @@ def row(label: str, a: dict, b: dict, keys: list) -> str:
         return f"| {label} | {len(keys)} | | | | | too few |"
     left, right = [a[k] for k in keys], [b[k] for k in keys]
     diff = paired(left, right)
-    return (f"| {label} | {diff.n} | {fmean(left):.3f} | {fmean(right):.3f} | {diff.estimate:+.3f} [{diff.lo:+.3f}, "
-            f"{diff.hi:+.3f}] | {diff.p:.4f} | {diff.verdict} |")
+    return (
+        f"| {label} | {diff.n} | {fmean(left):.3f} | {fmean(right):.3f} | {diff.estimate:+.3f} [{diff.lo:+.3f}, "
+        f"{diff.hi:+.3f}] | {diff.p:.4f} | {diff.verdict} |"
+    )
 
 
 def main() -> None:
@@ -73,8 +78,10 @@ def main() -> None:
     shared = sorted(set(a) & set(b))
     if not shared:
         raise SystemExit("the two sides share no test question")
-    print(f"**{args.metric}: a = {args.a} at fill {fill_a}, b = {args.b} at fill {fill_b}; a - b paired over "
-          f"the {len(shared)} test questions both measured**\n")
+    print(
+        f"**{args.metric}: a = {args.a} at fill {fill_a}, b = {args.b} at fill {fill_b}; a - b paired over "
+        f"the {len(shared)} test questions both measured**\n"
+    )
     print("| agents | n | a | b | a - b [95% CI] | p | verdict |")
     print("|---|---|---|---|---|---|---|")
     for name, agents in args.group:

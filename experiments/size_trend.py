@@ -42,8 +42,10 @@ class Family:
     def parse(cls, text: str) -> "Family":
         parts = text.split("|")
         if len(parts) != 5:
-            raise UserError(f"--family {text!r}: expected NAME|MILLIONS|A_DIR|C_DIR|REFERENCE_DIR (5 fields, "
-                            f"the last may be empty), got {len(parts)}")
+            raise UserError(
+                f"--family {text!r}: expected NAME|MILLIONS|A_DIR|C_DIR|REFERENCE_DIR (5 fields, "
+                f"the last may be empty), got {len(parts)}"
+            )
         name, millions, a, c, ref = parts
         return cls(name, float(millions), Path(a), Path(c), Path(ref) if ref else None)
 
@@ -73,10 +75,15 @@ def claim_row(folder: Path, claim: str, comparison: str, gate: Optional[str]) ->
         for r in csv.DictReader(f):
             setting = r["setting"].split(", ")
             gates = [s for s in setting if s.startswith("gate=")]
-            if (r["claim"] == claim and r["metric"] == "ref_logprob" and r["comparison"].startswith(comparison)
-                    and gates == ([gate] if gate else [])):
-                return Row(float(r["estimate"]), float(r["ci_lo"]), float(r["ci_hi"]), float(r["p"]), int(r["n"]),
-                           r["verdict"])
+            if (
+                r["claim"] == claim
+                and r["metric"] == "ref_logprob"
+                and r["comparison"].startswith(comparison)
+                and gates == ([gate] if gate else [])
+            ):
+                return Row(
+                    float(r["estimate"]), float(r["ci_lo"]), float(r["ci_hi"]), float(r["p"]), int(r["n"]), r["verdict"]
+                )
     return None
 
 
@@ -84,8 +91,9 @@ def rubric_run(folder: Path) -> Path:
     """The one run under `folder`/runs with a quality.jsonl (the rubric-gated Figure 4 run)."""
     found = sorted((folder / "runs").glob("*/quality.jsonl"))
     if len(found) != 1:
-        raise UserError(f"{folder}/runs: expected one run with quality.jsonl (ms-data gate-quality RUN), "
-                        f"found {len(found)}")
+        raise UserError(
+            f"{folder}/runs: expected one run with quality.jsonl (ms-data gate-quality RUN), found {len(found)}"
+        )
     return found[0]
 
 
@@ -121,13 +129,17 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 
 def write_markdown(path: Path, table) -> None:
-    lines = ["| family | parameters | (a) k = 3 - k = 0 [95% CI] | (c) rubric pool, last - first fill | "
-             "(c) reference-grown pool | stream answers' BERTScore F1, all judged | the rubric-admitted ones |",
-             "|---|---:|---|---|---|---|---|"]
+    lines = [
+        "| family | parameters | (a) k = 3 - k = 0 [95% CI] | (c) rubric pool, last - first fill | "
+        "(c) reference-grown pool | stream answers' BERTScore F1, all judged | the rubric-admitted ones |",
+        "|---|---:|---|---|---|---|---|",
+    ]
     for fam, a, c, ref, every, admitted in table:
         cells = [r.text() + f", {r.verdict}" if r else "not run" for r in (a, c, ref)]
-        lines.append(f"| {fam.name} | {fam.millions:.0f}M | {' | '.join(cells)} | {estimate_text(every)} | "
-                     f"{estimate_text(admitted)} |")
+        lines.append(
+            f"| {fam.name} | {fam.millions:.0f}M | {' | '.join(cells)} | {estimate_text(every)} | "
+            f"{estimate_text(admitted)} |"
+        )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -157,8 +169,15 @@ def draw(out: Path, table) -> None:
         xs, vs = zip(*pts)
         mid = [v[0] for v in vs]
         # joined only where every family has a value: a line across a missing family would draw one
-        ax.errorbar(xs, mid, yerr=[[m - v[1] for m, v in zip(mid, vs)], [v[2] - m for m, v in zip(mid, vs)]],
-                    marker=marker, capsize=4, label=label, linestyle="-" if len(pts) == len(values) else "none")
+        ax.errorbar(
+            xs,
+            mid,
+            yerr=[[m - v[1] for m, v in zip(mid, vs)], [v[2] - m for m, v in zip(mid, vs)]],
+            marker=marker,
+            capsize=4,
+            label=label,
+            linestyle="-" if len(pts) == len(values) else "none",
+        )
 
     row = lambda r: (r.estimate, r.lo, r.hi) if r else None  # noqa: E731
     series(axes[0], [row(t[1]) for t in table], "k = 3 - k = 0", "o")
@@ -180,8 +199,11 @@ def draw(out: Path, table) -> None:
         ax.legend(fontsize=7)
     paired_n = sorted({r.n for t in table for r in t[1:4] if r})
     stream_n = sorted({t[4].n for t in table})
-    fig.suptitle(f"Claims paired over n = {'/'.join(map(str, paired_n))} test questions; stream answers n = "
-                 f"{'/'.join(map(str, stream_n))} per family; bars: 95% bootstrap CI", fontsize=8)
+    fig.suptitle(
+        f"Claims paired over n = {'/'.join(map(str, paired_n))} test questions; stream answers n = "
+        f"{'/'.join(map(str, stream_n))} per family; bars: 95% bootstrap CI",
+        fontsize=8,
+    )
     save_figure(fig, out, "size_trend")  # PNG and PDF, as ms-report writes its figures
 
 

@@ -17,9 +17,9 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ms.common.errors import UserError, one_line
 from ms.config.schema import AgentConfig
 from ms.config.store import CONF_DIR
-from ms.common.errors import UserError, one_line
 from ms.llm.base import Message
 from ms.pool import scope_for
 
@@ -65,8 +65,10 @@ def agent_problems(entries: Mapping[str, Any], key: str = "agents") -> Iterator[
         if not _NAME.fullmatch(domain):
             yield f"invalid setting {where}.domain={domain}: a domain's name is letters, digits, _ and -"
         elif domain == SINGLE_SCOPE:
-            yield (f"invalid setting {where}.domain={domain}: '{SINGLE_SCOPE}' names the Single-pool; "
-                   f"give the domain another name")
+            yield (
+                f"invalid setting {where}.domain={domain}: '{SINGLE_SCOPE}' names the Single-pool; "
+                f"give the domain another name"
+            )
 
 
 def agents_from(entries: Mapping[str, Any]) -> dict[str, Agent]:
@@ -75,9 +77,16 @@ def agents_from(entries: Mapping[str, Any]) -> dict[str, Agent]:
     found = list(agent_problems(entries))
     if found:
         raise UserError("\n".join(found))
-    return {name: Agent(name=name, domain=e["domain"], instruction=e["instruction"],
-                        rubric=e.get("rubric") or e["domain"], backbone=e.get("backbone") or None)
-            for name, e in _plain(entries).items()}
+    return {
+        name: Agent(
+            name=name,
+            domain=e["domain"],
+            instruction=e["instruction"],
+            rubric=e.get("rubric") or e["domain"],
+            backbone=e.get("backbone") or None,
+        )
+        for name, e in _plain(entries).items()
+    }
 
 
 @cache
@@ -124,8 +133,17 @@ def seed_memories(agent: Agent, pairs: Sequence[Any], pool_mode: str) -> list[di
     """The pool rows an agent's seed pairs (each with `question` and `answer`) become, in the scope
     `pool_mode` gives its domain: how a run seeds its pool, and the gate check its own."""
     scope = scope_for(agent.domain, pool_mode)
-    return [{"scope": scope, "agent": agent.name, "domain": agent.domain, "question": p.question,
-             "answer": p.answer, "origin": "seed"} for p in pairs]
+    return [
+        {
+            "scope": scope,
+            "agent": agent.name,
+            "domain": agent.domain,
+            "question": p.question,
+            "answer": p.answer,
+            "origin": "seed",
+        }
+        for p in pairs
+    ]
 
 
 @dataclass(frozen=True)
@@ -141,12 +159,14 @@ class PromptTemplate:
     def render(self, query: str, memories: Sequence[Mapping[str, str]] = ()) -> str:
         if not memories:
             return self.zero_shot.format(query=query)
-        examples = self.separator.join(self.example.format(question=m["question"], answer=m["answer"])
-                                       for m in memories)
+        examples = self.separator.join(
+            self.example.format(question=m["question"], answer=m["answer"]) for m in memories
+        )
         return self.with_examples.format(examples=examples, query=query)
 
 
 def chat(agent: Agent, user_prompt: str, system: bool = True) -> list[Message]:
     """The agent's chat; without `system`, the user prompt alone, as the authors' code sent it."""
     return ([{"role": "system", "content": agent.instruction}] if system else []) + [
-        {"role": "user", "content": user_prompt}]
+        {"role": "user", "content": user_prompt}
+    ]

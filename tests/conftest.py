@@ -73,9 +73,24 @@ def llama_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
-            stdout=out, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(gguf_path()),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--n_ctx",
+                "2048",
+                "--n_threads",
+                "2",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -117,15 +132,25 @@ def ms_run(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HYDRA_FULL_ERROR", "0")  # so that it is restored after the test: --debug sets it
 
     def call(*args: str) -> tuple[int, list[str]]:
-        code, err = ms_run_in_process(monkeypatch, capsys, [
-            "ms-run", *args, f"hydra.run.dir={tmp_path / 'run'}", f"cache_dir={tmp_path / 'cache'}",
-            "hydra/job_logging=none", "hydra/hydra_logging=none"])
+        code, err = ms_run_in_process(
+            monkeypatch,
+            capsys,
+            [
+                "ms-run",
+                *args,
+                f"hydra.run.dir={tmp_path / 'run'}",
+                f"cache_dir={tmp_path / 'cache'}",
+                "hydra/job_logging=none",
+                "hydra/hydra_logging=none",
+            ],
+        )
         return code, [line for line in err.splitlines() if line.strip()]
 
     return call
 
 
 # ---- the pool on both backends: SQLite files, and a throwaway PostgreSQL cluster ------------------
+
 
 @pytest.fixture(scope="session")
 def postgres_cluster():

@@ -28,11 +28,19 @@ def prompt_text(chat: Sequence[Message]) -> str:
 class FakeLM(LM):
     provider = "fake"
 
-    def __init__(self, replies: Optional[Mapping[str, str]] = None, default: Optional[str] = None, *,
-                 retry: Optional[Mapping[str, str]] = None, fail: bool | BaseException = False,
-                 probabilities: Optional[Mapping[str | int, float]] = None,
-                 scores: Optional[Callable[[str, str], tuple[float, int]]] = None,
-                 model: str = "fake", provider: Optional[str] = None, **lm_options):
+    def __init__(
+        self,
+        replies: Optional[Mapping[str, str]] = None,
+        default: Optional[str] = None,
+        *,
+        retry: Optional[Mapping[str, str]] = None,
+        fail: bool | BaseException = False,
+        probabilities: Optional[Mapping[str | int, float]] = None,
+        scores: Optional[Callable[[str, str], tuple[float, int]]] = None,
+        model: str = "fake",
+        provider: Optional[str] = None,
+        **lm_options,
+    ):
         """`replies`: prompt substring -> reply; `default`: the reply where no key matches (None: such
         a prompt fails the test); `retry`: the same for second tries, falling back to `replies`;
         `fail`: True (or the exception to raise) makes every backend call fail until it is cleared;

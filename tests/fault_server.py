@@ -16,8 +16,13 @@ ANSWER = "a usable answer"
 
 
 def completion(choices: list | None, usage: bool = True) -> dict:
-    body = {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "test",
-            "choices": choices}
+    body = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "test",
+        "choices": choices,
+    }
     if usage:
         body["usage"] = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
     return body
@@ -26,8 +31,11 @@ def completion(choices: list | None, usage: bool = True) -> dict:
 # Each reply: (status, headers, body bytes).
 def ok() -> tuple:
     message = {"role": "assistant", "content": ANSWER}
-    return 200, {"content-type": "application/json"}, json.dumps(
-        completion([{"index": 0, "finish_reason": "stop", "message": message}])).encode()
+    return (
+        200,
+        {"content-type": "application/json"},
+        json.dumps(completion([{"index": 0, "finish_reason": "stop", "message": message}])).encode(),
+    )
 
 
 def not_json(content_type: str = "text/html") -> tuple:
@@ -40,8 +48,11 @@ def empty_choices() -> tuple:
 
 def no_content() -> tuple:
     message = {"role": "assistant"}
-    return 200, {"content-type": "application/json"}, json.dumps(
-        completion([{"index": 0, "finish_reason": "stop", "message": message}])).encode()
+    return (
+        200,
+        {"content-type": "application/json"},
+        json.dumps(completion([{"index": 0, "finish_reason": "stop", "message": message}])).encode(),
+    )
 
 
 def rate_limited(retry_after: str | None) -> tuple:

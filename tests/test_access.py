@@ -5,17 +5,16 @@ as their agent's and `seed` grants them all; access=open retrieves exactly what 
 from __future__ import annotations
 
 import pytest
+from fakes import FakeLM
 
+from ms.common.errors import UserError
 from ms.pool.access import Reader
 from ms.pool.access.table import RuleFileAccess, read_rule_file, rule_file_problems, write_rule_file
-from ms.common.errors import UserError
-from ms.retrieval.memory import StmLtmPolicy
 from ms.retrieval.bm25 import BM25Retriever, RankBM25Retriever
 from ms.retrieval.composite import CompositeRetriever
 from ms.retrieval.dense import DenseRetriever
+from ms.retrieval.memory import StmLtmPolicy
 from ms.retrieval.random import RandomRetriever
-
-from fakes import FakeLM
 
 SCOPE = "logic"
 PROBE = "What do volcanoes erupt, and why do volcanoes erupt?"
@@ -30,8 +29,12 @@ MEMORIES = [
     ("riddle", "seed", "What has a neck but no head?", "A bottle."),
     ("puzzle", "stream", "How many legs do three spiders have?", "Twenty-four."),
     ("puzzle", "stream", "What is the next prime after 7?", "Eleven."),
-    ("puzzle", "seed", "If two cats catch two mice in two minutes, how many cats catch 100 mice in 100 minutes?",
-     "Two cats."),
+    (
+        "puzzle",
+        "seed",
+        "If two cats catch two mice in two minutes, how many cats catch 100 mice in 100 minutes?",
+        "Two cats.",
+    ),
 ]
 READER = Reader("riddle", frozenset({"riddle", "puzzle", "seed"}))  # every writer but pun's stream
 
@@ -50,20 +53,32 @@ def encoder():
 @pytest.fixture
 def pool(where):
     with where.open() as p:
-        p.add([{"scope": SCOPE, "agent": a, "domain": SCOPE, "question": q, "answer": ans, "origin": o}
-               for a, o, q, ans in MEMORIES], step=0)
-        p.add([{"scope": "single", "agent": "pun", "domain": SCOPE, "question": "q", "answer": "a", "origin": "stream"}],
-              step=0)  # another scope, which no search of this one may return
+        p.add(
+            [
+                {"scope": SCOPE, "agent": a, "domain": SCOPE, "question": q, "answer": ans, "origin": o}
+                for a, o, q, ans in MEMORIES
+            ],
+            step=0,
+        )
+        p.add(
+            [{"scope": "single", "agent": "pun", "domain": SCOPE, "question": "q", "answer": "a", "origin": "stream"}],
+            step=0,
+        )  # another scope, which no search of this one may return
         yield p
 
 
 def retrievers(pool, encoder) -> dict:
     dense = DenseRetriever(pool, encoder)
     stm = StmLtmPolicy(pool, FakeLM(default="0.5"), encoder)
-    return {"dense": dense, "ann": DenseRetriever(pool, encoder, index="ann", ann_min_size=1),
-            "bm25": BM25Retriever(pool), "rank_bm25": RankBM25Retriever(pool),
-            "composite": CompositeRetriever(dense, mark=False), "random": RandomRetriever(pool, seed=3),
-            "stm_ltm": stm.wrap(DenseRetriever(pool, encoder))}
+    return {
+        "dense": dense,
+        "ann": DenseRetriever(pool, encoder, index="ann", ann_min_size=1),
+        "bm25": BM25Retriever(pool),
+        "rank_bm25": RankBM25Retriever(pool),
+        "composite": CompositeRetriever(dense, mark=False),
+        "random": RandomRetriever(pool, seed=3),
+        "stm_ltm": stm.wrap(DenseRetriever(pool, encoder)),
+    }
 
 
 def test_a_withheld_writer_never_reaches_the_reader_under_any_retriever(pool, encoder):
@@ -91,15 +106,31 @@ def test_the_ann_fallback_to_exact_search_keeps_the_readers_mask(pool, encoder, 
 
     ann, exact = DenseRetriever(pool, encoder, index="ann", ann_min_size=1), DenseRetriever(pool, encoder)
     walk = ScopeGraph.search
-    monkeypatch.setattr(ScopeGraph, "search", lambda self, queries, take, visible=None:
-                        [row[:1] for row in walk(self, queries, take, visible)])  # a walk that came back short
+    monkeypatch.setattr(
+        ScopeGraph,
+        "search",
+        lambda self, queries, take, visible=None: [row[:1] for row in walk(self, queries, take, visible)],
+    )  # a walk that came back short
     got = ann.retrieve(PROBE, SCOPE, 4, reader=READER)
     assert ann.ann_fallbacks == 1 and got == exact.retrieve(PROBE, SCOPE, 4, reader=READER)
 
 
 def test_a_short_term_item_of_a_withheld_writer_is_not_pulled_in(pool, encoder):
-    [short] = pool.add([{"scope": SCOPE, "agent": "pun", "domain": SCOPE, "question": "What do volcanoes erupt now?",
-                         "answer": "Lava.", "origin": "stream", "tier": "short", "importance": 0.95}], step=1)
+    [short] = pool.add(
+        [
+            {
+                "scope": SCOPE,
+                "agent": "pun",
+                "domain": SCOPE,
+                "question": "What do volcanoes erupt now?",
+                "answer": "Lava.",
+                "origin": "stream",
+                "tier": "short",
+                "importance": 0.95,
+            }
+        ],
+        step=1,
+    )
     stm = StmLtmPolicy(pool, FakeLM(default="0.5"), encoder).wrap(DenseRetriever(pool, encoder))
     assert stm.retrieve(PROBE, SCOPE, 3)[0].id == short
     assert short not in {m.id for m in stm.retrieve(PROBE, SCOPE, 3, reader=READER)}
@@ -113,11 +144,16 @@ def test_open_retrieves_exactly_what_no_rule_does(pool, encoder):
     for name, retriever in retrievers(pool, encoder).items():
         for k in (1, 4, len(MEMORIES)):
             if name == "random":  # each call draws: compare fresh retrievers of one seed
-                runs = [RandomRetriever(pool, seed=3).retrieve(PROBE, SCOPE, k, reader=r)
-                        for r in (None, Reader("riddle"), everyone)]
+                runs = [
+                    RandomRetriever(pool, seed=3).retrieve(PROBE, SCOPE, k, reader=r)
+                    for r in (None, Reader("riddle"), everyone)
+                ]
             else:
-                runs = [retriever.retrieve(PROBE, SCOPE, k), retriever.retrieve(PROBE, SCOPE, k, reader=Reader("riddle")),
-                        retriever.retrieve(PROBE, SCOPE, k, reader=everyone)]
+                runs = [
+                    retriever.retrieve(PROBE, SCOPE, k),
+                    retriever.retrieve(PROBE, SCOPE, k, reader=Reader("riddle")),
+                    retriever.retrieve(PROBE, SCOPE, k, reader=everyone),
+                ]
             assert runs[0] == runs[1] == runs[2], (name, k)
 
 
@@ -139,9 +175,14 @@ AGENTS = ["riddle", "pun", "puzzle"]
 
 
 def test_a_rule_file_round_trips_and_gives_each_reader_its_grants(tmp_path):
-    path = write_rule_file(tmp_path / "rule.yaml", {"riddle": frozenset({"riddle", "seed"}), "pun": None},
-                           default=frozenset({"seed"}), has_default=True, learned={"run": "x", "half": 0},
-                           comment="learned for a test")
+    path = write_rule_file(
+        tmp_path / "rule.yaml",
+        {"riddle": frozenset({"riddle", "seed"}), "pun": None},
+        default=frozenset({"seed"}),
+        has_default=True,
+        learned={"run": "x", "half": 0},
+        comment="learned for a test",
+    )
     assert path.read_text().startswith("# learned for a test\n")
     rule = RuleFileAccess.build(type("Cfg", (), {"file": str(path)}), AGENTS)
     assert rule.reader("riddle") == Reader("riddle", frozenset({"riddle", "seed"}))
@@ -151,14 +192,17 @@ def test_a_rule_file_round_trips_and_gives_each_reader_its_grants(tmp_path):
     assert list(rule_file_problems(read_rule_file(path), AGENTS, AGENTS)) == []
 
 
-@pytest.mark.parametrize("text, message", [
-    ("grants:\n  riddle: [riddle]\nallow: []\n", "line 3: unknown key 'allow'"),
-    ("grants:\n  riddle: {a: b}\n", "line 2: riddle must be a list of writers"),
-    ("grants:\n  riddle: [all, pun]\n", "all stands alone"),
-    ("grants:\n  riddle: [riddle]\n  riddle: [pun]\n", "line 3: reader riddle is listed twice"),
-    ("grants: [riddle]\n", "`grants:` must map each reader"),
-    ("grants:\n  riddle: [riddle\n", "not YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("grants:\n  riddle: [riddle]\nallow: []\n", "line 3: unknown key 'allow'"),
+        ("grants:\n  riddle: {a: b}\n", "line 2: riddle must be a list of writers"),
+        ("grants:\n  riddle: [all, pun]\n", "all stands alone"),
+        ("grants:\n  riddle: [riddle]\n  riddle: [pun]\n", "line 3: reader riddle is listed twice"),
+        ("grants: [riddle]\n", "`grants:` must map each reader"),
+        ("grants:\n  riddle: [riddle\n", "not YAML"),
+    ],
+)
 def test_a_bad_rule_file_is_named_with_its_line(tmp_path, text, message):
     path = tmp_path / "rule.yaml"
     path.write_text(text)
@@ -178,23 +222,28 @@ def test_names_no_agent_has_and_readers_left_out_are_problems(tmp_path):
 
 def test_the_access_group_is_checked_before_anything_runs(tmp_path):
     from conftest import compose_config
+
     from ms.loop.validation import problems
 
     assert not [p for p in problems(compose_config()) if "access" in p]  # access=open, the default
     found = problems(compose_config(["access=rule"]))
-    assert any(p.startswith("invalid setting access.file: access=rule reads its grants from a rule file") for p in found)
+    assert any(
+        p.startswith("invalid setting access.file: access=rule reads its grants from a rule file") for p in found
+    )
     missing = compose_config(["access=rule", f"access.file={tmp_path / 'later.yaml'}"])
     assert any(f"access.file={tmp_path / 'later.yaml'}: no such file" in p for p in problems(missing))
     assert not [p for p in problems(missing, plan=True) if "access" in p]  # a plan reads no grants
     bad = tmp_path / "bad.yaml"
     bad.write_text("grants:\n  limerick: [limerik]\n")
     assert any("line 2: writer limerik" in p for p in problems(compose_config(["access=rule", f"access.file={bad}"])))
-    assert any("access.file" in p and "read by access=rule only" in p
-               for p in problems(compose_config([f"access.file={bad}"])))
+    assert any(
+        "access.file" in p and "read by access=rule only" in p for p in problems(compose_config([f"access.file={bad}"]))
+    )
 
 
 def test_a_run_finished_before_access_rules_resumes_as_access_open(tmp_path):
     from conftest import compose_config
+
     from ms.loop.cell import check_same_cell, identity
 
     before = {k: v for k, v in identity(compose_config()).items() if not k.startswith("access.")}

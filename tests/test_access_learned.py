@@ -10,18 +10,22 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ms.cli.data import main as ms_data
 from ms.pool.access import SEED, Reader
 from ms.pool.access.table import RuleFileAccess, read_rule_file, rule_file_problems
-from ms.cli.data import main as ms_data
 from ms.report.access_rule import learn_grants, question_halves
 from ms.report.writers import Writer
 
 AGENTS = {"ann": "literary", "bob": "literary", "cal": "logic"}
 QUESTIONS = [("ann", f"ann-{i:02d}") for i in range(24)] + [("cal", f"cal-{i:02d}") for i in range(8)]
 # memory id -> writer: bob's and cal's stream memories, and a seed of each agent.
-WRITERS = {1: Writer("bob", "literary", "stream", "smollm2"), 2: Writer("cal", "logic", "stream", "smollm2"),
-           3: Writer("bob", "literary", "seed", "seed"), 4: Writer("cal", "logic", "seed", "seed"),
-           5: Writer("ann", "literary", "seed", "seed")}
+WRITERS = {
+    1: Writer("bob", "literary", "stream", "smollm2"),
+    2: Writer("cal", "logic", "stream", "smollm2"),
+    3: Writer("bob", "literary", "seed", "seed"),
+    4: Writer("cal", "logic", "seed", "seed"),
+    5: Writer("ann", "literary", "seed", "seed"),
+}
 BASE = {item: -2.0 - 0.01 * i for i, item in enumerate(QUESTIONS)}
 
 
@@ -35,8 +39,12 @@ def predictions() -> tuple[dict, dict]:
             retrieved, gain = ([1, 3, 5], 0.3 + 0.004 * i) if even else ([2, 4, 5], 0.3 * (-1) ** (i // 2))
         else:
             retrieved, gain = [1, 5, 4], -0.1
-        rows[agent, test_id] = {"agent": agent, "test_id": test_id, "retrieved": retrieved,
-                                "ref_logprob": BASE[agent, test_id] + gain}
+        rows[agent, test_id] = {
+            "agent": agent,
+            "test_id": test_id,
+            "retrieved": retrieved,
+            "ref_logprob": BASE[agent, test_id] + gain,
+        }
     return rows, dict(BASE)
 
 
@@ -82,18 +90,49 @@ def test_changing_the_scored_half_moves_no_grant():
 def make_run(folder: Path, k: int, rows: dict, access: dict | None = None, pool: str = "single") -> Path:
     """A finished run folder as ms-report reads it, with its writers in memories.csv."""
     (folder / ".hydra").mkdir(parents=True)
-    (folder / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
-        {"backbone": {"name": "smollm2"}, "k": k, "pool": {"mode": pool}, "data": {"dir": "data"}}))
-    (folder / "predictions.jsonl").write_text("".join(
-        json.dumps({**row, "k": k, "fill": 100, "question": f"question {row['test_id']}", "reference": "ref",
-                    "retrieved": row["retrieved"] if k else []}) + "\n" for row in rows.values()))
+    (folder / ".hydra" / "config.yaml").write_text(
+        yaml.safe_dump({"backbone": {"name": "smollm2"}, "k": k, "pool": {"mode": pool}, "data": {"dir": "data"}})
+    )
+    (folder / "predictions.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    **row,
+                    "k": k,
+                    "fill": 100,
+                    "question": f"question {row['test_id']}",
+                    "reference": "ref",
+                    "retrieved": row["retrieved"] if k else [],
+                }
+            )
+            + "\n"
+            for row in rows.values()
+        )
+    )
     per_agent = {a: {"ref_logprob": 0.0, "n": 1} for a in ("ann", "cal")}
-    (folder / "metrics.json").write_text(json.dumps({
-        "complete": True, "fills": {"100": {"overall": {"ref_logprob": 0.0, "n": len(rows)}, "per_agent": per_agent}},
-        "run": {"backbone": "smollm2", "k": k, "pool": pool, "retriever": "dense", "learned": True,
-                "agents": ["ann", "cal"], "fills": [100], "seed": 0, **({"access": access} if access else {})}}))
-    (folder / "memories.csv").write_text("id,agent,domain,origin,backbone\n" + "".join(
-        f"{i},{w.agent},{w.domain},{w.origin},{w.backbone}\n" for i, w in WRITERS.items()))
+    (folder / "metrics.json").write_text(
+        json.dumps(
+            {
+                "complete": True,
+                "fills": {"100": {"overall": {"ref_logprob": 0.0, "n": len(rows)}, "per_agent": per_agent}},
+                "run": {
+                    "backbone": "smollm2",
+                    "k": k,
+                    "pool": pool,
+                    "retriever": "dense",
+                    "learned": True,
+                    "agents": ["ann", "cal"],
+                    "fills": [100],
+                    "seed": 0,
+                    **({"access": access} if access else {}),
+                },
+            }
+        )
+    )
+    (folder / "memories.csv").write_text(
+        "id,agent,domain,origin,backbone\n"
+        + "".join(f"{i},{w.agent},{w.domain},{w.origin},{w.backbone}\n" for i, w in WRITERS.items())
+    )
     return folder
 
 
@@ -109,7 +148,9 @@ def test_learn_access_writes_a_rule_file_the_access_group_loads(tmp_path, capsys
     assert rule.reader("cal") == Reader("cal", frozenset({SEED}))
     learned = read_rule_file(out).learned
     assert (learned["half"], learned["scored_on"], learned["metric"]) == (1, 0, "ref_logprob")
-    assert learned["evidence"]["ann"]["bob"]["granted"] is True and learned["evidence"]["ann"]["cal"]["granted"] is False
+    assert (
+        learned["evidence"]["ann"]["bob"]["granted"] is True and learned["evidence"]["ann"]["cal"]["granted"] is False
+    )
     assert out.read_text().startswith("# Learned by: ms-data learn-access")
     # Every reader the run had is listed: the rule covers the run it will be scored in.
     assert list(rule_file_problems(read_rule_file(out), list(AGENTS), ["ann", "cal"])) == []
@@ -127,8 +168,12 @@ def test_the_sharing_matrix_shows_the_rules_grants_beside_the_retrievals(tmp_pat
     from ms.report.sharing import FOLDER, write_sharing
 
     rows, base = predictions()
-    access = {"rule": "rule", "file": "rules/half0.yaml", "grants": {"ann": ["bob", "seed"], "cal": ["seed"]},
-              "learned": {"half": 0, "scored_on": 1, "run": "x", "metric": "ref_logprob"}}
+    access = {
+        "rule": "rule",
+        "file": "rules/half0.yaml",
+        "grants": {"ann": ["bob", "seed"], "cal": ["seed"]},
+        "learned": {"half": 0, "scored_on": 1, "run": "x", "metric": "ref_logprob"},
+    }
     make_run(tmp_path / "sweep" / "k=3", 3, rows, access)
     make_run(tmp_path / "sweep" / "k=0", 0, {q: {**row, "ref_logprob": base[q]} for q, row in rows.items()})
     runs, _ = find_runs([tmp_path / "sweep"])
@@ -150,11 +195,24 @@ def test_access_md_scores_each_learned_rule_on_its_held_out_half_and_cross_fits_
     shifted = {q: {**row, "ref_logprob": row["ref_logprob"] + 0.1} for q, row in rows.items()}
     root = tmp_path / "sweep"
     make_run(root / "open_single", 3, rows)
-    make_run(root / "open_domain", 3, {q: {**row, "ref_logprob": row["ref_logprob"] - 0.2} for q, row in rows.items()},
-             pool="domain")
+    make_run(
+        root / "open_domain",
+        3,
+        {q: {**row, "ref_logprob": row["ref_logprob"] - 0.2} for q, row in rows.items()},
+        pool="domain",
+    )
     for half in (0, 1):
-        make_run(root / f"learned{half}", 3, shifted, {"rule": "rule", "file": f"half{half}.yaml", "grants": {},
-                                                      "learned": {"half": half, "scored_on": 1 - half}})
+        make_run(
+            root / f"learned{half}",
+            3,
+            shifted,
+            {
+                "rule": "rule",
+                "file": f"half{half}.yaml",
+                "grants": {},
+                "learned": {"half": half, "scored_on": 1 - half},
+            },
+        )
     runs, _ = find_runs([root])
     found = comparisons(runs, "ref_logprob")
     halves = question_halves(rows)

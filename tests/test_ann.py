@@ -14,11 +14,10 @@ import textwrap
 import numpy as np
 import pytest
 import torch
+from conftest import REPO
 
 from ms.pool import Pool
 from ms.retrieval.dense import DenseRetriever
-
-from conftest import REPO
 
 pytest.importorskip("faiss")  # the `test` extra installs it; ms itself runs without it
 
@@ -49,8 +48,10 @@ class TableEncoder(torch.nn.Module):
 
 
 def items(rows, scope: str = "s") -> list[dict]:
-    return [{"scope": scope, "agent": "a", "domain": "d", "question": f"m{i}", "answer": "x", "origin": "seed"}
-            for i in rows]
+    return [
+        {"scope": scope, "agent": "a", "domain": "d", "question": f"m{i}", "answer": "x", "origin": "seed"}
+        for i in rows
+    ]
 
 
 def row_of(memory) -> int:
@@ -114,12 +115,13 @@ def test_another_writers_rows_appear_in_the_next_ann_search(pool, tmp_path):
     graph = ann.graph("s")
     script = textwrap.dedent(f"""
         from ms.pool import Pool
-        with Pool({str(tmp_path / 'pool.sqlite')!r}) as pool:
+        with Pool({str(tmp_path / "pool.sqlite")!r}) as pool:
             pool.add({items(range(4000, 4005))!r}, step=1)
     """)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert [row_of(found[0]) for found in ann.search(asked, "s", K)] == list(range(4000, 4005))
     assert ann.graph("s") is graph and graph.builds == 1 and graph.added == 4005  # added, not rebuilt
@@ -158,8 +160,11 @@ def test_a_walk_that_comes_back_short_is_searched_exactly(pool, monkeypatch):
     ann = DenseRetriever(pool, TableEncoder(table), index="ann", ann_min_size=1000)
     walk = ScopeGraph.search
     # As a walk through a mostly filtered graph can: fewer than asked, here 3 of 10.
-    monkeypatch.setattr(ScopeGraph, "search", lambda self, queries, take, visible=None:
-                        [r[:3] for r in walk(self, queries, take, visible)])
+    monkeypatch.setattr(
+        ScopeGraph,
+        "search",
+        lambda self, queries, take, visible=None: [r[:3] for r in walk(self, queries, take, visible)],
+    )
     assert ann.search(queries, "s", K) == DenseRetriever(pool, TableEncoder(table)).search(queries, "s", K)
     assert ann.ann_fallbacks == len(queries)
 
@@ -183,10 +188,11 @@ def test_a_retrained_encoder_rebuilds_the_graph(pool):
 
 def test_without_faiss_index_ann_is_one_line_user_error(pool, monkeypatch):
     from conftest import compose_config
-    from ms.config.schema import RetrieverConfig
+
     from ms.common.errors import UserError
-    from ms.retrieval import ann, build_retriever
+    from ms.config.schema import RetrieverConfig
     from ms.loop.validation import problems
+    from ms.retrieval import ann, build_retriever
 
     monkeypatch.setitem(sys.modules, "faiss", None)  # what an import of a missing module meets
     monkeypatch.setattr(ann.importlib.util, "find_spec", lambda name: None)
@@ -195,12 +201,14 @@ def test_without_faiss_index_ann_is_one_line_user_error(pool, monkeypatch):
     assert "\n" not in str(raised.value) and "pip install 'ms[ann]'" in str(raised.value)
     # ms-run says so before it opens anything; with index=exact faiss is never asked for.
     assert [line for line in problems(compose_config(["retriever.index=ann"])) if "faiss" in line] == [
-        f"invalid setting retriever.index=ann: {ann.NO_FAISS}"]
+        f"invalid setting retriever.index=ann: {ann.NO_FAISS}"
+    ]
     assert not problems(compose_config([]))
 
 
 def test_the_config_offers_exact_and_ann():
     from conftest import compose_config
+
     from ms.loop.validation import problems
 
     cfg = compose_config(["retriever.index=ann", "retriever.ann_min_size=100", "retriever.ann_ef=32"])

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import logging
 
+import fault_server as faults
 import pytest
 
-import fault_server as faults
 from ms.llm import BackendError
 from ms.llm.mistral import MistralLM
 from ms.llm.openai import OpenAILM
 
-
 # ---- API replies: unusable 2xx replies retried, Retry-After honoured ---------------------------
+
 
 @pytest.fixture(scope="module")
 def server():
@@ -29,12 +29,15 @@ def api_lm(kind: str, url: str, **kwargs):
 
 
 @pytest.mark.parametrize("kind", ["openai", "mistral"])
-@pytest.mark.parametrize("reply, cause", [
-    (faults.not_json(), "not JSON"),
-    (faults.not_json("application/json"), "not"),  # labelled JSON, yet not JSON
-    (faults.empty_choices(), "no choices"),
-    (faults.no_content(), "no message content"),
-])
+@pytest.mark.parametrize(
+    "reply, cause",
+    [
+        (faults.not_json(), "not JSON"),
+        (faults.not_json("application/json"), "not"),  # labelled JSON, yet not JSON
+        (faults.empty_choices(), "no choices"),
+        (faults.no_content(), "no message content"),
+    ],
+)
 def test_an_unusable_2xx_reply_is_retried_then_reported(server, kind, reply, cause):
     server.play(reply)
     lm = api_lm(kind, server.url)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_snapshots import data_items
 
 from ms.pool import Pool
 from ms.retrieval.base import tokenize
 from ms.retrieval.bm25 import BM25Retriever, InvertedIndex, RankBM25Retriever, top_positions
-
-from test_snapshots import data_items
 
 
 def ranked_ids(retriever, query: str, scope: str, exclude=()) -> list[int]:
@@ -29,8 +28,9 @@ def test_incremental_bm25_agrees_with_rank_bm25_on_the_test_data(pool):
     for scope in pool.scopes():
         for memory in pool.memories(scope):
             # How memory train mines: the new pair's question, never the pair itself.
-            assert (ranked_ids(fast, memory.question, scope, [memory.id])
-                    == ranked_ids(reference, memory.question, scope, [memory.id])), memory.question
+            assert ranked_ids(fast, memory.question, scope, [memory.id]) == ranked_ids(
+                reference, memory.question, scope, [memory.id]
+            ), memory.question
         for memory in pool.memories(scope)[::8]:  # long queries: whole answers
             assert ranked_ids(fast, memory.answer, scope) == ranked_ids(reference, memory.answer, scope)
         # Not just the same rankings: the same scores, to the last bit.
@@ -46,15 +46,21 @@ def test_incremental_bm25_follows_adds_and_removals_without_rebuilding(pool, mon
     queries = [items[i]["question"] for i in (3, 70, 150)] + ["a cat in the rain", "月 山"]
     tokenized = []  # positions, each time a memory's tokens go into the index
     activate = InvertedIndex.activate
-    monkeypatch.setattr(InvertedIndex, "activate", lambda index, position, terms=None: (
-        terms is None or tokenized.append(position), activate(index, position, terms)))
+    monkeypatch.setattr(
+        InvertedIndex,
+        "activate",
+        lambda index, position, terms=None: (
+            terms is None or tokenized.append(position),
+            activate(index, position, terms),
+        ),
+    )
 
     def agree():
         for query in queries:
             assert ranked_ids(fast, query, "literary") == ranked_ids(reference, query, "literary"), query
 
     for start in range(0, 60, 6):  # the pool grows a few memories at a time
-        pool.add(items[start:start + 6], step=start)
+        pool.add(items[start : start + 6], step=start)
         agree()
     assert tokenized == list(range(60))  # each memory indexed once, when it came: no rebuilds
     ids = pool.ids("literary")

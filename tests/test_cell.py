@@ -9,15 +9,24 @@ import shutil
 
 import pytest
 import yaml
-
-from ms.loop.cell import check_same_cell, data_fingerprint, differences, identity, record
-from ms.common.errors import UserError
-
 from conftest import REPO, compose_config
 
-TINY = ["data.agents=[limerick,riddle]", "data.max_seed=2", "data.max_stream=2", "data.max_test=1",
-        "fills=[100]", "micro_batch=4", "train.candidates=2", "train.labelled=2",
-        "backbone.generation.max_new_tokens=8", "eval.metrics=[ref_logprob]", "scorer.threshold=0"]
+from ms.common.errors import UserError
+from ms.loop.cell import check_same_cell, data_fingerprint, differences, identity, record
+
+TINY = [
+    "data.agents=[limerick,riddle]",
+    "data.max_seed=2",
+    "data.max_stream=2",
+    "data.max_test=1",
+    "fills=[100]",
+    "micro_batch=4",
+    "train.candidates=2",
+    "train.labelled=2",
+    "backbone.generation.max_new_tokens=8",
+    "eval.metrics=[ref_logprob]",
+    "scorer.threshold=0",
+]
 
 
 def splits_of(cfg):
@@ -55,8 +64,9 @@ def test_a_finished_run_recorded_before_the_cell_record_is_compared_by_its_saved
     (tmp_path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(identity_tree(old)))
     check_same_cell(tmp_path, {"complete": True}, old, "any")  # same settings: no fingerprint to compare
     with pytest.raises(UserError, match=r"other settings \(data.dir\)"):
-        check_same_cell(tmp_path, {"complete": True}, compose_config(TINY + ["data.dir=.cache/paper_data_clean"]),
-                        "any")
+        check_same_cell(
+            tmp_path, {"complete": True}, compose_config(TINY + ["data.dir=.cache/paper_data_clean"]), "any"
+        )
 
 
 def identity_tree(cfg):
@@ -79,8 +89,11 @@ def folder_state(folder):
     """Every file's bytes; a pool by its rows (SQLite may fold its write-ahead log into the file at any time)."""
     from ms.pool import Pool
 
-    files = {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*"))
-             if p.is_file() and not p.name.startswith("pool.sqlite")}
+    files = {
+        p.relative_to(folder): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.name.startswith("pool.sqlite")
+    }
     pools = {}
     for path in sorted(folder.rglob("pool.sqlite")):
         with Pool(path) as pool:

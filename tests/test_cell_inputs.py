@@ -9,13 +9,12 @@ import json
 import shutil
 
 import pytest
+from conftest import REPO, compose_config
+from test_cell import TINY, folder_state
 
 from ms.loop import inputs
 from ms.loop.cell import record
 from ms.loop.inputs import changed_inputs, code_sha256, inputs_record
-
-from conftest import REPO, compose_config
-from test_cell import TINY, folder_state
 
 RIDDLE_DOMAIN_RUBRIC = REPO / "conf" / "rubric" / "logic.yaml"
 
@@ -73,8 +72,13 @@ def test_a_finished_run_is_refused_after_any_file_it_read_changes(tmp_path, ms_r
     rule.write_text("grants:\n  limerick: [limerick, seed]\n  riddle: all\n", encoding="utf-8")
     encoder = tmp_path / "encoder"
     shutil.copytree(packaged_model_dir(), encoder)
-    run = [*TINY, f"agents.riddle.rubric={rubric}", "access=rule", f"access.file={rule}",
-           f"retriever.encoder={encoder}"]
+    run = [
+        *TINY,
+        f"agents.riddle.rubric={rubric}",
+        "access=rule",
+        f"access.file={rule}",
+        f"retriever.encoder={encoder}",
+    ]
 
     code, err = ms_run(*run)
     assert code == 0, err[-20:]

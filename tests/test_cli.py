@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 BIN = Path(sys.executable).parent
@@ -16,8 +15,14 @@ BIN = Path(sys.executable).parent
 
 def cli(*args: str, exe: list[str] | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run((exe or [sys.executable, "-m", "ms"]) + list(args), cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        (exe or [sys.executable, "-m", "ms"]) + list(args),
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_python_m_ms_help_lists_the_groups():
@@ -37,31 +42,46 @@ def test_ms_run_cfg_job_prints_the_composed_config():
 # no torch or transformers imported by then, and nothing written (no run folder, cache or pool).
 # The data file is malformed, so that where a mistake went unnoticed the run stops at reading it,
 # before any model loads.
-PROBE = ("import sys\nfrom ms.cli.run import main\ntry:\n    main()\nfinally:\n"
-         "    print('loaded:', sorted(m for m in ('torch', 'transformers') if m in sys.modules), file=sys.stderr)")
+PROBE = (
+    "import sys\nfrom ms.cli.run import main\ntry:\n    main()\nfinally:\n"
+    "    print('loaded:', sorted(m for m in ('torch', 'transformers') if m in sys.modules), file=sys.stderr)"
+)
 BACKBONES = ", ".join(sorted(p.stem for p in (REPO / "conf" / "backbone").glob("*.yaml")))
 
 
-@pytest.mark.parametrize("args, says", [
-    (["scorer.treshold=20"], "unknown key scorer.treshold: did you mean scorer.threshold?"),
-    (["+scorer.treshold=20"],
-     "unknown key scorer.treshold: did you mean scorer.threshold? (a +key= override cannot add a setting)"),
-    (["retriever=dense_frozn"], "unknown retriever=dense_frozn: choose one of bm25, composite, dense, dense_frozen, "
-                                "random (did you mean retriever=dense_frozen?)"),
-    (["k=three"], "invalid setting k=three: must be an integer"),
-    (["fills=[20,half]"], "invalid setting fills[1]=half: must be an integer"),
-    (["backbone=ms_backbone_schema"], f"unknown backbone=ms_backbone_schema: choose one of {BACKBONES}"),
-    (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),
-    (["-m", "k=3,-1"], "invalid setting k=-1: must be at least 0"),  # a sweep's cell, before any cell runs
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["scorer.treshold=20"], "unknown key scorer.treshold: did you mean scorer.threshold?"),
+        (
+            ["+scorer.treshold=20"],
+            "unknown key scorer.treshold: did you mean scorer.threshold? (a +key= override cannot add a setting)",
+        ),
+        (
+            ["retriever=dense_frozn"],
+            "unknown retriever=dense_frozn: choose one of bm25, composite, dense, dense_frozen, "
+            "random (did you mean retriever=dense_frozen?)",
+        ),
+        (["k=three"], "invalid setting k=three: must be an integer"),
+        (["fills=[20,half]"], "invalid setting fills[1]=half: must be an integer"),
+        (["backbone=ms_backbone_schema"], f"unknown backbone=ms_backbone_schema: choose one of {BACKBONES}"),
+        (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),
+        (["-m", "k=3,-1"], "invalid setting k=-1: must be at least 0"),  # a sweep's cell, before any cell runs
+    ],
+)
 def test_a_config_mistake_is_one_line_before_any_model_module_loads_and_writes_nothing(tmp_path, args, says):
     data, work = tmp_path / "data", tmp_path / "work"
     data.mkdir()
     work.mkdir()
     (data / "riddle.jsonl").write_text('{"id": oops}\n')
-    done = subprocess.run([sys.executable, "-c", PROBE, *args, f"data.dir={data}", "data.agents=[riddle]",
-                           f"cache_dir={work / 'cache'}"], cwd=work, env={**os.environ, "HF_HUB_OFFLINE": "1"},
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args, f"data.dir={data}", "data.agents=[riddle]", f"cache_dir={work / 'cache'}"],
+        cwd=work,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.splitlines() == [f"ms-run: error: {says}", "loaded: []"]
     assert list(work.iterdir()) == []  # Hydra's outputs/ or multirun/ folder, the cache: none of them
@@ -72,23 +92,31 @@ def test_a_bad_data_line_is_one_line_before_any_run_folder_or_model(tmp_path):
     data.mkdir()
     work.mkdir()
     (data / "riddle.jsonl").write_text('{"id": oops}\n')
-    done = subprocess.run([sys.executable, "-c", PROBE, f"data.dir={data}", "data.agents=[riddle]",
-                           f"cache_dir={work / 'cache'}"], cwd=work, env={**os.environ, "HF_HUB_OFFLINE": "1"},
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, f"data.dir={data}", "data.agents=[riddle]", f"cache_dir={work / 'cache'}"],
+        cwd=work,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stderr[-2000:]
     said, loaded = done.stderr.splitlines()
     assert said.startswith(f"ms-run: error: {data / 'riddle.jsonl'}:1: malformed JSON") and loaded == "loaded: []"
     assert list(work.iterdir()) == []
 
 
-@pytest.mark.parametrize("override, says", [
-    ("stream_k=x", "invalid setting stream_k=x: must be an integer or null"),
-    ("train.enabled=maybe", "invalid setting train.enabled=maybe: must be true or false"),
-    ("eval.metrics=bleu", "invalid setting eval.metrics=bleu: must be a list of strings"),
-    ("scorer=3", "invalid setting scorer=3: must be a group of settings (set its keys one by one: KEY.NAME=VALUE)"),
-    ("agents.sonet.domain=logic", "unknown key agents.sonet: did you mean agents.sonnet?"),
-    ("+k2=1", "unknown key k2: did you mean k? (a +key= override cannot add a setting)"),
-])
+@pytest.mark.parametrize(
+    "override, says",
+    [
+        ("stream_k=x", "invalid setting stream_k=x: must be an integer or null"),
+        ("train.enabled=maybe", "invalid setting train.enabled=maybe: must be true or false"),
+        ("eval.metrics=bleu", "invalid setting eval.metrics=bleu: must be a list of strings"),
+        ("scorer=3", "invalid setting scorer=3: must be a group of settings (set its keys one by one: KEY.NAME=VALUE)"),
+        ("agents.sonet.domain=logic", "unknown key agents.sonet: did you mean agents.sonnet?"),
+        ("+k2=1", "unknown key k2: did you mean k? (a +key= override cannot add a setting)"),
+    ],
+)
 def test_each_kind_of_composition_mistake_says_what_the_key_takes(override, says):
     from ms.cli.compose import jobs
     from ms.common.errors import UserError
@@ -130,12 +158,16 @@ def test_a_run_names_its_folder_at_start_and_end_and_cli_log_holds_its_log(tmp_p
     monkeypatch.setattr(root, "level", root.level)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "run"
-    monkeypatch.setattr(sys, "argv", ["ms-run", f"hydra.run.dir={out}", f"data.dir={REPO / 'data'}",
-                                      f"cache_dir={tmp_path / 'cache'}"])
+    monkeypatch.setattr(
+        sys, "argv", ["ms-run", f"hydra.run.dir={out}", f"data.dir={REPO / 'data'}", f"cache_dir={tmp_path / 'cache'}"]
+    )
     ms.cli.run.main()
     logged = (out / "cli.log").read_text().splitlines()
     assert [line.split(" - ", 1)[1] for line in logged] == [
-        f"output folder: {out}", "a step of the run", f"done; this run wrote to {out}"]
+        f"output folder: {out}",
+        "a step of the run",
+        f"done; this run wrote to {out}",
+    ]
     printed = capsys.readouterr().out
     assert f"output folder: {out}" in printed and f"done; this run wrote to {out}" in printed
 
@@ -158,8 +190,9 @@ def test_ms_data_stats_counts_every_agent():
 
 def test_ctrl_c_during_a_run_is_one_line_with_the_step_reached_and_exit_130(ms_run, monkeypatch):
     """No traceback: the last stream step the run wrote to decisions.jsonl, and how to resume."""
-    import ms.loop.pipeline
     from test_pipeline import TINY
+
+    import ms.loop.pipeline
 
     def interrupted_after_two_steps(cfg, out):
         out.mkdir(parents=True, exist_ok=True)
@@ -192,4 +225,5 @@ def test_where_a_folder_is_named_by_the_clock_the_resume_hint_names_the_folder()
 
     clock = OmegaConf.create({"mode": RunMode.RUN, "run": {"dir": "outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}"}})
     assert resume_hint(clock, Path("outputs/2026-01-01/12-00-00")).startswith(
-        "re-run the same command with 'hydra.run.dir=\"outputs/2026-01-01/12-00-00\"' to resume")
+        "re-run the same command with 'hydra.run.dir=\"outputs/2026-01-01/12-00-00\"' to resume"
+    )

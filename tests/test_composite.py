@@ -41,8 +41,20 @@ def pool(tmp_path):
 
 
 def add(pool, question, step=0, **fields):
-    [memory_id] = pool.add([dict(scope="plan", agent="travel", domain="plan", question=question,
-                                 answer=f"answer to {question}", origin="stream", **fields)], step=step)
+    [memory_id] = pool.add(
+        [
+            dict(
+                scope="plan",
+                agent="travel",
+                domain="plan",
+                question=question,
+                answer=f"answer to {question}",
+                origin="stream",
+                **fields,
+            )
+        ],
+        step=step,
+    )
     return memory_id
 
 
@@ -58,8 +70,9 @@ def test_newer_memory_outranks_older_all_else_equal(pool):
     old = add(pool, "old", step=0, score=70)
     new = add(pool, "new", step=5, score=70)
     now = {"step": 5}
-    r = CompositeRetriever(DenseRetriever(pool, AngleEncoder({"old": 0.6, "new": 0.6})),
-                           current_step=lambda: now["step"])
+    r = CompositeRetriever(
+        DenseRetriever(pool, AngleEncoder({"old": 0.6, "new": 0.6})), current_step=lambda: now["step"]
+    )
     assert ids(r.retrieve(QUERY, "plan", k=1)) == [new]
     # Age counts from the later of adding and last retrieval: a fresh retrieval makes `old` the newer.
     pool.mark_retrieved([old], step=8)
@@ -77,8 +90,12 @@ def test_importance_comes_from_score_then_llm_importance_then_default(pool):
     add(pool, "scored", score=80, importance=0.1)
     add(pool, "rated", importance=0.9)
     add(pool, "neither")
-    rows = retriever(pool, {"scored": 0.9, "rated": 0.8, "neither": 0.7}, default_importance=0.25).explain(QUERY, "plan")
-    assert {r.memory.question: r.importance for r in rows} == pytest.approx({"scored": 0.8, "rated": 0.9, "neither": 0.25})
+    rows = retriever(pool, {"scored": 0.9, "rated": 0.8, "neither": 0.7}, default_importance=0.25).explain(
+        QUERY, "plan"
+    )
+    assert {r.memory.question: r.importance for r in rows} == pytest.approx(
+        {"scored": 0.8, "rated": 0.9, "neither": 0.25}
+    )
 
 
 def test_zero_similarity_weight_ignores_cosine(pool):
@@ -99,7 +116,7 @@ def test_a_zero_weight_removes_its_term(pool, zeroed):
         terms = {"importance_weight": r.importance, "recency_weight": r.recency, "similarity_weight": r.cosine}
         assert r.total == pytest.approx(sum(w * terms[name] for name, w in weights.items()))
     recency = {r.memory.question: r.recency for r in rows}
-    assert recency == pytest.approx({"a": 0.995 ** 40, "b": 0.995 ** 37})
+    assert recency == pytest.approx({"a": 0.995**40, "b": 0.995**37})
 
 
 def test_negative_cosine_counts_as_zero(pool):
@@ -143,7 +160,7 @@ def test_age_in_hours(pool, monkeypatch):
     assert r.explain(QUERY, "plan")[0].recency == pytest.approx(1.0, abs=1e-4)
     later = composite.time.time() + 100 * 3600
     monkeypatch.setattr(composite.time, "time", lambda: later)
-    assert r.explain(QUERY, "plan")[0].recency == pytest.approx(0.995 ** 100, rel=1e-3)
+    assert r.explain(QUERY, "plan")[0].recency == pytest.approx(0.995**100, rel=1e-3)
 
 
 def test_bad_settings_fail_loudly(pool):

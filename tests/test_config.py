@@ -15,5 +15,8 @@ def test_a_part_built_without_ms_run_is_held_to_the_limits_its_config_declares()
     assert "memory.stm_ltm.capacity=0: must be at least 1" in str(bad.value)
     assert "memory.stm_ltm.threshold=1.5: must be at most 1" in str(bad.value)
     with pytest.raises(ValueError, match="all 0"):  # the cross-field rule is applied too
-        require(CompositeConfig(importance_weight=0, recency_weight=0, similarity_weight=0),
-                CompositeConfig, "retriever.composite")
+        require(
+            CompositeConfig(importance_weight=0, recency_weight=0, similarity_weight=0),
+            CompositeConfig,
+            "retriever.composite",
+        )

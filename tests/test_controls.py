@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import REPO, compose_config
 from scipy.stats import binomtest
 
 from ms.common.errors import UserError
@@ -13,12 +14,13 @@ from ms.gates.all import AllGate
 from ms.gates.random import MatchedRandomGate, RandomGate, matched_counts
 from ms.gates.replay import Candidate
 
-from conftest import REPO, compose_config
-
 
 def candidates(agent_counts: dict[str, int]) -> list[Candidate]:
-    return [Candidate(agent, "scope", f"{agent} q{i}", f"{agent} a{i}")
-            for agent, n in agent_counts.items() for i in range(n)]
+    return [
+        Candidate(agent, "scope", f"{agent} q{i}", f"{agent} a{i}")
+        for agent, n in agent_counts.items()
+        for i in range(n)
+    ]
 
 
 def test_all_admits_every_candidate_and_reads_no_score():
@@ -52,8 +54,10 @@ def write_run(folder, steps: list[dict[str, tuple[int, int]]]) -> None:
 def test_matched_random_copies_each_agents_count_at_each_step_and_the_seed_fixes_which(tmp_path):
     steps = [{"riddle": (4, 1), "pun": (4, 3)}, {"riddle": (4, 0), "pun": (3, 3)}]
     write_run(tmp_path / "run", steps)
-    assert matched_counts(tmp_path / "run") == {1: {"riddle": (4, 1), "pun": (4, 3)},
-                                                2: {"riddle": (4, 0), "pun": (3, 3)}}
+    assert matched_counts(tmp_path / "run") == {
+        1: {"riddle": (4, 1), "pun": (4, 3)},
+        2: {"riddle": (4, 0), "pun": (3, 3)},
+    }
     runs = []
     for _ in range(2):
         gate = MatchedRandomGate(tmp_path / "run", seed=0)
@@ -95,8 +99,15 @@ def test_plan_mode_counts_no_grading_for_the_controls():
         assert "utility" not in rows or rows["utility"].calls == 0
 
 
-TINY = ["data.agents=[riddle]", "fills=[50,100]", "micro_batch=4", "train.candidates=3", "train.labelled=2",
-        "backbone.generation.max_new_tokens=24", "eval.metrics=[ref_logprob]"]
+TINY = [
+    "data.agents=[riddle]",
+    "fills=[50,100]",
+    "micro_batch=4",
+    "train.candidates=3",
+    "train.labelled=2",
+    "backbone.generation.max_new_tokens=24",
+    "eval.metrics=[ref_logprob]",
+]
 
 
 def riddles(folder):
@@ -105,20 +116,23 @@ def riddles(folder):
     folder.mkdir()
     source = [json.loads(line) for line in (REPO / "data" / "riddle.jsonl").read_text().splitlines()][:8]
     splits = ["seed"] * 4 + ["stream"] * 3 + ["test"]
-    rows = [{**r, "split": split, "answer": "" if i == 5 else r["answer"]} for i, (r, split) in enumerate(zip(source, splits))]
+    rows = [
+        {**r, "split": split, "answer": "" if i == 5 else r["answer"]}
+        for i, (r, split) in enumerate(zip(source, splits))
+    ]
     (folder / "riddle.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return {r["question"]: r["answer"] for r in rows if r["split"] == "stream" and r["answer"]}
 
 
 @pytest.mark.slow
-def test_a_reference_written_stream_generates_nothing_and_skips_questions_without_a_reference(
-        tmp_path, models_cache):
+def test_a_reference_written_stream_generates_nothing_and_skips_questions_without_a_reference(tmp_path, models_cache):
     from ms.loop.pipeline import run
     from ms.plan.planner import plan_run
 
     references = riddles(tmp_path / "data")
-    cfg = compose_config(TINY + [f"data.dir={tmp_path / 'data'}", f"cache_dir={models_cache}", "gate=all",
-                                 "stream.answers=reference"])
+    cfg = compose_config(
+        TINY + [f"data.dir={tmp_path / 'data'}", f"cache_dir={models_cache}", "gate=all", "stream.answers=reference"]
+    )
     metrics = run(cfg, tmp_path / "out")
     assert metrics["stream"]["skipped_without_reference"] == {"riddle": 1}
     assert metrics["run"]["gate"] == "all" and metrics["run"]["stream_answers"] == "reference"

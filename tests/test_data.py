@@ -13,8 +13,19 @@ import pytest
 from omegaconf import OmegaConf
 
 from ms.agents import default_agents
-from ms.data import (DataConfig, DataError, Example, HFDataConfig, form_problem, import_paper,
-                     load_dir, load_hf, load_jsonl, load_splits, split_examples)
+from ms.data import (
+    DataConfig,
+    DataError,
+    Example,
+    HFDataConfig,
+    form_problem,
+    import_paper,
+    load_dir,
+    load_hf,
+    load_jsonl,
+    load_splits,
+    split_examples,
+)
 
 AGENTS = default_agents()
 
@@ -24,16 +35,20 @@ PAPER_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "paper_repo"
 
 
 def row(i: int, agent: str = "sonnet", **changes) -> dict:
-    record = {"id": f"{agent}-{i:03d}", "agent": agent, "domain": AGENTS[agent].domain,
-              "question": f"Question {i} for {agent}?", "answer": f"Answer {i}."}
+    record = {
+        "id": f"{agent}-{i:03d}",
+        "agent": agent,
+        "domain": AGENTS[agent].domain,
+        "question": f"Question {i} for {agent}?",
+        "answer": f"Answer {i}.",
+    }
     record.update(changes)
     return record
 
 
 def write_jsonl(path: Path, lines: list) -> Path:
     """`lines` holds dicts (written as JSON) or raw strings (written as they are)."""
-    path.write_text("".join((json.dumps(x) if isinstance(x, dict) else x) + "\n" for x in lines),
-                    encoding="utf-8")
+    path.write_text("".join((json.dumps(x) if isinstance(x, dict) else x) + "\n" for x in lines), encoding="utf-8")
     return path
 
 
@@ -92,18 +107,25 @@ def test_load_dir_rejects_missing_file_and_foreign_agent(tmp_path):
 
 def test_load_hf_maps_columns_of_a_local_csv(tmp_path):
     path = tmp_path / "jokes.csv"
-    path.write_text('prompt,reply\n"Why was six afraid?","Seven ate nine."\n"A pun, please","Lettuce in."\n',
-                    encoding="utf-8")
+    path.write_text(
+        'prompt,reply\n"Why was six afraid?","Seven ate nine."\n"A pun, please","Lettuce in."\n', encoding="utf-8"
+    )
     loaded = load_hf(str(path), question="prompt", answer="reply", agent="pun")
     assert [(e.question, e.answer, e.agent, e.domain) for e in loaded] == [
         ("Why was six afraid?", "Seven ate nine.", "pun", "logic"),
-        ("A pun, please", "Lettuce in.", "pun", "logic")]
+        ("A pun, please", "Lettuce in.", "pun", "logic"),
+    ]
     assert len({e.id for e in loaded}) == 2
 
 
 def test_load_hf_reads_the_agent_from_a_column_of_local_json(tmp_path):
-    path = write_jsonl(tmp_path / "mixed.jsonl", [{"q": "Plan a week in Rome.", "a": "Day 1...", "who": "travel"},
-                                                  {"q": "A riddle?", "a": "An echo.", "who": "riddle"}])
+    path = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            {"q": "Plan a week in Rome.", "a": "Day 1...", "who": "travel"},
+            {"q": "A riddle?", "a": "An echo.", "who": "riddle"},
+        ],
+    )
     loaded = load_hf(str(path), question="q", answer="a", agent_column="who")
     assert [(e.agent, e.domain) for e in loaded] == [("travel", "plan"), ("riddle", "logic")]
 
@@ -122,6 +144,7 @@ def test_load_hf_rejects_empty_cells_with_their_row(tmp_path):
 
 # ---- splits ----------------------------------------------------------------------------------
 
+
 def ids(part: list[Example]) -> list[str]:
     return [e.id for e in part]
 
@@ -129,8 +152,11 @@ def ids(part: list[Example]) -> list[str]:
 def test_split_is_deterministic_and_depends_on_the_seed():
     data = examples(50)
     first, again = split_examples(data, seed=0), split_examples(list(reversed(data)), seed=0)
-    assert (ids(first.seed), ids(first.stream), ids(first.test)) == \
-           (ids(again.seed), ids(again.stream), ids(again.test))
+    assert (ids(first.seed), ids(first.stream), ids(first.test)) == (
+        ids(again.seed),
+        ids(again.stream),
+        ids(again.test),
+    )
     other = split_examples(data, seed=1)
     assert set(ids(first.test)) != set(ids(other.test))
 
@@ -188,6 +214,7 @@ def test_load_splits_reads_a_hf_dataset_when_configured(tmp_path):
 
 # Agent blocks, hygiene and the clean variant: tests/test_paper.py.
 
+
 def test_import_paper_reports_a_malformed_line(tmp_path):
     source = tmp_path / "repo"
     shutil.copytree(PAPER_FIXTURE, source)
@@ -198,6 +225,7 @@ def test_import_paper_reports_a_malformed_line(tmp_path):
 
 
 # ---- forms -----------------------------------------------------------------------------------
+
 
 def test_form_problem_catches_broken_forms():
     sonnet = Example(**row(0, answer="\n".join(["a line"] * 13)))
@@ -210,6 +238,7 @@ def test_form_problem_catches_broken_forms():
 
 
 # ---- the project's own data ------------------------------------------------------------------
+
 
 def real_examples(agent: str) -> list[Example]:
     path = DATA_DIR / f"{agent}.jsonl"
@@ -246,12 +275,16 @@ def test_real_data_has_no_near_duplicate_questions(agent, encoder):
     similarity = vectors @ vectors.T
     similarity.fill_diagonal_(-1.0)
     best = similarity.max(dim=1)
-    pairs = {(data[i].id, data[int(j)].id, round(float(s), 3))
-             for i, (s, j) in enumerate(zip(best.values, best.indices)) if s > 0.95}
+    pairs = {
+        (data[i].id, data[int(j)].id, round(float(s), 3))
+        for i, (s, j) in enumerate(zip(best.values, best.indices))
+        if s > 0.95
+    }
     assert not pairs
 
 
 # ---- ms-data invert ---------------------------------------------------------------------------
+
 
 def test_read_answers_names_file_and_line(tmp_path):
     from ms.data.invert import read_answers
@@ -270,8 +303,10 @@ def test_read_answers_names_file_and_line(tmp_path):
 def test_invert_writes_stream_questions_and_its_usage_with_the_real_model(tmp_path, models_cache, capsys):
     from ms.cli.data import main
 
-    rows = [("r1", "riddle", "An echo: it repeats what you say without a mouth."),
-            ("t1", "travel", "Day 1: Louvre in the morning, Seine walk at dusk. Day 2: Versailles by RER C.")]
+    rows = [
+        ("r1", "riddle", "An echo: it repeats what you say without a mouth."),
+        ("t1", "travel", "Day 1: Louvre in the morning, Seine walk at dusk. Day 2: Versailles by RER C."),
+    ]
     answers, out = tmp_path / "answers.jsonl", tmp_path / "stream.jsonl"
     answers.write_text("".join(json.dumps({"id": i, "agent": a, "answer": t}) + "\n" for i, a, t in rows))
     assert main(["invert", str(answers), str(out), f"cache_dir={models_cache}"]) == 0

@@ -20,20 +20,18 @@ import typing
 from pathlib import Path
 
 import pytest
+from conftest import REPO
+from test_registry import toy  # noqa: F401  (the fixture: a toy gate and metric from outside ms)
 
 from ms.config.parts import GATES, METRICS
 from ms.config.reference import markdown, registries
 from ms.config.schema import Config
 from ms.config.store import CONF_DIR
 
-from conftest import REPO
-from test_registry import toy  # noqa: F401  (the fixture: a toy gate and metric from outside ms)
-
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 README_LINES = 200
 # Where the documentation and the code live; results/*/README.md keep their commits as provenance.
-WRITTEN = ["README.md", "ARCHITECTURE.md", "CHANGELOG.md", "docs/**/*.md", "docs/**/*.py", "mkdocs.yml",
-           "ms/**/*.py"]
+WRITTEN = ["README.md", "ARCHITECTURE.md", "CHANGELOG.md", "docs/**/*.md", "docs/**/*.py", "mkdocs.yml", "ms/**/*.py"]
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|home|root|Users)/\w")
 ISSUE = re.compile(r"\bissues?[ -]#?\d+", re.IGNORECASE)
 # Other projects' issue trackers, which a comment may cite: they are not this project's issues.
@@ -57,13 +55,20 @@ def site(tmp_path_factory) -> Path:
         _missing("MkDocs and its Material theme (the docs extra)")
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return out
 
 
 # ---- the build ------------------------------------------------------------------------------------
+
 
 def test_the_site_builds_strict_with_every_page_of_the_nav(site):
     import yaml
@@ -77,8 +82,13 @@ def test_the_site_builds_strict_with_every_page_of_the_nav(site):
 
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     listed = pages(config["nav"])
-    assert {"reference/configuration.md", "reference/commands.md", "architecture.md", "changelog.md",
-            "results.md"} <= set(listed)
+    assert {
+        "reference/configuration.md",
+        "reference/commands.md",
+        "architecture.md",
+        "changelog.md",
+        "results.md",
+    } <= set(listed)
     for page in listed:
         assert (site / page.replace(".md", ".html")).is_file(), page
     written = {p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").rglob("*.md")}
@@ -108,6 +118,7 @@ def test_the_math_pages_carry_their_math_for_katex(site):
 
 # ---- the generated references ---------------------------------------------------------------------
 
+
 def conf_listing(conf: Path) -> dict[str, set[str]]:
     """group -> its options, from the files under the config folder (what the reference must list)."""
     listing: dict[str, set[str]] = {}
@@ -115,7 +126,7 @@ def conf_listing(conf: Path) -> dict[str, set[str]]:
         group = Path(folder).relative_to(conf).as_posix()
         for name in files:
             if name.endswith(".yaml") and group != ".":
-                listing.setdefault(group, set()).add(name[:-len(".yaml")])
+                listing.setdefault(group, set()).add(name[: -len(".yaml")])
     return listing
 
 
@@ -126,7 +137,11 @@ def schema_keys(kind: type = Config, prefix: str = "") -> set[str]:
     for field in dataclasses.fields(kind):
         hint, key = hints[field.name], f"{prefix}{field.name}"
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        inner = hint if dataclasses.is_dataclass(hint) else (args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else None)
+        inner = (
+            hint
+            if dataclasses.is_dataclass(hint)
+            else (args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else None)
+        )
         if typing.get_origin(hint) is dict:
             keys |= schema_keys(typing.get_args(hint)[1], f"{key}.NAME.")
         elif inner is not None:
@@ -144,16 +159,31 @@ def test_the_reference_lists_every_group_and_option_under_conf():
         assert f"### `{group}`" in page, group
         for name in names:
             assert f"#### `{group}={name}`" in page, f"{group}={name}"
-    for option in ("gate=all", "gate=random", "access=rule", "grader=qwen2.5-0.5b", "poison=grader_instruction",
-                   "poison=self_assessment", "hydra/callbacks=mlflow"):
+    for option in (
+        "gate=all",
+        "gate=random",
+        "access=rule",
+        "grader=qwen2.5-0.5b",
+        "poison=grader_instruction",
+        "poison=self_assessment",
+        "hydra/callbacks=mlflow",
+    ):
         assert f"`{option}`" in page, option
 
 
 def test_the_reference_lists_every_setting_of_the_schema_with_its_choices():
     page = markdown()
     keys = schema_keys()
-    assert {"k", "gate.rate", "scorer.defence", "backbone.dtype", "accept_code_change", "agents.NAME.rubric",
-            "retriever.composite.utility_weight", "data.hf.name"} <= keys
+    assert {
+        "k",
+        "gate.rate",
+        "scorer.defence",
+        "backbone.dtype",
+        "accept_code_change",
+        "agents.NAME.rubric",
+        "retriever.composite.utility_weight",
+        "data.hf.name",
+    } <= keys
     for key in keys:
         assert f"| `{key}` |" in page, key
     row = next(line for line in page.splitlines() if line.startswith("| `scorer.defence` |"))
@@ -165,8 +195,17 @@ def test_the_reference_lists_every_setting_of_the_schema_with_its_choices():
 def test_the_reference_lists_every_registered_part():
     page = markdown()
     found = registries()
-    assert {name for name, _, _ in found} >= {"GATES", "METRICS", "PROVIDERS", "ENGINES", "RETRIEVERS", "POLICIES",
-                                             "POOL_BACKENDS", "ACCESS_RULES", "POISONS"}
+    assert {name for name, _, _ in found} >= {
+        "GATES",
+        "METRICS",
+        "PROVIDERS",
+        "ENGINES",
+        "RETRIEVERS",
+        "POLICIES",
+        "POOL_BACKENDS",
+        "ACCESS_RULES",
+        "POISONS",
+    }
     for _, registry, _ in found:
         for name in registry.names():
             assert f"| `{name}` | `{registry.target(name)}` |" in page, (registry.kind, name)
@@ -189,12 +228,18 @@ def test_the_built_references_are_the_generated_ones(site):
     for text in ("gate=random", "scorer.defence", "poison=answer_plus_assessment", "ms.gates.all:AllGate"):
         assert text in configuration, text
     commands = (site / "reference" / "commands.html").read_text(encoding="utf-8")
-    for command in ("ms-data gate-check", "ms-data gate-compare", "ms-data forget", "ms-data learn-access",
-                    "ms-report"):
+    for command in (
+        "ms-data gate-check",
+        "ms-data gate-compare",
+        "ms-data forget",
+        "ms-data learn-access",
+        "ms-report",
+    ):
         assert command in commands, command
 
 
 # ---- what the documentation says ------------------------------------------------------------------
+
 
 def written_files() -> list[Path]:
     return sorted({p for pattern in WRITTEN for p in REPO.glob(pattern) if p.is_file()})
@@ -220,10 +265,17 @@ def test_no_commit_hash_issue_number_or_machine_path_in_the_docs_or_the_code():
     if not tokens or not (REPO / ".git").exists():
         return
     asked = sorted(tokens)
-    done = subprocess.run(["git", "cat-file", "--batch-check"], cwd=REPO, input="".join(f"{t}^{{commit}}\n" for t in asked),
-                          capture_output=True, text=True, check=True)
-    commits = [t for t, line in zip(asked, done.stdout.splitlines()) if not line.endswith("missing")
-               and " commit " in line]
+    done = subprocess.run(
+        ["git", "cat-file", "--batch-check"],
+        cwd=REPO,
+        input="".join(f"{t}^{{commit}}\n" for t in asked),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    commits = [
+        t for t, line in zip(asked, done.stdout.splitlines()) if not line.endswith("missing") and " commit " in line
+    ]
     assert commits == [], {t: sorted(tokens[t]) for t in commits}
 
 
@@ -244,12 +296,16 @@ def test_the_repository_pages_link_to_files_and_sections_that_exist(name):
         file = (REPO / name).parent / path if path else REPO / name
         assert file.exists(), (name, target)
         if anchor and file.suffix == ".md":
-            headings = [github_anchor(re.sub(r"[`*]", "", line.lstrip("#")))
-                        for line in file.read_text(encoding="utf-8").splitlines() if re.match(r"^#{1,6} ", line)]
+            headings = [
+                github_anchor(re.sub(r"[`*]", "", line.lstrip("#")))
+                for line in file.read_text(encoding="utf-8").splitlines()
+                if re.match(r"^#{1,6} ", line)
+            ]
             assert anchor in headings, (name, target)
 
 
 # ---- in a browser ---------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def browser():
@@ -263,8 +319,14 @@ def browser():
         _missing("selenium (the test extra)")
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900",
-                "--disable-background-networking"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1200,900",
+        "--disable-background-networking",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})  # every request it makes
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
@@ -282,15 +344,17 @@ def test_a_built_page_renders_its_math_from_disk_with_nothing_fetched(site, brow
     while browser.execute_script(count) == 0:
         assert time.monotonic() < deadline, "no math rendered"
         time.sleep(0.1)
-    left = browser.execute_script("return [...document.querySelectorAll('.arithmatex')]"
-                                  ".filter(e => !e.querySelector('.katex')).length")
+    left = browser.execute_script(
+        "return [...document.querySelectorAll('.arithmatex')].filter(e => !e.querySelector('.katex')).length"
+    )
     assert left == 0, f"{left} formulas not rendered"
     assert browser.execute_script("return document.querySelectorAll('.katex-error').length") == 0
     events = [json.loads(entry["message"])["message"] for entry in browser.get_log("performance")]
     fetched = [e["params"]["request"]["url"] for e in events if e["method"] == "Network.requestWillBeSent"]
     assert any(url.endswith("katex.min.js") for url in fetched), fetched
-    assert all(url.startswith(("file://", "data:")) for url in fetched), [u for u in fetched
-                                                                       if not u.startswith(("file://", "data:"))]
+    assert all(url.startswith(("file://", "data:")) for url in fetched), [
+        u for u in fetched if not u.startswith(("file://", "data:"))
+    ]
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
     fonts = browser.execute_script("return [...document.fonts].filter(f => f.status === 'loaded').map(f => f.family)")
     assert any("KaTeX" in family for family in fonts), fonts

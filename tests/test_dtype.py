@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import REPO, compose_config
 
 from ms.common.errors import UserError
 from ms.llm.hf import model_id
-
-from conftest import REPO, compose_config
 
 
 def test_a_dtype_outside_the_choices_is_refused_naming_the_key():
@@ -46,8 +45,11 @@ def smollm2_bf16(models_cache):
 
 
 def references():
-    rows = [json.loads(line) for name in ("riddle", "sonnet", "study")
-            for line in (REPO / "data" / f"{name}.jsonl").read_text().splitlines()[:3]]
+    rows = [
+        json.loads(line)
+        for name in ("riddle", "sonnet", "study")
+        for line in (REPO / "data" / f"{name}.jsonl").read_text().splitlines()[:3]
+    ]
     return [r["question"] for r in rows], [r["answer"] for r in rows]
 
 

@@ -8,11 +8,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO, compose_config, gguf_path
 
 from ms.llm import BackendError, ResponseCache, build_lm
 from ms.llm.hf import make_generator
-
-from conftest import REPO, compose_config, gguf_path
 
 
 @pytest.fixture(scope="session")
@@ -35,8 +34,10 @@ def test_llamacpp_stops_at_max_new_tokens_and_counts_usage(llamacpp):
     out = llamacpp.generate(["Write a long story about a dragon.", "List ten fruits."], max_new_tokens=5)
     assert all(text.strip() for text in out)
     assert llamacpp.usage.completion_tokens - before[0] == 10  # neither reply can end in 5 tokens
-    prompt_tokens = sum(len(llamacpp._encode(llamacpp.chat_context(p)))
-                        for p in ["Write a long story about a dragon.", "List ten fruits."])
+    prompt_tokens = sum(
+        len(llamacpp._encode(llamacpp.chat_context(p)))
+        for p in ["Write a long story about a dragon.", "List ten fruits."]
+    )
     assert llamacpp.usage.prompt_tokens - before[1] == prompt_tokens
 
 
@@ -51,8 +52,12 @@ def test_llamacpp_honours_stop_strings(llamacpp):
 
 
 def test_llamacpp_batch_gives_the_texts_of_one_at_a_time(llamacpp):
-    prompts = ["What is the capital of France?", "Name three colours.", "Write one word: a color.",
-               "Give me a haiku about rain."]
+    prompts = [
+        "What is the capital of France?",
+        "Name three colours.",
+        "Write one word: a color.",
+        "Give me a haiku about rain.",
+    ]
     alone = [llamacpp.generate([p], max_new_tokens=16)[0] for p in prompts]
     together = llamacpp.generate(prompts, max_new_tokens=16)
     assert together == alone
@@ -82,8 +87,7 @@ def test_cache_keys_name_a_non_hf_engine(smollm2, llamacpp, tmp_path):
 def test_missing_engine_package_is_a_one_line_error(monkeypatch, smollm2, engine, package):
     monkeypatch.setitem(sys.modules, package, None)  # `import package` now raises ImportError
     with pytest.raises(BackendError) as error:
-        make_generator(engine, gguf_path(), smollm2.net.name_or_path, smollm2.tokenizer, batch_size=4,
-                       max_length=512)
+        make_generator(engine, gguf_path(), smollm2.net.name_or_path, smollm2.tokenizer, batch_size=4, max_length=512)
     message = str(error.value)
     assert f"backbone.engine={engine}" in message and "\n" not in message
 
@@ -116,8 +120,14 @@ assert cut and "," not in cut, cut
 def test_ct2_generates_stops_and_batches_like_one_at_a_time(models_cache):
     # In a process of its own: CTranslate2's OpenMP runtime and llama.cpp's, loaded together in
     # this session's process, aborted it at exit (seen here, rc 134). A run loads one engine.
-    done = subprocess.run([sys.executable, "-c", CT2_CHECK, str(models_cache)], cwd=REPO, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", CT2_CHECK, str(models_cache)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 

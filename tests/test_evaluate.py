@@ -9,17 +9,21 @@ def bertscore():
 
 
 def test_identical_text_scores_near_one(bertscore):
-    [(p, r, f1)] = bertscore.score(["The train leaves at nine and reaches Kyoto by noon."],
-                                   ["The train leaves at nine and reaches Kyoto by noon."])
+    [(p, r, f1)] = bertscore.score(
+        ["The train leaves at nine and reaches Kyoto by noon."], ["The train leaves at nine and reaches Kyoto by noon."]
+    )
     assert f1 > 0.99 and p > 0.99 and r > 0.99
 
 
 def test_paraphrase_beats_unrelated(bertscore):
     reference = "Study for two hours every evening and review everything on Sunday."
     paraphrase, unrelated = bertscore.score(
-        ["Spend two hours each night studying, with a full review on Sundays.",
-         "The volcano erupted and covered the village in grey ash."],
-        [reference, reference])
+        [
+            "Spend two hours each night studying, with a full review on Sundays.",
+            "The volcano erupted and covered the village in grey ash.",
+        ],
+        [reference, reference],
+    )
     assert paraphrase[2] > unrelated[2]
     assert all(0.0 <= x <= 1.0 for x in paraphrase + unrelated)
 
@@ -57,13 +61,16 @@ def test_layer_defaults():
 def test_summarize_means_per_agent_and_overall_with_cis():
     from ms.common.stats import mean_ci
 
-    rows = [{"agent": "pun", "P": 0.8, "R": 0.6, "F1": 0.7, "ref_logprob": -1.5},
-            {"agent": "pun", "P": 0.4, "R": 0.2, "F1": 0.3, "ref_logprob": -2.5},
-            {"agent": "riddle", "P": 0.3, "R": 0.4, "F1": 0.2}]
+    rows = [
+        {"agent": "pun", "P": 0.8, "R": 0.6, "F1": 0.7, "ref_logprob": -1.5},
+        {"agent": "pun", "P": 0.4, "R": 0.2, "F1": 0.3, "ref_logprob": -2.5},
+        {"agent": "riddle", "P": 0.3, "R": 0.4, "F1": 0.2},
+    ]
     summary = summarize(rows)
     pun = summary["per_agent"]["pun"]
     assert {m: pun[m] for m in ("P", "R", "F1", "ref_logprob")} == pytest.approx(
-        {"P": 0.6, "R": 0.4, "F1": 0.5, "ref_logprob": -2.0})
+        {"P": 0.6, "R": 0.4, "F1": 0.5, "ref_logprob": -2.0}
+    )
     assert pun["n"] == {"P": 2, "R": 2, "F1": 2, "ref_logprob": 2}
     assert pun["ci"]["P"] == [None, None]  # two questions: too few for an interval
     estimate = mean_ci([0.8, 0.4, 0.3])

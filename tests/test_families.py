@@ -9,19 +9,18 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO, compose_config
 from omegaconf import OmegaConf
+from test_pipeline import TINY
 
 from ms.agents import agents_from
 from ms.cli.compose import jobs
-from ms.loop.compose_run import compose_run
 from ms.data.splits import load_splits
+from ms.loop.compose_run import compose_run
 from ms.loop.pipeline import Experiment
+from ms.loop.validation import problems
 from ms.pool import Pool
 from ms.report.baseline import BASELINE_KEYS, _setting
-from ms.loop.validation import problems
-
-from conftest import REPO, compose_config
-from test_pipeline import TINY
 
 GEMMA_AGENTS = {"sonnet", "limerick", "travel", "fitness"}
 
@@ -38,15 +37,18 @@ def test_the_families_experiment_crosses_two_graders_with_k_0_and_3_on_one_agent
     cells = jobs(["experiment=sharing_families_offline"], multirun=True)
     assert sorted(" ".join(sorted(c)) for c, _ in cells) == sorted(
         f"backbone=smollm2 experiment=sharing_families_offline grader={g} k={k}"
-        for g in ("smollm2", "gemma3") for k in (0, 3))
+        for g in ("smollm2", "gemma3")
+        for k in (0, 3)
+    )
     for _, cfg in cells:
         assert cfg.pool.mode == "single" and cfg.backbone.name == "smollm2"
         on_gemma = {name for name, entry in cfg.agents.items() if entry.get("backbone") == "gemma3"}
         assert on_gemma == GEMMA_AGENTS
         assert cfg.scorer.threshold == {"smollm2": 15, "gemma3": 23}[cfg.scorer.backbone]
     # Each k = 3 cell's baseline is a k = 0 cell: they agree on everything ms-report pairs runs by.
-    settings = [{key: _setting(OmegaConf.to_container(cfg, resolve=False), key) for key in BASELINE_KEYS}
-                for _, cfg in cells]
+    settings = [
+        {key: _setting(OmegaConf.to_container(cfg, resolve=False), key) for key in BASELINE_KEYS} for _, cfg in cells
+    ]
     assert all(s == settings[0] for s in settings)
 
 
@@ -55,10 +57,21 @@ def test_gemma_grades_smollm2s_answers_and_both_families_write_one_pool(tmp_path
     """limerick answers on Gemma, riddle on SmolLM2 (the run's backbone), one Single pool; Gemma grades
     both families' answers and SmolLM2 labels, each model built once."""
     overrides = [o for o in TINY if not o.startswith(("data.agents", "data.max_stream", "scorer.threshold", "fills"))]
-    cfg = compose_config(overrides + [f"cache_dir={models_cache}", "data.agents=[limerick,riddle]", "pool=single",
-                                      "data.max_stream=1", "train.candidates=2",
-                                      "fills=[100]", "eval.metrics=[ref_logprob]",
-                                      "agents.limerick.backbone=gemma3", "grader=gemma3", "scorer.threshold=0"])
+    cfg = compose_config(
+        overrides
+        + [
+            f"cache_dir={models_cache}",
+            "data.agents=[limerick,riddle]",
+            "pool=single",
+            "data.max_stream=1",
+            "train.candidates=2",
+            "fills=[100]",
+            "eval.metrics=[ref_logprob]",
+            "agents.limerick.backbone=gemma3",
+            "grader=gemma3",
+            "scorer.threshold=0",
+        ]
+    )
     assert problems(cfg) == []
     out = tmp_path / "run"
     out.mkdir()
@@ -85,8 +98,20 @@ def test_twins_answer_the_same_stream_and_test_questions_on_the_other_family(tmp
     """experiment=sharing_twins_offline: each twin is its agent's copy on Gemma, in its domain, with the
     very same seed, stream and test questions (experiments/make_twins.py keeps the ids the split hashes)."""
     out = tmp_path / "twins"
-    subprocess.run([sys.executable, str(REPO / "experiments" / "make_twins.py"), "--agents", "sonnet,puzzle,study",
-                    "--data", str(REPO / "data"), "--out", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "experiments" / "make_twins.py"),
+            "--agents",
+            "sonnet,puzzle,study",
+            "--data",
+            str(REPO / "data"),
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     cfg = compose_config(["experiment=sharing_twins_offline", "k=3", f"data.dir={out}"])
     assert problems(cfg) == []
     agents = agents_from(cfg.agents)
@@ -94,7 +119,11 @@ def test_twins_answer_the_same_stream_and_test_questions_on_the_other_family(tmp
     assert sorted(splits) == sorted(["sonnet", "sonnet_gemma3", "puzzle", "puzzle_gemma3", "study", "study_gemma3"])
     for name in ("sonnet", "puzzle", "study"):
         twin = agents[f"{name}_gemma3"]
-        assert (twin.backbone, twin.domain, twin.instruction) == ("gemma3", agents[name].domain, agents[name].instruction)
+        assert (twin.backbone, twin.domain, twin.instruction) == (
+            "gemma3",
+            agents[name].domain,
+            agents[name].instruction,
+        )
         assert agents[name].backbone is None  # the run's backbone, SmolLM2
         for part in ("seed", "stream", "test"):
             ours, theirs = getattr(splits[name], part), getattr(splits[f"{name}_gemma3"], part)

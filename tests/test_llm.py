@@ -10,13 +10,12 @@ import time
 
 import pytest
 import torch
+from conftest import compose_config
 
 from ms.llm import BackendError, ResponseCache
 from ms.llm.base import LoglikelihoodUnsupported
 from ms.llm.mistral import MistralLM
 from ms.llm.openai import OpenAILM
-
-from conftest import compose_config
 
 
 def test_smollm2_generates_offline(smollm2):
@@ -43,14 +42,18 @@ def plain_logprob(lm, context: str, continuation: str) -> float:
     with torch.no_grad():
         logprobs = torch.log_softmax(lm.net(ids).logits[0, :-1].float(), -1)
     targets = ids[0, 1:]
-    return float(logprobs[torch.arange(len(targets)), targets][-len(cont):].sum())
+    return float(logprobs[torch.arange(len(targets)), targets][-len(cont) :].sum())
 
 
 def test_loglikelihood_matches_forward_pass_and_batching(smollm2):
-    contexts = [smollm2.chat_context("What is 2 + 2?"),
-                smollm2.chat_context("Write a long, careful description of a lighthouse at night, "
-                                     "with its keeper, the sea, the fog, and the ships passing by."),
-                "The quick brown fox"]
+    contexts = [
+        smollm2.chat_context("What is 2 + 2?"),
+        smollm2.chat_context(
+            "Write a long, careful description of a lighthouse at night, "
+            "with its keeper, the sea, the fog, and the ships passing by."
+        ),
+        "The quick brown fox",
+    ]
     continuations = ["4", "The lamp turns slowly above the black water.", " jumps over the lazy dog."]
     batched = smollm2.loglikelihood(contexts, continuations)
     singles = [smollm2.loglikelihood([c], [x])[0] for c, x in zip(contexts, continuations)]
@@ -68,8 +71,11 @@ def test_ref_logprob_per_question_does_not_change_with_the_batch_size(smollm2):
 
     from conftest import REPO
 
-    rows = [json.loads(line) for name in ("riddle", "pun", "limerick")
-            for line in (REPO / "data" / f"{name}.jsonl").read_text().splitlines()[:3]]
+    rows = [
+        json.loads(line)
+        for name in ("riddle", "pun", "limerick")
+        for line in (REPO / "data" / f"{name}.jsonl").read_text().splitlines()[:3]
+    ]
     contexts = [smollm2.chat_context(r["question"]) for r in rows]  # prompts and answers of many lengths
     references = [r["answer"] for r in rows]
     saved = smollm2.batch_size
@@ -142,6 +148,7 @@ def test_two_processes_write_the_cache_at_once(tmp_path):
 
 # ---- API providers against a real OpenAI-compatible server ------------------------------------
 
+
 def api_lm(kind: str, base_url: str, **kwargs):
     if kind == "openai":
         return OpenAILM("smollm2", base_url=f"{base_url}/v1", **kwargs)
@@ -151,8 +158,9 @@ def api_lm(kind: str, base_url: str, **kwargs):
 @pytest.mark.parametrize("kind", ["openai", "mistral"])
 def test_api_provider_completes_a_batch_of_8(llama_server, kind):
     lm = api_lm(kind, llama_server, max_new_tokens=12, max_concurrency=4)
-    prompts = [f"Give one word that rhymes with '{w}'." for w in
-               ["cat", "dog", "sun", "tree", "blue", "night", "rain", "star"]]
+    prompts = [
+        f"Give one word that rhymes with '{w}'." for w in ["cat", "dog", "sun", "tree", "blue", "night", "rain", "star"]
+    ]
     out = lm.generate(prompts)
     assert len(out) == 8 and all(t.strip() for t in out)
     assert lm.usage.calls == 8 and lm.usage.prompt_tokens > 0 and lm.usage.completion_tokens > 0
@@ -272,8 +280,11 @@ def test_a_request_repeated_within_one_call_is_computed_once_and_counted_as_a_hi
     from fakes import FakeLM
 
     # It records what reaches the backend; the scores are a stand-in.
-    lm = FakeLM(default="a reply", scores=lambda c, x: (-float(len(c + x)), len(x)),
-                cache=ResponseCache(tmp_path / "responses.sqlite"))
+    lm = FakeLM(
+        default="a reply",
+        scores=lambda c, x: (-float(len(c + x)), len(x)),
+        cache=ResponseCache(tmp_path / "responses.sqlite"),
+    )
     out = lm.loglikelihood(["a", "bb", "a", "a"], ["x", "y", "x", "z"])
     assert out == [(-2.0, 1), (-3.0, 1), (-2.0, 1), (-2.0, 1)]
     assert lm.scored == [("a", "x"), ("bb", "y"), ("a", "z")]

@@ -15,15 +15,25 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
-
 from conftest import REPO, free_port
+from omegaconf import OmegaConf
 
 # The smallest run that still has two fills and a stream: one agent, two stream questions, one test
 # question, scored by ref_logprob (one forward pass, nothing decoded at test time).
-TINY = ["data.agents=[riddle]", "data.max_seed=4", "data.max_stream=1", "data.max_test=1", "fills=[50,100]",
-        "micro_batch=4", "train.candidates=3", "train.labelled=2", "backbone.generation.max_new_tokens=16",
-        "scorer.threshold=0", "eval.metrics=[ref_logprob]", f"data.dir={REPO / 'data'}"]
+TINY = [
+    "data.agents=[riddle]",
+    "data.max_seed=4",
+    "data.max_stream=1",
+    "data.max_test=1",
+    "fills=[50,100]",
+    "micro_batch=4",
+    "train.candidates=3",
+    "train.labelled=2",
+    "backbone.generation.max_new_tokens=16",
+    "scorer.threshold=0",
+    "eval.metrics=[ref_logprob]",
+    f"data.dir={REPO / 'data'}",
+]
 # The same as an experiment file, so that a sweep's cell folders are named by the swept key alone;
 # no memory train (k=0 has no stream to train on anyway).
 TINY_EXPERIMENT = "# @package _global_\n" + OmegaConf.to_yaml(OmegaConf.from_dotlist(TINY + ["train.enabled=false"]))
@@ -84,8 +94,9 @@ def test_a_run_is_logged_with_its_config_metrics_per_fill_record_and_files(ms_ru
     assert set(metrics["fills"]) == {"50", "100"}
     for key, scope in (("overall/ref_logprob", "overall"), ("agent/riddle/ref_logprob", "riddle")):
         history = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, key))
-        cells = {int(f): (b["overall"] if scope == "overall" else b["per_agent"][scope])
-                 for f, b in metrics["fills"].items()}
+        cells = {
+            int(f): (b["overall"] if scope == "overall" else b["per_agent"][scope]) for f, b in metrics["fills"].items()
+        }
         assert history == [(fill, pytest.approx(cells[fill]["ref_logprob"])) for fill in (50, 100)]
     assert run.data.metrics["overall/n_ref_logprob"] == 1
     assert run.data.metrics["wall_seconds"] == pytest.approx(metrics["wall_seconds"])
@@ -109,8 +120,9 @@ def test_a_run_is_logged_with_its_config_metrics_per_fill_record_and_files(ms_ru
 
 @pytest.mark.slow
 def test_a_multirun_is_a_parent_run_with_a_child_per_cell(tmp_path, monkeypatch, capsys):
-    import ms.cli.run
     from mlflow import MlflowClient
+
+    import ms.cli.run
 
     store = tmp_path / "elsewhere" / "tracking.db"  # MLFLOW_TRACKING_URI picks the store
     extra = tmp_path / "conf" / "experiment"
@@ -122,10 +134,22 @@ def test_a_multirun_is_a_parent_run_with_a_child_per_cell(tmp_path, monkeypatch,
     monkeypatch.setenv("MS_POOL_DSN", SECRET)
     monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
     sweep = tmp_path / "sweep"
-    monkeypatch.setattr(sys, "argv", ["ms-run", "-m", f"--config-dir={tmp_path / 'conf'}", "experiment=tiny", "k=0,1",
-                                      "hydra/callbacks=mlflow", f"hydra.sweep.dir={sweep}",
-                                      f"cache_dir={tmp_path / 'cache'}", "hydra/job_logging=none",
-                                      "hydra/hydra_logging=none"])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "ms-run",
+            "-m",
+            f"--config-dir={tmp_path / 'conf'}",
+            "experiment=tiny",
+            "k=0,1",
+            "hydra/callbacks=mlflow",
+            f"hydra.sweep.dir={sweep}",
+            f"cache_dir={tmp_path / 'cache'}",
+            "hydra/job_logging=none",
+            "hydra/hydra_logging=none",
+        ],
+    )
     monkeypatch.setattr(ms.cli.run, "_composed", False)
     ms.cli.run.main()
     assert store.is_file() and not (tmp_path / "outputs").exists()
@@ -134,8 +158,9 @@ def test_a_multirun_is_a_parent_run_with_a_child_per_cell(tmp_path, monkeypatch,
     experiment = client.get_experiment_by_name("tiny")  # named after the experiment config
     runs = client.search_runs([experiment.experiment_id])
     [parent] = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
-    children = sorted((r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
-                      key=lambda r: r.info.run_name)
+    children = sorted(
+        (r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id), key=lambda r: r.info.run_name
+    )
     assert len(runs) == 3 and parent.info.status == "FINISHED"
     assert parent.data.tags["ms.sweep_dir"] == str(sweep)
     assert [c.info.run_name for c in children] == ["k=0", "k=1"]  # the cells' folder names
@@ -144,7 +169,9 @@ def test_a_multirun_is_a_parent_run_with_a_child_per_cell(tmp_path, monkeypatch,
         metrics = json.loads((cell / "metrics.json").read_text())
         assert child.info.status == "FINISHED" and child.data.params["k"] == k
         assert child.data.tags["ms.run_folder"] == str(cell)
-        assert child.data.metrics["overall/ref_logprob"] == pytest.approx(metrics["fills"]["100"]["overall"]["ref_logprob"])
+        assert child.data.metrics["overall/ref_logprob"] == pytest.approx(
+            metrics["fills"]["100"]["overall"]["ref_logprob"]
+        )
         files = logged_files(client, child.info.run_id, tmp_path / "downloaded" / k)
         assert files["metrics.json"] == (cell / "metrics.json").read_bytes()
         no_secret_in(child, files)
@@ -152,19 +179,29 @@ def test_a_multirun_is_a_parent_run_with_a_child_per_cell(tmp_path, monkeypatch,
 
 # ---- a finished run run again: skipped by the loop, so nothing new in MLflow ------------------------
 
+
 def finish_once(ran: list):
     """A loop that, as ms.loop.pipeline.run does, leaves a folder holding a finished run as it is, and
     otherwise "runs" in it (no model): its run id and a complete metrics.json."""
+
     def loop(cfg, out: Path) -> dict:
         from ms.loop.run_folder import completed, run_id_for
 
         if completed(out) is None:
             run_id_for(out)
-            (out / "metrics.json").write_text(json.dumps({
-                "complete": True, "wall_seconds": 1.5, "provenance": {"commit": "c0ffee"},
-                "fills": {"100": {"overall": {"P": 0.5, "n": 1}, "per_agent": {"riddle": {"P": 0.5, "n": 1}}}}}))
+            (out / "metrics.json").write_text(
+                json.dumps(
+                    {
+                        "complete": True,
+                        "wall_seconds": 1.5,
+                        "provenance": {"commit": "c0ffee"},
+                        "fills": {"100": {"overall": {"P": 0.5, "n": 1}, "per_agent": {"riddle": {"P": 0.5, "n": 1}}}},
+                    }
+                )
+            )
             ran.append(out)
         return {}
+
     return loop
 
 
@@ -172,8 +209,9 @@ def finish_once(ran: list):
 def test_a_finished_run_run_again_logs_nothing_new(ms_run, tmp_path, monkeypatch, first_tracked):
     """Run twice more with the callback, a finished run is one MLflow run: logged when it ran, or, where it
     ran untracked, once by the first tracked job that found it finished."""
-    import ms.loop.pipeline
     from mlflow import MlflowClient
+
+    import ms.loop.pipeline
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'store.db'}")
     monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
@@ -193,11 +231,11 @@ def test_a_finished_run_run_again_logs_nothing_new(ms_run, tmp_path, monkeypatch
 
 
 def test_a_finished_sweep_run_again_leaves_one_parent_with_its_children(tmp_path, monkeypatch, capsys):
-    import ms.cli.run
-    import ms.loop.pipeline
+    from conftest import ms_run_in_process
     from mlflow import MlflowClient
 
-    from conftest import ms_run_in_process
+    import ms.cli.run
+    import ms.loop.pipeline
 
     extra = tmp_path / "conf" / "experiment"
     extra.mkdir(parents=True)
@@ -208,9 +246,18 @@ def test_a_finished_sweep_run_again_leaves_one_parent_with_its_children(tmp_path
     monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
     ran: list = []
     monkeypatch.setattr(ms.loop.pipeline, "run", finish_once(ran))
-    argv = ["ms-run", "-m", f"--config-dir={tmp_path / 'conf'}", "experiment=tiny", "k=0,1", "hydra/callbacks=mlflow",
-            f"hydra.sweep.dir={tmp_path / 'sweep'}", f"cache_dir={tmp_path / 'cache'}", "hydra/job_logging=none",
-            "hydra/hydra_logging=none"]
+    argv = [
+        "ms-run",
+        "-m",
+        f"--config-dir={tmp_path / 'conf'}",
+        "experiment=tiny",
+        "k=0,1",
+        "hydra/callbacks=mlflow",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        f"cache_dir={tmp_path / 'cache'}",
+        "hydra/job_logging=none",
+        "hydra/hydra_logging=none",
+    ]
     for _ in range(2):
         code, err = ms_run_in_process(monkeypatch, capsys, argv)
         assert code == 0, err
@@ -236,13 +283,31 @@ def test_mlflow_ui_lists_a_logged_run_once_after_the_run_is_run_again(ms_run, tm
     out = tmp_path / "run"
 
     port = free_port()
-    ui = subprocess.Popen([str(Path(sys.executable).parent / "mlflow"), "ui", "--backend-store-uri", store,
-                           "--host", "127.0.0.1", "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    ui = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "mlflow"),
+            "ui",
+            "--backend-store-uri",
+            store,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
     def post(endpoint: str, body: dict) -> dict:
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/2.0/mlflow/{endpoint}", method="POST",
-                                         data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/2.0/mlflow/{endpoint}",
+            method="POST",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=10) as answer:
             return json.loads(answer.read())
 
@@ -260,7 +325,9 @@ def test_mlflow_ui_lists_a_logged_run_once_after_the_run_is_run_again(ms_run, tm
         [run] = post("runs/search", {"experiment_ids": [experiment]})["runs"]
         tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
         assert tags["ms.run_folder"] == str(out) and tags["ms.complete"] == "true"
-        assert run["info"]["status"] == "FINISHED" and "overall/ref_logprob" in {m["key"] for m in run["data"]["metrics"]}
+        assert run["info"]["status"] == "FINISHED" and "overall/ref_logprob" in {
+            m["key"] for m in run["data"]["metrics"]
+        }
         listed = f"http://127.0.0.1:{port}/api/2.0/mlflow/artifacts/list?run_id={run['info']['run_id']}"
         with urllib.request.urlopen(listed, timeout=10) as answer:  # its files, as the run's page lists them
             assert "metrics.json" in {f["path"] for f in json.loads(answer.read())["files"]}
@@ -288,9 +355,22 @@ finally:
 @pytest.mark.parametrize("callbacks, loaded", [([], False), (["hydra/callbacks=mlflow"], True)])
 def test_nothing_of_mlflow_is_loaded_unless_the_callback_is_on(tmp_path, callbacks, loaded):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'store.db'}"}
-    done = subprocess.run([sys.executable, "-c", PROBE, f"hydra.run.dir={tmp_path / 'run'}", f"data.dir={REPO / 'data'}",
-                           f"cache_dir={tmp_path / 'cache'}", *callbacks], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PROBE,
+            f"hydra.run.dir={tmp_path / 'run'}",
+            f"data.dir={REPO / 'data'}",
+            f"cache_dir={tmp_path / 'cache'}",
+            *callbacks,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"mlflow loaded: {loaded}" in done.stderr
     assert (tmp_path / "store.db").exists() == loaded
@@ -299,6 +379,8 @@ def test_nothing_of_mlflow_is_loaded_unless_the_callback_is_on(tmp_path, callbac
 def test_without_mlflow_installed_the_callback_is_one_line_before_any_folder(ms_run, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as if it were not installed: find_spec finds nothing
     code, err = ms_run(*TINY, "hydra/callbacks=mlflow")
-    assert (code, err) == (2, ["ms-run: error: hydra/callbacks=mlflow needs MLflow, which is not installed: "
-                               "pip install -e '.[mlflow]'"])
+    assert (code, err) == (
+        2,
+        ["ms-run: error: hydra/callbacks=mlflow needs MLflow, which is not installed: pip install -e '.[mlflow]'"],
+    )
     assert not (tmp_path / "run").exists()

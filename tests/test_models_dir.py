@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from ms.llm.local import MODELS_ENV, made_once, models_dir
-
-from conftest import REPO
 
 # Each process waits for the go file, then asks for the target; `make` logs a line and takes a
 # second, long enough that the other process asks while it is being made.
@@ -38,9 +37,14 @@ print(sorted(p.name for p in made_once(target, make).iterdir()))
 
 
 def start(code: str, *args, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", code, *map(str, args)], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *map(str, args)],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+    )
 
 
 def test_two_processes_that_need_one_model_at_once_make_it_once(tmp_path):

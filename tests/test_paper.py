@@ -8,12 +8,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from ms.data import (DataError, Example, drop_leaked_tests, hygiene_report, import_paper, load_dir, load_splits,
-                     write_dir)
-from ms.data.segment import MixedFile, decide
-
 from conftest import compose_config
+
+from ms.data import (
+    DataError,
+    Example,
+    drop_leaked_tests,
+    hygiene_report,
+    import_paper,
+    load_dir,
+    load_splits,
+    write_dir,
+)
+from ms.data.segment import MixedFile, decide
 
 PAPER_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "paper_repo"
 
@@ -26,6 +33,7 @@ def imported(tmp_path_factory):
 
 
 # ---- agent blocks ----------------------------------------------------------------------------
+
 
 def test_the_block_structure_overrides_weak_content_and_lists_its_doubts():
     candidates = ("puzzle", "riddle", "pun")
@@ -51,16 +59,19 @@ def test_a_copy_in_another_file_settles_a_record_at_a_block_edge():
     questions = [f"e{i}" for i in range(7)]
     alone = decide([MixedFile("edge", candidates, questions, edge)])[0]
     assert alone[3].agent == "riddle"
-    together = decide([MixedFile("edge", candidates, questions, edge),
-                       MixedFile("middle", candidates, ["m0", "m1", "e3", "m3", "m4"], middle)])
+    together = decide(
+        [
+            MixedFile("edge", candidates, questions, edge),
+            MixedFile("middle", candidates, ["m0", "m1", "e3", "m3", "m4"], middle),
+        ]
+    )
     assert together[0][3].agent == "pun" and together[1][2].agent == "pun"
 
 
 def test_import_reads_the_fixtures_blocks(imported):
     out, report = imported
     blocks = {name: row.get("blocks") for name, row in report["files"].items()}
-    assert blocks["Literal Creation/LiteralPool.jsonl"] == [["wuyanlvshi", 1, 1], ["sonnet", 2, 2],
-                                                            ["limerick", 3, 4]]
+    assert blocks["Literal Creation/LiteralPool.jsonl"] == [["wuyanlvshi", 1, 1], ["sonnet", 2, 2], ["limerick", 3, 4]]
     assert blocks["Literal Creation/Literalproblem.jsonl"] == [["limerick", 1, 1], ["wuyanlvshi", 2, 2]]
     assert blocks["plan generation/PlanPool.jsonl"] == [["travel", 1, 1], ["fitness", 2, 2], ["study", 3, 3]]
     assert blocks["Logic Problem_Solving/LogicPool.jsonl"][0] == ["riddle", 1, 1]
@@ -86,23 +97,28 @@ def test_import_reads_the_fixtures_blocks(imported):
 
 # ---- hygiene -----------------------------------------------------------------------------------
 
+
 def planted() -> dict[str, list[Example]]:
     def ex(agent, n, split, question, answer="An answer."):
         domain = {"riddle": "logic", "pun": "logic", "sonnet": "literary"}[agent]
         return Example(f"{agent}-{n}", agent, domain, question, answer, split)
 
     return {
-        "riddle": [ex("riddle", 1, "seed", "What has keys but can't open a single lock?", "A piano."),
-                   ex("riddle", 2, "stream", "What gets wetter as it dries?", "A towel."),
-                   ex("riddle", 3, "stream", "Why is the sky blue at noon?", ""),
-                   ex("riddle", 4, "test", "What has keys but can’t open a  single lock?", "A piano."),
-                   ex("riddle", 5, "test", "gets wetter as it dries?", "A towel."),
-                   ex("riddle", 6, "test", "Where does today come before yesterday?", "The dictionary."),
-                   ex("riddle", 7, "test", "Where does today come before yesterday?", "The dictionary."),
-                   ex("riddle", 8, "test", "What has a neck but no head?", "A bottle.")],
-        "pun": [ex("pun", 1, "seed", "What has keys but can't open a single lock?", "A piano."),
-                ex("pun", 2, "test", "Why was the equal sign so happy?", "It found its balance."),
-                ex("pun", 3, "seed", "Why was the equal sign so humble?", "It was never less than anyone.")],
+        "riddle": [
+            ex("riddle", 1, "seed", "What has keys but can't open a single lock?", "A piano."),
+            ex("riddle", 2, "stream", "What gets wetter as it dries?", "A towel."),
+            ex("riddle", 3, "stream", "Why is the sky blue at noon?", ""),
+            ex("riddle", 4, "test", "What has keys but can’t open a  single lock?", "A piano."),
+            ex("riddle", 5, "test", "gets wetter as it dries?", "A towel."),
+            ex("riddle", 6, "test", "Where does today come before yesterday?", "The dictionary."),
+            ex("riddle", 7, "test", "Where does today come before yesterday?", "The dictionary."),
+            ex("riddle", 8, "test", "What has a neck but no head?", "A bottle."),
+        ],
+        "pun": [
+            ex("pun", 1, "seed", "What has keys but can't open a single lock?", "A piano."),
+            ex("pun", 2, "test", "Why was the equal sign so happy?", "It found its balance."),
+            ex("pun", 3, "seed", "Why was the equal sign so humble?", "It was never less than anyone."),
+        ],
         "sonnet": [ex("sonnet", 1, "test", "Write a sonnet on rain.", "Line one\nLine two\nLine three")],
     }
 
@@ -134,8 +150,20 @@ def test_ms_data_validate_writes_the_clean_variant(tmp_path, capsys):
     from ms.cli.data import main
 
     write_dir(tmp_path / "leaky", planted())
-    assert main(["validate", "--data-dir", str(tmp_path / "leaky"), "--report", str(tmp_path),
-                 "--drop-leaked-tests", str(tmp_path / "clean")]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                "--data-dir",
+                str(tmp_path / "leaky"),
+                "--report",
+                str(tmp_path),
+                "--drop-leaked-tests",
+                str(tmp_path / "clean"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "riddle 2/5" in out and "pun 1/1" in out
     clean = load_dir(tmp_path / "clean")
@@ -157,13 +185,16 @@ def test_import_reports_the_fixtures_leak_and_writes_the_clean_variant(imported)
 
 # ---- data=paper and protocol=paper -------------------------------------------------------------
 
+
 def test_data_paper_composes_and_keeps_the_papers_split(imported, tmp_path):
     from ms.loop.validation import problems
 
     out, report = imported
     cfg = compose_config(["data=paper"])
     assert cfg.data.dir == ".cache/paper_data"
-    assert cfg.data.created_by.startswith("ms-data import-paper ") and cfg.data.created_by.endswith(" .cache/paper_data")
+    assert cfg.data.created_by.startswith("ms-data import-paper ") and cfg.data.created_by.endswith(
+        " .cache/paper_data"
+    )
     assert compose_config([]).data.dir == "data" and compose_config(["data=ours"]).data.created_by is None
 
     cfg = compose_config(["data=paper", f"data.dir={out / 'data'}", "data.agents=[riddle,pun,travel]"])
@@ -189,15 +220,25 @@ def test_protocol_paper_wins_over_the_experiment_it_is_combined_with():
 
 @pytest.mark.slow
 def test_protocol_paper_stores_the_whole_prompt_as_the_memorys_question(tmp_path, models_cache):
+    from test_pipeline import TINY
+
     from ms.loop.pipeline import run
     from ms.pool import Pool
 
-    from test_pipeline import TINY
-
     # One stream question, two candidates to label, one fill evaluated by ref_logprob: the stream's
     # memory and memory train's verbalized labels are what this reads.
-    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "protocol=paper", "data.agents=[riddle]", "fills=[100]",
-                                 "data.max_stream=1", "train.candidates=2", "eval.metrics=[ref_logprob]"])
+    cfg = compose_config(
+        TINY
+        + [
+            f"cache_dir={models_cache}",
+            "protocol=paper",
+            "data.agents=[riddle]",
+            "fills=[100]",
+            "data.max_stream=1",
+            "train.candidates=2",
+            "eval.metrics=[ref_logprob]",
+        ]
+    )
     metrics = run(cfg, tmp_path)
     assert metrics["run"]["label_method"] == "verbalized"
     stream = [m for m in Pool(tmp_path / "pool.sqlite").memories("logic") if m.origin == "stream"]
@@ -207,7 +248,8 @@ def test_protocol_paper_stores_the_whole_prompt_as_the_memorys_question(tmp_path
     for memory in stream:
         # The retrieved examples, then the question (the last instruction: an example may itself be
         # an earlier stream memory's whole prompt).
-        head, _, query = memory.question.rpartition(" | | Now, based on these question and answer, "
-                                                   "what is the answer of question:")
+        head, _, query = memory.question.rpartition(
+            " | | Now, based on these question and answer, what is the answer of question:"
+        )
         assert query in questions and "->" in head
         assert memory.question in asked  # the scorer graded the same text

@@ -9,18 +9,26 @@ import subprocess
 import sys
 
 import pytest
-
-from ms.loop.pipeline import run
-from ms.plan.planner import plan_run
-from ms.pool import Pool
-from ms.loop.printout import format_table
-from ms.loop.schedule import batches, fill_positions, interleave
-
 from conftest import REPO, compose_config
 
-TINY = ["data.agents=[limerick,riddle]", "data.max_seed=4", "data.max_stream=2", "data.max_test=1",
-        "fills=[50,100]", "micro_batch=4", "train.candidates=3", "train.labelled=2",
-        "backbone.generation.max_new_tokens=24", "scorer.threshold=0"]
+from ms.loop.pipeline import run
+from ms.loop.printout import format_table
+from ms.loop.schedule import batches, fill_positions, interleave
+from ms.plan.planner import plan_run
+from ms.pool import Pool
+
+TINY = [
+    "data.agents=[limerick,riddle]",
+    "data.max_seed=4",
+    "data.max_stream=2",
+    "data.max_test=1",
+    "fills=[50,100]",
+    "micro_batch=4",
+    "train.candidates=3",
+    "train.labelled=2",
+    "backbone.generation.max_new_tokens=24",
+    "scorer.threshold=0",
+]
 
 
 def test_interleave_and_fill_positions():
@@ -33,8 +41,15 @@ def test_interleave_and_fill_positions():
 def test_batches_never_cross_a_fill_and_evaluate_each_fill_once():
     # 10 questions, fills 25/50/100, micro-batches of 3: a batch stops at each fill's boundary.
     steps = list(batches(10, [25, 50, 100], 3))
-    assert steps == [(25, slice(0, 2)), (25, None), (50, slice(2, 5)), (50, None),
-                     (100, slice(5, 8)), (100, slice(8, 10)), (100, None)]
+    assert steps == [
+        (25, slice(0, 2)),
+        (25, None),
+        (50, slice(2, 5)),
+        (50, None),
+        (100, slice(5, 8)),
+        (100, slice(8, 10)),
+        (100, None),
+    ]
     # Zero-shot runs skip the stream but still evaluate at every fill.
     assert list(batches(10, [25, 100], 3, stream=False)) == [(25, None), (100, None)]
 
@@ -44,8 +59,15 @@ def test_loop_on_the_default_model_writes_every_output_and_grows_the_pool(tmp_pa
     cfg = compose_config(TINY + [f"cache_dir={models_cache}"])
     metrics = run(cfg, tmp_path)
 
-    for name in ("metrics.json", "predictions.jsonl", "decisions.jsonl", "pool.sqlite", "llm_usage.json",
-                 "retriever/head.pt", "retriever/config.json"):
+    for name in (
+        "metrics.json",
+        "predictions.jsonl",
+        "decisions.jsonl",
+        "pool.sqlite",
+        "llm_usage.json",
+        "retriever/head.pt",
+        "retriever/config.json",
+    ):
         assert (tmp_path / name).exists(), name
     saved = json.loads((tmp_path / "metrics.json").read_text())
     assert saved == json.loads(json.dumps(metrics)) and saved["complete"] is True
@@ -123,9 +145,18 @@ def test_api_backbone_run_keeps_the_key_out_of_every_file(tmp_path, llama_server
     secret = "sk-test-DO-NOT-LEAK-4242"
     env = {**os.environ, "MS_TEST_SECRET": secret, "HF_HUB_OFFLINE": "1"}
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "ms", "backbone=openai-compatible", f"backbone.base_url={llama_server}/v1",
-           "backbone.api_key_env=MS_TEST_SECRET", f"hydra.run.dir={out}", f"cache_dir={tmp_path / 'cache'}",
-           *[o for o in TINY if not o.startswith("data.agents")], "data.agents=[riddle]"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ms",
+        "backbone=openai-compatible",
+        f"backbone.base_url={llama_server}/v1",
+        "backbone.api_key_env=MS_TEST_SECRET",
+        f"hydra.run.dir={out}",
+        f"cache_dir={tmp_path / 'cache'}",
+        *[o for o in TINY if not o.startswith("data.agents")],
+        "data.agents=[riddle]",
+    ]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert secret not in done.stdout + done.stderr
@@ -146,8 +177,10 @@ def test_ref_logprob_only_evaluation_scores_the_reference_given_the_exact_prompt
     from ms.llm import build_lm
     from ms.retrieval.bm25 import BM25Retriever
 
-    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "eval.metrics=[ref_logprob]", "data.agents=[riddle]",
-                                 "retriever.at_test=bm25"])
+    cfg = compose_config(
+        TINY
+        + [f"cache_dir={models_cache}", "eval.metrics=[ref_logprob]", "data.agents=[riddle]", "retriever.at_test=bm25"]
+    )
     metrics = run(cfg, tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").open()]
     assert len(rows) == 2 and all("answer" not in r and "P" not in r for r in rows)  # nothing decoded

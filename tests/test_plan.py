@@ -9,11 +9,10 @@ import subprocess
 import sys
 
 import pytest
-
-from ms.plan.planner import plan_run
-
 from conftest import REPO, compose_config
 from test_pipeline import TINY
+
+from ms.plan.planner import plan_run
 
 
 def by_role(plan) -> dict:
@@ -27,8 +26,15 @@ def test_plan_of_the_tiny_run_counts_every_call_without_loading_anything(tmp_pat
     # threshold 0 admits all 4, and each mines 3 candidates from its scope's 4 seeds and itself;
     # 2 test questions x 2 fills x (a generated answer for BERTScore + one ref_logprob pass).
     assert {role: r.calls for role, r in rows.items()} == {
-        "answer": 4, "score": 4, "utility": 0, "label": 12, "summarize": 0, "importance": 0, "invert": 0,
-        "evaluate": 8}
+        "answer": 4,
+        "score": 4,
+        "utility": 0,
+        "label": 12,
+        "summarize": 0,
+        "importance": 0,
+        "invert": 0,
+        "evaluate": 8,
+    }
     assert rows["answer"].exact and rows["score"].exact and rows["evaluate"].exact and not rows["label"].exact
     assert all(r.prompt_tokens > 0 for role, r in rows.items() if r.calls)
     assert rows["answer"].completion_tokens <= 4 * 24 and rows["score"].completion_tokens == 0
@@ -68,8 +74,9 @@ def test_zero_shot_repeats_are_known_to_be_cached_and_a_price_gives_a_cost(tmp_p
 
 def ms_run(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "ms", *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "ms", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_plan_mode_on_the_command_line_prints_each_cell_and_the_sweep_total_and_makes_no_folder(tmp_path):
@@ -80,8 +87,16 @@ def test_plan_mode_on_the_command_line_prints_each_cell_and_the_sweep_total_and_
 
     done_cell = {"config": identity(compose_config(TINY + ["k=1"]))}
     (sweep / "cell_1" / "metrics.json").write_text(json.dumps({"complete": True, "cell": done_cell}))
-    done = ms_run("-m", *TINY, f"cache_dir={tmp_path / 'cache'}", "k=0,1,3", f"hydra.sweep.dir={sweep}",
-                  "hydra.sweep.subdir=cell_${k}", "+plan=true", "+plan_accept=0.5")
+    done = ms_run(
+        "-m",
+        *TINY,
+        f"cache_dir={tmp_path / 'cache'}",
+        "k=0,1,3",
+        f"hydra.sweep.dir={sweep}",
+        "hydra.sweep.subdir=cell_${k}",
+        "+plan=true",
+        "+plan_accept=0.5",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert out.count("\nanswer ") == 3 and "Sweep total over 3 runs" in out
@@ -97,20 +112,26 @@ def test_plan_mode_on_the_command_line_prints_each_cell_and_the_sweep_total_and_
 
 def test_plan_looks_zero_shot_answers_up_in_the_response_cache(tmp_path):
     """An answer the cache holds, written through LM.generate as a run writes it, is found by the plan."""
+    from fakes import FakeLM
+
     from ms.agents import PromptTemplate, agents_from, chat
     from ms.data import load_splits
     from ms.llm import ResponseCache
     from ms.llm.hf import model_id, model_source
 
-    from fakes import FakeLM
-
     cfg = compose_config(TINY + [f"cache_dir={tmp_path}", "k=0", "eval.metrics=[bertscore]"])
     bc, gen = cfg.backbone, cfg.backbone.generation
 
     # The default backbone's provider and model name, without loading it.
-    lm = FakeLM(default="an answer", provider="hf", model=model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package)),
-                cache=ResponseCache(tmp_path / "responses.sqlite"), max_new_tokens=gen.max_new_tokens,
-                temperature=gen.temperature, stop=list(gen.stop))
+    lm = FakeLM(
+        default="an answer",
+        provider="hf",
+        model=model_id(*model_source(bc.model, bc.gguf_file, bc.gguf_package)),
+        cache=ResponseCache(tmp_path / "responses.sqlite"),
+        max_new_tokens=gen.max_new_tokens,
+        temperature=gen.temperature,
+        stop=list(gen.stop),
+    )
     agents = agents_from(cfg.agents)
     riddle = load_splits(cfg.data, agents)["riddle"].test[0]
     lm.generate([chat(agents["riddle"], PromptTemplate(**cfg.prompt).render(riddle.question))])
@@ -162,6 +183,7 @@ def test_utility_from_labels_adds_one_zero_shot_label_pass_per_admitted_pair(tmp
 
 # ---- plan mode needs nothing that only spending needs; a finished run's measured admission rate ----
 
+
 def test_plan_mode_with_an_api_backbone_needs_no_api_key(ms_run, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert ms_run(*TINY, "backbone=gpt-4o", "+plan=true") == (0, [])
@@ -174,14 +196,19 @@ def test_plan_mode_with_a_postgres_pool_needs_no_dsn_but_reports_a_real_mistake(
 
     monkeypatch.delenv(POOL_DSN_ENV, raising=False)
     assert ms_run(*TINY, "pool.backend=postgres", "+plan=true") == (0, [])
-    assert ms_run(*TINY, "pool.backend=postgres", "k=-1", "+plan=true") == (2, [
-        "ms-run: error: invalid setting k=-1: must be at least 0"])
+    assert ms_run(*TINY, "pool.backend=postgres", "k=-1", "+plan=true") == (
+        2,
+        ["ms-run: error: invalid setting k=-1: must be at least 0"],
+    )
 
 
 def finished_run(folder, accepted: dict, rejected: dict, usage: dict):
     folder.mkdir()
-    (folder / "metrics.json").write_text(json.dumps({"complete": True, "run": {"backbone": "smollm2"},
-                                                     "stream": {"accepted": accepted, "rejected": rejected}}))
+    (folder / "metrics.json").write_text(
+        json.dumps(
+            {"complete": True, "run": {"backbone": "smollm2"}, "stream": {"accepted": accepted, "rejected": rejected}}
+        )
+    )
     (folder / "llm_usage.json").write_text(json.dumps(usage))
     return folder
 
@@ -191,8 +218,14 @@ def test_plan_from_a_finished_run_uses_its_measured_admission_rate_and_times_loc
     from ms.common.errors import UserError
 
     # An old-shaped llm_usage.json (one backbone's counters): 60 s for 6,000 tokens, 0.01 s a token.
-    usage = {"calls": 10, "prompt_tokens": 6000, "completion_tokens": 0, "cache_hits": 0, "cache_misses": 10,
-             "backend_seconds": 60.0}
+    usage = {
+        "calls": 10,
+        "prompt_tokens": 6000,
+        "completion_tokens": 0,
+        "cache_hits": 0,
+        "cache_misses": 10,
+        "backend_seconds": 60.0,
+    }
     run = finished_run(tmp_path / "done", {"riddle": 1}, {"riddle": 2, "limerick": 1}, usage)
     overrides = TINY + [f"cache_dir={tmp_path / 'cache'}", "scorer.threshold=15"]
     args, plan, accept = take_plan_flags([*overrides, "+plan=true", f"+plan_from={run}"])
@@ -211,14 +244,17 @@ def test_plan_from_a_finished_run_uses_its_measured_admission_rate_and_times_loc
     tokens = sum(r.billed["prompt_tokens"] + r.billed["completion_tokens"] for r in measured.rows)
     assert f"- wall time: ~{tokens * 0.01:,.0f} s of backend time on smollm2" in out
 
-    for flags, says in [([f"+plan_from={tmp_path}"], "no finished run there"),
-                        ([f"+plan_from={run}", "+plan_accept=0.5"], "give one of them"),
-                        ([f"+plan_from={finished_run(tmp_path / 'k0', {}, {}, usage)}"], "judged no stream pair")]:
+    for flags, says in [
+        ([f"+plan_from={tmp_path}"], "no finished run there"),
+        ([f"+plan_from={run}", "+plan_accept=0.5"], "give one of them"),
+        ([f"+plan_from={finished_run(tmp_path / 'k0', {}, {}, usage)}"], "judged no stream pair"),
+    ]:
         with pytest.raises(UserError, match=says):
             take_plan_flags([*overrides, "+plan=true", *flags])
 
 
 # ---- plan_from says what its rates were measured on, and warns where that is too little or otherwise ----
+
 
 def recorded_run(folder, overrides: list[str], accepted: int, rejected: int, calls: int):
     """A finished run of `overrides` as a run records itself: its settings (metrics.json's cell record and
@@ -229,13 +265,28 @@ def recorded_run(folder, overrides: list[str], accepted: int, rejected: int, cal
     cfg = compose_config(overrides)
     folder.mkdir()
     agents = sorted(cfg.data.agents or cfg.agents)
-    (folder / "metrics.json").write_text(json.dumps({
-        "complete": True, "run": {"backbone": cfg.backbone.name, "agents": agents},
-        "stream": {"accepted": {agents[0]: accepted}, "rejected": {agents[0]: rejected}},
-        "cell": {"data_sha256": None, "config": identity(cfg)}}))
-    (folder / "llm_usage.json").write_text(json.dumps({
-        "calls": calls, "prompt_tokens": 100 * calls, "completion_tokens": 0, "cache_hits": 0,
-        "cache_misses": calls, "backend_seconds": float(calls)}))
+    (folder / "metrics.json").write_text(
+        json.dumps(
+            {
+                "complete": True,
+                "run": {"backbone": cfg.backbone.name, "agents": agents},
+                "stream": {"accepted": {agents[0]: accepted}, "rejected": {agents[0]: rejected}},
+                "cell": {"data_sha256": None, "config": identity(cfg)},
+            }
+        )
+    )
+    (folder / "llm_usage.json").write_text(
+        json.dumps(
+            {
+                "calls": calls,
+                "prompt_tokens": 100 * calls,
+                "completion_tokens": 0,
+                "cache_hits": 0,
+                "cache_misses": calls,
+                "backend_seconds": float(calls),
+            }
+        )
+    )
     return folder
 
 
@@ -243,8 +294,9 @@ def plan_from(tmp_path, run, overrides: list[str], capsys) -> list[str]:
     """The lines `ms-run OVERRIDES +plan=true +plan_from=RUN` prints about the run it measures from."""
     from ms.cli.plan import plan_main, take_plan_flags
 
-    args, _, accept = take_plan_flags([*overrides, f"cache_dir={tmp_path / 'cache'}", "+plan=true",
-                                       f"+plan_from={run}"])
+    args, _, accept = take_plan_flags(
+        [*overrides, f"cache_dir={tmp_path / 'cache'}", "+plan=true", f"+plan_from={run}"]
+    )
     capsys.readouterr()
     assert plan_main(args, False, accept) == 0
     return [line for line in capsys.readouterr().out.splitlines() if line.startswith("- ")]
@@ -262,13 +314,17 @@ def test_plan_from_a_four_pair_run_says_so_and_warns_that_it_is_small(tmp_path, 
     assert "timed on smollm2: 28 calls, 2,800 tokens" in lines[-1]  # the wall time names what it was timed on
 
 
-@pytest.mark.parametrize("source, says", [
-    (["gate=utility"], "gate.name (utility there, rubric here)"),
-    (["backbone.engine=llamacpp"], "backbone.engine (llamacpp there, hf here)"),
-    (["scorer.threshold=15"], "scorer.threshold (15.0 there, 0.0 here)"),
-    (["stream_k=1"], "stream_k (1 there, 3 here)"),
-    (["k=1"], "k (1 there, 3 here)"),
-    (["backbone=qwen2.5-0.5b"], "backbone.name (qwen2.5-0.5b there, smollm2 here)")])
+@pytest.mark.parametrize(
+    "source, says",
+    [
+        (["gate=utility"], "gate.name (utility there, rubric here)"),
+        (["backbone.engine=llamacpp"], "backbone.engine (llamacpp there, hf here)"),
+        (["scorer.threshold=15"], "scorer.threshold (15.0 there, 0.0 here)"),
+        (["stream_k=1"], "stream_k (1 there, 3 here)"),
+        (["k=1"], "k (1 there, 3 here)"),
+        (["backbone=qwen2.5-0.5b"], "backbone.name (qwen2.5-0.5b there, smollm2 here)"),
+    ],
+)
 def test_plan_from_a_run_of_other_settings_warns_naming_the_keys(tmp_path, capsys, source, says):
     run = recorded_run(tmp_path / "other", TINY + source, 20, 20, calls=500)
     warned = [line for line in plan_from(tmp_path, run, TINY, capsys) if line.startswith("- warning: ")]
@@ -278,16 +334,20 @@ def test_plan_from_a_run_of_other_settings_warns_naming_the_keys(tmp_path, capsy
     else:
         assert warned[0] == head + says
     if source == ["backbone.engine=llamacpp"]:  # the engine times the tokens too
-        assert warned[1].endswith("seconds per token were measured under other settings than this run's: "
-                                  "backbone.engine (llamacpp there, hf here)")
+        assert warned[1].endswith(
+            "seconds per token were measured under other settings than this run's: "
+            "backbone.engine (llamacpp there, hf here)"
+        )
     assert len(warned) == 1 + (source == ["backbone.engine=llamacpp"])
 
 
 def test_plan_from_a_run_of_other_agents_warns_naming_them(tmp_path, capsys):
     run = recorded_run(tmp_path / "other", [*TINY, "data.agents=[limerick,pun]"], 20, 20, calls=500)
     warned = [line for line in plan_from(tmp_path, run, TINY, capsys) if line.startswith("- warning: ")]
-    assert warned == ["- warning: the admission rate was measured under other settings than this run's: "
-                      "agents (limerick,pun there, limerick,riddle here)"]
+    assert warned == [
+        "- warning: the admission rate was measured under other settings than this run's: "
+        "agents (limerick,pun there, limerick,riddle here)"
+    ]
 
 
 def test_plan_from_the_committed_figure4_offline_run_names_its_sizes_and_does_not_warn(tmp_path, capsys):
@@ -302,8 +362,11 @@ def test_plan_from_the_committed_figure4_offline_run_names_its_sizes_and_does_no
 def test_plan_from_a_run_that_records_no_settings_says_they_are_unchecked(tmp_path, capsys):
     run = tmp_path / "bare"
     run.mkdir()
-    (run / "metrics.json").write_text(json.dumps({"complete": True, "stream": {"accepted": {"riddle": 30},
-                                                                              "rejected": {"riddle": 10}}}))
+    (run / "metrics.json").write_text(
+        json.dumps({"complete": True, "stream": {"accepted": {"riddle": 30}, "rejected": {"riddle": 10}}})
+    )
     warned = [line for line in plan_from(tmp_path, run, TINY, capsys) if line.startswith("- warning: ")]
-    assert warned == [f"- warning: {run} records no settings (no cell record in its metrics.json, no "
-                      f".hydra/config.yaml, no run record): whether it ran as this run would is not checked"]
+    assert warned == [
+        f"- warning: {run} records no settings (no cell record in its metrics.json, no "
+        f".hydra/config.yaml, no run record): whether it ran as this run would is not checked"
+    ]

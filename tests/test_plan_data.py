@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import REPO
 
 DATA = f"data.dir={REPO / 'data'}"
@@ -15,8 +14,8 @@ DATA = f"data.dir={REPO / 'data'}"
 @pytest.fixture
 def no_models(monkeypatch, tmp_path):
     """Building any backbone fails the test; the command runs in an empty folder, which must stay empty."""
-    import ms.llm.backbones
     import ms.llm
+    import ms.llm.backbones
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was built under +plan=true")
@@ -31,15 +30,32 @@ def no_models(monkeypatch, tmp_path):
 
 
 def rows(out: str) -> dict[str, list[str]]:
-    return {line.split()[0]: line.split()[1:] for line in out.splitlines()
-            if line.split() and line.split()[0] in ("score", "utility", "invert", "total")}
+    return {
+        line.split()[0]: line.split()[1:]
+        for line in out.splitlines()
+        if line.split() and line.split()[0] in ("score", "utility", "invert", "total")
+    }
 
 
 def test_gate_check_plan_counts_its_calls_builds_no_model_and_writes_nothing(no_models, capsys):
     from ms.cli.data import main
 
-    assert main(["gate-check", "--per-agent", "1", "--gate", "rubric,utility", DATA, "data.agents=[riddle,pun]",
-                 f"cache_dir={no_models / 'cache'}", "+plan=true"]) == 0
+    assert (
+        main(
+            [
+                "gate-check",
+                "--per-agent",
+                "1",
+                "--gate",
+                "rubric,utility",
+                DATA,
+                "data.agents=[riddle,pun]",
+                f"cache_dir={no_models / 'cache'}",
+                "+plan=true",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     # 2 agents x 1 seed pair, each as it is, swapped, truncated and empty (one pair has no other question),
     # and its three grader-directed copies.
@@ -53,8 +69,7 @@ def test_gate_check_plan_counts_its_calls_builds_no_model_and_writes_nothing(no_
 def test_gate_check_plan_needs_no_api_key_but_reports_a_real_mistake(no_models, capsys):
     from ms.cli.data import main
 
-    assert main(["gate-check", "--per-agent", "1", DATA, "data.agents=[riddle]", "backbone=gpt-4o",
-                 "+plan=true"]) == 0
+    assert main(["gate-check", "--per-agent", "1", DATA, "data.agents=[riddle]", "backbone=gpt-4o", "+plan=true"]) == 0
     # One pair as it is, truncated, empty and its three grader-directed copies (one agent gives no other
     # agent's answer); a grader that reads its score as text may be asked again: the count is an estimate.
     assert rows(capsys.readouterr().out)["score"][:2] == ["gpt-4o", "~6"]

@@ -7,13 +7,12 @@ import csv
 from pathlib import Path
 
 import pytest
+from test_report import PNG_MAGIC, make_run
 
 from ms.config.files import WRITERS_FILE
 from ms.report.cli import write_report
 from ms.report.poison import OTHERS, VICTIM, poison_figure, poison_of, spread
 from ms.report.runs import find_runs
-
-from test_report import AGENTS, PNG_MAGIC, make_run
 
 VICTIM_AGENT = "riddle"
 POISONED_IDS = (8, 9)  # the memories the poisoning writer wrote (memories.csv)
@@ -23,10 +22,12 @@ POISON = {"kind": "on_style", "victim": VICTIM_AGENT, "writer": "poison"}
 def predict(base: float):
     """ref_logprob spread over the test questions (so the CIs have a width) and the memories retrieved:
     the victim's top 3 holds one poisoned memory, the others' none."""
+
     def values(agent: str, q: int, fill: int) -> dict:
         drop = base if agent == VICTIM_AGENT else base / 10
         retrieved = [POISONED_IDS[q % 2], 1, 2] if agent == VICTIM_AGENT else [1, 2, 3]
         return {"ref_logprob": -1.0 + q / 10 - drop * (1 + q / 5), "retrieved": retrieved}
+
     return values
 
 
@@ -43,8 +44,14 @@ def write_memories(run: Path) -> None:
 def sweep(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("poison")
     make_run(root / "clean", "clean", backbone="smollm2", pool="single", predict=predict(0.0))
-    poisoned = make_run(root / "poisoned", "on_style", backbone="smollm2", pool="single", predict=predict(0.2),
-                        fields={"poison": POISON})
+    poisoned = make_run(
+        root / "poisoned",
+        "on_style",
+        backbone="smollm2",
+        pool="single",
+        predict=predict(0.2),
+        fields={"poison": POISON},
+    )
     write_memories(poisoned)
     return root
 
@@ -82,8 +89,14 @@ def test_the_figure_is_written_only_where_the_report_has_poisoned_runs(sweep, tm
 def test_two_runs_of_one_kind_gate_and_rule_are_labelled_by_the_field_they_differ_in(sweep, tmp_path):
     """A second poisoned run that differs only in its seed: each figure row names its own seed, not its
     folder (a long folder name squeezed the axes to nothing)."""
-    twin = make_run(tmp_path / "twin", "on_style_seed1", backbone="smollm2", pool="single", predict=predict(0.2),
-                    fields={"poison": POISON, "seed": 1})
+    twin = make_run(
+        tmp_path / "twin",
+        "on_style_seed1",
+        backbone="smollm2",
+        pool="single",
+        predict=predict(0.2),
+        fields={"poison": POISON, "seed": 1},
+    )
     write_memories(twin)
     runs, _ = find_runs([sweep, tmp_path / "twin"])
     found = [spread(run, runs, "ref_logprob") for run in runs if poison_of(run)]

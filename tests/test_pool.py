@@ -7,8 +7,9 @@ from ms.pool import SCHEMA_VERSION, Memory, Pool, scope_for
 
 
 def item(question="Write a limerick about a cat.", answer="There once was a cat...", **overrides):
-    base = dict(scope="literary", agent="limerick", domain="literary", question=question,
-                answer=answer, origin="stream")
+    base = dict(
+        scope="literary", agent="limerick", domain="literary", question=question, answer=answer, origin="stream"
+    )
     return base | overrides
 
 
@@ -41,8 +42,7 @@ def test_same_content_in_two_scopes_is_two_rows(pool):
 
 
 def test_memories_lists_only_its_own_scope(pool):
-    pool.add([item(question=f"q{i}", scope=scope) for i, scope in enumerate(["literary", "logic", "literary"])],
-             step=1)
+    pool.add([item(question=f"q{i}", scope=scope) for i, scope in enumerate(["literary", "logic", "literary"])], step=1)
     assert [m.question for m in pool.memories("literary")] == ["q0", "q2"]
     assert [m.question for m in pool.memories("logic")] == ["q1"]
     assert pool.ids("logic") == [pool.memories("logic")[0].id]
@@ -87,8 +87,10 @@ def test_four_processes_adding_at_once_lose_and_duplicate_nothing(where):
     with where.open() as pool:
         memories = pool.memories("literary")
     questions = sorted(m.question for m in memories)
-    expected = sorted([f"shared question {i}" for i in range(0, ADDS, SHARED_EVERY)]
-                      + [f"{w} question {i}" for w in names for i in range(ADDS) if i % SHARED_EVERY])
+    expected = sorted(
+        [f"shared question {i}" for i in range(0, ADDS, SHARED_EVERY)]
+        + [f"{w} question {i}" for w in names for i in range(ADDS) if i % SHARED_EVERY]
+    )
     assert questions == expected  # nothing lost, nothing twice
     assert len(memories) == WORKERS * (ADDS - shared) + shared
 
@@ -174,6 +176,7 @@ def test_memory_round_trips_every_field(pool):
 
 # ---- runs: every memory records the run that admitted it (issue 12) ------------------------------
 
+
 def items(tag: str, n: int, **overrides) -> list[dict]:
     return [item(question=f"{tag} question {i}", answer=f"{tag} answer {i}", **overrides) for i in range(n)]
 
@@ -238,8 +241,10 @@ def test_a_schema_1_pool_is_migrated_in_place(tmp_path):
             origin TEXT NOT NULL, added_step INTEGER NOT NULL, added_at REAL NOT NULL, last_retrieved_step INTEGER,
             last_retrieved_at REAL, content_hash TEXT NOT NULL, tier TEXT NOT NULL DEFAULT 'long',
             consolidated INTEGER NOT NULL DEFAULT 0, sources TEXT, UNIQUE (scope, content_hash))""")
-        old.execute("INSERT INTO memories (id, scope, agent, domain, question, answer, origin, added_step, added_at,"
-                    " content_hash) VALUES (7, 'logic', 'pun', 'logic', 'q', 'a', 'seed', 0, 0, 'h')")
+        old.execute(
+            "INSERT INTO memories (id, scope, agent, domain, question, answer, origin, added_step, added_at,"
+            " content_hash) VALUES (7, 'logic', 'pun', 'logic', 'q', 'a', 'seed', 0, 0, 'h')"
+        )
         old.execute("PRAGMA user_version = 1")
     with Pool(path, run_id="new") as pool:
         [kept] = pool.get([7])

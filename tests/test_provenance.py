@@ -8,11 +8,11 @@ import json
 import logging
 import re
 
-from ms.loop import provenance as prov
-from ms.report import write_report
-
 from conftest import compose_config
 from test_report import make_run
+
+from ms.loop import provenance as prov
+from ms.report import write_report
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -21,11 +21,16 @@ def test_record_names_the_commit_versions_batch_sizes_and_hashes_the_gguf():
     cfg = compose_config()
     record = prov.provenance({"smollm2": cfg.backbone}, {"retriever": None, "bertscore": None}, cfg.micro_batch)
     assert set(record) == {"commit", "dirty", "changed", "versions", "backbones", "encoders", "micro_batch"}
-    assert re.fullmatch(r"[0-9a-f]{40}", record["commit"]) and isinstance(record["dirty"], bool)  # tests run in a checkout
+    assert re.fullmatch(r"[0-9a-f]{40}", record["commit"]) and isinstance(
+        record["dirty"], bool
+    )  # tests run in a checkout
     assert {"python", "torch", "transformers"} <= set(record["versions"])
     assert all(record["versions"][p] for p in ("python", "torch", "transformers"))
     backbone = record["backbones"]["smollm2"]
-    assert backbone["engine"] == getattr(cfg.backbone, "engine", "hf") and backbone["batch_size"] == cfg.backbone.batch_size
+    assert (
+        backbone["engine"] == getattr(cfg.backbone, "engine", "hf")
+        and backbone["batch_size"] == cfg.backbone.batch_size
+    )
     [(gguf, sha)] = backbone["sha256"].items()
     assert gguf.endswith(".gguf") and SHA256.fullmatch(sha)
     for role in ("retriever", "bertscore"):
@@ -82,12 +87,22 @@ def test_an_api_backbone_has_its_provider_as_engine_and_no_files():
 
 # ---- ms-report ------------------------------------------------------------------------------
 
-RECORD = {"commit": "a" * 40, "dirty": False,
-          "versions": {"python": "3.11.9", "torch": "2.13.0", "transformers": "4.57.0"},
-          "backbones": {"smollm2": {"provider": "hf", "engine": "hf", "batch_size": 8, "model": "x::m.gguf",
-                                    "sha256": {"m.gguf": "1" * 64}}},
-          "encoders": {"retriever": {"model": "minilm", "sha256": {"model.safetensors": "2" * 64}}},
-          "micro_batch": 32}
+RECORD = {
+    "commit": "a" * 40,
+    "dirty": False,
+    "versions": {"python": "3.11.9", "torch": "2.13.0", "transformers": "4.57.0"},
+    "backbones": {
+        "smollm2": {
+            "provider": "hf",
+            "engine": "hf",
+            "batch_size": 8,
+            "model": "x::m.gguf",
+            "sha256": {"m.gguf": "1" * 64},
+        }
+    },
+    "encoders": {"retriever": {"model": "minilm", "sha256": {"model.safetensors": "2" * 64}}},
+    "micro_batch": 32,
+}
 
 
 def with_record(run, record: dict | None) -> None:
@@ -142,5 +157,6 @@ def test_report_warns_on_a_different_engine_between_paired_runs(tmp_path, caplog
     with_record(make_run(tmp_path, "k=0", backbone="smollm2", k=0, base=0.2), RECORD)
     with_record(make_run(tmp_path, "k=3", backbone="smollm2", k=3, base=0.3), other)
     warnings, _ = report_warnings(tmp_path, caplog)
-    assert warnings == ["runs paired in claim (a) k=3 vs k=0 differ in backbone smollm2 engine: "
-                        "llama.cpp in k=3, hf in k=0"]
+    assert warnings == [
+        "runs paired in claim (a) k=3 vs k=0 differ in backbone smollm2 engine: llama.cpp in k=3, hf in k=0"
+    ]

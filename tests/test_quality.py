@@ -45,19 +45,45 @@ def write_jsonl(path: Path, rows) -> None:
 def make_data(folder: Path) -> Path:
     folder.mkdir()
     for agent in DOMAIN:
-        write_jsonl(folder / f"{agent}.jsonl", [{"id": i, "agent": a, "domain": DOMAIN[a], "question": q, "answer": r,
-                                                 "split": s} for a, i, q, r, s in EXAMPLES if a == agent])
+        write_jsonl(
+            folder / f"{agent}.jsonl",
+            [
+                {"id": i, "agent": a, "domain": DOMAIN[a], "question": q, "answer": r, "split": s}
+                for a, i, q, r, s in EXAMPLES
+                if a == agent
+            ],
+        )
     return folder
 
 
 def make_run(folder: Path, data: Path, decisions=DECISIONS, question: str = "query") -> Path:
     (folder / ".hydra").mkdir(parents=True)
-    (folder / ".hydra" / "config.yaml").write_text(yaml.safe_dump({
-        "data": {"dir": str(data), "agents": list(DOMAIN)}, "memory": {"policy": "plain", "question": question},
-        "eval": {"metrics": ["bertscore"], "device": "cpu", "batch_size": 8}}), encoding="utf-8")
-    write_jsonl(folder / "decisions.jsonl", [{"agent": a, "question": q, "answer": x, "accepted": ok, "step": i // 2 + 1,
-                                              "memory_id": m, "scope": "logic", "pool_size": 2 + i}
-                                             for i, (a, q, x, ok, m) in enumerate(decisions)])
+    (folder / ".hydra" / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "data": {"dir": str(data), "agents": list(DOMAIN)},
+                "memory": {"policy": "plain", "question": question},
+                "eval": {"metrics": ["bertscore"], "device": "cpu", "batch_size": 8},
+            }
+        ),
+        encoding="utf-8",
+    )
+    write_jsonl(
+        folder / "decisions.jsonl",
+        [
+            {
+                "agent": a,
+                "question": q,
+                "answer": x,
+                "accepted": ok,
+                "step": i // 2 + 1,
+                "memory_id": m,
+                "scope": "logic",
+                "pool_size": 2 + i,
+            }
+            for i, (a, q, x, ok, m) in enumerate(decisions)
+        ],
+    )
     return folder
 
 
@@ -71,7 +97,10 @@ def test_quality_record_matches_a_direct_bertscore_call_and_counts_a_missing_ref
     assert data_main(["gate-quality", str(run)]) == 0
     records = [json.loads(line) for line in (run / "quality.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [(r["agent"], r["id"], r["accepted"], r["memory_id"]) for r in records] == [
-        ("riddle", "r-1", True, 10), ("pun", "p-1", False, None), ("riddle", "r-2", True, 11)]
+        ("riddle", "r-1", True, 10),
+        ("pun", "p-1", False, None),
+        ("riddle", "r-2", True, 11),
+    ]
     direct = bertscore.score([DECISIONS[0][2], DECISIONS[1][2]], [EXAMPLES[1][3], EXAMPLES[5][3]])
     for record, (p, r, f1) in zip(records, direct):
         assert record["P"] == pytest.approx(p, abs=1e-6) and record["R"] == pytest.approx(r, abs=1e-6)
@@ -114,25 +143,77 @@ def make_report_run(folder: Path, memories_csv: bool = False) -> Path:
     """A finished run of two agents at two fills: the stream admitted memories 10 and 11; 1-5 are seeds."""
     make_run(folder, Path("unused"))
     retrieved = {50: {"riddle": [1, 2, 10], "pun": [3, 4, 5]}, 100: {"riddle": [10, 11, 1], "pun": [11, 3, 4]}}
-    write_jsonl(folder / "predictions.jsonl", [
-        {"agent": a, "test_id": f"{a}-test", "k": 3, "fill": fill, "question": "q", "reference": "r",
-         "retrieved": ids, "ref_logprob": -1.0} for fill, rows in retrieved.items() for a, ids in rows.items()])
+    write_jsonl(
+        folder / "predictions.jsonl",
+        [
+            {
+                "agent": a,
+                "test_id": f"{a}-test",
+                "k": 3,
+                "fill": fill,
+                "question": "q",
+                "reference": "r",
+                "retrieved": ids,
+                "ref_logprob": -1.0,
+            }
+            for fill, rows in retrieved.items()
+            for a, ids in rows.items()
+        ],
+    )
     per_agent = {a: {"ref_logprob": -1.0, "n": 1} for a in DOMAIN}
-    (folder / "metrics.json").write_text(json.dumps({
-        "complete": True, "fills": {f: {"overall": {"ref_logprob": -1.0, "n": 2}, "per_agent": per_agent}
-                                    for f in ("50", "100")},
-        "run": {"backbone": "smollm2", "k": 3, "pool": "domain", "retriever": "dense", "learned": True,
-                "agents": list(DOMAIN), "fills": [50, 100], "seed": 0}}))
-    write_jsonl(folder / "quality.jsonl", [
-        {"step": 1, "agent": "riddle", "accepted": True, "memory_id": 10, "reference": "A towel.", "P": 0.6, "R": 0.5,
-         "F1": 0.55, "bertscore": "MiniLM"},
-        {"step": 1, "agent": "pun", "accepted": False, "memory_id": None, "reference": "r", "P": 0.2, "R": 0.3,
-         "F1": 0.25, "bertscore": "MiniLM"},
-        {"step": 2, "agent": "riddle", "accepted": True, "memory_id": 11, "reference": None}])
+    (folder / "metrics.json").write_text(
+        json.dumps(
+            {
+                "complete": True,
+                "fills": {f: {"overall": {"ref_logprob": -1.0, "n": 2}, "per_agent": per_agent} for f in ("50", "100")},
+                "run": {
+                    "backbone": "smollm2",
+                    "k": 3,
+                    "pool": "domain",
+                    "retriever": "dense",
+                    "learned": True,
+                    "agents": list(DOMAIN),
+                    "fills": [50, 100],
+                    "seed": 0,
+                },
+            }
+        )
+    )
+    write_jsonl(
+        folder / "quality.jsonl",
+        [
+            {
+                "step": 1,
+                "agent": "riddle",
+                "accepted": True,
+                "memory_id": 10,
+                "reference": "A towel.",
+                "P": 0.6,
+                "R": 0.5,
+                "F1": 0.55,
+                "bertscore": "MiniLM",
+            },
+            {
+                "step": 1,
+                "agent": "pun",
+                "accepted": False,
+                "memory_id": None,
+                "reference": "r",
+                "P": 0.2,
+                "R": 0.3,
+                "F1": 0.25,
+                "bertscore": "MiniLM",
+            },
+            {"step": 2, "agent": "riddle", "accepted": True, "memory_id": 11, "reference": None},
+        ],
+    )
     if memories_csv:  # the writers say memory 5 was written by the stream too
         rows = [(i, "riddle" if i in (1, 2, 10) else "pun", "seed" if i < 5 else "stream") for i in range(1, 12)]
-        (folder / "memories.csv").write_text("id,agent,domain,origin,backbone\n" + "".join(
-            f"{i},{a},logic,{o},{'seed' if o == 'seed' else 'smollm2'}\n" for i, a, o in rows), encoding="utf-8")
+        (folder / "memories.csv").write_text(
+            "id,agent,domain,origin,backbone\n"
+            + "".join(f"{i},{a},logic,{o},{'seed' if o == 'seed' else 'smollm2'}\n" for i, a, o in rows),
+            encoding="utf-8",
+        )
     return folder
 
 
@@ -140,8 +221,10 @@ def test_stream_share_counts_stream_written_memories_per_fill_and_agent(tmp_path
     [run], _ = find_runs([make_report_run(tmp_path / "sweep" / "run")])
     ids, source = stream_written(run.path)
     assert (ids, source) == ({10, 11}, "decisions.jsonl")  # no pool file or memories.csv: the admitted ids
-    assert question_counts(run, ids) == {50: {"riddle": [(1, 3)], "pun": [(0, 3)], ALL: [(1, 3), (0, 3)]},
-                                         100: {"riddle": [(2, 3)], "pun": [(1, 3)], ALL: [(2, 3), (1, 3)]}}
+    assert question_counts(run, ids) == {
+        50: {"riddle": [(1, 3)], "pun": [(0, 3)], ALL: [(1, 3), (0, 3)]},
+        100: {"riddle": [(2, 3)], "pun": [(1, 3)], ALL: [(2, 3), (1, 3)]},
+    }
     shares = stream_share(run, ids)[100][ALL]
     assert (shares.stream, shares.retrievals, shares.per_question.n) == (3, 6, 2)
     assert shares.per_question.mean == 0.5 and shares.per_question.lo is None  # n < 3: no interval
@@ -152,8 +235,9 @@ def test_stream_share_counts_stream_written_memories_per_fill_and_agent(tmp_path
 
 
 def test_a_stream_shares_interval_is_a_bootstrap_over_questions_not_retrievals():
-    from ms.report.stream_share import share
     from ms.common.stats import mean_ci
+    from ms.report.stream_share import share
+
     counts = [(3, 3)] * 5 + [(0, 3)] * 5 + [(1, 3), (2, 3)]  # 12 questions, 36 retrievals
     s = share(counts)
     assert (s.stream, s.retrievals) == (18, 36) and s.per_question == mean_ci([c / 3 for c, _ in counts])

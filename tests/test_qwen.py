@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import compose_config
 
 from ms.llm.base import BackendError
 from ms.llm.gguf_chunks import assembled_gguf, assembled_path, chunked_package
 from ms.llm.gguf_parts import QWEN25_CODER_05B, SPLIT_GGUFS, Part, SplitGGUF, gguf_metadata
-
-from conftest import compose_config
 
 BACKBONE = "backbone=qwen2.5-0.5b"
 PACKAGE = QWEN25_CODER_05B.parts[0].package  # the backbone's gguf_package: its first part
@@ -40,6 +39,7 @@ def qwen(models_cache):
 
 # ---- the model: its file, a forward pass, its chat template -----------------------------------
 
+
 def test_the_joined_file_in_the_models_folder_has_the_recorded_hash_and_says_it_is_qwen2(qwen):
     from ms.llm.local import models_dir
 
@@ -53,8 +53,10 @@ def test_the_joined_file_in_the_models_folder_has_the_recorded_hash_and_says_it_
 
 
 def test_a_forward_pass_puts_the_right_answer_above_a_wrong_one(qwen):
-    chat = [{"role": "system", "content": "You are a Python expert. Answer with the value only."},
-            {"role": "user", "content": "What does len([4, 5, 6]) return?"}]
+    chat = [
+        {"role": "system", "content": "You are a Python expert. Answer with the value only."},
+        {"role": "user", "content": "What does len([4, 5, 6]) return?"},
+    ]
     context = qwen.chat_context(chat)
     (right, n_right), (wrong, n_wrong) = qwen.loglikelihood([context] * 2, ["3", "banana"])
     assert n_right > 0 and n_wrong > 0
@@ -62,10 +64,13 @@ def test_a_forward_pass_puts_the_right_answer_above_a_wrong_one(qwen):
 
 
 def test_its_chat_template_renders_a_system_and_a_user_turn_as_chatml(qwen):
-    text = qwen.chat_context([{"role": "system", "content": "You solve riddles."},
-                              {"role": "user", "content": "What has keys?"}])
-    assert text == ("<|im_start|>system\nYou solve riddles.<|im_end|>\n"
-                    "<|im_start|>user\nWhat has keys?<|im_end|>\n<|im_start|>assistant\n")
+    text = qwen.chat_context(
+        [{"role": "system", "content": "You solve riddles."}, {"role": "user", "content": "What has keys?"}]
+    )
+    assert text == (
+        "<|im_start|>system\nYou solve riddles.<|im_end|>\n"
+        "<|im_start|>user\nWhat has keys?<|im_end|>\n<|im_start|>assistant\n"
+    )
     ids = qwen._encode(text)
     start, end = qwen.tokenizer.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>"])
     assert ids[0] == start and ids.count(start) == 3 and ids.count(end) == 2  # markers are single tokens, no BOS
@@ -73,21 +78,25 @@ def test_its_chat_template_renders_a_system_and_a_user_turn_as_chatml(qwen):
 
 
 def test_a_greedy_reply_on_llamacpp_answers_and_ends_with_its_turn(qwen):
-    reply = qwen.generate([[{"role": "system", "content": "Reply with a number only."},
-                            {"role": "user", "content": "What is 2 + 3?"}]], max_new_tokens=8)[0]
+    reply = qwen.generate(
+        [[{"role": "system", "content": "Reply with a number only."}, {"role": "user", "content": "What is 2 + 3?"}]],
+        max_new_tokens=8,
+    )[0]
     assert reply.strip() == "5"
 
 
 # ---- plan mode ----------------------------------------------------------------------------------
 
+
 def test_plan_mode_knows_the_backbone_and_finds_its_scored_requests_in_the_cache(tmp_path, qwen, ms_run):
     """Plan mode renders the scored context with Qwen's own chat template: a reference that the real
     model scored, as a run scores it, is found in the response cache by the plan."""
+    from test_pipeline import TINY
+
     from ms.agents import PromptTemplate, agents_from, chat
     from ms.data import load_splits
     from ms.llm import ResponseCache
     from ms.plan.planner import key_model, plan_run
-    from test_pipeline import TINY
 
     assert ms_run(*TINY, BACKBONE, "+plan=true") == (0, [])
     cfg = compose_config(TINY + [BACKBONE, f"cache_dir={tmp_path}", "k=0", "eval.metrics=[ref_logprob]"])
@@ -106,6 +115,7 @@ def test_plan_mode_knows_the_backbone_and_finds_its_scored_requests_in_the_cache
 
 
 # ---- joining the parts ----------------------------------------------------------------------------
+
 
 def _join(models_dir: str, start) -> None:
     start.wait()  # both processes begin at once
@@ -156,15 +166,21 @@ def fake_split(root: Path, monkeypatch, data: bytes, name: str = "fake-model.ggu
     cut = [0, len(data) // 3, 2 * len(data) // 3, len(data)]
     parts = []
     for i, package in enumerate(FAKE):
-        chunk = data[cut[i]:cut[i + 1]]
+        chunk = data[cut[i] : cut[i + 1]]
         (root / package / "data").mkdir(parents=True)
         (root / package / "__init__.py").write_text("")
         (root / package / "data" / f"part0{i + 1}.bin").write_bytes(chunk)
         parts.append(Part(package, f"data/part0{i + 1}.bin", hashlib.sha256(chunk).hexdigest(), "0.9.0"))
     monkeypatch.syspath_prepend(str(root))
     importlib.invalidate_caches()
-    split = SplitGGUF(MODEL_NAME=name, EXPECTED_SHA256=hashlib.sha256(data).hexdigest(), parts=tuple(parts),
-                      general_name="Qwen2.5 Coder 0.5B", architecture="qwen2", extra="qwen")
+    split = SplitGGUF(
+        MODEL_NAME=name,
+        EXPECTED_SHA256=hashlib.sha256(data).hexdigest(),
+        parts=tuple(parts),
+        general_name="Qwen2.5 Coder 0.5B",
+        architecture="qwen2",
+        extra="qwen",
+    )
     monkeypatch.setitem(SPLIT_GGUFS, FAKE[0], split)
     return split
 
@@ -210,10 +226,13 @@ def test_a_missing_part_is_refused_in_one_line_naming_it(tmp_path, monkeypatch):
     assert "[qwen]" in message
 
 
-@pytest.mark.parametrize("name, architecture, says", [
-    ("Gemma 3 270M", "qwen2", "general.name is 'Gemma 3 270M'"),
-    ("Qwen2.5 Coder 0.5B Instruct", "llama", "general.architecture is 'llama'"),
-])
+@pytest.mark.parametrize(
+    "name, architecture, says",
+    [
+        ("Gemma 3 270M", "qwen2", "general.name is 'Gemma 3 270M'"),
+        ("Qwen2.5 Coder 0.5B Instruct", "llama", "general.architecture is 'llama'"),
+    ],
+)
 def test_a_file_whose_metadata_names_another_model_is_refused(tmp_path, monkeypatch, name, architecture, says):
     """The hashes hold (they are recorded for these very bytes), but the file is not the model."""
     fake_split(tmp_path / "site", monkeypatch, tiny_gguf(tmp_path / "whole.gguf", name, architecture))

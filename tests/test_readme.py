@@ -14,15 +14,23 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 MARKER = "<!-- readme-test"
 BLOCK = re.compile(r"^" + re.escape(MARKER) + r"[^\n]*-->\n```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)
 # What a run of ms leaves behind that the copy never needs, and what the commands may write: a
 # report goes under outputs/report/ (ms-report's default), nothing else.
-NOT_COPIED = (".git", ".venv", "outputs", "multirun", ".cache", "__pycache__", ".pytest_cache",
-              ".import_linter_cache", "*.egg-info")
+NOT_COPIED = (
+    ".git",
+    ".venv",
+    "outputs",
+    "multirun",
+    ".cache",
+    "__pycache__",
+    ".pytest_cache",
+    ".import_linter_cache",
+    "*.egg-info",
+)
 MAY_WRITE = ("outputs/report/",)
 
 
@@ -52,8 +60,13 @@ COMMANDS = unique(README + [c for page in PAGES for c in marked_commands(page.re
 
 def test_the_readme_marks_the_commands_a_newcomer_runs_first():
     programs = {" ".join(c.split()[:2]) for c in README}
-    assert {"ms-run --help", "ms-run --cfg", "ms-data validate", "ms-data stats", "ms-report results/figure4_offline/runs"
-            } <= programs, README
+    assert {
+        "ms-run --help",
+        "ms-run --cfg",
+        "ms-data validate",
+        "ms-data stats",
+        "ms-report results/figure4_offline/runs",
+    } <= programs, README
     assert any("+plan=true" in c for c in README) and any("--html" in c for c in README)
     assert marked_commands(f"{MARKER} -->\n```bash\na\n\nb  # c\n```\n```bash\nnot marked\n```\n") == ["a", "b  # c"]
 
@@ -61,8 +74,12 @@ def test_the_readme_marks_the_commands_a_newcomer_runs_first():
 def test_the_documentation_marks_commands_of_its_own():
     """Each page that shows runnable commands has them tested too, beside the README's."""
     marked = {page.relative_to(REPO).as_posix() for page in PAGES if marked_commands(page.read_text(encoding="utf-8"))}
-    assert {"docs/getting-started.md", "docs/concepts/agents.md", "docs/running/plan.md",
-            "docs/reading/report.md"} <= marked, marked
+    assert {
+        "docs/getting-started.md",
+        "docs/concepts/agents.md",
+        "docs/running/plan.md",
+        "docs/reading/report.md",
+    } <= marked, marked
     assert len(COMMANDS) > len(README)
 
 
@@ -74,18 +91,22 @@ def checkout_copy(tmp_path_factory) -> Path:
 
 
 def files_under(folder: Path) -> set[str]:
-    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c.split("#")[0].split()))
 def test_a_marked_readme_command_runs_as_written(checkout_copy, command):
     before = files_under(checkout_copy)
     # The copy's own ms (PYTHONPATH) through the venv's entry points (PATH), offline as `make` runs it.
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(checkout_copy),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run(["bash", "-c", command], cwd=checkout_copy, env=env, capture_output=True, text=True,
-                          timeout=180)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(checkout_copy),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=checkout_copy, env=env, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
     written = sorted(p for p in files_under(checkout_copy) - before if not p.startswith(MAY_WRITE))
     assert written == [], (command, written)

@@ -11,15 +11,25 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO, ms_run_in_process
 
 from ms.common.errors import USER_ERROR_EXIT
 
-from conftest import REPO, ms_run_in_process
-
 # Three micro-batches of two, so that the server can be stopped after the first has been admitted.
-STREAM = ["data.agents=[riddle,pun]", "data.max_seed=3", "data.max_stream=3", "data.max_test=1", "fills=[100]",
-          "micro_batch=2", "train.candidates=2", "train.labelled=2", "backbone.generation.max_new_tokens=8",
-          "eval.metrics=[ref_logprob]", "scorer.threshold=0", "pool.backend=postgres"]
+STREAM = [
+    "data.agents=[riddle,pun]",
+    "data.max_seed=3",
+    "data.max_stream=3",
+    "data.max_test=1",
+    "fills=[100]",
+    "micro_batch=2",
+    "train.candidates=2",
+    "train.labelled=2",
+    "backbone.generation.max_new_tokens=8",
+    "eval.metrics=[ref_logprob]",
+    "scorer.threshold=0",
+    "pool.backend=postgres",
+]
 
 
 def steps_in(decisions: Path) -> list[int]:
@@ -27,8 +37,9 @@ def steps_in(decisions: Path) -> list[int]:
 
 
 @pytest.mark.slow
-def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(postgres_cluster, postgres_dsn,
-                                                                              tmp_path, monkeypatch, capsys):
+def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(
+    postgres_cluster, postgres_dsn, tmp_path, monkeypatch, capsys
+):
     """Both runs are `ms-run` in this process (the command line as typed, through Hydra); a thread
     stops the server once the first micro-batch is admitted."""
     from omegaconf import OmegaConf

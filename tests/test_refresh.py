@@ -7,18 +7,17 @@ import json
 
 import pytest
 import torch
+from conftest import compose_config
+from test_retrieval import FACTS
 
 from ms.config.schema import REFRESH_POLICIES
+from ms.loop.validation import problems
 from ms.pool import Pool
 from ms.retrieval import build_retriever
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
 from ms.retrieval.training import LabelledPair, RetrieverTrainer, TrainConfig
-from ms.loop.validation import problems
-
-from conftest import compose_config
-from test_retrieval import FACTS
 
 MEMORIES = len(FACTS)
 
@@ -26,8 +25,13 @@ MEMORIES = len(FACTS)
 @pytest.fixture
 def pool(tmp_path):
     with Pool(tmp_path / "pool.sqlite") as p:
-        p.add([{"scope": "misc", "agent": "study", "domain": "plan", "question": q, "answer": a, "origin": "seed"}
-               for q, a in FACTS], step=0)
+        p.add(
+            [
+                {"scope": "misc", "agent": "study", "domain": "plan", "question": q, "answer": a, "origin": "seed"}
+                for q, a in FACTS
+            ],
+            step=0,
+        )
         yield p
 
 
@@ -64,8 +68,19 @@ def test_every_n_re_encodes_exactly_every_n_steps(pool, encoder):
     assert dense.refreshes == 2
     # A memory added while the index is stale is encoded once, by the encoder of the moment, and the
     # staleness (steps since the last full refresh) is what it was.
-    pool.add([{"scope": "misc", "agent": "study", "domain": "plan", "question": "Learn guitar chords",
-               "answer": "Practice C, G and D daily.", "origin": "stream"}], step=8)
+    pool.add(
+        [
+            {
+                "scope": "misc",
+                "agent": "study",
+                "domain": "plan",
+                "question": "Learn guitar chords",
+                "answer": "Practice C, G and D daily.",
+                "origin": "stream",
+            }
+        ],
+        step=8,
+    )
     assert dense.retrieve("guitar practice", "misc", 1)[0].question == "Learn guitar chords"
     assert dense.encoded == 3 * MEMORIES + 1
     assert dense.state("misc") == {"retriever_version": 7, "index_staleness": 1}
@@ -93,8 +108,10 @@ def test_query_tower_trains_queries_only_and_never_re_encodes_memories(pool):
     memory_weights = {name: p.clone() for name, p in dense.encoder.state_dict().items()}
     query_weights = {name: p.clone() for name, p in dense.query_encoder.state_dict().items()}
     trainer = RetrieverTrainer(TrainConfig(lr=5e-5, replay_per_step=0), dense, BM25Retriever(pool), labeller=None)
-    pairs = [LabelledPair("Write a poem about the sea.", "A recipe for lemon cake.", 1.0, 0.1),
-             LabelledPair("Write a poem about the sea.", "Waves crash on the ocean shore.", 0.0, 0.9)]
+    pairs = [
+        LabelledPair("Write a poem about the sea.", "A recipe for lemon cake.", 1.0, 0.1),
+        LabelledPair("Write a poem about the sea.", "Waves crash on the ocean shore.", 0.0, 0.9),
+    ]
 
     dense.retrieve("a cheap trip to Japan", "misc", 2)
     before = dense.query_vectors(["a cheap trip to Japan"])
@@ -124,17 +141,18 @@ def test_refresh_is_a_config_key_a_sweep_can_range_over(pool):
 
 @pytest.mark.slow
 def test_every_prediction_and_decision_records_version_and_staleness(tmp_path, models_cache):
-    from ms.loop.pipeline import run
     from test_pipeline import TINY
 
-    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "retriever.refresh=every_n",
-                                 "retriever.refresh_every=2"])
+    from ms.loop.pipeline import run
+
+    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "retriever.refresh=every_n", "retriever.refresh_every=2"])
     metrics = run(cfg, tmp_path)
     assert metrics["run"]["refresh"] == "every_n"
     for name in ("predictions.jsonl", "decisions.jsonl"):
         rows = [json.loads(line) for line in (tmp_path / name).open()]
-        assert rows and all(isinstance(r["retriever_version"], int) and 0 <= r["index_staleness"] < 2
-                            for r in rows), name
+        assert rows and all(isinstance(r["retriever_version"], int) and 0 <= r["index_staleness"] < 2 for r in rows), (
+            name
+        )
     # The stream trained the retriever, so the last fill's predictions used a later version.
     predictions = [json.loads(line) for line in (tmp_path / "predictions.jsonl").open()]
     assert max(p["retriever_version"] for p in predictions) > 0

@@ -14,8 +14,16 @@ import pytest
 from ms.config.parts import ACCESS_RULES, ENGINES, GATES, METRICS, POLICIES, POOL_BACKENDS, PROVIDERS, RETRIEVERS
 from ms.config.registry import DuplicatePart, Registry, UnknownPart
 
-REGISTRIES = {"gate": GATES, "metric": METRICS, "provider": PROVIDERS, "engine": ENGINES, "retriever": RETRIEVERS,
-              "memory policy": POLICIES, "pool backend": POOL_BACKENDS, "access rule": ACCESS_RULES}
+REGISTRIES = {
+    "gate": GATES,
+    "metric": METRICS,
+    "provider": PROVIDERS,
+    "engine": ENGINES,
+    "retriever": RETRIEVERS,
+    "memory policy": POLICIES,
+    "pool backend": POOL_BACKENDS,
+    "access rule": ACCESS_RULES,
+}
 
 
 @pytest.mark.parametrize("kind", list(REGISTRIES))
@@ -126,12 +134,12 @@ class RefWords(Metric):
             row["ref_words"] = len(row["reference"].split())
 '''
 
-TOY_INIT = '''
+TOY_INIT = """
 from ms.config.parts import GATES, METRICS
 
 GATES.register("toy", "toy_parts.gate:ToyGate")
 METRICS.register("ref_words", "toy_parts.metric:RefWords")
-'''
+"""
 
 
 @pytest.fixture
@@ -158,8 +166,17 @@ def toy(tmp_path, monkeypatch):
         del sys.modules[module]
 
 
-TINY = ["data.agents=[riddle]", "data.max_seed=4", "data.max_stream=2", "data.max_test=1", "fills=[50,100]",
-        "micro_batch=4", "train.candidates=3", "train.labelled=2", "backbone.generation.max_new_tokens=24"]
+TINY = [
+    "data.agents=[riddle]",
+    "data.max_seed=4",
+    "data.max_stream=2",
+    "data.max_test=1",
+    "fills=[50,100]",
+    "micro_batch=4",
+    "train.candidates=3",
+    "train.labelled=2",
+    "backbone.generation.max_new_tokens=24",
+]
 
 
 def composed(conf, overrides):
@@ -172,16 +189,19 @@ def composed(conf, overrides):
 
 def test_a_toy_gate_and_metric_are_validated_and_planned_through_the_registries(toy):
     from ms.config.schema import GateConfig
-    from ms.plan.planner import plan_run
     from ms.loop.validation import problems
+    from ms.plan.planner import plan_run
 
     cfg = composed(toy, TINY)
     assert cfg.gate.name == "toy" and list(cfg.eval.metrics) == ["ref_logprob", "ref_words"]
     assert problems(cfg) == []
     assert problems(composed(toy, [*TINY, "gate.rate=0"])) == [
-        "invalid setting gate.rate=0: the toy gate reads it as its share of the plan, and 0 plans nothing"]
-    assert any("eval.metrics" in p and "ref_wordz" in p and "ref_words" in p
-               for p in problems(composed(toy, [*TINY, "eval.metrics=[ref_wordz]"])))
+        "invalid setting gate.rate=0: the toy gate reads it as its share of the plan, and 0 plans nothing"
+    ]
+    assert any(
+        "eval.metrics" in p and "ref_wordz" in p and "ref_words" in p
+        for p in problems(composed(toy, [*TINY, "eval.metrics=[ref_wordz]"]))
+    )
     assert GATES.load("toy").record(GateConfig(name="toy")) == {"gate": "toy", "toy": True}
 
     plan = plan_run(cfg)
@@ -192,8 +212,7 @@ def test_a_toy_gate_and_metric_are_validated_and_planned_through_the_registries(
 
 
 @pytest.mark.slow
-def test_a_tiny_run_with_the_toy_gate_and_metric_records_them_and_the_report_reads_them(toy, tmp_path,
-                                                                                          models_cache):
+def test_a_tiny_run_with_the_toy_gate_and_metric_records_them_and_the_report_reads_them(toy, tmp_path, models_cache):
     from ms.loop.pipeline import run
     from ms.report.runs import find_runs, metric_label
 

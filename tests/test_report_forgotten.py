@@ -11,7 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import compose_config
+from fakes import FakeLM
 from omegaconf import OmegaConf
+from test_site import browser, by, errors, open_page  # noqa: F401  (browser: Chromium, the fixture)
 
 from ms.cli.data import main as ms_data
 from ms.config.files import POOL_FILENAME, WRITERS_FILE
@@ -19,13 +22,20 @@ from ms.pool import Pool
 from ms.report.cli import main as report_main
 from ms.report.sharing import FOLDER, UNKNOWN
 
-from conftest import compose_config
-from fakes import FakeLM
-from test_site import browser, by, errors, open_page  # noqa: F401  (browser: Chromium, the fixture)
-
-TINY = ["data.agents=[limerick,pun,sonnet]", "data.max_seed=3", "data.max_stream=2", "data.max_test=3",
-        "fills=[50,100]", "retriever=random", "gate=all", "eval.metrics=[ref_logprob]", "pool.mode=single",
-        "retriever.save=false", "use_cache=false", "k=3"]
+TINY = [
+    "data.agents=[limerick,pun,sonnet]",
+    "data.max_seed=3",
+    "data.max_stream=2",
+    "data.max_test=3",
+    "fills=[50,100]",
+    "retriever=random",
+    "gate=all",
+    "eval.metrics=[ref_logprob]",
+    "pool.mode=single",
+    "retriever.save=false",
+    "use_cache=false",
+    "k=3",
+]
 FORGOTTEN = "pun"
 
 
@@ -34,7 +44,7 @@ def site_data(site: Path, key: str) -> dict:
     text = (site / "data" / f"{key}.js").read_text(encoding="utf-8")
     prefix = f'MS.put("{key}", '
     assert text.startswith(prefix) and text.endswith(");\n")
-    return json.loads(text[len(prefix):-3])
+    return json.loads(text[len(prefix) : -3])
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +56,9 @@ def forgotten(tmp_path_factory):
     from ms.cli.run import export_memories
     from ms.loop.pipeline import run
 
-    lm = FakeLM(default="An answer.",
-                scores=lambda context, text: (-0.5 * len(text.split()), max(1, len(text.split()))))
+    lm = FakeLM(
+        default="An answer.", scores=lambda context, text: (-0.5 * len(text.split()), max(1, len(text.split())))
+    )
     root = tmp_path_factory.mktemp("forgotten") / "sweep"
     folder = root / "k=3"
     patch = pytest.MonkeyPatch()
@@ -66,8 +77,12 @@ def forgotten(tmp_path_factory):
         assert FORGOTTEN not in pool.count_by("agent")
     out = root.parent / "report"
     assert report_main([str(root), "--out", str(out), "--html", str(out / "site")]) == 0
-    return folder, out, out / "site", [*("\n".join(m["content"] for m in c) for c in lm.chats),
-                                       *(context for context, _ in lm.scored)]
+    return (
+        folder,
+        out,
+        out / "site",
+        [*("\n".join(m["content"] for m in c) for c in lm.chats), *(context for context, _ in lm.scored)],
+    )
 
 
 def pun_ids(folder: Path) -> set[int]:
@@ -117,7 +132,7 @@ def test_the_site_and_sharing_md_count_them_under_their_writer_alike(forgotten):
 
 
 @pytest.mark.slow
-def test_a_question_page_names_the_writer_and_shows_the_prompt(forgotten, browser):
+def test_a_question_page_names_the_writer_and_shows_the_prompt(forgotten, browser):  # noqa: F811
     """In a real browser (as tests/test_site.py's): a question that retrieved a forgotten memory shows its
     writer, that it was removed, and the prompt the backbone got."""
     folder, _, site, prompts = forgotten
@@ -126,8 +141,9 @@ def test_a_question_page_names_the_writer_and_shows_the_prompt(forgotten, browse
     fill, t = next((f, row["t"]) for f, rows in data["rows"].items() for row in rows if gone & set(row["r"]))
     open_page(browser, site, f"run/0/q/{fill}/{t}", "question")
     cards = [c for c in by(browser, "div.question div.memory") if int(c.get_attribute("data-memory")) in gone]
-    assert cards and all(f"writer: {FORGOTTEN}" in c.text and "no longer: removed from the pool" in c.text
-                         for c in cards)
+    assert cards and all(
+        f"writer: {FORGOTTEN}" in c.text and "no longer: removed from the pool" in c.text for c in cards
+    )
     shown = [m.text for m in by(browser, "pre.prompt")]  # the system and the user message
     assert len(shown) == 2 and any(all(m in p for m in shown) for p in prompts)
     assert errors(browser) == []

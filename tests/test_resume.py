@@ -9,16 +9,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO, ms_run_in_process
 from omegaconf import OmegaConf
 
 from ms.common.errors import USER_ERROR_EXIT, UserError
 
-from conftest import REPO, ms_run_in_process
-
 # A folder named by the clock and the overrides, as conf/config.yaml names one, and names a shell or
 # Hydra's grammar would read otherwise: a space, quotes, backslashes, a dollar sign, an interpolation.
 CLOCK = "/home/me/outputs/2026-01-01/18-05-09_data.agents=[sonnet,limerick],fills=[50,100],k=3"
-FOLDERS = [CLOCK, "/tmp/a b/it's \"here\"", "/tmp/back\\slash\\", "/tmp/$HOME/`ls`;|&", "/tmp/${now:%H}/\\${x}"]
+FOLDERS = [CLOCK, '/tmp/a b/it\'s "here"', "/tmp/back\\slash\\", "/tmp/$HOME/`ls`;|&", "/tmp/${now:%H}/\\${x}"]
 # A run's task overrides as Hydra was given them (each one valid in its grammar), a quoted one among them.
 TASK = ["data.agents=[sonnet,limerick]", "fills=[50,100]", "k=3", "tag='say \"yes\", then stop'"]
 
@@ -26,8 +25,9 @@ TASK = ["data.agents=[sonnet,limerick]", "fills=[50,100]", "k=3", "tag='say \"ye
 def pasted(command: str) -> list[str]:
     """The words a shell hands `ms-run` when `command` is pasted as printed (ms-run being a function
     here that prints its arguments)."""
-    done = subprocess.run(["bash", "-c", "ms-run() { printf '%s\\0' \"$@\"; }\n" + command],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["bash", "-c", "ms-run() { printf '%s\\0' \"$@\"; }\n" + command], capture_output=True, text=True, timeout=30
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.split("\0")[:-1]
 
@@ -74,16 +74,24 @@ def test_a_sweep_s_ctrl_c_hint_gives_back_its_folder():
     from ms.cli.run import resume_hint
 
     setup_globals()  # Hydra's resolvers: now
-    sweep = OmegaConf.create({"mode": RunMode.MULTIRUN,
-                              "sweep": {"dir": "multirun/${now:%Y-%m-%d}/${now:%H-%M-%S}_data.agents=[a,b] x"}})
+    sweep = OmegaConf.create(
+        {"mode": RunMode.MULTIRUN, "sweep": {"dir": "multirun/${now:%Y-%m-%d}/${now:%H-%M-%S}_data.agents=[a,b] x"}}
+    )
     folder = sweep.sweep.dir
     assert read_back(hint_words(resume_hint(sweep, Path(folder) / "k=1"))) == {"hydra.sweep.dir": folder}
 
 
 # ---- as ms-run prints them, in a folder Hydra names by the clock and the overrides --------------
 
-ARGS = ["data.agents=[riddle,pun]", "data.max_seed=3", "data.max_stream=2", "data.max_test=1", "fills=[50,100]",
-        "hydra/job_logging=none", "hydra/hydra_logging=none"]
+ARGS = [
+    "data.agents=[riddle,pun]",
+    "data.max_seed=3",
+    "data.max_stream=2",
+    "data.max_test=1",
+    "fills=[50,100]",
+    "hydra/job_logging=none",
+    "hydra/hydra_logging=none",
+]
 
 
 @pytest.fixture
@@ -98,8 +106,9 @@ def clock_folder_run(tmp_path, monkeypatch, capsys):
     def call(loop) -> tuple[int, list[str], Path]:
         monkeypatch.setattr(ms.loop.pipeline, "run", loop)
         try:
-            code, err = ms_run_in_process(monkeypatch, capsys, ["ms-run", *ARGS, f"data.dir={REPO / 'data'}",
-                                                                f"cache_dir={tmp_path / 'cache'}"])
+            code, err = ms_run_in_process(
+                monkeypatch, capsys, ["ms-run", *ARGS, f"data.dir={REPO / 'data'}", f"cache_dir={tmp_path / 'cache'}"]
+            )
         except KeyboardInterrupt:  # else it would stop the whole test session
             pytest.fail("Ctrl-C left ms-run as a traceback")
         [folder] = (tmp_path / "outputs").glob("*/*")

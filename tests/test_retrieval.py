@@ -21,10 +21,26 @@ FACTS = [
 @pytest.fixture
 def pool(tmp_path):
     p = Pool(tmp_path / "pool.sqlite")
-    p.add([{"scope": "misc", "agent": "study", "domain": "plan", "question": q, "answer": a, "origin": "seed"}
-           for q, a in FACTS], step=0)
-    p.add([{"scope": "other", "agent": "pun", "domain": "logic", "question": "Bread riddle?",
-            "answer": "sourdough bread", "origin": "seed"}], step=0)
+    p.add(
+        [
+            {"scope": "misc", "agent": "study", "domain": "plan", "question": q, "answer": a, "origin": "seed"}
+            for q, a in FACTS
+        ],
+        step=0,
+    )
+    p.add(
+        [
+            {
+                "scope": "other",
+                "agent": "pun",
+                "domain": "logic",
+                "question": "Bread riddle?",
+                "answer": "sourdough bread",
+                "origin": "seed",
+            }
+        ],
+        step=0,
+    )
     return p
 
 
@@ -55,8 +71,19 @@ def test_bm25_never_returns_the_pair_itself_when_excluded(pool):
 def test_bm25_sees_new_memories(pool):
     bm25 = BM25Retriever(pool)
     assert bm25.retrieve("volcano", "misc", 1)[0].question != "Volcano facts?"
-    pool.add([{"scope": "misc", "agent": "study", "domain": "plan", "question": "Volcano facts?",
-               "answer": "Volcanoes vent magma.", "origin": "stream"}], step=1)
+    pool.add(
+        [
+            {
+                "scope": "misc",
+                "agent": "study",
+                "domain": "plan",
+                "question": "Volcano facts?",
+                "answer": "Volcanoes vent magma.",
+                "origin": "stream",
+            }
+        ],
+        step=1,
+    )
     assert bm25.retrieve("volcano", "misc", 1)[0].question == "Volcano facts?"
 
 
@@ -67,8 +94,19 @@ def test_dense_retrieves_by_meaning_and_caches_embeddings(pool, encoder):
     assert dense.encoded == len(FACTS)
     dense.retrieve_batch(["jogging schedule for a novice", "cheap trip to Japan"], "misc", 2)
     assert dense.encoded == len(FACTS)  # nothing re-encoded
-    pool.add([{"scope": "misc", "agent": "study", "domain": "plan", "question": "Learn guitar chords",
-               "answer": "Practice C, G and D daily.", "origin": "stream"}], step=1)
+    pool.add(
+        [
+            {
+                "scope": "misc",
+                "agent": "study",
+                "domain": "plan",
+                "question": "Learn guitar chords",
+                "answer": "Practice C, G and D daily.",
+                "origin": "stream",
+            }
+        ],
+        step=1,
+    )
     found = dense.retrieve_batch(["jogging schedule for a novice", "cheap trip to Japan"], "misc", 2)
     assert dense.encoded == len(FACTS) + 1  # only the new memory
     assert found[0][0].question == FACTS[4][0] and found[1][0].question == FACTS[1][0]

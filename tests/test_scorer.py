@@ -2,12 +2,22 @@ import json
 from pathlib import Path
 
 import pytest
+from fakes import FakeLM
 
 from ms.agents import Agent, default_agents
-from ms.gates.scorer import (RETRY_PROMPT, SCORE_OPTIONS, SYSTEM_PROMPT, Decision, Scorer, ScorerConfig, append_decisions, load_rubric,
-                       load_rubrics, parse_score, rubric_for)
-
-from fakes import FakeLM
+from ms.gates.scorer import (
+    RETRY_PROMPT,
+    SCORE_OPTIONS,
+    SYSTEM_PROMPT,
+    Decision,
+    Scorer,
+    ScorerConfig,
+    append_decisions,
+    load_rubric,
+    load_rubrics,
+    parse_score,
+    rubric_for,
+)
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
@@ -39,8 +49,10 @@ def test_single_rubric_has_bands_and_domain_rubrics_split_points():
 
 def test_rubric_with_wrong_total_names_its_file(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: bad\ntitle: Bad\nsource: test\ncriteria:\n"
-                   "  - {name: A, points: 60, rewards: a}\n  - {name: B, points: 30, rewards: b}\n")
+    bad.write_text(
+        "name: bad\ntitle: Bad\nsource: test\ncriteria:\n"
+        "  - {name: A, points: 60, rewards: a}\n  - {name: B, points: 30, rewards: b}\n"
+    )
     with pytest.raises(ValueError, match=r"bad\.yaml.*total 90"):
         load_rubric("bad", tmp_path)
 
@@ -64,44 +76,50 @@ def test_rubric_for_pool_modes():
 
 # ---- parsing ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("85", 85),
-    ("Score: 85/100", 85),
-    ("I'd give it 85 out of 100", 85),
-    ("eighty", 80),
-    ("eighty-five", 85),
-    ("Eighty five.", 85),
-    ("one hundred", 100),
-    ("zero", 0),
-    ("0", 0),
-    ("100/100", 100),
-    ("", None),
-    (None, None),
-    ("150", None),
-    ("-3", None),
-    ("Score: -3", None),
-    ("No score.", None),
-    ("N/A", None),
-    # a fraction beats an earlier bare number; the "100" of "/100" is never the score
-    ("Criterion 1 looks fine. Total: 72/100", 72),
-    ("Total 90/100 (accuracy 25/25)", 90),
-    # a labelled number beats an earlier bare one; digits beat number words
-    ("Rubric item 3 is weak. Score: 41", 41),
-    ("This one deserves 85.", 85),
-    ("8/10", 80),
-    ("7.5 out of ten", 75),
-    ("80-85", 80),
-    ("99.6", 100),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("85", 85),
+        ("Score: 85/100", 85),
+        ("I'd give it 85 out of 100", 85),
+        ("eighty", 80),
+        ("eighty-five", 85),
+        ("Eighty five.", 85),
+        ("one hundred", 100),
+        ("zero", 0),
+        ("0", 0),
+        ("100/100", 100),
+        ("", None),
+        (None, None),
+        ("150", None),
+        ("-3", None),
+        ("Score: -3", None),
+        ("No score.", None),
+        ("N/A", None),
+        # a fraction beats an earlier bare number; the "100" of "/100" is never the score
+        ("Criterion 1 looks fine. Total: 72/100", 72),
+        ("Total 90/100 (accuracy 25/25)", 90),
+        # a labelled number beats an earlier bare one; digits beat number words
+        ("Rubric item 3 is weak. Score: 41", 41),
+        ("This one deserves 85.", 85),
+        ("8/10", 80),
+        ("7.5 out of ten", 75),
+        ("80-85", 80),
+        ("99.6", 100),
+    ],
+)
 def test_parse_score(text, expected):
     assert parse_score(text) == expected
 
 
 # ---- the gate, with a scripted grader ------------------------------------------------------
 
+
 def grader(first: dict[str, str], retry: dict[str, str] | None = None) -> FakeLM:
     """Replies by the answer in the grading prompt: `first[answer]` to the grading prompt and
     `retry[answer]` to the reminder."""
+
     def by_answer(replies):
         return {f"Answer: {answer}\n": reply for answer, reply in replies.items()}
 
@@ -204,6 +222,7 @@ def test_scorer_config_is_a_structured_hydra_node():
 
 # ---- the gate's probability read, with a fixed distribution -------------------------------
 
+
 def test_probability_read_is_the_expected_score_renormalized_over_scores():
     lm = FakeLM(probabilities={80: 0.3, 40: 0.1, 90: 0.1})  # half the mass is on replies that are no score
     [decision] = scorer(lm).score(items("a"))
@@ -230,6 +249,7 @@ def test_read_mode_follows_the_backbone_and_the_config():
 
 # ---- the gate, with the real offline backbone -----------------------------------------------
 
+
 def _default_backbone(tmp_path):
     from hydra import compose, initialize_config_dir
 
@@ -248,10 +268,18 @@ def test_the_rubric_prefix_cache_leaves_the_probabilities_unchanged(smollm2):
     gate = Scorer(smollm2, load_rubrics(["literary"]), ScorerConfig())
     prefix = gate.rubric_prefix("literary")
     assert load_rubric("literary").render() in prefix and prefix.endswith("written by the ")
-    items = [(agent, "literary", f"Write a {agent} about {topic}.", answer) for agent, topic, answer in [
-        ("sonnet", "the sea", "The tide returns as every evening must,\nand grey gulls settle on the harbour wall."),
-        ("limerick", "a cat", "A cat with a taste for the cream\nwould plot and would purr and would scheme."),
-        ("wuyanlvshi", "autumn", "Cold wind combs the hills; geese write their line on the sky.")]]
+    items = [
+        (agent, "literary", f"Write a {agent} about {topic}.", answer)
+        for agent, topic, answer in [
+            (
+                "sonnet",
+                "the sea",
+                "The tide returns as every evening must,\nand grey gulls settle on the harbour wall.",
+            ),
+            ("limerick", "a cat", "A cat with a taste for the cream\nwould plot and would purr and would scheme."),
+            ("wuyanlvshi", "autumn", "Cold wind combs the hills; geese write their line on the sky."),
+        ]
+    ]
     chats = [gate.prompt(*item) for item in items]
     smollm2.prefix_caches = PrefixCaches()
     plain = smollm2.option_probabilities(chats, SCORE_OPTIONS)
@@ -270,8 +298,13 @@ def test_option_probabilities_equal_a_hand_computation_from_the_logits(tmp_path)
     import torch
 
     lm = _default_backbone(tmp_path)
-    chat = [{"role": "user", "content": "How good is this haiku, from 0 to 100? Reply with the number only.\n"
-                                        "An old silent pond / a frog jumps into the pond / splash! Silence again."}]
+    chat = [
+        {
+            "role": "user",
+            "content": "How good is this haiku, from 0 to 100? Reply with the number only.\n"
+            "An old silent pond / a frog jumps into the pond / splash! Silence again.",
+        }
+    ]
     probs = lm.option_probabilities([chat], SCORE_OPTIONS)[0]
 
     context = lm._encode(lm.chat_context(chat))
@@ -304,7 +337,8 @@ def test_default_backbone_scores_every_seed_pair_of_an_agent(tmp_path):
     lm = _default_backbone(tmp_path)
     seeds = load_splits(DataConfig(agents=["riddle"]))["riddle"].seed
     decisions = Scorer(lm, load_rubrics(), ScorerConfig()).score(
-        [("riddle", "logic", e.question, e.answer) for e in seeds])
+        [("riddle", "logic", e.question, e.answer) for e in seeds]
+    )
     assert len(decisions) == len(seeds) >= 10
     assert [d for d in decisions if d.unscored] == []
     assert all(d.read == "probabilities" and 0 <= d.score <= 100 and d.mass > 1e-4 for d in decisions)
@@ -315,14 +349,26 @@ def test_default_backbone_scores_every_seed_pair_of_an_agent(tmp_path):
 def test_real_backbone_grades_three_pairs_by_text(tmp_path):
     lm = _default_backbone(tmp_path)
     pairs = [
-        ("limerick", rubric_for(default_agents()["limerick"], "domain").name, "Write a limerick about a cat who loves rain.",
-         "A cat who adored the wet rain\nWould dance by the drainpipe and lane\nShe'd splash in a puddle\n"
-         "Then curl up to cuddle\nAnd purr till it poured down again"),
-        ("riddle", rubric_for(default_agents()["riddle"], "domain").name, "What has keys but can't open locks?",
-         "A piano: it has many keys, yet none of them open a lock."),
-        ("travel", rubric_for(default_agents()["travel"], "single").name, "Plan one day in Paris on a small budget.",
-         "Morning: walk along the Seine to Notre-Dame. Noon: picnic in the Luxembourg Gardens. "
-         "Afternoon: free entry to the Petit Palais. Evening: sunset from Montmartre."),
+        (
+            "limerick",
+            rubric_for(default_agents()["limerick"], "domain").name,
+            "Write a limerick about a cat who loves rain.",
+            "A cat who adored the wet rain\nWould dance by the drainpipe and lane\nShe'd splash in a puddle\n"
+            "Then curl up to cuddle\nAnd purr till it poured down again",
+        ),
+        (
+            "riddle",
+            rubric_for(default_agents()["riddle"], "domain").name,
+            "What has keys but can't open locks?",
+            "A piano: it has many keys, yet none of them open a lock.",
+        ),
+        (
+            "travel",
+            rubric_for(default_agents()["travel"], "single").name,
+            "Plan one day in Paris on a small budget.",
+            "Morning: walk along the Seine to Notre-Dame. Noon: picnic in the Luxembourg Gardens. "
+            "Afternoon: free entry to the Petit Palais. Evening: sunset from Montmartre.",
+        ),
     ]
     decisions = Scorer(lm, load_rubrics(), ScorerConfig(read="text")).score(pairs)
     assert len(decisions) == 3

@@ -8,15 +8,14 @@ from __future__ import annotations
 import json
 import urllib.request
 
+import fault_server as faults
 import pytest
 import torch
+from conftest import compose_config
 
-import fault_server as faults
 from ms.llm import BackendError, build_lm, provider_class
 from ms.llm.openai import EchoLogprobsLM, OpenAILM
 from ms.loop.validation import ConfigError, validate
-
-from conftest import compose_config
 
 # Both run the same Q4_1 GGUF, but hf de-quantizes it to float32 while llama.cpp multiplies the
 # quantized blocks with 8-bit activations: a token's log-prob differs by up to ~0.5 nats (measured:
@@ -25,16 +24,16 @@ from conftest import compose_config
 LOGPROB_TOLERANCE = dict(rel=0.1, abs=0.5)  # on a continuation's summed log-prob
 PROBABILITY_TOLERANCE = 0.02  # on an option's probability
 
-CHAT = [{"role": "system", "content": "Answer briefly."},
-        {"role": "user", "content": "What is the capital of France?"}]
+CHAT = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "What is the capital of France?"}]
 
 
 @pytest.fixture(scope="module")
 def served(llama_server, smollm2):
     """The server as an echo backbone named by the converted GGUF's folder, so that its scored
     contexts use the model's chat template (llama-cpp-python ignores the request's model name)."""
-    return EchoLogprobsLM(smollm2.tokenizer.name_or_path, base_url=f"{llama_server}/v1", timeout_s=300,
-                          max_concurrency=1)
+    return EchoLogprobsLM(
+        smollm2.tokenizer.name_or_path, base_url=f"{llama_server}/v1", timeout_s=300, max_concurrency=1
+    )
 
 
 def test_chat_context_is_the_hf_one(served, smollm2):
@@ -49,16 +48,19 @@ def test_loglikelihood_ranks_like_hf(served, smollm2):
     server = served.loglikelihood([context] * 4, candidates)
     local = smollm2.loglikelihood([context] * 4, candidates)
     assert [n for _, n in server] == [n for _, n in local]  # same tokens scored
-    assert sorted(candidates, key=lambda c: -server[candidates.index(c)][0]) == \
-        sorted(candidates, key=lambda c: -local[candidates.index(c)][0])
+    assert sorted(candidates, key=lambda c: -server[candidates.index(c)][0]) == sorted(
+        candidates, key=lambda c: -local[candidates.index(c)][0]
+    )
     for (s, _), (h, _) in zip(server, local):
         assert s == pytest.approx(h, **LOGPROB_TOLERANCE)
     assert served.usage.prompt_tokens > 0
 
 
 def test_option_probabilities_match_hf(served, smollm2):
-    chat = [{"role": "system", "content": "Reply with a number only."},
-            {"role": "user", "content": "How many legs does a spider have?"}]
+    chat = [
+        {"role": "system", "content": "Reply with a number only."},
+        {"role": "user", "content": "How many legs does a spider have?"},
+    ]
     options = [str(v) for v in range(11)]  # "10" is two tokens here: "1", then "0"
     assert served._token_path("10") == ("1", "0")
     (server,) = served.option_probabilities([chat], options)
@@ -69,8 +71,9 @@ def test_option_probabilities_match_hf(served, smollm2):
 
 def completes(url: str, prompt: str) -> dict:
     body = {"prompt": prompt, "max_tokens": 1, "logprobs": 5, "temperature": 0}
-    request = urllib.request.Request(f"{url}/v1/completions", data=json.dumps(body).encode(),
-                                     headers={"content-type": "application/json"})
+    request = urllib.request.Request(
+        f"{url}/v1/completions", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
     return json.load(urllib.request.urlopen(request, timeout=300))["choices"][0]
 
 
@@ -97,14 +100,18 @@ def test_shifted_logprobs_are_an_error(served):
 
 # ---- servers without prompt log-probs ------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def fault():
     with faults.FaultServer() as running:
         yield running
 
 
-@pytest.mark.parametrize("reply", [faults.text_completion("a prompt and more"), faults.refused(404),
-                                   faults.refused(400)], ids=["no-logprobs", "404", "400"])
+@pytest.mark.parametrize(
+    "reply",
+    [faults.text_completion("a prompt and more"), faults.refused(404), faults.refused(400)],
+    ids=["no-logprobs", "404", "400"],
+)
 def test_a_server_without_prompt_logprobs_is_a_clear_error(fault, reply):
     fault.play(reply)
     lm = EchoLogprobsLM("test", base_url=f"{fault.url}/v1", max_retries=2, backoff_s=0.05, timeout_s=5)
@@ -124,6 +131,7 @@ def test_a_server_that_does_not_echo_is_a_clear_error(fault):
 
 # ---- the setting ---------------------------------------------------------------------------------
 
+
 def test_the_setting_picks_the_echo_backbone(tmp_path):
     plain = compose_config(["backbone=openai-compatible"]).backbone
     echo = compose_config(["backbone=openai-compatible", "backbone.prompt_logprobs=echo"]).backbone
@@ -134,10 +142,13 @@ def test_the_setting_picks_the_echo_backbone(tmp_path):
     assert isinstance(lm, EchoLogprobsLM) and lm.base_url == echo.base_url
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["backbone.prompt_logprobs=echo"], "needs provider openai"),  # the default backbone runs in-process
-    (["backbone=openai-compatible", "backbone.prompt_logprobs=vllm"], "none, echo"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["backbone.prompt_logprobs=echo"], "needs provider openai"),  # the default backbone runs in-process
+        (["backbone=openai-compatible", "backbone.prompt_logprobs=vllm"], "none, echo"),
+    ],
+)
 def test_bad_settings_name_the_key(overrides, message):
     with pytest.raises(ConfigError, match="backbone.prompt_logprobs") as caught:
         validate(compose_config(overrides))

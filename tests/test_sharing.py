@@ -18,13 +18,13 @@ import pytest
 import yaml
 
 from ms.common.errors import UserError
+from ms.common.stats import Estimate
 from ms.pool import Pool
 from ms.report.baseline import find_baseline
 from ms.report.cli import main as report_main
 from ms.report.runs import find_runs
 from ms.report.sharing import FOLDER, _gain_cell, heatmap, sharing_matrix, write_sharing
 from ms.report.writers import WRITERS_FILE, export_writers, read_writers
-from ms.common.stats import Estimate
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO = Path(__file__).resolve().parent.parent
@@ -39,42 +39,95 @@ def make_pool(run: Path) -> dict[str, int]:
     """A real pool: seed pairs of each agent and one stream memory of sonnet; name -> memory id."""
     names = ["sonnet seed a", "sonnet seed b", "limerick seed", "pun seed a", "pun seed b", "sonnet stream"]
     with Pool(run / "pool.sqlite") as pool:
-        ids = pool.add([{"scope": "single", "agent": n.split()[0], "domain": DOMAIN[n.split()[0]], "question": n,
-                         "answer": f"answer to {n}", "origin": n.split()[1]} for n in names], step=0)
+        ids = pool.add(
+            [
+                {
+                    "scope": "single",
+                    "agent": n.split()[0],
+                    "domain": DOMAIN[n.split()[0]],
+                    "question": n,
+                    "answer": f"answer to {n}",
+                    "origin": n.split()[1],
+                }
+                for n in names
+            ],
+            step=0,
+        )
     return dict(zip(names, ids))
 
 
 def retrievals(ids: dict[str, int]) -> dict[str, list[int]]:
     """What each question retrieved at the last fill."""
-    named = {"sonnet-0": ["sonnet seed a", "sonnet stream", "limerick seed"],
-             "sonnet-1": ["sonnet seed b", "sonnet seed a", "sonnet stream"],
-             "limerick-0": ["limerick seed", "sonnet seed a", "pun seed a"],
-             "pun-0": ["pun seed a", "limerick seed", "sonnet stream"],
-             "pun-1": ["pun seed b", "pun seed a", "limerick seed"]}
+    named = {
+        "sonnet-0": ["sonnet seed a", "sonnet stream", "limerick seed"],
+        "sonnet-1": ["sonnet seed b", "sonnet seed a", "sonnet stream"],
+        "limerick-0": ["limerick seed", "sonnet seed a", "pun seed a"],
+        "pun-0": ["pun seed a", "limerick seed", "sonnet stream"],
+        "pun-1": ["pun seed b", "pun seed a", "limerick seed"],
+    }
     return {q: [ids[n] for n in names] for q, names in named.items()}
 
 
-def make_run(folder: Path, *, k: int, values: dict[str, float], retrieved: Optional[dict[str, list[int]]] = None,
-             backbone: str = "smollm2", fills: tuple[int, ...] = (100,), reference: str = "ref",
-             config: Optional[dict] = None) -> Path:
+def make_run(
+    folder: Path,
+    *,
+    k: int,
+    values: dict[str, float],
+    retrieved: Optional[dict[str, list[int]]] = None,
+    backbone: str = "smollm2",
+    fills: tuple[int, ...] = (100,),
+    reference: str = "ref",
+    config: Optional[dict] = None,
+) -> Path:
     """A finished run folder as the pipeline leaves it; the first fill retrieves nothing but the first
     seed, so only the last fill's retrievals add up to the expected matrix."""
     (folder / ".hydra").mkdir(parents=True)
     (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([f"k={k}"]))
-    (folder / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
-        {"backbone": {"name": backbone}, "k": k, "pool": {"mode": "single", "path": None},
-         "data": {"dir": "data"}, **(config or {})}))
-    rows = [{"agent": q.split("-")[0], "test_id": q, "k": k, "fill": fill, "question": f"question {q}",
-             "reference": reference if q == "pun-1" else "ref", "ref_logprob": values[q],
-             "retrieved": (retrieved or {}).get(q, []) if fill == fills[-1] else [1] * bool(retrieved)}
-            for fill in fills for q in QUESTIONS]
+    (folder / ".hydra" / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "backbone": {"name": backbone},
+                "k": k,
+                "pool": {"mode": "single", "path": None},
+                "data": {"dir": "data"},
+                **(config or {}),
+            }
+        )
+    )
+    rows = [
+        {
+            "agent": q.split("-")[0],
+            "test_id": q,
+            "k": k,
+            "fill": fill,
+            "question": f"question {q}",
+            "reference": reference if q == "pun-1" else "ref",
+            "ref_logprob": values[q],
+            "retrieved": (retrieved or {}).get(q, []) if fill == fills[-1] else [1] * bool(retrieved),
+        }
+        for fill in fills
+        for q in QUESTIONS
+    ]
     (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     per_agent = {a: {"ref_logprob": 0.0, "n": 1} for a in DOMAIN}
-    (folder / "metrics.json").write_text(json.dumps({
-        "complete": True, "fills": {str(f): {"overall": {"ref_logprob": 0.0, "n": 5}, "per_agent": per_agent}
-                                for f in fills},
-        "run": {"backbone": backbone, "k": k, "pool": "single", "retriever": "dense", "learned": True,
-                "agents": list(DOMAIN), "fills": list(fills), "seed": 0}}))
+    (folder / "metrics.json").write_text(
+        json.dumps(
+            {
+                "complete": True,
+                "fills": {str(f): {"overall": {"ref_logprob": 0.0, "n": 5}, "per_agent": per_agent} for f in fills},
+                "run": {
+                    "backbone": backbone,
+                    "k": k,
+                    "pool": "single",
+                    "retriever": "dense",
+                    "learned": True,
+                    "agents": list(DOMAIN),
+                    "fills": list(fills),
+                    "seed": 0,
+                },
+            }
+        )
+    )
     return folder
 
 
@@ -152,8 +205,10 @@ def test_a_k0_run_pairs_only_the_same_questions_of_the_same_backbone(sweep, tmp_
     m = draw(root, tmp_path / "report")
     assert float(m["gain", "pun"]["agent=pun"]) == pytest.approx(GAIN["pun-0"])  # pun-1 left unpaired
     assert m["gain_n", "pun"]["agent=pun"] == "1" and m["retrievals", "pun"]["agent=pun"] == "3"
-    assert "4 of 5 questions paired; 1 with the same id but another question" in \
-        (tmp_path / "report" / FOLDER / "sharing.md").read_text()
+    assert (
+        "4 of 5 questions paired; 1 with the same id but another question"
+        in (tmp_path / "report" / FOLDER / "sharing.md").read_text()
+    )
 
     shutil.rmtree(root / "k=0")
     m = draw(root, tmp_path / "again")
@@ -178,13 +233,23 @@ def test_a_k0_run_of_all_agents_pairs_with_a_run_of_some(sweep, tmp_path):
     """data.agents picks agents, not questions: one process's run of experiment=sharing_postgres pairs with a
     k = 0 run of all nine. Any other data setting still keeps them apart."""
     root, _ = sweep
-    (root / "k=3" / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
-        {"backbone": {"name": "smollm2"}, "k": 3, "pool": {"mode": "single", "path": None},
-         "data": {"dir": "data", "agents": ["sonnet", "limerick", "pun"]}}))
+    (root / "k=3" / ".hydra" / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "backbone": {"name": "smollm2"},
+                "k": 3,
+                "pool": {"mode": "single", "path": None},
+                "data": {"dir": "data", "agents": ["sonnet", "limerick", "pun"]},
+            }
+        )
+    )
     m = draw(root, tmp_path / "report")
     assert float(m["gain", "all"]["all"]) == pytest.approx(sum(GAIN.values()) / len(GAIN))
-    (root / "k=3" / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
-        {"backbone": {"name": "smollm2"}, "k": 3, "data": {"dir": "data", "agents": ["pun"], "max_test": 1}}))
+    (root / "k=3" / ".hydra" / "config.yaml").write_text(
+        yaml.safe_dump(
+            {"backbone": {"name": "smollm2"}, "k": 3, "data": {"dir": "data", "agents": ["pun"], "max_test": 1}}
+        )
+    )
     assert draw(root, tmp_path / "again")["gain", "all"]["all"] == ""
 
 
@@ -200,7 +265,10 @@ def test_agents_on_two_backbones_get_a_family_block_with_the_cross_family_gain(s
     m = draw(root, tmp_path / "two")
     every = m["retrievals", "all"]
     assert (every["family=same backbone"], every["family=other backbone"], every["family=seed"]) == ("2", "1", "12")
-    assert m["retrievals", "pun"]["family=other backbone"] == "1" and m["retrievals", "sonnet"]["family=other backbone"] == "0"
+    assert (
+        m["retrievals", "pun"]["family=other backbone"] == "1"
+        and m["retrievals", "sonnet"]["family=other backbone"] == "0"
+    )
     assert float(m["gain", "all"]["family=other backbone"]) == pytest.approx(GAIN["pun-0"])  # paired with k = 0
     text = (tmp_path / "two" / FOLDER / "sharing.md").read_text()
     assert "| sonnet (gpt-4o) |" in text and "| pun (smollm2) |" in text and "gain: other backbone" in text
@@ -226,9 +294,15 @@ def test_writers_backbones(tmp_path):
     assert export_writers(run, tmp_path / WRITERS_FILE) == len(ids)
     with (tmp_path / WRITERS_FILE).open() as f:
         rows = {int(r["id"]): r for r in csv.DictReader(f)}
-    assert rows[ids["sonnet stream"]] | {"id": 0} == {"id": 0, "agent": "sonnet", "domain": "literary",
-                                                      "origin": "stream", "backbone": "open-mistral-7b",
-                                                      "run_id": "", "run": ""}  # make_pool records no run
+    assert rows[ids["sonnet stream"]] | {"id": 0} == {
+        "id": 0,
+        "agent": "sonnet",
+        "domain": "literary",
+        "origin": "stream",
+        "backbone": "open-mistral-7b",
+        "run_id": "",
+        "run": "",
+    }  # make_pool records no run
 
 
 def test_a_bad_writers_table_is_a_user_error_naming_the_file_and_column(sweep, tmp_path, capsys):
@@ -289,8 +363,13 @@ def test_publish_exports_the_writers_and_redraws_the_matrix_from_the_copy(sweep,
     shutil.copytree(root, work / "multirun" / "demo")
     report = Path(sys.executable).with_name("ms-report")
     env = {**os.environ, "MS_REPORT": str(report), "PYTHON": sys.executable}
-    subprocess.run(["bash", str(REPO / "experiments" / "publish.sh"), "demo", "--metric", "ref_logprob"],
-                   cwd=work, env=env, check=True, capture_output=True)
+    subprocess.run(
+        ["bash", str(REPO / "experiments" / "publish.sh"), "demo", "--metric", "ref_logprob"],
+        cwd=work,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     published = work / "results" / "demo"
     assert (published / "runs" / "k=3" / WRITERS_FILE).exists()
     assert not list((published / "runs").rglob("pool.sqlite"))

@@ -19,21 +19,29 @@ import yaml
 from omegaconf import OmegaConf
 
 from ms.config.schema import POOL_DSN_ENV
+from ms.loop.run_folder import open_run_pool
 from ms.report.cli import main as report_main
 from ms.report.sharing import FOLDER
 from ms.report.writers import WRITERS_FILE, read_writers
 from ms.retrieval.bm25 import BM25Retriever
-from ms.loop.run_folder import open_run_pool
 
 REPO = Path(__file__).resolve().parent.parent
 K = 2
 # Each run: its agent, that agent's domain, what it writes, and its test questions. The questions ask
 # about the other run's topics too, so BM25 finds memories of both runs.
 RUNS = {
-    "agents=sonnet": ("sonnet", "literary", ["a sonnet about the sea", "a sonnet about the moon"],
-                      ["a sonnet about the sea and a pun", "the moon and the cat"]),
-    "agents=pun": ("pun", "logic", ["a pun about a cat", "a pun about the moon"],
-                   ["a pun about the sea", "a pun about a cat and the moon"]),
+    "agents=sonnet": (
+        "sonnet",
+        "literary",
+        ["a sonnet about the sea", "a sonnet about the moon"],
+        ["a sonnet about the sea and a pun", "the moon and the cat"],
+    ),
+    "agents=pun": (
+        "pun",
+        "logic",
+        ["a pun about a cat", "a pun about the moon"],
+        ["a pun about the sea", "a pun about a cat and the moon"],
+    ),
 }
 
 
@@ -42,12 +50,28 @@ def write_run(folder: Path, agent: str, domain: str, texts: list[str], dsn: str)
     (folder / ".hydra").mkdir(parents=True)
     # As Hydra saves it: the DSN is only the reference to the environment variable.
     pool_config = {"mode": "single", "backend": "postgres", "dsn": "${oc.env:" + POOL_DSN_ENV + ",null}", "path": None}
-    (folder / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
-        {"backbone": {"name": "smollm2"}, "k": K, "pool": pool_config, "data": {"dir": "data", "agents": [agent]}}))
+    (folder / ".hydra" / "config.yaml").write_text(
+        yaml.safe_dump(
+            {"backbone": {"name": "smollm2"}, "k": K, "pool": pool_config, "data": {"dir": "data", "agents": [agent]}}
+        )
+    )
     (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([f"data.agents=[{agent}]"]))
     pool = open_run_pool(OmegaConf.create({**pool_config, "dsn": dsn}), folder)
-    pool.add([{"scope": "single", "agent": agent, "domain": domain, "question": f"Write {t}.", "answer": f"Here is {t}.",
-               "origin": "stream", "backbone": "smollm2"} for t in texts], step=1)
+    pool.add(
+        [
+            {
+                "scope": "single",
+                "agent": agent,
+                "domain": domain,
+                "question": f"Write {t}.",
+                "answer": f"Here is {t}.",
+                "origin": "stream",
+                "backbone": "smollm2",
+            }
+            for t in texts
+        ],
+        step=1,
+    )
     return pool
 
 
@@ -55,14 +79,43 @@ def finish_run(folder: Path, agent: str, questions: list[str], pool) -> dict[str
     """Retrieve k memories per test question through the run's own connection; write its results."""
     bm25 = BM25Retriever(pool)
     retrieved = {f"{agent}-{i}": [m.id for m in bm25.retrieve(q, "single", K)] for i, q in enumerate(questions)}
-    rows = [{"agent": agent, "test_id": t, "k": K, "fill": 100, "question": q, "reference": "ref", "ref_logprob": -1.0,
-             "retrieved": ids} for (t, ids), q in zip(retrieved.items(), questions)]
+    rows = [
+        {
+            "agent": agent,
+            "test_id": t,
+            "k": K,
+            "fill": 100,
+            "question": q,
+            "reference": "ref",
+            "ref_logprob": -1.0,
+            "retrieved": ids,
+        }
+        for (t, ids), q in zip(retrieved.items(), questions)
+    ]
     (folder / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "metrics.json").write_text(json.dumps({
-        "complete": True, "fills": {"100": {"overall": {"ref_logprob": -1.0, "n": 2},
-                                            "per_agent": {agent: {"ref_logprob": -1.0, "n": 2}}}},
-        "run": {"backbone": "smollm2", "k": K, "pool": "single", "retriever": "bm25", "learned": False,
-                "agents": [agent], "fills": [100], "seed": 0}}))
+    (folder / "metrics.json").write_text(
+        json.dumps(
+            {
+                "complete": True,
+                "fills": {
+                    "100": {
+                        "overall": {"ref_logprob": -1.0, "n": 2},
+                        "per_agent": {agent: {"ref_logprob": -1.0, "n": 2}},
+                    }
+                },
+                "run": {
+                    "backbone": "smollm2",
+                    "k": K,
+                    "pool": "single",
+                    "retriever": "bm25",
+                    "learned": False,
+                    "agents": [agent],
+                    "fills": [100],
+                    "seed": 0,
+                },
+            }
+        )
+    )
     return retrieved
 
 
@@ -71,8 +124,10 @@ def shared_sweep(tmp_path, postgres_dsn, monkeypatch) -> tuple[Path, dict[str, d
     """Two finished runs of one sweep that wrote one Single pool on the server; run -> question -> ids."""
     monkeypatch.setenv(POOL_DSN_ENV, postgres_dsn)
     root = tmp_path / "multirun" / "shared"
-    pools = {name: write_run(root / name, agent, domain, texts, postgres_dsn)
-             for name, (agent, domain, texts, _) in RUNS.items()}
+    pools = {
+        name: write_run(root / name, agent, domain, texts, postgres_dsn)
+        for name, (agent, domain, texts, _) in RUNS.items()
+    }
     retrieved = {}
     for name, (agent, _, _, questions) in RUNS.items():  # after both runs wrote: each sees the other's memories
         retrieved[name] = finish_run(root / name, agent, questions, pools[name])
@@ -90,7 +145,9 @@ def test_the_report_reads_the_writers_and_their_runs_from_the_server(shared_swee
     writers = read_writers(root / "agents=sonnet")
     run_ids = {name: (root / name / "run_id").read_text().strip() for name in RUNS}
     assert {(w.agent, w.run_id, w.run) for w in writers.values()} == {
-        ("sonnet", run_ids["agents=sonnet"], "agents=sonnet"), ("pun", run_ids["agents=pun"], "agents=pun")}
+        ("sonnet", run_ids["agents=sonnet"], "agents=sonnet"),
+        ("pun", run_ids["agents=pun"], "agents=pun"),
+    }
 
     out = tmp_path / "report"
     assert report_main([str(root), "--out", str(out), "--metric", "ref_logprob"]) == 0
@@ -133,8 +190,13 @@ def test_a_published_copy_redraws_the_cross_run_matrix_without_the_server(shared
     assert report_main([str(root), "--out", str(live), "--metric", "ref_logprob"]) == 0
     work = root.parent.parent  # publish.sh reads multirun/<sweep> under the current folder
     env = {**os.environ, "MS_REPORT": str(Path(sys.executable).with_name("ms-report")), "PYTHON": sys.executable}
-    done = subprocess.run(["bash", str(REPO / "experiments" / "publish.sh"), "shared", "--metric", "ref_logprob"],
-                          cwd=work, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        ["bash", str(REPO / "experiments" / "publish.sh"), "shared", "--metric", "ref_logprob"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     published = work / "results" / "shared"
     monkeypatch.delenv(POOL_DSN_ENV)  # the copy's memories.csv and run_id are all it needs

@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import compose_config
+from fakes import FakeLM
 from omegaconf import OmegaConf
 
-from ms.agents import PromptTemplate, agents_from, chat
 from ms.config.files import POOL_FILENAME, WRITERS_FILE
 from ms.report.cli import main as report_main
 from ms.report.html.memories import run_memories
@@ -29,17 +30,25 @@ from ms.report.html.site import script
 from ms.report.runs import find_runs
 from ms.report.writers import export_writers
 
-from conftest import compose_config
-from fakes import FakeLM
-
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 PLANT = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
-TINY = ["data.agents=[limerick,pun,sonnet]", "data.max_seed=3", "data.max_stream=2", "data.max_test=3",
-        "fills=[50,100]", "retriever=random", "gate=all", "eval.metrics=[bertscore,ref_logprob]", "pool.mode=single",
-        "retriever.save=false", "use_cache=false"]
+TINY = [
+    "data.agents=[limerick,pun,sonnet]",
+    "data.max_seed=3",
+    "data.max_stream=2",
+    "data.max_test=3",
+    "fills=[50,100]",
+    "retriever=random",
+    "gate=all",
+    "eval.metrics=[bertscore,ref_logprob]",
+    "pool.mode=single",
+    "retriever.save=false",
+    "use_cache=false",
+]
 
 
 # ---- without a browser ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("template", ["{question}->{answer}", "Q: {question}\nA: {answer} {{literal}}", "{answer}"])
 def test_template_parts_join_as_python_formats(template):
@@ -55,13 +64,14 @@ def test_template_fields_the_page_cannot_render_are_refused():
 
 
 def test_data_files_are_scripts_whose_json_survives_any_text():
-    text = "</script><!-- \u2028 \u2029 \"quoted\" 诗"
+    text = '</script><!-- \u2028 \u2029 "quoted" 诗'
     line = script("run-0", {"a": text, "nan": float("nan")})
     assert line.startswith('MS.put("run-0", ') and line.endswith(");\n")
-    assert json.loads(line[len('MS.put("run-0", '):-3]) == {"a": text, "nan": None}
+    assert json.loads(line[len('MS.put("run-0", ') : -3]) == {"a": text, "nan": None}
 
 
 # ---- a tiny real run ------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
@@ -70,8 +80,11 @@ def tiny(tmp_path_factory):
     import ms.loop.compose_run
     from ms.loop.pipeline import run
 
-    lm = FakeLM({"limerick": "There once was a cat " + PLANT}, default="An answer.",
-                scores=lambda context, text: (-0.5 * len(text.split()), max(1, len(text.split()))))
+    lm = FakeLM(
+        {"limerick": "There once was a cat " + PLANT},
+        default="An answer.",
+        scores=lambda context, text: (-0.5 * len(text.split()), max(1, len(text.split()))),
+    )
     root = tmp_path_factory.mktemp("site") / "sweep"
     patch = pytest.MonkeyPatch()
     patch.setattr(ms.loop.compose_run, "build_backbones", lambda catalog, names: {catalog.default.name: lm})
@@ -107,9 +120,15 @@ def test_texts_rebuilt_without_the_pool_file_agree_with_it(tiny, tmp_path):
         for i, record in from_pool.records.items():
             mine = rebuilt.records[i]
             assert (mine["question"], mine["answer"], mine["agent"], mine["origin"], mine["backbone"]) == (
-                record["question"], record["answer"], record["agent"], record["origin"], record["backbone"]), i
+                record["question"],
+                record["answer"],
+                record["agent"],
+                record["origin"],
+                record["backbone"],
+            ), i
         assert {i: (w.agent, w.domain, w.origin, w.backbone) for i, w in rebuilt.writers.items()} == {
-            i: (w.agent, w.domain, w.origin, w.backbone) for i, w in from_pool.writers.items()}
+            i: (w.agent, w.domain, w.origin, w.backbone) for i, w in from_pool.writers.items()
+        }
 
 
 @pytest.mark.slow
@@ -129,6 +148,7 @@ def test_a_missing_data_folder_is_said_not_guessed(tiny, tmp_path):
 
 
 # ---- the site in a real browser --------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def site(tiny, tmp_path_factory):
@@ -154,7 +174,13 @@ def browser():
         pytest.skip(message)
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
@@ -197,7 +223,8 @@ def test_the_site_opens_from_file_and_a_question_shows_what_its_backbone_got(sit
     wait_for(browser, "questions")
     # the run's header names the access rule it read under and its poisoner, here neither
     assert browser.find_element("css selector", "p.note.rule").text == (
-        "Access: access=open: every agent read every memory of its scope. Poisoner: no poisoning writer.")
+        "Access: access=open: every agent read every memory of its scope. Poisoner: no poisoning writer."
+    )
     assert len(by(browser, "table.questions tbody tr")) == 9
     browser.find_element("css selector", "select#agent option[value=pun]").click()
     agents = {row.get_attribute("data-agent") for row in by(browser, "table.questions tbody tr")}

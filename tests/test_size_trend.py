@@ -16,8 +16,24 @@ size_trend = importlib.util.module_from_spec(spec)
 sys.modules["size_trend"] = size_trend  # dataclasses look their module up there
 spec.loader.exec_module(size_trend)
 
-FIELDS = ["claim", "claim_text", "comparison", "setting", "metric", "estimate", "ci_lo", "ci_hi", "p", "n",
-          "agent_wins", "verdict", "runs_a", "runs_b", "fill_a", "fill_b"]
+FIELDS = [
+    "claim",
+    "claim_text",
+    "comparison",
+    "setting",
+    "metric",
+    "estimate",
+    "ci_lo",
+    "ci_hi",
+    "p",
+    "n",
+    "agent_wins",
+    "verdict",
+    "runs_a",
+    "runs_b",
+    "fill_a",
+    "fill_b",
+]
 
 
 def claims(folder: Path, rows: list[tuple]) -> Path:
@@ -26,21 +42,42 @@ def claims(folder: Path, rows: list[tuple]) -> Path:
         w = csv.writer(f)
         w.writerow(FIELDS)
         for claim, comparison, setting, metric, estimate in rows:
-            w.writerow([claim, "text", comparison, setting, metric, estimate, estimate - 0.01, estimate + 0.01,
-                        0.01, 180, "5/9", "supported", "x", "y", 100, 27])
+            w.writerow(
+                [
+                    claim,
+                    "text",
+                    comparison,
+                    setting,
+                    metric,
+                    estimate,
+                    estimate - 0.01,
+                    estimate + 0.01,
+                    0.01,
+                    180,
+                    "5/9",
+                    "supported",
+                    "x",
+                    "y",
+                    100,
+                    27,
+                ]
+            )
     return folder
 
 
 def test_rows_are_picked_by_claim_comparison_metric_and_gate(tmp_path):
     base = "q, k=3, domain pool, dense-learned, plain memory"
-    folder = claims(tmp_path / "r", [
-        ("a", "k=1 vs k=0", "q, domain pool", "ref_logprob", 0.1),
-        ("a", "k=3 vs k=0", "q, domain pool", "P", 0.9),
-        ("a", "k=3 vs k=0", "q, domain pool", "ref_logprob", 0.3),
-        ("c", "fill 100% vs 27%", base + ", gate=all+reference", "ref_logprob", 0.02),
-        ("c", "fill 100% vs 27%", base + ", gate=random~rubric", "ref_logprob", -0.5),
-        ("c", "fill 100% vs 27%", base, "ref_logprob", -0.04),
-    ])
+    folder = claims(
+        tmp_path / "r",
+        [
+            ("a", "k=1 vs k=0", "q, domain pool", "ref_logprob", 0.1),
+            ("a", "k=3 vs k=0", "q, domain pool", "P", 0.9),
+            ("a", "k=3 vs k=0", "q, domain pool", "ref_logprob", 0.3),
+            ("c", "fill 100% vs 27%", base + ", gate=all+reference", "ref_logprob", 0.02),
+            ("c", "fill 100% vs 27%", base + ", gate=random~rubric", "ref_logprob", -0.5),
+            ("c", "fill 100% vs 27%", base, "ref_logprob", -0.04),
+        ],
+    )
     assert size_trend.claim_row(folder, "a", "k=3 vs k=0", None).estimate == 0.3
     assert size_trend.claim_row(folder, "c", "fill 100%", None).estimate == -0.04
     assert size_trend.claim_row(folder, "c", "fill 100%", "gate=all+reference").estimate == 0.02
@@ -52,8 +89,12 @@ def test_rows_are_picked_by_claim_comparison_metric_and_gate(tmp_path):
 def test_stream_quality_counts_every_scored_answer_and_the_admitted_apart(tmp_path):
     run = tmp_path / "runs" / "r"
     run.mkdir(parents=True)
-    rows = [{"accepted": True, "F1": 0.6}, {"accepted": True, "F1": 0.4}, {"accepted": False, "F1": 0.1},
-            {"accepted": False, "F1": None}]
+    rows = [
+        {"accepted": True, "F1": 0.6},
+        {"accepted": True, "F1": 0.4},
+        {"accepted": False, "F1": 0.1},
+        {"accepted": False, "F1": None},
+    ]
     (run / "quality.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     every, admitted = size_trend.stream_quality(size_trend.rubric_run(tmp_path))
     assert (every.n, admitted.n) == (3, 2)

@@ -11,13 +11,12 @@ import textwrap
 
 import pytest
 import torch
+from conftest import REPO
 
 from ms.pool import Pool
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.random import RandomRetriever
-
-from conftest import REPO
 
 VOLCANO = ("What do volcanoes erupt?", "Molten rock called magma, which becomes lava at the surface.")
 
@@ -29,8 +28,16 @@ def data_items(scopes: tuple[str, ...] | None = None) -> list[dict]:
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if scopes is None or row["domain"] in scopes:
-                items.append({"scope": row["domain"], "agent": row["agent"], "domain": row["domain"],
-                              "question": row["question"], "answer": row["answer"], "origin": "seed"})
+                items.append(
+                    {
+                        "scope": row["domain"],
+                        "agent": row["agent"],
+                        "domain": row["domain"],
+                        "question": row["question"],
+                        "answer": row["answer"],
+                        "origin": "seed",
+                    }
+                )
     return items
 
 
@@ -41,10 +48,14 @@ def full_read(pool: Pool, scope: str):
 
 def other_process(where, code: str) -> None:
     """Run `code` in a separate Python process with `pool` open on the same pool."""
-    script = f"from pool_backends import Where\npool = Where{(where.backend, where.target)!r}.open()\n" + textwrap.dedent(code)
+    script = (
+        f"from pool_backends import Where\npool = Where{(where.backend, where.target)!r}.open()\n"
+        + textwrap.dedent(code)
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -71,10 +82,13 @@ def test_a_second_process_adds_and_the_first_retrieves_it_at_once(where, encoder
     for retriever in (dense, bm25):  # both hold the scope in memory before the other process writes
         assert retriever.retrieve(VOLCANO[0], "logic", 1)[0].question != VOLCANO[0]
     encoded = dense.encoded
-    other_process(where, f"""
+    other_process(
+        where,
+        f"""
         pool.add([{{"scope": "logic", "agent": "riddle", "domain": "logic", "question": {VOLCANO[0]!r},
                     "answer": {VOLCANO[1]!r}, "origin": "stream"}}], step=1)
-    """)
+    """,
+    )
     for retriever in (dense, bm25):
         assert retriever.retrieve(VOLCANO[0], "logic", 1)[0].question == VOLCANO[0]
     assert dense.encoded == encoded + 1  # the new memory alone was encoded
@@ -86,10 +100,13 @@ def test_a_second_process_adds_and_the_first_retrieves_it_at_once(where, encoder
         assert volcano_id not in [m.id for m in retriever.retrieve(VOLCANO[0], "logic", 3)]
     other_process(where, f"pool.set_fields({volcano_id}, consolidated=False)")
     assert dense.retrieve(VOLCANO[0], "logic", 1)[0].id == volcano_id
-    other_process(where, f"""
+    other_process(
+        where,
+        f"""
         with pool._db.write() as db:
             db.run("DELETE FROM memories WHERE id = ?", ({volcano_id},))
-    """)
+    """,
+    )
     for retriever in (dense, bm25):
         assert volcano_id not in [m.id for m in retriever.retrieve(VOLCANO[0], "logic", 3)]
     assert dense.encoded == encoded + 1  # none of this re-encoded anything
@@ -112,8 +129,20 @@ def test_snapshot_equals_a_full_read_through_every_kind_of_write(where):
         writer.set_fields(ids[1], consolidated=True)
         writer.set_fields(ids[2], importance=0.9)
         writer.mark_retrieved(ids[3:10], step=4)
-        writer.add([{"scope": "plan", "agent": "travel", "domain": "plan", "question": "Pack for Oslo?",
-                     "answer": "Layers and a rain jacket.", "origin": "stream", "tier": "short"}], step=5)
+        writer.add(
+            [
+                {
+                    "scope": "plan",
+                    "agent": "travel",
+                    "domain": "plan",
+                    "question": "Pack for Oslo?",
+                    "answer": "Layers and a rain jacket.",
+                    "origin": "stream",
+                    "tier": "short",
+                }
+            ],
+            step=5,
+        )
         agree()
         writer.set_fields(writer.version("plan"), tier="long")
         with writer._db.write() as db:

@@ -4,16 +4,23 @@ summaries), and the airport case for both importance-aware retrievals, with the 
 from pathlib import Path
 
 import pytest
+from fakes import FakeLM
 from omegaconf import OmegaConf
 
-from ms.retrieval.memory import (MemoryConfig, PlainPolicy, StmLtmConfig, StmLtmPolicy, StmLtmRetriever, build_policy,
-                       parse_importance, parse_summary)
 from ms.pool import Pool
 from ms.retrieval.composite import CompositeRetriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
-
-from fakes import FakeLM
+from ms.retrieval.memory import (
+    MemoryConfig,
+    PlainPolicy,
+    StmLtmConfig,
+    StmLtmPolicy,
+    StmLtmRetriever,
+    build_policy,
+    parse_importance,
+    parse_summary,
+)
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 
@@ -22,9 +29,14 @@ CATS = [
     ("Write a limerick about a lazy cat.", "A lazy old cat from Peru would nap the whole afternoon through."),
     ("Write a limerick about a sleepy kitten.", "A sleepy young kitten named Sue would doze in a warm leather shoe."),
 ]
-MARKET = ("Write a limerick about the stock market.", "A trader who bought at the peak, saw his savings grow thin in a week.")
-SUMMARY_REPLY = ("Question: Write a limerick about a sleepy cat.\n"
-                 "Answer: A sleepy old cat named Lou would nap in a comfortable shoe.")
+MARKET = (
+    "Write a limerick about the stock market.",
+    "A trader who bought at the peak, saw his savings grow thin in a week.",
+)
+SUMMARY_REPLY = (
+    "Question: Write a limerick about a sleepy cat.\n"
+    "Answer: A sleepy old cat named Lou would nap in a comfortable shoe."
+)
 
 
 def summarizer(reply: str = SUMMARY_REPLY, fail: bool = False) -> FakeLM:
@@ -53,10 +65,23 @@ def limericks(policy, step=1):
 
 # ---- importance --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("reply, expected", [
-    ("0.8", 0.8), ("Importance: .35", 0.35), ("7/10", 0.7), ("I'd say 80%", 0.8), ("9", 0.9), ("65", 0.65),
-    ("1", 1.0), ("4 out of 10", 0.4), ("no idea", None), ("", None), ("250", None),
-])
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("0.8", 0.8),
+        ("Importance: .35", 0.35),
+        ("7/10", 0.7),
+        ("I'd say 80%", 0.8),
+        ("9", 0.9),
+        ("65", 0.65),
+        ("1", 1.0),
+        ("4 out of 10", 0.4),
+        ("no idea", None),
+        ("", None),
+        ("250", None),
+    ],
+)
 def test_parse_importance(reply, expected):
     assert parse_importance(reply) == (None if expected is None else pytest.approx(expected))
 
@@ -79,6 +104,7 @@ def test_admit_falls_back_to_the_default_importance(pool, encoder, lm):
 
 
 # ---- consolidation -----------------------------------------------------------------------------
+
 
 def test_a_store_is_due_when_full_or_when_its_oldest_item_has_waited(pool, encoder):
     policy = StmLtmPolicy(pool, summarizer(), encoder, StmLtmConfig(capacity=3, interval=3))
@@ -148,6 +174,7 @@ def test_parse_summary_reads_labels_and_falls_back():
 
 # ---- retrieval ---------------------------------------------------------------------------------
 
+
 def test_short_term_qualifiers_come_first_then_long_term(pool, encoder):
     query = "Write a limerick about my cat."
     [long_cat] = pool.add([item(*CATS[0], score=90)], step=0)
@@ -163,16 +190,21 @@ def test_short_term_qualifiers_come_first_then_long_term(pool, encoder):
 AIRPORT_QUERY = "When should I leave for the airport?"
 FLIGHT = ("Reminder", "I have a flight to catch in 3 hours.")
 SIGHTS = ("Reminder", "I should leave time to see the beautiful airport.")
-UNRELATED = [("Favourite food", "Pizza with extra cheese."), ("Where the cat sleeps", "On the sofa, all afternoon."),
-             ("Tomorrow's weather", "Sunny and warm.")]
+UNRELATED = [
+    ("Favourite food", "Pizza with extra cheese."),
+    ("Where the cat sleeps", "On the sofa, all afternoon."),
+    ("Tomorrow's weather", "Sunny and warm."),
+]
 
 
 @pytest.fixture
 def airport(pool, encoder):
     """The scenario's memories as items with importances: the flight high, everything else low."""
-    items = [item(*FLIGHT, agent="travel", domain="plan", score=90),
-             item(*SIGHTS, agent="travel", domain="plan", score=20),
-             *[item(q, a, agent="travel", domain="plan", score=40) for q, a in UNRELATED]]
+    items = [
+        item(*FLIGHT, agent="travel", domain="plan", score=90),
+        item(*SIGHTS, agent="travel", domain="plan", score=20),
+        *[item(q, a, agent="travel", domain="plan", score=40) for q, a in UNRELATED],
+    ]
     # The premise: plain cosine ranks the sightseeing note above the flight.
     dense = DenseRetriever(pool, encoder)
     pool.add([items[0], items[1]], step=0)
@@ -204,6 +236,7 @@ def test_airport_importance_override_pulls_the_flight_in_first(tmp_path, encoder
 
 # ---- wiring ------------------------------------------------------------------------------------
 
+
 def test_build_policy(pool, encoder):
     plain = build_policy(MemoryConfig(), pool, summarizer(), encoder=lambda: pytest.fail("plain needs no encoder"))
     assert isinstance(plain, PlainPolicy)
@@ -225,6 +258,7 @@ def test_config_files_match_the_dataclass(name):
 
 
 # ---- the real backbone -------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_consolidation_with_smollm2(pool, encoder, smollm2):

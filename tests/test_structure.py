@@ -18,8 +18,9 @@ def import_circle(package: str) -> list[str] | None:
     imported half-initialised. A submodule's import of `pkg.sub` makes Python import `pkg` first,
     which is not an edge here: only import statements are."""
     graph = grimp.build_graph(package, cache_dir=None)
-    edges = {m: {i for i in graph.find_modules_directly_imported_by(m) if i.split(".")[0] == package}
-             for m in graph.modules}
+    edges = {
+        m: {i for i in graph.find_modules_directly_imported_by(m) if i.split(".")[0] == package} for m in graph.modules
+    }
     try:
         TopologicalSorter(edges).prepare()
     except CycleError as circle:
@@ -46,11 +47,16 @@ def _forget(name: str) -> None:
 
 
 def test_a_circle_through_a_function_level_import_is_found(tmp_path, monkeypatch):
-    _package(tmp_path, monkeypatch, "circled", {
-        "__init__.py": "",
-        "low.py": "def f():\n    from circled.high import g\n    return g\n",
-        "high.py": "from circled.low import f\n\ndef g():\n    return f\n",
-    })
+    _package(
+        tmp_path,
+        monkeypatch,
+        "circled",
+        {
+            "__init__.py": "",
+            "low.py": "def f():\n    from circled.high import g\n    return g\n",
+            "high.py": "from circled.low import f\n\ndef g():\n    return f\n",
+        },
+    )
     try:
         assert sorted(set(import_circle("circled"))) == ["circled.high", "circled.low"]
     finally:
@@ -60,10 +66,15 @@ def test_a_circle_through_a_function_level_import_is_found(tmp_path, monkeypatch
 def test_a_package_and_its_submodule_importing_each_other_is_found(tmp_path, monkeypatch):
     """The loop ms/retrieval had: the package's __init__ builds through its submodule (inside a
     function) and the submodule takes a constant from the package."""
-    _package(tmp_path, monkeypatch, "looped", {
-        "__init__.py": "LIMIT = 3\n\ndef build():\n    from looped.sub import Thing\n    return Thing()\n",
-        "sub.py": "from looped import LIMIT\n\nclass Thing:\n    limit = LIMIT\n",
-    })
+    _package(
+        tmp_path,
+        monkeypatch,
+        "looped",
+        {
+            "__init__.py": "LIMIT = 3\n\ndef build():\n    from looped.sub import Thing\n    return Thing()\n",
+            "sub.py": "from looped import LIMIT\n\nclass Thing:\n    limit = LIMIT\n",
+        },
+    )
     try:
         assert sorted(set(import_circle("looped"))) == ["looped", "looped.sub"]
     finally:
@@ -71,11 +82,16 @@ def test_a_package_and_its_submodule_importing_each_other_is_found(tmp_path, mon
 
 
 def test_a_package_re_exporting_a_submodule_that_does_not_import_it_back_is_no_circle(tmp_path, monkeypatch):
-    _package(tmp_path, monkeypatch, "exported", {
-        "__init__.py": "from exported.sub import Thing\n\n__all__ = ['Thing']\n",
-        "sub.py": "from exported.base import LIMIT\n\nclass Thing:\n    limit = LIMIT\n",
-        "base.py": "LIMIT = 3\n",
-    })
+    _package(
+        tmp_path,
+        monkeypatch,
+        "exported",
+        {
+            "__init__.py": "from exported.sub import Thing\n\n__all__ = ['Thing']\n",
+            "sub.py": "from exported.base import LIMIT\n\nclass Thing:\n    limit = LIMIT\n",
+            "base.py": "LIMIT = 3\n",
+        },
+    )
     try:
         assert import_circle("exported") is None
     finally:

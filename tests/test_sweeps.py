@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 TINY_EXPERIMENT = """# @package _global_
@@ -40,11 +39,21 @@ def sweep(tmp_path: Path, sweep_dir: Path, *params: str, **popen) -> subprocess.
     extra = tmp_path / "conf"
     (extra / "experiment").mkdir(parents=True, exist_ok=True)
     (extra / "experiment" / "tiny.yaml").write_text(TINY_EXPERIMENT)
-    cmd = [sys.executable, "-m", "ms", "-m", f"--config-dir={extra}", "experiment=tiny",
-           f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={sweep_dir}", *params]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ms",
+        "-m",
+        f"--config-dir={extra}",
+        "experiment=tiny",
+        f"cache_dir={tmp_path / 'cache'}",
+        f"hydra.sweep.dir={sweep_dir}",
+        *params,
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            **popen)
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen
+    )
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +125,8 @@ def cell_results(sweep_dir: Path) -> dict[str, dict]:
         metrics = json.loads(path.read_text())
         stream = metrics["stream"]
         out[path.parent.name] = {
-            "accepted": stream["accepted"], "rejected": stream["rejected"],
+            "accepted": stream["accepted"],
+            "rejected": stream["rejected"],
             "P": {a: r["P"] for a, r in metrics["fills"]["100"]["per_agent"].items()},
             "losses": stream["train_losses"],
         }
@@ -143,8 +153,7 @@ def test_joblib_launcher_runs_cells_in_parallel_resumes_and_matches_the_basic_la
     # and evaluate the same answers.
     root = basic_sweep.parent
     parallel = tmp_path / "joblib"
-    proc = sweep(root, parallel, "k=0,3", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                 start_new_session=True)
+    proc = sweep(root, parallel, "k=0,3", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", start_new_session=True)
     deadline = time.time() + 1200
     # Kill the worker running k=3 once its stream has begun, as a crashed or preempted job would.
     while not kill_worker_of(parallel / "k=3", proc.pid):

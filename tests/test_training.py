@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from fakes import FakeLM
 
 from ms.agents import PromptTemplate
 from ms.config import PromptConfig
@@ -11,8 +12,6 @@ from ms.pool import Pool
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.training import LabelledPair, Labeller, RetrieverTrainer, TrainConfig, parse_probability, split_labels
-
-from fakes import FakeLM
 
 TEMPLATE = PromptTemplate(**PromptConfig().__dict__)
 
@@ -27,17 +26,28 @@ def test_split_labels_takes_lowest_as_positive_and_highest_as_negative():
     assert split_labels([0.4], 6) == ([], [])
 
 
-@pytest.mark.parametrize("text,expected", [("0.7", 0.7), ("Probability: .35", 0.35), ("70%", 0.7),
-                                           ("I think 0.2.", 0.2), ("about 3 or 0.6", 0.6), ("", None),
-                                           ("no idea", None)])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("0.7", 0.7),
+        ("Probability: .35", 0.35),
+        ("70%", 0.7),
+        ("I think 0.2.", 0.2),
+        ("about 3 or 0.6", 0.6),
+        ("", None),
+        ("no idea", None),
+    ],
+)
 def test_parse_probability(text, expected):
     assert parse_probability(text) == (pytest.approx(expected) if expected is not None else None)
 
 
 def test_labeller_falls_back_to_verbalized(tmp_path):
     pool = Pool(tmp_path / "p.sqlite")
-    pool.add([{"scope": "s", "agent": "riddle", "domain": "logic", "question": "q", "answer": "piano",
-               "origin": "seed"}], step=0)
+    pool.add(
+        [{"scope": "s", "agent": "riddle", "domain": "logic", "question": "q", "answer": "piano", "origin": "seed"}],
+        step=0,
+    )
     memory = pool.memories("s")[0]
     no_scores = FakeLM({"piano": "0.8"}, default="0.1")  # only generates (like an API): the labeller must fall back
     labeller = Labeller(no_scores, TEMPLATE, "likelihood")
@@ -47,8 +57,13 @@ def test_labeller_falls_back_to_verbalized(tmp_path):
 
 def test_likelihood_labels_follow_the_model(smollm2, tmp_path):
     pool = Pool(tmp_path / "p.sqlite")
-    pool.add([{"scope": "logic", "agent": "riddle", "domain": "logic", "question": q, "answer": a, "origin": "seed"}
-              for q, a in [("What is the capital of Italy?", "Rome"), ("Name a fruit.", "A banana")]], step=0)
+    pool.add(
+        [
+            {"scope": "logic", "agent": "riddle", "domain": "logic", "question": q, "answer": a, "origin": "seed"}
+            for q, a in [("What is the capital of Italy?", "Rome"), ("Name a fruit.", "A banana")]
+        ],
+        step=0,
+    )
     helpful, unrelated = pool.memories("logic")
     labeller = Labeller(smollm2, TEMPLATE, "likelihood")
     p_not = labeller.p_not([("riddle", "What is the capital of France?", "Paris", m) for m in (helpful, unrelated)])
@@ -62,20 +77,21 @@ def test_bce_steps_raise_positive_cosines_relative_to_negatives(tmp_path):
     torch.manual_seed(0)
     pool = Pool(tmp_path / "p.sqlite")
     dense = DenseRetriever(pool, Encoder())
-    trainer = RetrieverTrainer(TrainConfig(lr=5e-5, replay_per_step=0), dense, BM25Retriever(pool),
-                               labeller=None)
+    trainer = RetrieverTrainer(TrainConfig(lr=5e-5, replay_per_step=0), dense, BM25Retriever(pool), labeller=None)
     # Synthetic labels that contradict plain topical similarity: the retriever must learn them.
     queries = ["Write a poem about the sea.", "Plan a trip to Rome.", "Solve this riddle about time."]
     positives = ["A recipe for lemon cake.", "How to change a bicycle tyre.", "Tips for growing tomatoes."]
     negatives = ["Waves crash on the ocean shore.", "Rome's Colosseum and Vatican tours.", "Clocks and hours riddle."]
-    pairs = [LabelledPair(q, m, 1.0, 0.1) for q, m in zip(queries, positives)] + \
-            [LabelledPair(q, m, 0.0, 0.9) for q, m in zip(queries, negatives)]
+    pairs = [LabelledPair(q, m, 1.0, 0.1) for q, m in zip(queries, positives)] + [
+        LabelledPair(q, m, 0.0, 0.9) for q, m in zip(queries, negatives)
+    ]
 
     def margin() -> float:
         with torch.no_grad():
             q = dense.encoder.encode(queries)
-            return float(((q * dense.encoder.encode(positives)).sum(-1)
-                          - (q * dense.encoder.encode(negatives)).sum(-1)).mean())
+            return float(
+                ((q * dense.encoder.encode(positives)).sum(-1) - (q * dense.encoder.encode(negatives)).sum(-1)).mean()
+            )
 
     before = margin()
     version = dense.encoder_version
@@ -94,9 +110,11 @@ def test_a_step_recomputing_activations_is_the_step_that_keeps_them(tmp_path):
     from ms.retrieval.encoder import Encoder
 
     pool = Pool(tmp_path / "p.sqlite")
-    pairs = [LabelledPair("Write a poem about the sea at night, with a lighthouse.", "Waves on the shore.", 1.0, 0.1),
-             LabelledPair("Plan a three-day trip to Rome.", "A recipe for lemon cake with a glaze.", 0.0, 0.9),
-             LabelledPair("What has keys but opens no locks?", "A piano.\nIt has keys.", 1.0, 0.2)]
+    pairs = [
+        LabelledPair("Write a poem about the sea at night, with a lighthouse.", "Waves on the shore.", 1.0, 0.1),
+        LabelledPair("Plan a three-day trip to Rome.", "A recipe for lemon cake with a glaze.", 0.0, 0.9),
+        LabelledPair("What has keys but opens no locks?", "A piano.\nIt has keys.", 1.0, 0.2),
+    ]
     steps = []
     for recompute in (True, False):
         torch.manual_seed(0)
@@ -120,8 +138,12 @@ def test_replay_buffer_is_bounded_and_mixed_in(tmp_path):
     from ms.retrieval.encoder import Encoder
 
     pool = Pool(tmp_path / "p.sqlite")
-    trainer = RetrieverTrainer(TrainConfig(replay_size=5, replay_per_step=3), DenseRetriever(pool, Encoder()),
-                               BM25Retriever(pool), labeller=None)
+    trainer = RetrieverTrainer(
+        TrainConfig(replay_size=5, replay_per_step=3),
+        DenseRetriever(pool, Encoder()),
+        BM25Retriever(pool),
+        labeller=None,
+    )
     for i in range(4):
         trainer.step([LabelledPair(f"q{i}", f"m{i}", 1.0, 0.1), LabelledPair(f"q{i}", f"n{i}", 0.0, 0.9)])
     assert len(trainer.replay) == 5
@@ -132,8 +154,20 @@ def test_label_mines_bm25_candidates_without_the_pair_itself(tmp_path):
     from ms.retrieval.encoder import Encoder
 
     pool = Pool(tmp_path / "p.sqlite")
-    ids = pool.add([{"scope": "plan", "agent": "study", "domain": "plan", "question": f"Study plan {i} for exams",
-                     "answer": f"Plan {i}", "origin": "seed"} for i in range(8)], step=0)
+    ids = pool.add(
+        [
+            {
+                "scope": "plan",
+                "agent": "study",
+                "domain": "plan",
+                "question": f"Study plan {i} for exams",
+                "answer": f"Plan {i}",
+                "origin": "seed",
+            }
+            for i in range(8)
+        ],
+        step=0,
+    )
     seen = []
 
     class Recorder:
@@ -143,8 +177,9 @@ def test_label_mines_bm25_candidates_without_the_pair_itself(tmp_path):
             seen.extend(jobs)
             return [i / len(jobs) for i in range(len(jobs))]
 
-    trainer = RetrieverTrainer(TrainConfig(candidates=5, labelled=4), DenseRetriever(pool, Encoder()),
-                               BM25Retriever(pool), Recorder())
+    trainer = RetrieverTrainer(
+        TrainConfig(candidates=5, labelled=4), DenseRetriever(pool, Encoder()), BM25Retriever(pool), Recorder()
+    )
     pairs, shown = trainer.label([("study", "plan", "Study plan 3 for exams", "Plan 3", ids[3])])
     assert shown == {}  # train.utility_from_labels is off
     assert len(seen) == 5 and ids[3] not in {m.id for *_, m in seen}

@@ -4,14 +4,13 @@ the roles add up to the total, and a price turns tokens into an estimated cost."
 from __future__ import annotations
 
 import pytest
+from conftest import compose_config
+from fakes import FakeLM
 
 from ms.llm import ResponseCache
 from ms.llm.base import ROLES
 from ms.llm.usage import by_role, format_usage, usage_report
 from ms.loop.validation import problems
-
-from conftest import compose_config
-from fakes import FakeLM
 
 
 def word_lm(model: str, **options) -> FakeLM:
@@ -101,8 +100,11 @@ def test_the_report_sums_usage_and_cost_over_a_sweeps_runs(tmp_path):
     price = {"input_per_million": 1.0, "output_per_million": 3.0}
     summary = write_usage([run("r1", 2, price), run("r2", 3, price)], tmp_path)
     assert "LLM usage of 2 of 2 runs. " in summary
-    lines = {line.split(" | ")[0].strip("| *"): line.split(" | ")[1:] for line in summary.splitlines()
-             if line.startswith("| ") and "---" not in line}
+    lines = {
+        line.split(" | ")[0].strip("| *"): line.split(" | ")[1:]
+        for line in summary.splitlines()
+        if line.startswith("| ") and "---" not in line
+    }
     assert lines["answer"][0] == "5" and lines["score"][0] == "2" and lines["sweep total"][0] == "7"
     expected = ((2 * 5 + 1 * 2) * 1.0 + (2 * 5 + 2 * 2) * 3.0) / 1e6
     assert float(lines["sweep total"][-1].rstrip(" |")) == pytest.approx(expected, abs=1e-4)
@@ -126,22 +128,38 @@ def test_the_report_reads_every_usage_shape_ms_has_written(tmp_path):
     from ms.report.runs import Run
     from ms.report.usage import write_usage
 
-    counters = {"calls": 5, "prompt_tokens": 50, "completion_tokens": 7, "cache_hits": 2, "cache_misses": 5,
-                "backend_seconds": 1.5}
+    counters = {
+        "calls": 5,
+        "prompt_tokens": 50,
+        "completion_tokens": 7,
+        "cache_hits": 2,
+        "cache_misses": 5,
+        "backend_seconds": 1.5,
+    }
     lm = word_lm("m")
     with lm.acting_as("answer"):
         lm.generate(["one two"])
-    shapes = {"flat": counters, "parts": {"agents": counters, "scorer": dict(counters, calls=1)},
-              "roles": usage_report([lm])}
-    runs = [Run(name, tmp_path / name, {"run": {"backbone": "smollm2"}, "usage": usage}, [], 0.0)
-            for name, usage in shapes.items()]
+    shapes = {
+        "flat": counters,
+        "parts": {"agents": counters, "scorer": dict(counters, calls=1)},
+        "roles": usage_report([lm]),
+    }
+    runs = [
+        Run(name, tmp_path / name, {"run": {"backbone": "smollm2"}, "usage": usage}, [], 0.0)
+        for name, usage in shapes.items()
+    ]
     (tmp_path / "file_only").mkdir()
     (tmp_path / "file_only" / "llm_usage.json").write_text(json.dumps({"agents": counters}))
     runs.append(Run("file_only", tmp_path / "file_only", {"run": {"backbone": "smollm2"}}, [], 0.0))
     summary = write_usage(runs, tmp_path)
-    assert "LLM usage of 4 of 4 runs (3 written before usage was kept per role: their calls count under `other`)" \
+    assert (
+        "LLM usage of 4 of 4 runs (3 written before usage was kept per role: their calls count under `other`)"
         in summary
-    lines = {line.split(" | ")[0].strip("| *"): line.split(" | ")[1:] for line in summary.splitlines()
-             if line.startswith("| ") and "---" not in line}
+    )
+    lines = {
+        line.split(" | ")[0].strip("| *"): line.split(" | ")[1:]
+        for line in summary.splitlines()
+        if line.startswith("| ") and "---" not in line
+    }
     assert lines["other"][:2] == ["16", "8"] and lines["answer"][0] == "1"  # 5 + (5 + 1) + 5 calls, 2 hits each
     assert lines["sweep total"][0] == "17"

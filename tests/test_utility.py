@@ -9,15 +9,14 @@ import json
 import sqlite3
 
 import pytest
+from conftest import compose_config
+from fakes import FakeLM
+from test_pipeline import TINY
 
 from ms.agents import PromptTemplate, default_agents
 from ms.gates.replay import Candidate, UtilityMeter, effects
 from ms.pool import SCHEMA_VERSION, Pool
 from ms.retrieval.bm25 import BM25Retriever
-
-from conftest import compose_config
-from fakes import FakeLM
-from test_pipeline import TINY
 
 AGENTS = default_agents()
 
@@ -34,8 +33,20 @@ def template() -> PromptTemplate:
 @pytest.fixture
 def logic_pool(tmp_path):
     with Pool(tmp_path / "pool.sqlite") as pool:
-        ids = pool.add([{"scope": "logic", "agent": "riddle", "domain": "logic", "question": e["question"],
-                         "answer": e["answer"], "origin": "seed"} for e in read("riddle", 6)], step=0)
+        ids = pool.add(
+            [
+                {
+                    "scope": "logic",
+                    "agent": "riddle",
+                    "domain": "logic",
+                    "question": e["question"],
+                    "answer": e["answer"],
+                    "origin": "seed",
+                }
+                for e in read("riddle", 6)
+            ],
+            step=0,
+        )
         yield pool, dict(zip((e["id"] for e in read("riddle", 6)), ids))
 
 
@@ -50,10 +61,18 @@ def test_the_candidate_replaces_the_last_shot_of_its_nearest_memories_prompts(lo
     target = read("riddle", 1)[0]
     tests = [read("riddle", 6)[4]["question"]]  # a test question never serves as a probe
     lm = copier()
-    meter = UtilityMeter(BM25Retriever(pool).retrieve_batch, lambda agent: lm, AGENTS, template(), probes=3, shots=2,
-                         test_questions=tests)
-    planted = Candidate("riddle", "logic", "What copies every move you make, shrinks at noon and stretches at dusk?",
-                        target["answer"])
+    meter = UtilityMeter(
+        BM25Retriever(pool).retrieve_batch,
+        lambda agent: lm,
+        AGENTS,
+        template(),
+        probes=3,
+        shots=2,
+        test_questions=tests,
+    )
+    planted = Candidate(
+        "riddle", "logic", "What copies every move you make, shrinks at noon and stretches at dusk?", target["answer"]
+    )
     [u] = meter.measure([planted])
     assert len(u.probes) == 3 and u.probes[0] == ids["riddle-001"] and ids["riddle-005"] not in u.probes
     assert len(u.deltas) == len(u.displaced) == 3 and u.shots == 2
@@ -79,12 +98,14 @@ def test_the_candidate_replaces_the_last_shot_of_its_nearest_memories_prompts(lo
 def test_a_candidate_asking_a_memorys_own_question_never_probes_that_memory(logic_pool):
     pool, ids = logic_pool
     target = read("riddle", 1)[0]
-    meter = UtilityMeter(BM25Retriever(pool).retrieve_batch, lambda agent: copier(), AGENTS, template(), probes=2,
-                         shots=0)
+    meter = UtilityMeter(
+        BM25Retriever(pool).retrieve_batch, lambda agent: copier(), AGENTS, template(), probes=2, shots=0
+    )
     [u] = meter.measure([Candidate("riddle", "logic", target["question"], "A mirror.")])
     assert ids["riddle-001"] not in u.probes and len(u.probes) == 2 and u.shots == 1  # k = 0 measures with one shot
-    [empty] = UtilityMeter(lambda q, s, n, reader: [[] for _ in q], lambda agent: copier(), AGENTS, template(), probes=2,
-                           shots=1).measure([Candidate("riddle", "logic", "q", "a")])
+    [empty] = UtilityMeter(
+        lambda q, s, n, reader: [[] for _ in q], lambda agent: copier(), AGENTS, template(), probes=2, shots=1
+    ).measure([Candidate("riddle", "logic", "q", "a")])
     assert (empty.u, empty.lo, empty.probes) == (None, None, [])
 
 
@@ -93,15 +114,30 @@ def measured(smollm2, tmp_path_factory):
     """Three candidates for the riddle scope, measured with the real SmolLM2 in one batch."""
     path = tmp_path_factory.mktemp("utility") / "pool.sqlite"
     pool = Pool(path)
-    pool.add([{"scope": "logic", "agent": "riddle", "domain": "logic", "question": e["question"], "answer": e["answer"],
-               "origin": "seed"} for e in read("riddle", 6)], step=0)
-    meter = UtilityMeter(BM25Retriever(pool).retrieve_batch, lambda agent: smollm2, AGENTS, template(), probes=3,
-                         shots=1)
+    pool.add(
+        [
+            {
+                "scope": "logic",
+                "agent": "riddle",
+                "domain": "logic",
+                "question": e["question"],
+                "answer": e["answer"],
+                "origin": "seed",
+            }
+            for e in read("riddle", 6)
+        ],
+        step=0,
+    )
+    meter = UtilityMeter(
+        BM25Retriever(pool).retrieve_batch, lambda agent: smollm2, AGENTS, template(), probes=3, shots=1
+    )
     target, sonnet = read("riddle", 1)[0], read("sonnet", 1)[0]
     reworded = "What copies every move you make without a sound, shrinks at noon and vanishes in the dark?"
-    candidates = {"planted": Candidate("riddle", "logic", reworded, target["answer"]),
-                  "other domain": Candidate("riddle", "logic", sonnet["question"], sonnet["answer"]),
-                  "empty answer": Candidate("riddle", "logic", reworded, "")}
+    candidates = {
+        "planted": Candidate("riddle", "logic", reworded, target["answer"]),
+        "other domain": Candidate("riddle", "logic", sonnet["question"], sonnet["answer"]),
+        "empty answer": Candidate("riddle", "logic", reworded, ""),
+    }
     found = dict(zip(candidates, meter.measure(list(candidates.values()))))
     yield found, pool.get([1])[0]
     pool.close()
@@ -129,8 +165,10 @@ def test_a_schema_3_pool_gains_utility_columns_in_place(tmp_path):
             last_retrieved_step INTEGER, last_retrieved_at REAL, content_hash TEXT NOT NULL,
             tier TEXT NOT NULL DEFAULT 'long', consolidated INTEGER NOT NULL DEFAULT 0, sources TEXT, run_id TEXT,
             backbone TEXT, UNIQUE (scope, content_hash))""")
-        old.execute("INSERT INTO memories (id, scope, agent, domain, question, answer, origin, added_step, added_at,"
-                    " content_hash, run_id) VALUES (12, 'logic', 'pun', 'logic', 'q', 'a', 'seed', 0, 0, 'h', 'r')")
+        old.execute(
+            "INSERT INTO memories (id, scope, agent, domain, question, answer, origin, added_step, added_at,"
+            " content_hash, run_id) VALUES (12, 'logic', 'pun', 'logic', 'q', 'a', 'seed', 0, 0, 'h', 'r')"
+        )
         old.execute("PRAGMA user_version = 3")
     with Pool(path) as pool:
         [kept] = pool.get([12])
@@ -159,8 +197,17 @@ def test_a_tiny_run_under_the_utility_gate_records_its_probes_and_matches_its_pl
 
     # One stream question per agent, two candidates to label, one fill evaluated by ref_logprob: the
     # stream's gate is what this reads.
-    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "gate=utility", "data.max_stream=1", "train.candidates=2",
-                                 "fills=[100]", "eval.metrics=[ref_logprob]"])
+    cfg = compose_config(
+        TINY
+        + [
+            f"cache_dir={models_cache}",
+            "gate=utility",
+            "data.max_stream=1",
+            "train.candidates=2",
+            "fills=[100]",
+            "eval.metrics=[ref_logprob]",
+        ]
+    )
     metrics = run(cfg, tmp_path)
     decisions = [json.loads(line) for line in (tmp_path / "decisions.jsonl").open()]
     assert len(decisions) == 2 and metrics["run"]["gate"] == "utility" and metrics["stream"]["unscored"] == 0
@@ -190,9 +237,13 @@ def test_memory_train_labels_measure_each_candidates_utility_against_zero_shot(s
     target, sonnet = read("riddle", 1)[0], read("sonnet", 1)[0]
     reworded = "What copies every move you make without a sound, shrinks at noon and vanishes in the dark?"
     with Pool(tmp_path / "pool.sqlite") as pool:
-        ids = pool.add([{"scope": "logic", "agent": "riddle", "domain": "logic", "question": q, "answer": a,
-                         "origin": "seed"} for q, a in [(reworded, target["answer"]),
-                                                        (sonnet["question"], sonnet["answer"])]], step=0)
+        ids = pool.add(
+            [
+                {"scope": "logic", "agent": "riddle", "domain": "logic", "question": q, "answer": a, "origin": "seed"}
+                for q, a in [(reworded, target["answer"]), (sonnet["question"], sonnet["answer"])]
+            ],
+            step=0,
+        )
         shown, stray = pool.get(ids)
     labeller = Labeller(smollm2, template(), agents=AGENTS)
     jobs = [("riddle", target["question"], target["answer"], m) for m in (shown, stray)]

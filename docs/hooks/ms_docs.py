@@ -54,6 +54,7 @@ _headings: dict[str, tuple[str, str]] = {}  # a heading's text -> (page, anchor)
 
 # ---- the pages -------------------------------------------------------------------------------------
 
+
 def configuration_page() -> str:
     from ms.config.reference import markdown
 
@@ -126,8 +127,8 @@ def mirrored(text: str, page: str, known: set[str]) -> str:
         if re.match(r"^[a-z]+://", target) or target.startswith("#"):
             return match.group(0)
         path, _, anchor = target.partition("#")
-        if path.startswith("docs/") and path[len("docs/"):] in known:
-            relative = posixpath.relpath(path[len("docs/"):], posixpath.dirname(page) or ".")
+        if path.startswith("docs/") and path[len("docs/") :] in known:
+            relative = posixpath.relpath(path[len("docs/") :], posixpath.dirname(page) or ".")
             return f"{bang}[{words}]({relative}{'#' + anchor if anchor else ''})"
         return f"{words} (`{path}`)" if words and words.strip("`") != path else f"`{path}`"
 
@@ -135,6 +136,7 @@ def mirrored(text: str, page: str, known: set[str]) -> str:
 
 
 # ---- pointers into the README of old ---------------------------------------------------------------
+
 
 def _heading_text(line: str) -> str:
     words = re.sub(r"\s*\{[^}]*\}\s*$", "", line.lstrip("#").strip())
@@ -162,14 +164,15 @@ def pointers(markdown: str, page: str) -> str:
     """README, "Title" (and the README's "Title", README ("Title"), a title broken over two lines too)
     -> a link to the page holding Title. Fenced code is left as written."""
     chunks = re.split(r"(^```.*?^```[^\n]*$)", markdown, flags=re.MULTILINE | re.DOTALL)
-    return "".join(chunk if chunk.startswith("```") else _POINTER.sub(lambda m: _link(m, page), chunk)
-                   for chunk in chunks)
+    return "".join(
+        chunk if chunk.startswith("```") else _POINTER.sub(lambda m: _link(m, page), chunk) for chunk in chunks
+    )
 
 
 def _link(match: re.Match, page: str) -> str:
     title = " ".join(match.group(2).replace("\\", "").split())
     if title not in _headings:
-        log.warning(f"{page}: it points to the README's \"{title}\", and no page of the site has that section")
+        log.warning(f'{page}: it points to the README\'s "{title}", and no page of the site has that section')
         return match.group(0)
     target, anchor = _headings[title]
     relative = posixpath.relpath(target, posixpath.dirname(page) or ".")
@@ -178,10 +181,14 @@ def _link(match: re.Match, page: str) -> str:
 
 # ---- the hooks ---------------------------------------------------------------------------------------
 
+
 def on_files(files: Files, config) -> Files:
     _generated.clear()
-    known = {f.src_uri for f in files.documentation_pages()} | set(MIRRORED) | {
-        "reference/configuration.md", "reference/commands.md"}
+    known = (
+        {f.src_uri for f in files.documentation_pages()}
+        | set(MIRRORED)
+        | {"reference/configuration.md", "reference/commands.md"}
+    )
     pages = {
         "reference/configuration.md": configuration_page(),
         "reference/commands.md": commands_page(),

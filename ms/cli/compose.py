@@ -18,8 +18,8 @@ from typing import Any, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from ms.config.store import CONF_DIR
 from ms.common.errors import UserError, one_line
+from ms.config.store import CONF_DIR
 
 CONFIG_NAME = "config"
 HYDRA_KEY = "hydra"  # Hydra's own node: its schema is Hydra's, not ms's
@@ -43,8 +43,12 @@ def _unknown_key(full_key: str, known: Sequence[str]) -> str:
 
 
 # (one, several): what a key of this type takes, and what a list of them holds
-_NAMES = {int: ("an integer", "integers"), float: ("a number", "numbers"), bool: ("true or false", "booleans"),
-          str: ("text", "strings")}
+_NAMES = {
+    int: ("an integer", "integers"),
+    float: ("a number", "numbers"),
+    bool: ("true or false", "booleans"),
+    str: ("text", "strings"),
+}
 
 
 def _described(kind: Any) -> str:
@@ -79,8 +83,9 @@ def explain(error: Exception) -> str:
     if isinstance(error, MissingConfigException) and error.options is not None:
         group, _, option = (error.missing_cfg_file or "").rpartition("/")
         close = _nearest(option, error.options)
-        return (f"unknown {group}={option}: choose one of {', '.join(error.options)}"
-                + (f" (did you mean {group}={close}?)" if close else ""))
+        return f"unknown {group}={option}: choose one of {', '.join(error.options)}" + (
+            f" (did you mean {group}={close}?)" if close else ""
+        )
     # An override's error is the cause of Hydra's; a config file's is raised while Hydra handles
     # it, and Hydra's message begins by naming the file ("In 'experiment/x': ...").
     cause = error.__cause__ or error.__context__ or error
@@ -118,8 +123,7 @@ def _parse(overrides: list[str]):
         raise UserError(f"cannot parse the overrides: {one_line(str(err))}") from None
 
 
-def jobs(overrides: list[str], multirun: bool,
-         config_dir: Optional[str] = None) -> list[tuple[list[str], DictConfig]]:
+def jobs(overrides: list[str], multirun: bool, config_dir: Optional[str] = None) -> list[tuple[list[str], DictConfig]]:
     """(overrides, composed config with its `hydra` node) of every job the command would launch;
     `config_dir` adds a folder of configs, as Hydra's --config-dir does. Raises UserError with one
     line per mistake found."""

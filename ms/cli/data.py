@@ -10,9 +10,21 @@ from ms.cli.compose import compose_checked
 from ms.cli.forget import add_forget
 from ms.cli.gate_commands import add_gate_commands
 from ms.cli.learn_access import add_learn_access
-from ms.data import (Example, drop_leaked_tests, form_problem, format_hygiene, hygiene_report, import_paper,
-                     line_numbers, load_dir, split_examples, with_splits, write_dir, write_hygiene)
 from ms.common.errors import UserError
+from ms.data import (
+    Example,
+    drop_leaked_tests,
+    form_problem,
+    format_hygiene,
+    hygiene_report,
+    import_paper,
+    line_numbers,
+    load_dir,
+    split_examples,
+    with_splits,
+    write_dir,
+    write_hygiene,
+)
 
 
 def _lengths(texts: list[str]) -> str:
@@ -21,8 +33,10 @@ def _lengths(texts: list[str]) -> str:
 
 
 def _row(name: str, examples: list[Example], sizes: list[int]) -> str:
-    return (f"{name:<11} {len(examples):>5} {sizes[0]:>5} {sizes[1]:>6} {sizes[2]:>5}   "
-            f"{_lengths([e.question for e in examples])}   {_lengths([e.answer for e in examples])}")
+    return (
+        f"{name:<11} {len(examples):>5} {sizes[0]:>5} {sizes[1]:>6} {sizes[2]:>5}   "
+        f"{_lengths([e.question for e in examples])}   {_lengths([e.answer for e in examples])}"
+    )
 
 
 def _load(args: argparse.Namespace) -> dict:
@@ -33,8 +47,11 @@ def _load(args: argparse.Namespace) -> dict:
 
     if args.agents is None:
         return load_dir(args.data_dir)
-    agents = (default_agents() if args.agents == DEFAULT_AGENTS
-              else agents_from(compose_checked([f"agents={args.agents}"], check=False).agents))
+    agents = (
+        default_agents()
+        if args.agents == DEFAULT_AGENTS
+        else agents_from(compose_checked([f"agents={args.agents}"], check=False).agents)
+    )
     return load_dir(args.data_dir, list(agents), agents=agents)
 
 
@@ -50,20 +67,23 @@ def stats(args: argparse.Namespace) -> None:
         totals = [t + s for t, s in zip(totals, sizes)]
         every += examples
         rows.append(_row(agent, examples, sizes))
-    print(f"{'agent':<11} {'pairs':>5} {'seed':>5} {'stream':>6} {'test':>5}   "
-          f"{'question chars':^19}   {'answer chars':^19}")
+    print(
+        f"{'agent':<11} {'pairs':>5} {'seed':>5} {'stream':>6} {'test':>5}   "
+        f"{'question chars':^19}   {'answer chars':^19}"
+    )
     print(f"{'':<36}   {'mean':>7} {'min':>5} {'max':>5}   {'mean':>7} {'min':>5} {'max':>5}")
     print("\n".join(rows + [_row("all", every, totals)]))
 
 
 def validate(args: argparse.Namespace) -> int:
     data = _load(args)
-    problems = [f"{e.id}: {problem}" for examples in data.values() for e in examples
-                if (problem := form_problem(e))]
+    problems = [f"{e.id}: {problem}" for examples in data.values() for e in examples if (problem := form_problem(e))]
     for line in problems:
         print(f"form: {line}")
-    print(f"{args.data_dir}: {len(data)} files, {sum(map(len, data.values()))} pairs valid; "
-          f"{len(problems)} form problem(s)")
+    print(
+        f"{args.data_dir}: {len(data)} files, {sum(map(len, data.values()))} pairs valid; "
+        f"{len(problems)} form problem(s)"
+    )
     try:  # examples without a split fall where ms-run would put them
         framed = with_splits(data, args.fractions, args.seed)
     except ValueError as err:  # bad --fractions
@@ -143,13 +163,19 @@ def pool_stats_cmd(args: argparse.Namespace) -> int:
     origins = [o for o in ORIGINS if any(key[3] == o for key in counts)]
     runs = {key[0] for key in counts}
     print(f"{path}: {sum(counts.values())} memories, {len(runs)} run(s)")
-    run_order = ([r for r in labels if r in runs] + sorted(r for r in runs if r not in labels and r)
-                 + [None] * (None in runs))  # None: memories from before runs were recorded
-    sections = {"run": (0, run_order, lambda r: f"{r} {labels.get(r) or ''}".rstrip() if r else "(before run ids)"),
-                "scope": (1, sorted({k[1] for k in counts}), str), "agent": (2, sorted({k[2] for k in counts}), str)}
+    run_order = (
+        [r for r in labels if r in runs] + sorted(r for r in runs if r not in labels and r) + [None] * (None in runs)
+    )  # None: memories from before runs were recorded
+    sections = {
+        "run": (0, run_order, lambda r: f"{r} {labels.get(r) or ''}".rstrip() if r else "(before run ids)"),
+        "scope": (1, sorted({k[1] for k in counts}), str),
+        "agent": (2, sorted({k[2] for k in counts}), str),
+    }
     for title, (index, values, name) in sections.items():
-        rows = {value: [sum(n for k, n in counts.items() if k[index] == value and k[3] == o) for o in origins]
-                for value in values}
+        rows = {
+            value: [sum(n for k, n in counts.items() if k[index] == value and k[3] == o) for o in origins]
+            for value in values
+        }
         width = max(len(name(v)) for v in [*values, ""]) if values else 0
         width = max(width, len(title) + 3)
         print(f"\n{'by ' + title:<{width}}" + "".join(f" {o:>8}" for o in origins) + f" {'total':>8}")
@@ -158,44 +184,65 @@ def pool_stats_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-AGENTS_HELP = ("the agent set, a conf/agents option: every agent of it must have its file, as ms-run needs "
-               "(default: the files there, checked against the paper's nine)")
+AGENTS_HELP = (
+    "the agent set, a conf/agents option: every agent of it must have its file, as ms-run needs "
+    "(default: the files there, checked against the paper's nine)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ms-data", description=__doc__,
-                                     epilog="--debug: show the traceback of errors that are reported in one line")
+    parser = argparse.ArgumentParser(
+        prog="ms-data",
+        description=__doc__,
+        epilog="--debug: show the traceback of errors that are reported in one line",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     show = commands.add_parser("stats", help="pairs per agent and split, and text lengths")
     show.add_argument("--data-dir", default="data")
-    show.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4],
-                      metavar=("SEED", "STREAM", "TEST"))
+    show.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4], metavar=("SEED", "STREAM", "TEST"))
     show.add_argument("--seed", type=int, default=0, help="split seed")
     show.add_argument("--agents", help=AGENTS_HELP)
     show.set_defaults(handler=stats)
 
-    check = commands.add_parser("validate", help="check the schema of every file and the poetic forms, and "
-                                                 "report duplicates, test leaks and empty answers")
+    check = commands.add_parser(
+        "validate",
+        help="check the schema of every file and the poetic forms, and report duplicates, test leaks and empty answers",
+    )
     check.add_argument("--data-dir", default="data")
-    check.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4],
-                       metavar=("SEED", "STREAM", "TEST"), help="the split of examples that carry none")
+    check.add_argument(
+        "--fractions",
+        type=float,
+        nargs=3,
+        default=[0.2, 0.4, 0.4],
+        metavar=("SEED", "STREAM", "TEST"),
+        help="the split of examples that carry none",
+    )
     check.add_argument("--seed", type=int, default=0, help="split seed")
     check.add_argument("--agents", help=AGENTS_HELP)
     check.add_argument("--report", metavar="DIR", help="write the full hygiene report to DIR/hygiene.json")
-    check.add_argument("--drop-leaked-tests", metavar="DIR",
-                       help="write a clean variant to DIR: test items that leak from seed or stream, or repeat "
-                            "an earlier test item, removed; every item keeps its split")
+    check.add_argument(
+        "--drop-leaked-tests",
+        metavar="DIR",
+        help="write a clean variant to DIR: test items that leak from seed or stream, or repeat "
+        "an earlier test item, removed; every item keeps its split",
+    )
     check.add_argument("--strict", action="store_true", help="fail on form problems too")
     check.set_defaults(handler=validate)
 
     paper = commands.add_parser("import-paper", help="convert the paper authors' repository layout")
     paper.add_argument("path", help="a checkout of the authors' repository")
-    paper.add_argument("out", help="output folder: <agent>.jsonl (domain folders), onepool/<agent>.jsonl "
-                                   "(single-pool files), import_report.json, hygiene.json")
-    paper.add_argument("--drop-leaked-tests", metavar="DIR",
-                       help="also write the clean variant to DIR (and DIR/onepool): test items that leak from "
-                            "seed or stream, or repeat an earlier test item, removed")
+    paper.add_argument(
+        "out",
+        help="output folder: <agent>.jsonl (domain folders), onepool/<agent>.jsonl "
+        "(single-pool files), import_report.json, hygiene.json",
+    )
+    paper.add_argument(
+        "--drop-leaked-tests",
+        metavar="DIR",
+        help="also write the clean variant to DIR (and DIR/onepool): test items that leak from "
+        "seed or stream, or repeat an earlier test item, removed",
+    )
     paper.set_defaults(handler=import_paper_cmd)
 
     inv = commands.add_parser("invert", help="let an agent write the question each answer responds to")
@@ -209,8 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_gate_commands(commands)  # gate-check, cross-grade, gate-quality
 
-    stats_pool = commands.add_parser("pool-stats", help="memories in a pool file per run, scope and agent, "
-                                                        "split by origin (seed, stream, summary)")
+    stats_pool = commands.add_parser(
+        "pool-stats", help="memories in a pool file per run, scope and agent, split by origin (seed, stream, summary)"
+    )
     stats_pool.add_argument("pool", help="a pool file: <run folder>/pool.sqlite, or a shared pool.path")
     stats_pool.set_defaults(handler=pool_stats_cmd)
     add_forget(commands)
@@ -221,8 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """User errors (bad data or settings, missing or damaged files) print one line and exit 2;
     --debug (or HYDRA_FULL_ERROR=1) shows their traceback."""
-    from ms.config.store import register
     from ms.common.errors import report_user_errors, take_debug_flag
+    from ms.config.store import register
     from ms.plan.data import take_plan
 
     register()  # the schema the configs it composes (gate-check, invert) are typed by

@@ -30,8 +30,9 @@ def _open(args: argparse.Namespace):
     if path.is_dir():
         path = path / POOL_FILENAME
     if not path.is_file():
-        raise UserError(f"{args.pool}: no such pool file (a run's pool is <run folder>/{POOL_FILENAME}, or its "
-                        f"pool.path)")
+        raise UserError(
+            f"{args.pool}: no such pool file (a run's pool is <run folder>/{POOL_FILENAME}, or its pool.path)"
+        )
     return Pool(path)
 
 
@@ -62,8 +63,10 @@ def _print_history(pool) -> None:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["removed_at"]))
         where = f" in scope {r['scope']}" if r["scope"] else ""
         seeds = ", seeds included" if r["with_seeds"] else ""
-        print(f"  #{r['id']} {when}: {r['removed']} memories of {r['kind']} {r['target']}{where}{seeds}; "
-              f"{r['unfolded']} unfolded; by: {r['command']}")
+        print(
+            f"  #{r['id']} {when}: {r['removed']} memories of {r['kind']} {r['target']}{where}{seeds}; "
+            f"{r['unfolded']} unfolded; by: {r['command']}"
+        )
 
 
 def forget_cmd(args: argparse.Namespace) -> int:
@@ -78,10 +81,13 @@ def forget_cmd(args: argparse.Namespace) -> int:
         kind, target = ("agent", args.agent) if args.agent is not None else ("run", _run_id(args.run, pool))
         if kind == "agent" and target not in pool.count_by("agent"):
             agents = ", ".join(map(str, pool.count_by("agent"))) or "none"
-            raise UserError(f"forget --agent {target}: no memories of that agent in {pool.location}; its agents: {agents}")
+            raise UserError(
+                f"forget --agent {target}: no memories of that agent in {pool.location}; its agents: {agents}"
+            )
         command = shlex.join(["ms-data", *args.command_line])
-        done = pool.forget(kind, target, scope=args.scope, with_seeds=args.with_seeds, command=command,
-                           dry_run=args.dry_run)
+        done = pool.forget(
+            kind, target, scope=args.scope, with_seeds=args.with_seeds, command=command, dry_run=args.dry_run
+        )
         verb = "would remove" if args.dry_run else "removed"
         where = f" in scope {args.scope}" if args.scope else ""
         print(f"{pool.location}: {verb} {done.removed} memories of {kind} {target}{where}")
@@ -91,15 +97,19 @@ def forget_cmd(args: argparse.Namespace) -> int:
             for (scope, origin), n in done.counts.items():
                 print(f"  {scope:<{width}}  {origin:<8} {n:>8}")
         if done.kept_seeds:
-            print(f"  {done.kept_seeds} seed memories of {kind} {target} {'would stay' if args.dry_run else 'stay'} "
-                  f"(--with-seeds removes them too)")
+            print(
+                f"  {done.kept_seeds} seed memories of {kind} {target} {'would stay' if args.dry_run else 'stay'} "
+                f"(--with-seeds removes them too)"
+            )
         if done.unfolded:
             print(f"  {done.unfolded} memories that a removed summary had folded in are searchable again")
         if args.dry_run:
             print("  dry run: nothing was changed and nothing recorded")
             return 0
         if done.record_id is not None:
-            print(f"  audit record #{done.record_id} in the pool's removals table (ms-data forget --history lists them)")
+            print(
+                f"  audit record #{done.record_id} in the pool's removals table (ms-data forget --history lists them)"
+            )
         # Every process's scope snapshots drop the removed memories at their next search, through the
         # pool's change log; here, a fresh read of each scope touched confirms they are gone.
         for scope in sorted({s for s, _ in done.counts}):
@@ -108,17 +118,27 @@ def forget_cmd(args: argparse.Namespace) -> int:
             if left:  # the transaction committed, so this would be a bug in the pool, not the user's doing
                 raise RuntimeError(f"memories {left[:10]} are still in scope {scope} after their removal")
             print(f"  scope {scope}: {snap.searchable_count} searchable memories now")
-        print("  the fine-tuned retriever of a run that trained on them keeps what it learned from them "
-              "(README, \"Forgetting a writer\")")
+        print(
+            "  the fine-tuned retriever of a run that trained on them keeps what it learned from them "
+            '(README, "Forgetting a writer")'
+        )
     return 0
 
 
 def add_forget(commands) -> None:
-    forget = commands.add_parser("forget", help="remove a writer agent's memories, or a run's, from a pool (seeds "
-                                                "only with --with-seeds), with an audit record in the pool")
-    forget.add_argument("pool", nargs="?", help="a pool file, or a run folder holding pool.sqlite (not with --postgres)")
-    forget.add_argument("--postgres", action="store_true",
-                        help="the pool is a PostgreSQL database: --dsn, or the environment variable MS_POOL_DSN")
+    forget = commands.add_parser(
+        "forget",
+        help="remove a writer agent's memories, or a run's, from a pool (seeds "
+        "only with --with-seeds), with an audit record in the pool",
+    )
+    forget.add_argument(
+        "pool", nargs="?", help="a pool file, or a run folder holding pool.sqlite (not with --postgres)"
+    )
+    forget.add_argument(
+        "--postgres",
+        action="store_true",
+        help="the pool is a PostgreSQL database: --dsn, or the environment variable MS_POOL_DSN",
+    )
     forget.add_argument("--dsn", help="with --postgres: a libpq connection string without a password (PGPASSWORD)")
     who = forget.add_mutually_exclusive_group()
     who.add_argument("--agent", help="remove the memories this agent wrote (its seeds count as its own)")
@@ -128,4 +148,3 @@ def add_forget(commands) -> None:
     forget.add_argument("--dry-run", action="store_true", help="print what would be removed, change nothing")
     forget.add_argument("--history", action="store_true", help="list the removals recorded in the pool, remove nothing")
     forget.set_defaults(handler=forget_cmd)
-

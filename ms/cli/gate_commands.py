@@ -16,15 +16,23 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
     from ms.agents import PromptTemplate
     from ms.config.files import USAGE_FILE
-    from ms.llm.backbones import Backbones, build_backbones
-    from ms.gates.check import (format_results, gate_scores, grade, missing_score, summarize, threshold_report,
-                              what_to_check, write_results)
+    from ms.gates.check import (
+        format_results,
+        gate_scores,
+        grade,
+        missing_score,
+        summarize,
+        threshold_report,
+        what_to_check,
+        write_results,
+    )
     from ms.gates.check_pooled import Scored, pooled_report
     from ms.gates.check_utility import utility_of_jobs
     from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
+    from ms.llm.backbones import Backbones, build_backbones
     from ms.llm.usage import format_usage, save_usage
-    from ms.plan.data import gate_check_plan
     from ms.loop.schedule import stream_k
+    from ms.plan.data import gate_check_plan
 
     cfg = compose_checked(args.overrides, plan=args.plan)
     checked = what_to_check(cfg, args.per_agent, args.gate)
@@ -38,42 +46,60 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     seconds, decisions, utilities, scorer = {}, None, None, None
     if rubric:
         refs = {agent: rubric_ref(agents[agent], cfg.pool.mode) for agent in splits}
-        scorer = Scorer(backbones[catalog.resolve(cfg.scorer.backbone)], load_rubrics(set(refs.values())),
-                        cfg.scorer)
+        scorer = Scorer(backbones[catalog.resolve(cfg.scorer.backbone)], load_rubrics(set(refs.values())), cfg.scorer)
         started = time.perf_counter()
         decisions = grade(scorer, jobs, {agent: load_rubric(ref).name for agent, ref in refs.items()})
         seconds["rubric"] = time.perf_counter() - started
     if utility:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="ms-gate-check-") as folder:
-            utilities = utility_of_jobs(jobs, {agent: parts.seed for agent, parts in splits.items()}, agents,
-                                        lambda agent: backbones[backbone_of[agent]], Path(folder),
-                                        retriever=cfg.retriever, pool_mode=cfg.pool.mode,
-                                        template=PromptTemplate(**cfg.prompt), probes=cfg.gate.probes, shots=shots)
+            utilities = utility_of_jobs(
+                jobs,
+                {agent: parts.seed for agent, parts in splits.items()},
+                agents,
+                lambda agent: backbones[backbone_of[agent]],
+                Path(folder),
+                retriever=cfg.retriever,
+                pool_mode=cfg.pool.mode,
+                template=PromptTemplate(**cfg.prompt),
+                probes=cfg.gate.probes,
+                shots=shots,
+            )
         seconds["utility"] = time.perf_counter() - started
     scores = gate_scores(args.gate, decisions, utilities)
-    results = {gate: summarize([(j.agent, j.kind, s) for j, s in zip(jobs, scores[gate])], missing_score(gate))
-               for gate in args.gate}
+    results = {
+        gate: summarize([(j.agent, j.kind, s) for j, s in zip(jobs, scores[gate])], missing_score(gate))
+        for gate in args.gate
+    }
     write_results(out, jobs, decisions, utilities, results)
-    header = (f"Gate check: gates {', '.join(args.gate)}; backbone {cfg.backbone.name}; up to {args.per_agent} seed "
-              f"pairs per agent from {cfg.data.dir}, each against corrupted copies (swapped, other_question, "
-              f"truncated, empty; all: these four) and grader-directed ones (self_assessment, "
-              f"answer_plus_assessment: pooled as grader-directed; grader_instruction); AUC of good vs corrupted, "
-              f"95% bootstrap CI")
+    header = (
+        f"Gate check: gates {', '.join(args.gate)}; backbone {cfg.backbone.name}; up to {args.per_agent} seed "
+        f"pairs per agent from {cfg.data.dir}, each against corrupted copies (swapped, other_question, "
+        f"truncated, empty; all: these four) and grader-directed ones (self_assessment, "
+        f"answer_plus_assessment: pooled as grader-directed; grader_instruction); AUC of good vs corrupted, "
+        f"95% bootstrap CI"
+    )
     if scorer is not None:
-        header += (f"\nrubric: graded by {cfg.scorer.backbone or cfg.backbone.name}, score read from {scorer.read}, "
-                   f"{cfg.pool.mode} rubrics, scorer.defence={cfg.scorer.defence}; both: rubric admits at score >= "
-                   f"{cfg.scorer.threshold:g}")
+        header += (
+            f"\nrubric: graded by {cfg.scorer.backbone or cfg.backbone.name}, score read from {scorer.read}, "
+            f"{cfg.pool.mode} rubrics, scorer.defence={cfg.scorer.defence}; both: rubric admits at score >= "
+            f"{cfg.scorer.threshold:g}"
+        )
     if utility:
-        header += (f"\nutility: u over m = {cfg.gate.probes} probes from a {cfg.pool.mode} pool of every seed pair, "
-                   f"retriever {cfg.retriever.name} as shipped, {shots} shot(s)")
+        header += (
+            f"\nutility: u over m = {cfg.gate.probes} probes from a {cfg.pool.mode} pool of every seed pair, "
+            f"retriever {cfg.retriever.name} as shipped, {shots} shot(s)"
+        )
     header += "\nwall time: " + ", ".join(f"{part} {s:.0f} s" for part, s in seconds.items())
     text = format_results(results, header)
     if decisions is not None:
-        rows = [Scored((j.agent, str(j.example.id)), j.kind, 0.0 if d.score is None else d.score)
-                for j, d in zip(jobs, decisions)]
-        text += "\n\n" + pooled_report(rows, cfg.scorer.threshold, f"rubric, pooled over agents (admitted: score >= "
-                                                                    f"{cfg.scorer.threshold:g})")
+        rows = [
+            Scored((j.agent, str(j.example.id)), j.kind, 0.0 if d.score is None else d.score)
+            for j, d in zip(jobs, decisions)
+        ]
+        text += "\n\n" + pooled_report(
+            rows, cfg.scorer.threshold, f"rubric, pooled over agents (admitted: score >= {cfg.scorer.threshold:g})"
+        )
     if utilities is not None:
         text += threshold_report([j.kind for j in jobs], [m.u for m in utilities])
     (out / "gate_check.md").write_text("```\n" + text + "\n```\n", encoding="utf-8")
@@ -103,7 +129,9 @@ def cross_grade_cmd(args: argparse.Namespace) -> int:
     overrides = [a for a in args.items if not Path(a).is_dir()]
     if not runs:
         raise UserError("cross-grade: name at least one run folder (with decisions.jsonl)")
-    configs = {name: compose_checked([*overrides, f"grader={name}"], plan=args.plan) for name in args.graders.split(",")}
+    configs = {
+        name: compose_checked([*overrides, f"grader={name}"], plan=args.plan) for name in args.graders.split(",")
+    }
     if args.plan:
         return cross_grade_plan(graded_pairs(runs), configs, Path(args.out))
     print(cross_grade(runs, configs, Path(args.out)))
@@ -112,6 +140,7 @@ def cross_grade_cmd(args: argparse.Namespace) -> int:
 
 def gate_quality_cmd(args: argparse.Namespace) -> None:
     from ms.report.quality import gate_quality  # lazily: ms.report loads matplotlib
+
     gate_quality(args.runs)
 
 
@@ -128,36 +157,56 @@ def _gates(text: str) -> list[str]:
 
 
 def add_gate_commands(commands) -> None:
-    gate = commands.add_parser("gate-check", help="does a gate tell good pairs from corrupted copies? "
-                                                  "per-agent ROC AUC with a 95%% CI")
+    gate = commands.add_parser(
+        "gate-check", help="does a gate tell good pairs from corrupted copies? per-agent ROC AUC with a 95%% CI"
+    )
     gate.add_argument("--per-agent", type=int, default=8, help="seed pairs per agent (default 8)")
-    gate.add_argument("--gate", type=_gates, default=["rubric"], metavar="GATES",
-                      help="rubric (default), utility, both, or several comma-separated (rubric,utility,both): "
-                           "each gate's AUC from one measurement of the pairs")
-    gate.add_argument("--out", help="folder for gate_check.{md,csv} and the decisions "
-                                    "(default: outputs/gate_check/DATE_TIME)")
+    gate.add_argument(
+        "--gate",
+        type=_gates,
+        default=["rubric"],
+        metavar="GATES",
+        help="rubric (default), utility, both, or several comma-separated (rubric,utility,both): "
+        "each gate's AUC from one measurement of the pairs",
+    )
+    gate.add_argument(
+        "--out", help="folder for gate_check.{md,csv} and the decisions (default: outputs/gate_check/DATE_TIME)"
+    )
     gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
     gate.set_defaults(handler=gate_check_cmd)
 
-    compare = commands.add_parser("gate-compare", help="two gate checks of the same pairs (today's gate and a "
-                                                       "defended one, or two graders): pooled AUCs and their "
-                                                       "paired difference with a 95%% CI")
+    compare = commands.add_parser(
+        "gate-compare",
+        help="two gate checks of the same pairs (today's gate and a "
+        "defended one, or two graders): pooled AUCs and their "
+        "paired difference with a 95%% CI",
+    )
     compare.add_argument("base", help="a gate-check output folder (gate_check_decisions.jsonl)")
     compare.add_argument("other", help="another, of the same data and --per-agent")
     compare.add_argument("--gate", choices=("rubric", "utility"), default="rubric", help="whose scores to compare")
     compare.add_argument("--threshold", type=float, help="also show the share of each kind admitted at score >= this")
     compare.set_defaults(handler=gate_compare_cmd)
 
-    cross = commands.add_parser("cross-grade", help="every grader (conf/grader) on the stream pairs that runs "
-                                                    "graded: scores, admissions by writer backbone, agreement")
-    cross.add_argument("items", nargs="+", metavar="RUN_OR_OVERRIDE",
-                       help="run folders (with decisions.jsonl, metrics.json and .hydra/), then any Hydra "
-                            "overrides, e.g. cache_dir=...")
+    cross = commands.add_parser(
+        "cross-grade",
+        help="every grader (conf/grader) on the stream pairs that runs "
+        "graded: scores, admissions by writer backbone, agreement",
+    )
+    cross.add_argument(
+        "items",
+        nargs="+",
+        metavar="RUN_OR_OVERRIDE",
+        help="run folders (with decisions.jsonl, metrics.json and .hydra/), then any Hydra "
+        "overrides, e.g. cache_dir=...",
+    )
     cross.add_argument("--graders", default="smollm2,gemma3", help="conf/grader names, comma-separated")
     cross.add_argument("--out", default="cross_grade", help="folder for cross_grade.{md,csv}")
     cross.set_defaults(handler=cross_grade_cmd)
 
-    quality = commands.add_parser("gate-quality", help="BERTScore of each answer a run's gate judged against its "
-                                                       "stream question's reference: <run>/quality.jsonl")
+    quality = commands.add_parser(
+        "gate-quality",
+        help="BERTScore of each answer a run's gate judged against its "
+        "stream question's reference: <run>/quality.jsonl",
+    )
     quality.add_argument("runs", nargs="+", metavar="RUN_DIR", help="finished run folders (decisions.jsonl, .hydra/)")
     quality.set_defaults(handler=gate_quality_cmd)

@@ -36,22 +36,38 @@ def learn_access_cmd(args: argparse.Namespace) -> int:
     baseline = find_baseline(run, candidates, metric, fill)
     if baseline is None:
         where = ", ".join(args.baseline or [str(folder.resolve().parent)])
-        raise UserError(f"learn-access: no k = 0 run of the same backbone, data and prompt under {where} to measure "
-                        f"gains against (--baseline FOLDER)")
+        raise UserError(
+            f"learn-access: no k = 0 run of the same backbone, data and prompt under {where} to measure "
+            f"gains against (--baseline FOLDER)"
+        )
     writers = read_writers(run.path, run.fields["backbone"])
     if writers is None:
-        raise UserError(f"learn-access: {run.name} keeps neither a pool file nor memories.csv: who wrote what is unknown")
+        raise UserError(
+            f"learn-access: {run.name} keeps neither a pool file nor memories.csv: who wrote what is unknown"
+        )
     rule = learn_grants(run.predictions[fill], writers, baseline.values, metric, args.half, run.agents)
-    learned = {"run": str(run.path), "baseline": str(baseline.run.path), "metric": metric, "fill": fill,
-               "half": args.half, "scored_on": 1 - args.half, "questions": rule.questions,
-               "credit": CREDIT, "evidence": evidence_record(rule)}
-    comment = (f"Learned by: ms-data learn-access {run.path} --half {args.half}\n"
-               f"Grants reader r writer w where r's retrievals of w's stream memories came with a gain in {metric} "
-               f"(k = {run.cell[1]} minus k = 0) whose 95% CI lies above 0,\non half {args.half} of the test questions "
-               f"({rule.questions} paired); score the rule on half {1 - args.half} only. Seeds stay granted.\n{CREDIT}.")
+    learned = {
+        "run": str(run.path),
+        "baseline": str(baseline.run.path),
+        "metric": metric,
+        "fill": fill,
+        "half": args.half,
+        "scored_on": 1 - args.half,
+        "questions": rule.questions,
+        "credit": CREDIT,
+        "evidence": evidence_record(rule),
+    }
+    comment = (
+        f"Learned by: ms-data learn-access {run.path} --half {args.half}\n"
+        f"Grants reader r writer w where r's retrievals of w's stream memories came with a gain in {metric} "
+        f"(k = {run.cell[1]} minus k = 0) whose 95% CI lies above 0,\non half {args.half} of the test questions "
+        f"({rule.questions} paired); score the rule on half {1 - args.half} only. Seeds stay granted.\n{CREDIT}."
+    )
     path = write_rule_file(args.out, dict(rule.grants), learned=learned, comment=comment)
-    print(f"learned from {run.name} at fill {fill}%, half {args.half} ({rule.questions} questions paired with "
-          f"{baseline.run.name}), {metric}:")
+    print(
+        f"learned from {run.name} at fill {fill}%, half {args.half} ({rule.questions} questions paired with "
+        f"{baseline.run.name}), {metric}:"
+    )
     for reader, writers_granted in rule.grants.items():
         others = sorted(w for w in writers_granted if w != "seed")
         print(f"  {reader}: seed{', ' if others else ''}{', '.join(others)}")
@@ -60,14 +76,25 @@ def learn_access_cmd(args: argparse.Namespace) -> int:
 
 
 def add_learn_access(commands) -> None:
-    learn = commands.add_parser("learn-access", help="learn an access rule from a finished run on one half of its "
-                                                     "test questions, as a rule file (access=rule)")
+    learn = commands.add_parser(
+        "learn-access",
+        help="learn an access rule from a finished run on one half of its test questions, as a rule file (access=rule)",
+    )
     learn.add_argument("run", help="a finished run folder at k > 0 (predictions.jsonl, its pool or memories.csv)")
-    learn.add_argument("--half", type=int, choices=(0, 1), required=True,
-                       help="the half of the test questions to measure on; the rule is to be scored on the other")
+    learn.add_argument(
+        "--half",
+        type=int,
+        choices=(0, 1),
+        required=True,
+        help="the half of the test questions to measure on; the rule is to be scored on the other",
+    )
     learn.add_argument("--out", required=True, help="the rule file to write (YAML)")
     learn.add_argument("--metric", help="the metric key (default: the first the run recorded)")
     learn.add_argument("--fill", type=int, help="the fill to read (default: the run's last)")
-    learn.add_argument("--baseline", nargs="+", metavar="FOLDER",
-                       help="folders holding the k = 0 run to pair with (default: the run's own sweep folder)")
+    learn.add_argument(
+        "--baseline",
+        nargs="+",
+        metavar="FOLDER",
+        help="folders holding the k = 0 run to pair with (default: the run's own sweep folder)",
+    )
     learn.set_defaults(handler=learn_access_cmd)

@@ -6,7 +6,7 @@ them, sweeps expanded by its basic sweeper, but no job is launched: no output fo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
@@ -28,20 +28,22 @@ def output_dir(cfg: DictConfig, multirun: bool) -> Optional[Path]:
         return None
 
 
-LEGEND = ("calls: requests the run will make (~: an estimate); cached: how many of them the response cache "
-          "will answer (?: unknown, because the request depends on the pool the run grows; >=: at least); "
-          "est. cost: the backbone's `price` times the tokens of the calls the cache will not answer "
-          "(<=: at most, where cached is unknown; -: no price set). Tokens are estimates (ms/plan/planner.py says how).")
+LEGEND = (
+    "calls: requests the run will make (~: an estimate); cached: how many of them the response cache "
+    "will answer (?: unknown, because the request depends on the pool the run grows; >=: at least); "
+    "est. cost: the backbone's `price` times the tokens of the calls the cache will not answer "
+    "(<=: at most, where cached is unknown; -: no price set). Tokens are estimates (ms/plan/planner.py says how)."
+)
 
 
 def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Measured]) -> int:
     from ms.llm import provider_class
     from ms.llm.backbones import Backbones
-    from ms.plan.planner import CacheProbe, plan_run
-    from ms.plan.rows import Row
     from ms.loop.cell import check_same_cell, local_fingerprint
     from ms.loop.run_folder import completed
     from ms.loop.validation import validate
+    from ms.plan.planner import CacheProbe, plan_run
+    from ms.plan.rows import Row
 
     unknown = [a for a in overrides if a.startswith("-")]
     if unknown:
@@ -70,9 +72,11 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Mea
         print(format_rows(plan.rows))
         # A finished run's seconds per token time the local backbones' calls (plan_from).
         backbones = Backbones(cfg.backbone)
-        timed = (wall_time(plan.rows, accept.run,
-                           lambda name: provider_class(backbones.config(name)).runs_locally is True)
-                 if isinstance(accept, Measured) else None)
+        timed = (
+            wall_time(plan.rows, accept.run, lambda name: provider_class(backbones.config(name)).runs_locally is True)
+            if isinstance(accept, Measured)
+            else None
+        )
         print("".join(f"- {note}\n" for note in plan.notes + ([timed] if timed else [])))
         for r in plan.rows:
             summed.setdefault((r.role, r.backbone), Row(r.role, r.backbone, r.price)).merge(r)

@@ -18,10 +18,10 @@ from typing import Optional
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from ms.common.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
 from ms.config.files import DECISIONS_FILE
 from ms.config.schema import POOL_DSN_ENV
 from ms.config.store import CONF_DIR, register
-from ms.common.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
 from ms.loop.run_folder import began, folder_override, mark_failed, resume_command
 
 PROG = "ms-run"
@@ -39,7 +39,7 @@ PATH_KEYS = ("data.dir", "gate.match", "access.file")
 
 
 def path_tags(task_overrides) -> str:
-    """",data.dir=NAME-HASH" for each path-valued override: the path's last part, made safe for a
+    """ ",data.dir=NAME-HASH" for each path-valued override: the path's last part, made safe for a
     folder name, and 6 hex digits of its SHA-256, so two paths that end alike still differ."""
     import hashlib
     import re
@@ -77,7 +77,6 @@ def hydra_main(cfg: DictConfig) -> None:
     log.info("output folder: %s", out)  # first, before the seconds that importing torch takes
     try:
         from tqdm.contrib.logging import logging_redirect_tqdm
-
         from transformers.utils import logging as transformers_logging
 
         from ms.loop.pipeline import run
@@ -92,8 +91,10 @@ def hydra_main(cfg: DictConfig) -> None:
         mark_failed(out, str(error))
         if began(out):
             hc = HydraConfig.get()
-            error = UserError(f"{error}; to resume this run in its folder, removing what this attempt admitted "
-                              f"first: {resume_command(PROG, out, list(hc.overrides.task), list(hc.overrides.hydra))}")
+            error = UserError(
+                f"{error}; to resume this run in its folder, removing what this attempt admitted "
+                f"first: {resume_command(PROG, out, list(hc.overrides.task), list(hc.overrides.hydra))}"
+            )
         print_user_error(PROG, error)
         sys.exit(USER_ERROR_EXIT)
     except Exception as bug:  # a bug keeps its traceback; its folder still says the attempt failed
@@ -103,8 +104,7 @@ def hydra_main(cfg: DictConfig) -> None:
         # Nothing is left half-written that a re-run would trust: metrics.json, which marks a run
         # finished, is written last and atomically, and a re-run in this folder clears what an
         # unfinished attempt left (ms.loop.run_folder.clear_partial) and starts it over.
-        print(f"{PROG}: interrupted{after_step(out, earlier)}; {resume_hint(HydraConfig.get(), out)}",
-              file=sys.stderr)
+        print(f"{PROG}: interrupted{after_step(out, earlier)}; {resume_hint(HydraConfig.get(), out)}", file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT)
 
 
@@ -134,7 +134,7 @@ def decisions_state(out: Path) -> Optional[tuple]:
 
 
 def after_step(out: Path, earlier: Optional[tuple]) -> str:
-    """" after stream step N": the last step this attempt wrote to the run's decisions.jsonl (the
+    """ " after stream step N": the last step this attempt wrote to the run's decisions.jsonl (the
     loop's own counter lives in the run, out of reach here); "" where it wrote none, the file being
     missing or as an earlier attempt left it (`earlier`, decisions_state when the job began)."""
     path = out / DECISIONS_FILE
@@ -155,9 +155,15 @@ def resume_hint(hydra_config, out: Path) -> str:
 
     multirun = hydra_config.mode == RunMode.MULTIRUN
     named = OmegaConf.to_container(hydra_config.sweep if multirun else hydra_config.run, resolve=False)["dir"]
-    where = "" if "${now:" not in str(named) else (
-        f" with {folder_override('hydra.sweep.dir', hydra_config.sweep.dir)}" if multirun
-        else f" with {folder_override('hydra.run.dir', out)}")
+    where = (
+        ""
+        if "${now:" not in str(named)
+        else (
+            f" with {folder_override('hydra.sweep.dir', hydra_config.sweep.dir)}"
+            if multirun
+            else f" with {folder_override('hydra.run.dir', out)}"
+        )
+    )
     return f"re-run the same command{where} to resume (the unfinished run starts over in its folder)"
 
 
@@ -209,8 +215,9 @@ def check_callbacks(cfgs) -> None:
     for cfg in cfgs:
         for name, callback in (OmegaConf.select(cfg, "hydra.callbacks") or {}).items():
             if str(callback.get("_target_", "")).startswith("ms.cli.tracking.") and find_spec("mlflow") is None:
-                raise UserError(f"hydra/callbacks={name} needs MLflow, which is not installed: "
-                                f"pip install -e '.[mlflow]'")
+                raise UserError(
+                    f"hydra/callbacks={name} needs MLflow, which is not installed: pip install -e '.[mlflow]'"
+                )
 
 
 def check_servers(pools) -> None:

@@ -61,7 +61,7 @@ RESOLVER_CALL = re.compile(r"\$\{\s*[\w.]+\s*:")
 
 
 def _cut(value: str, limit: int) -> str:
-    return value if len(value) <= limit else value[:limit - len(CUT)] + CUT
+    return value if len(value) <= limit else value[: limit - len(CUT)] + CUT
 
 
 def _escaped(node: Any) -> Any:
@@ -81,8 +81,10 @@ def config_params(cfg: DictConfig) -> dict[str, str]:
     raw = OmegaConf.to_container(cfg, resolve=False)
     raw.pop("hydra", None)
     plain = OmegaConf.to_container(OmegaConf.create(_escaped(raw)), resolve=True)
-    return {key: _cut(value if isinstance(value, str) else json.dumps(value), MAX_PARAM_LENGTH)
-            for key, value in flat(plain).items()}
+    return {
+        key: _cut(value if isinstance(value, str) else json.dumps(value), MAX_PARAM_LENGTH)
+        for key, value in flat(plain).items()
+    }
 
 
 def _number(value: Any) -> bool:
@@ -126,8 +128,10 @@ def record_tags(metrics: Mapping[str, Any]) -> dict[str, str]:
     """The run record (metrics.json's `provenance`) as tags `provenance.KEY...`, and the commit also
     under MLflow's own tag, which its UI shows."""
     record = metrics.get("provenance") or {}
-    tags = {f"provenance.{key}": _cut(value if isinstance(value, str) else json.dumps(value), MAX_TAG_LENGTH)
-            for key, value in flat(record).items()}
+    tags = {
+        f"provenance.{key}": _cut(value if isinstance(value, str) else json.dumps(value), MAX_TAG_LENGTH)
+        for key, value in flat(record).items()
+    }
     if record.get("commit"):
         tags["mlflow.source.git.commit"] = record["commit"]
     return tags
@@ -136,8 +140,9 @@ def record_tags(metrics: Mapping[str, Any]) -> dict[str, str]:
 class MlflowCallback(Callback):
     """Logs each job of ms-run to MLflow (see the module's docstring)."""
 
-    def __init__(self, tracking_uri: Optional[str] = None, experiment: Optional[str] = None,
-                 skip: Sequence[str] = ("retriever",)) -> None:
+    def __init__(
+        self, tracking_uri: Optional[str] = None, experiment: Optional[str] = None, skip: Sequence[str] = ("retriever",)
+    ) -> None:
         self.tracking_uri = tracking_uri or os.environ.get(TRACKING_URI_ENV)
         self.artifacts: Optional[str] = None
         if not self.tracking_uri:  # the default: a path of our own, not MLflow's default in the current folder
@@ -145,7 +150,7 @@ class MlflowCallback(Callback):
             self.tracking_uri = f"sqlite:///{store}"
             self.artifacts = str(DEFAULT_ARTIFACTS.resolve())
         elif self.tracking_uri.startswith(SQLITE):  # a new experiment's artifacts beside its store, not in ./mlruns
-            self.artifacts = str(Path(self.tracking_uri[len(SQLITE):]).resolve().parent / DEFAULT_ARTIFACTS.name)
+            self.artifacts = str(Path(self.tracking_uri[len(SQLITE) :]).resolve().parent / DEFAULT_ARTIFACTS.name)
         self.experiment = experiment or os.environ.get(EXPERIMENT_ENV)
         self.skip = tuple(skip or ())
         self.parent_run_id: Optional[str] = None  # set in a multirun; a launcher's workers get a copy
@@ -161,8 +166,14 @@ class MlflowCallback(Callback):
         client, experiment_id = self._open(config)
         overrides = [str(o) for o in OmegaConf.select(config, "hydra.overrides.task", default=[]) or []]
         sweep_dir = str(OmegaConf.select(config, "hydra.sweep.dir"))
-        run = client.create_run(experiment_id, run_name=sweep_dir, tags={
-            "ms.sweep_dir": str(Path(sweep_dir).resolve()), "ms.overrides": _cut(" ".join(overrides), MAX_TAG_LENGTH)})
+        run = client.create_run(
+            experiment_id,
+            run_name=sweep_dir,
+            tags={
+                "ms.sweep_dir": str(Path(sweep_dir).resolve()),
+                "ms.overrides": _cut(" ".join(overrides), MAX_TAG_LENGTH),
+            },
+        )
         self.parent_run_id = run.info.run_id
         log.info("MLflow: sweep run %s in %s", self.parent_run_id, self.tracking_uri)
 
@@ -187,11 +198,15 @@ class MlflowCallback(Callback):
             self.finished_before.discard(str(out))
             logged = self.logged_run(client, experiment_id, out)
             if logged is not None:
-                log.info("MLflow: %s held a finished run before this job, logged as run %s; nothing new logged",
-                         out, logged)
+                log.info(
+                    "MLflow: %s held a finished run before this job, logged as run %s; nothing new logged", out, logged
+                )
                 return
-        tags = {"ms.run_folder": str(out), **record_tags(metrics),
-                "ms.overrides": _cut(" ".join(str(o) for o in config.hydra.overrides.task), MAX_TAG_LENGTH)}
+        tags = {
+            "ms.run_folder": str(out),
+            **record_tags(metrics),
+            "ms.overrides": _cut(" ".join(str(o) for o in config.hydra.overrides.task), MAX_TAG_LENGTH),
+        }
         if (out / RUN_ID_FILE).exists():
             tags["ms.run_id"] = (out / RUN_ID_FILE).read_text(encoding="utf-8").strip()
         if (out / FAILED_FILE).exists():
@@ -204,9 +219,12 @@ class MlflowCallback(Callback):
         when = int((out / METRICS_FILE).stat().st_mtime * 1000) if metrics else 0
         numbers = [Metric(key, float(value), when, step) for key, value, step in fill_metrics(metrics)]
         numbers += [Metric(key, float(value), when, 0) for key, value in run_metrics(metrics)]
-        client.log_batch(run_id, metrics=numbers,
-                         params=[Param(k, v) for k, v in config_params(task_cfg).items()],
-                         tags=[RunTag("ms.complete", json.dumps(bool(metrics)))])
+        client.log_batch(
+            run_id,
+            metrics=numbers,
+            params=[Param(k, v) for k, v in config_params(task_cfg).items()],
+            tags=[RunTag("ms.complete", json.dumps(bool(metrics)))],
+        )
         for path in self.files(out):
             parent = path.parent.relative_to(out).as_posix()
             client.log_artifact(run_id, str(path), artifact_path=None if parent == "." else parent)
@@ -220,22 +238,29 @@ class MlflowCallback(Callback):
         the store: a launcher's workers log them from their own copies of this callback."""
         if self.parent_run_id:
             client, experiment_id = self._open(config)
-            children = client.search_runs([experiment_id], max_results=1,
-                                          filter_string=f"tags.mlflow.parentRunId = '{self.parent_run_id}'")
+            children = client.search_runs(
+                [experiment_id], max_results=1, filter_string=f"tags.mlflow.parentRunId = '{self.parent_run_id}'"
+            )
             if children:
                 client.set_terminated(self.parent_run_id, "FINISHED")
             else:
                 client.delete_run(self.parent_run_id)
-                log.info("MLflow: no cell of this sweep logged a new run (each was finished and logged before); "
-                         "its sweep run %s is removed", self.parent_run_id)
+                log.info(
+                    "MLflow: no cell of this sweep logged a new run (each was finished and logged before); "
+                    "its sweep run %s is removed",
+                    self.parent_run_id,
+                )
 
     # ---- helpers ---------------------------------------------------------------------------------
 
     def files(self, out: Path) -> list[Path]:
         """The run folder's files, less those under a skipped name (`skip`: names or patterns of the
         folder's own entries, e.g. retriever/, 88 MB that nothing in ms reads back)."""
-        return sorted(p for p in out.rglob("*") if p.is_file()
-                      and not any(fnmatch(p.relative_to(out).parts[0], pattern) for pattern in self.skip))
+        return sorted(
+            p
+            for p in out.rglob("*")
+            if p.is_file() and not any(fnmatch(p.relative_to(out).parts[0], pattern) for pattern in self.skip)
+        )
 
     @staticmethod
     def logged_run(client, experiment_id: str, out: Path) -> Optional[str]:
@@ -263,7 +288,7 @@ class MlflowCallback(Callback):
 
         if self._client is None:
             if self.tracking_uri.startswith("sqlite:///"):
-                Path(self.tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+                Path(self.tracking_uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
         name = self.experiment_name(config)
         found = self._client.get_experiment_by_name(name)

@@ -39,7 +39,7 @@ def take_debug_flag(argv: list[str]) -> list[str]:
 def one_line(text: str, limit: int = 300) -> str:
     """Library messages (pydantic, sqlite) can run over several lines; a report keeps one."""
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def print_user_error(prog: str, error: BaseException) -> None:

@@ -61,11 +61,18 @@ def _interval(values: np.ndarray) -> tuple[Optional[float], Optional[float]]:
         return float(values[0]), float(values[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # BCa warns on skewed small samples; it falls back below
-        ci = stats.bootstrap((values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
-                             method="BCa", random_state=SEED).confidence_interval
+        ci = stats.bootstrap(
+            (values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="BCa", random_state=SEED
+        ).confidence_interval
         if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
-            ci = stats.bootstrap((values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES,
-                                 method="percentile", random_state=SEED).confidence_interval
+            ci = stats.bootstrap(
+                (values,),
+                np.mean,
+                confidence_level=CONFIDENCE,
+                n_resamples=RESAMPLES,
+                method="percentile",
+                random_state=SEED,
+            ).confidence_interval
     return float(ci.low), float(ci.high)
 
 
@@ -122,9 +129,14 @@ def paired(a: Sequence[float], b: Sequence[float]) -> Paired:
         if np.all(diff == 0):
             p = 1.0
         else:
-            result = stats.permutation_test((np.asarray(a, float), np.asarray(b, float)),
-                                            lambda x, y, axis: np.mean(x - y, axis=axis),
-                                            permutation_type="samples", n_resamples=RESAMPLES,
-                                            alternative="two-sided", random_state=SEED, vectorized=True)
+            result = stats.permutation_test(
+                (np.asarray(a, float), np.asarray(b, float)),
+                lambda x, y, axis: np.mean(x - y, axis=axis),
+                permutation_type="samples",
+                n_resamples=RESAMPLES,
+                alternative="two-sided",
+                random_state=SEED,
+                vectorized=True,
+            )
             p = float(result.pvalue)
     return Paired(float(diff.mean()), lo, hi, p, n, verdict(lo, hi, p))

@@ -82,14 +82,34 @@ class BackboneConfig:
         only an OpenAI-compatible server gives prompt log-probs, and only an in-process model
         takes a prompt format."""
         if not self.model and not (self.provider == "hf" and self.gguf_package):
-            yield "model", (f"backbone '{self.name}' ({self.provider}) needs backbone.model"
-                            + (" or backbone.gguf_package" if self.provider == "hf" else ""))
+            yield (
+                "model",
+                (
+                    f"backbone '{self.name}' ({self.provider}) needs backbone.model"
+                    + (" or backbone.gguf_package" if self.provider == "hf" else "")
+                ),
+            )
         if self.engine != "hf" and self.provider != "hf":
-            yield "engine", (f"backbone '{self.name}' ({self.provider}): engine={self.engine} needs provider hf "
-                             "(an API backbone generates on its server)")
+            yield (
+                "engine",
+                (
+                    f"backbone '{self.name}' ({self.provider}): engine={self.engine} needs provider hf "
+                    "(an API backbone generates on its server)"
+                ),
+            )
         if self.prompt_format != "chat" and self.provider != "hf":
-            yield "prompt_format", (f"backbone '{self.name}' ({self.provider}): prompt_format={self.prompt_format} "
-                                    "needs provider hf (an API backbone's server applies its own chat template)")
+            yield (
+                "prompt_format",
+                (
+                    f"backbone '{self.name}' ({self.provider}): prompt_format={self.prompt_format} "
+                    "needs provider hf (an API backbone's server applies its own chat template)"
+                ),
+            )
         if self.prompt_logprobs != "none" and self.provider != "openai":
-            yield "prompt_logprobs", (f"backbone '{self.name}' ({self.provider}): prompt_logprobs="
-                                      f"{self.prompt_logprobs} needs provider openai (an OpenAI-compatible server)")
+            yield (
+                "prompt_logprobs",
+                (
+                    f"backbone '{self.name}' ({self.provider}): prompt_logprobs="
+                    f"{self.prompt_logprobs} needs provider openai (an OpenAI-compatible server)"
+                ),
+            )

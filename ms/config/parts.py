@@ -15,69 +15,101 @@ from ms.config.registry import Registry
 # What admits a new pair: each a ms.gates.base.Gate (conf/gate/<name>.yaml). rubric: the LLM grades the
 # pair against its rubric; utility: it joins when it helps its nearest memories' answers (ms.gates.replay);
 # both: rubric, then utility; all and random: admission controls that judge nothing.
-GATES = Registry("gate", {
-    "rubric": "ms.gates.rubric:RubricGate",
-    "utility": "ms.gates.utility:UtilityGate",
-    "both": "ms.gates.both:BothGate",
-    "all": "ms.gates.all:AllGate",
-    "random": "ms.gates.random:RandomGate",
-}, key="gate")
+GATES = Registry(
+    "gate",
+    {
+        "rubric": "ms.gates.rubric:RubricGate",
+        "utility": "ms.gates.utility:UtilityGate",
+        "both": "ms.gates.both:BothGate",
+        "all": "ms.gates.all:AllGate",
+        "random": "ms.gates.random:RandomGate",
+    },
+    key="gate",
+)
 
 # What evaluation measures on each test question: each a ms.metrics.base.Metric (eval.metrics).
 # bertscore: P, R, F1 of generated answers against the references; ref_logprob: the reference's mean
 # log-prob per token given the agent's prompt, one forward pass, no decoding.
-METRICS = Registry("metric", {
-    "bertscore": "ms.metrics.bertscore:BERTScoreMetric",
-    "ref_logprob": "ms.metrics.ref_logprob:RefLogprob",
-}, key="eval.metrics")
+METRICS = Registry(
+    "metric",
+    {
+        "bertscore": "ms.metrics.bertscore:BERTScoreMetric",
+        "ref_logprob": "ms.metrics.ref_logprob:RefLogprob",
+    },
+    key="eval.metrics",
+)
 
 # Who runs a backbone: each an ms.llm.base.LM class (backbone.provider).
-PROVIDERS = Registry("provider", {
-    "hf": "ms.llm.hf:HFLM",
-    "openai": "ms.llm.openai:OpenAILM",
-    "mistral": "ms.llm.mistral:MistralLM",
-}, key="backbone.provider")
+PROVIDERS = Registry(
+    "provider",
+    {
+        "hf": "ms.llm.hf:HFLM",
+        "openai": "ms.llm.openai:OpenAILM",
+        "mistral": "ms.llm.mistral:MistralLM",
+    },
+    key="backbone.provider",
+)
 
 # What does greedy generation for the hf provider (scoring stays on transformers): each a factory of a
 # generator (None: transformers itself). hf (transformers, exact) | llamacpp (the GGUF in-process through
 # llama-cpp-python, several sequences per step) | llamacpp-f16 / llamacpp-q4_0 (the same GGUF re-written
 # in f16 or q4_0 weights first: ms.llm.llamacpp.WEIGHTS says why) | ct2 (CTranslate2, int8 weights).
-ENGINES = Registry("engine", {
-    "hf": "ms.llm.hf:transformers_generator",
-    "llamacpp": "ms.llm.llamacpp:llamacpp_generator",
-    "llamacpp-f16": "ms.llm.llamacpp:llamacpp_generator",
-    "llamacpp-q4_0": "ms.llm.llamacpp:llamacpp_generator",
-    "ct2": "ms.llm.ct2:ct2_generator",
-}, key="backbone.engine")
+ENGINES = Registry(
+    "engine",
+    {
+        "hf": "ms.llm.hf:transformers_generator",
+        "llamacpp": "ms.llm.llamacpp:llamacpp_generator",
+        "llamacpp-f16": "ms.llm.llamacpp:llamacpp_generator",
+        "llamacpp-q4_0": "ms.llm.llamacpp:llamacpp_generator",
+        "ct2": "ms.llm.ct2:ct2_generator",
+    },
+    key="backbone.engine",
+)
 
 # How memories are found for a query: each a ms.retrieval.base.Retriever class with `build` (retriever.name).
-RETRIEVERS = Registry("retriever", {
-    "dense": "ms.retrieval.dense:DenseRetriever",
-    "composite": "ms.retrieval.composite:CompositeRetriever",
-    "bm25": "ms.retrieval.bm25:BM25Retriever",
-    "random": "ms.retrieval.random:RandomRetriever",
-}, key="retriever.name")
+RETRIEVERS = Registry(
+    "retriever",
+    {
+        "dense": "ms.retrieval.dense:DenseRetriever",
+        "composite": "ms.retrieval.composite:CompositeRetriever",
+        "bm25": "ms.retrieval.bm25:BM25Retriever",
+        "random": "ms.retrieval.random:RandomRetriever",
+    },
+    key="retriever.name",
+)
 
 # How admitted pairs become searchable memories: each a policy class with `build` (memory.policy).
-POLICIES = Registry("memory policy", {
-    "plain": "ms.retrieval.memory:PlainPolicy",
-    "stm_ltm": "ms.retrieval.memory:StmLtmPolicy",
-}, key="memory.policy")
+POLICIES = Registry(
+    "memory policy",
+    {
+        "plain": "ms.retrieval.memory:PlainPolicy",
+        "stm_ltm": "ms.retrieval.memory:StmLtmPolicy",
+    },
+    key="memory.policy",
+)
 
 # Where the pool lives: each a ms.pool.backend.Database class with `connect` (pool.backend). sqlite: one
 # file, processes on one machine; postgres: a server, processes on several.
-POOL_BACKENDS = Registry("pool backend", {
-    "sqlite": "ms.pool.sqlite_backend:SqliteDatabase",
-    "postgres": "ms.pool.postgres_backend:PostgresDatabase",
-}, key="pool.backend")
+POOL_BACKENDS = Registry(
+    "pool backend",
+    {
+        "sqlite": "ms.pool.sqlite_backend:SqliteDatabase",
+        "postgres": "ms.pool.postgres_backend:PostgresDatabase",
+    },
+    key="pool.backend",
+)
 
 # Who may read whose memories within a scope: each a ms.pool.access.base.AccessRule (access.name,
 # conf/access/<name>.yaml). open: everyone reads everything (the default); rule: a grant table by writer
 # agent per reader, from a rule file (access.file) that a person writes or ms-data learn-access learns.
-ACCESS_RULES = Registry("access rule", {
-    "open": "ms.pool.access.open:OpenAccess",
-    "rule": "ms.pool.access.table:RuleFileAccess",
-}, key="access.name")
+ACCESS_RULES = Registry(
+    "access rule",
+    {
+        "open": "ms.pool.access.open:OpenAccess",
+        "rule": "ms.pool.access.table:RuleFileAccess",
+    },
+    key="access.name",
+)
 
 # Who else writes into the pool: each a ms.data.poison.Poisoner (poison.name, conf/poison/<name>.yaml). none: no
 # one (the default); off_task, on_style, injection: a poisoning writer that asks its victim agent's stream
@@ -85,15 +117,28 @@ ACCESS_RULES = Registry("access rule", {
 # or an instruction carrying a marker string (docs/concepts/poisoning.md, "A poisoned writer");
 # self_assessment, answer_plus_assessment, grader_instruction: off_task's answers made to talk to the grader
 # (ms.data.poison_grader; docs/concepts/poisoning.md, "Grader-directed answers").
-POISONS = Registry("poison", {
-    "none": "ms.data.poison:NoPoison",
-    "off_task": "ms.data.poison:OffTask",
-    "on_style": "ms.data.poison:OnStyle",
-    "injection": "ms.data.poison:Injection",
-    "self_assessment": "ms.data.poison_grader:SelfAssessment",
-    "answer_plus_assessment": "ms.data.poison_grader:AnswerPlusAssessment",
-    "grader_instruction": "ms.data.poison_grader:GraderInstruction",
-}, key="poison.name")
+POISONS = Registry(
+    "poison",
+    {
+        "none": "ms.data.poison:NoPoison",
+        "off_task": "ms.data.poison:OffTask",
+        "on_style": "ms.data.poison:OnStyle",
+        "injection": "ms.data.poison:Injection",
+        "self_assessment": "ms.data.poison_grader:SelfAssessment",
+        "answer_plus_assessment": "ms.data.poison_grader:AnswerPlusAssessment",
+        "grader_instruction": "ms.data.poison_grader:GraderInstruction",
+    },
+    key="poison.name",
+)
 
-__all__ = ["ACCESS_RULES", "ENGINES", "GATES", "METRICS", "POISONS", "POLICIES", "POOL_BACKENDS", "PROVIDERS",
-           "RETRIEVERS"]
+__all__ = [
+    "ACCESS_RULES",
+    "ENGINES",
+    "GATES",
+    "METRICS",
+    "POISONS",
+    "POLICIES",
+    "POOL_BACKENDS",
+    "PROVIDERS",
+    "RETRIEVERS",
+]

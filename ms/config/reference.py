@@ -24,8 +24,6 @@ import typing
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
-import yaml
-
 from ms.config import parts
 from ms.config.fields import CHECK, Check
 from ms.config.registry import Registry
@@ -39,12 +37,16 @@ PACKAGE = re.compile(r"^#\s*@package\s+(\S+)")
 
 # ---- comments beside the code ---------------------------------------------------------------------
 
+
 @functools.lru_cache(maxsize=None)
 def _parsed(path: str) -> tuple[list[str], dict[int, str], ast.Module]:
     """A source file's lines, its comments by line number (the text after '#'), and its syntax tree."""
     text = Path(path).read_text(encoding="utf-8")
-    comments = {token.start[0]: token.string.lstrip("#").strip()
-                for token in tokenize.generate_tokens(io.StringIO(text).readline) if token.type == tokenize.COMMENT}
+    comments = {
+        token.start[0]: token.string.lstrip("#").strip()
+        for token in tokenize.generate_tokens(io.StringIO(text).readline)
+        if token.type == tokenize.COMMENT
+    }
     return text.splitlines(), comments, ast.parse(text)
 
 
@@ -55,8 +57,11 @@ def _comment_of(lines: list[str], comments: dict[int, str], node: ast.stmt) -> s
     while number >= 1 and lines[number - 1].strip().startswith("#"):
         above.insert(0, comments.get(number, ""))
         number -= 1
-    beside = [comments[n] for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)
-              if n in comments and not lines[n - 1].strip().startswith("#")]
+    beside = [
+        comments[n]
+        for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+        if n in comments and not lines[n - 1].strip().startswith("#")
+    ]
     return " ".join(part for part in above + beside if part and not set(part) <= {"-"})
 
 
@@ -64,18 +69,27 @@ def field_comments(kind: type) -> dict[str, str]:
     """Each field of dataclass `kind` -> the comment that explains it in its source."""
     lines, comments, tree = _parsed(inspect.getsourcefile(kind))
     found = next(node for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and node.name == kind.__name__)
-    return {statement.target.id: _comment_of(lines, comments, statement) for statement in found.body
-            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)}
+    return {
+        statement.target.id: _comment_of(lines, comments, statement)
+        for statement in found.body
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+    }
 
 
 def assignment_comments(module: Any) -> dict[str, str]:
     """Each module-level name assigned in `module`'s source -> the comment above or beside it."""
     lines, comments, tree = _parsed(inspect.getsourcefile(module))
-    return {target.id: _comment_of(lines, comments, statement) for statement in tree.body
-            if isinstance(statement, ast.Assign) for target in statement.targets if isinstance(target, ast.Name)}
+    return {
+        target.id: _comment_of(lines, comments, statement)
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        for target in statement.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 # ---- the schema --------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Setting:
@@ -108,7 +122,9 @@ def _dataclass_in(hint: Any) -> Optional[type]:
 def _type_name(hint: Any) -> str:
     if typing.get_origin(hint) is typing.Union:
         inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        return " or ".join(_type_name(a) for a in inner) + (" or null" if len(inner) < len(typing.get_args(hint)) else "")
+        return " or ".join(_type_name(a) for a in inner) + (
+            " or null" if len(inner) < len(typing.get_args(hint)) else ""
+        )
     origin = typing.get_origin(hint)
     if origin is not None:
         return f"{origin.__name__}[{', '.join(_type_name(a) for a in typing.get_args(hint))}]"
@@ -182,8 +198,9 @@ def sections(root: type = Config) -> list[Section]:
             elif inner is not None:
                 nested.append((inner, path, notes.get(f.name, "")))
             else:
-                section.settings.append(Setting(path, _type_name(hint), _default(f), allowed(f.metadata.get(CHECK)),
-                                                notes.get(f.name, "")))
+                section.settings.append(
+                    Setting(path, _type_name(hint), _default(f), allowed(f.metadata.get(CHECK)), notes.get(f.name, ""))
+                )
         for inner, path, note in nested:
             walk(inner, path, note)
 
@@ -192,6 +209,7 @@ def sections(root: type = Config) -> list[Section]:
 
 
 # ---- the config groups ------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Option:
@@ -254,8 +272,9 @@ def options(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> dict[str, list[Opt
                 continue  # config.yaml, the root
             group = file.parent.relative_to(conf).as_posix()
             package, comment, body = _split_header(file.read_text(encoding="utf-8"))
-            groups.setdefault(group, {})[file.stem] = Option(group, file.stem, file,
-                                                             package or group.replace("/", "."), comment, body)
+            groups.setdefault(group, {})[file.stem] = Option(
+                group, file.stem, file, package or group.replace("/", "."), comment, body
+            )
     return {group: sorted(found.values(), key=lambda o: o.name) for group, found in sorted(groups.items())}
 
 
@@ -272,6 +291,7 @@ def defaults(conf_dir: str | Path = CONF_DIR) -> dict[str, Optional[str]]:
 
 # ---- the registries ---------------------------------------------------------------------------------
 
+
 def registries() -> list[tuple[str, Registry, str]]:
     """(the name in ms.config.parts, the registry, the comment above it), in the module's order."""
     notes = assignment_comments(parts)
@@ -279,6 +299,7 @@ def registries() -> list[tuple[str, Registry, str]]:
 
 
 # ---- the page ---------------------------------------------------------------------------------------
+
 
 def text(words: str) -> str:
     """Prose from a comment, safe in a Markdown table cell: code spans kept as they are; elsewhere
@@ -301,8 +322,9 @@ def _anchor(words: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", words.lower()).strip("-")
 
 
-def _group_section(group: str, found: list[Option], default: Optional[str], conf_root: Path,
-                   schema_keys: set[str]) -> Iterator[str]:
+def _group_section(
+    group: str, found: list[Option], default: Optional[str], conf_root: Path, schema_keys: set[str]
+) -> Iterator[str]:
     chosen = default
     yield f"### `{group}` {{#group-{_anchor(group)}}}"
     yield ""
@@ -364,9 +386,13 @@ def markdown(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> str:
     ]
     for group, listed in found.items():
         out.extend(_group_section(group, listed, chosen.get(group), conf_root, schema_keys))
-    out += ["## Settings", "",
-            "Every key of the schema. *Allowed* is what is checked before a run starts (ms-run's one-line",
-            "errors); a setting whose default is *required* gets its value from its group's option.", ""]
+    out += [
+        "## Settings",
+        "",
+        "Every key of the schema. *Allowed* is what is checked before a run starts (ms-run's one-line",
+        "errors); a setting whose default is *required* gets its value from its group's option.",
+        "",
+    ]
     for section in schema:
         title = f"`{section.key}`" if section.key else "Top level"
         out.append(f"### {title} {{#{_anchor('settings ' + (section.key or 'top level'))}}}")
@@ -381,19 +407,23 @@ def markdown(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> str:
             out += [text(section.comment), ""]
         if section.settings:
             out += ["| key | type | default | allowed | what it does |", "|---|---|---|---|---|"]
-            out += [f"| `{s.key}` | {text(s.type)} | {'*required*' if s.default == REQUIRED else code(s.default)} | {text(s.allowed)} | {text(s.comment)} |"
-                    for s in section.settings]
+            out += [
+                f"| `{s.key}` | {text(s.type)} | {'*required*' if s.default == REQUIRED else code(s.default)} | {text(s.allowed)} | {text(s.comment)} |"
+                for s in section.settings
+            ]
             out.append("")
-    out += ["## Registered parts", "",
-            "Each kind of part is a registry of names (`ms/config/parts.py`); the names are the choices of",
-            "its setting. A package adds names through entry points of the group shown; code that runs ms",
-            "in-process may call `register(name, \"module:Class\")`. Both appear here when the site is built.",
-            ""]
+    out += [
+        "## Registered parts",
+        "",
+        "Each kind of part is a registry of names (`ms/config/parts.py`); the names are the choices of",
+        "its setting. A package adds names through entry points of the group shown; code that runs ms",
+        'in-process may call `register(name, "module:Class")`. Both appear here when the site is built.',
+        "",
+    ]
     for name, registry, comment in registries():
         out.append(f"### {registry.kind} {{#part-{_anchor(registry.kind)}}}")
         out.append("")
-        out.append(f"`{name}`, chosen by `{registry.key}`; entry-point group `{registry.group}`. "
-                   + text(comment))
+        out.append(f"`{name}`, chosen by `{registry.key}`; entry-point group `{registry.group}`. " + text(comment))
         out.append("")
         out += ["| name | implementation |", "|---|---|"]
         out += [f"| `{part}` | `{registry.target(part)}` |" for part in registry.names()]

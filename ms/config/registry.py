@@ -84,8 +84,9 @@ class Registry:
     def unknown(self, name: Any) -> str:
         """The one line an unknown name gets: the choices, and the nearest name where one is close."""
         close = difflib.get_close_matches(str(name), self.names(), n=1)
-        return (f"unknown {self.key} '{name}': choose one of {', '.join(self.names())}"
-                + (f" (did you mean {close[0]}?)" if close else ""))
+        return f"unknown {self.key} '{name}': choose one of {', '.join(self.names())}" + (
+            f" (did you mean {close[0]}?)" if close else ""
+        )
 
     # ---- changing and loading -------------------------------------------------------------------
 
@@ -97,8 +98,9 @@ class Registry:
         if not module or not attribute:
             raise ValueError(f"{self.kind} '{name}': the target must be 'module:attribute', not {target!r}")
         if name in self._table:
-            raise DuplicatePart(f"a {self.kind} named '{name}' is registered already ({self._table[name]}); "
-                                f"{target} needs another name")
+            raise DuplicatePart(
+                f"a {self.kind} named '{name}' is registered already ({self._table[name]}); {target} needs another name"
+            )
         self._table[name] = target
 
     def unregister(self, name: str) -> None:

@@ -14,8 +14,15 @@ from typing import Optional
 
 from omegaconf import MISSING
 
-from ms.config.backbone import (ENGINES, PROMPT_FORMATS, PROMPT_LOGPROBS, PROVIDERS, BackboneConfig,
-                                 GenerationConfig, PriceConfig)
+from ms.config.backbone import (
+    ENGINES,
+    PROMPT_FORMATS,
+    PROMPT_LOGPROBS,
+    PROVIDERS,
+    BackboneConfig,
+    GenerationConfig,
+    PriceConfig,
+)
 from ms.config.fields import setting
 from ms.config.parts import ACCESS_RULES, GATES, METRICS, POISONS, POLICIES, POOL_BACKENDS, RETRIEVERS
 
@@ -59,6 +66,7 @@ DEFAULT_METRICS = ("bertscore", REF_LOGPROB)
 
 # ---- agents and data ----
 
+
 @dataclass
 class AgentConfig:
     """One entry of `agents`; the entry's key is the agent's name (and its data file's stem)."""
@@ -97,6 +105,7 @@ class DataConfig:
 
 
 # ---- the loop's parts ----
+
 
 @dataclass
 class ScorerConfig:
@@ -150,8 +159,10 @@ class TrainConfig:
     def problems(self):
         """Cross-field limits (see ms.loop.validation): v labelled candidates are picked from the n mined."""
         if self.labelled > self.candidates:
-            yield "labelled", (f"must be at most train.candidates ({self.candidates}): "
-                               f"v labelled are picked from n mined")
+            yield (
+                "labelled",
+                (f"must be at most train.candidates ({self.candidates}): v labelled are picked from n mined"),
+            )
         if self.utility_from_labels and self.label_method != "likelihood":
             yield "utility_from_labels", "needs train.label_method=likelihood: a verbalized label is no log-probability"
 
@@ -237,6 +248,7 @@ class StreamConfig:
 
 # ---- the whole ----
 
+
 @dataclass
 class PoolConfig:
     # domain: one pool per domain | single: one pool for all nine agents
@@ -249,8 +261,13 @@ class PoolConfig:
     def problems(self):
         """Cross-field limits (see ms.loop.validation): a server pool needs to know its server."""
         if self.backend == "postgres" and not self.dsn:
-            yield "dsn", (f"pool.backend=postgres needs a connection string: pool.dsn=... or the environment "
-                          f"variable {POOL_DSN_ENV}")
+            yield (
+                "dsn",
+                (
+                    f"pool.backend=postgres needs a connection string: pool.dsn=... or the environment "
+                    f"variable {POOL_DSN_ENV}"
+                ),
+            )
 
 
 @dataclass
@@ -326,8 +343,9 @@ class PromptConfig:
 
     example: str = "{question}->{answer}"
     separator: str = " | "
-    with_examples: str = ("{examples} | Taking the question-answer pairs above as examples, "
-                          "answer this question: {query}")
+    with_examples: str = (
+        "{examples} | Taking the question-answer pairs above as examples, answer this question: {query}"
+    )
     zero_shot: str = "{query}"
     system: bool = True  # the agent's instruction as a system message (the authors' code sent none)
 
@@ -352,8 +370,9 @@ class Config:
     # Memories per stream query. None: k. A sweep over k fixes it, so all its cells grow the same
     # pool from the same stream, and every cell after the first replays it from the response cache.
     stream_k: Optional[int] = setting(None, ge=0)
-    fills: list[int] = setting(factory=lambda: [20, 40, 60, 80, 100], ge=0, le=100, increasing=True,
-                               nonempty=True)  # % of the stream, evaluated
+    fills: list[int] = setting(
+        factory=lambda: [20, 40, 60, 80, 100], ge=0, le=100, increasing=True, nonempty=True
+    )  # % of the stream, evaluated
     micro_batch: int = setting(32, ge=1)  # stream questions answered, scored and trained on together
     cache_dir: str = ".cache/ms"  # response cache and converted models, shared by runs and sweep cells
     use_cache: bool = True
@@ -363,4 +382,52 @@ class Config:
     seed: int = 0  # torch's seed: dropout while training the retriever
 
 
-__all__ = ["ACCESS_RULES", "AGE_UNITS", "AccessConfig", "ANN_EF", "ANN_MIN_SIZE", "AT_TEST", "AgentConfig", "BackboneConfig", "CompositeConfig", "Config", "DataConfig", "DEFAULT_METRICS", "DEFENCES", "EVAL_METRICS", "METRICS", "ENGINES", "EvalConfig", "GATES", "GateConfig", "GenerationConfig", "HFDataConfig", "INDEXES", "LABEL_METHODS", "MemoryConfig", "POLICIES", "POOL_BACKENDS", "POOL_DSN_ENV", "POOL_MODES", "PROMPT_FORMATS", "PROMPT_LOGPROBS", "PROVIDERS", "POISONS", "PoisonConfig", "PoolConfig", "PriceConfig", "PromptConfig", "READS", "REFRESH_POLICIES", "REF_LOGPROB", "RETRIEVERS", "RUBRIC_TOTAL", "RetrieverConfig", "ScorerConfig", "STREAM_ANSWERS", "StmLtmConfig", "StreamConfig", "TrainConfig"]
+__all__ = [
+    "ACCESS_RULES",
+    "AGE_UNITS",
+    "AccessConfig",
+    "ANN_EF",
+    "ANN_MIN_SIZE",
+    "AT_TEST",
+    "AgentConfig",
+    "BackboneConfig",
+    "CompositeConfig",
+    "Config",
+    "DataConfig",
+    "DEFAULT_METRICS",
+    "DEFENCES",
+    "EVAL_METRICS",
+    "METRICS",
+    "ENGINES",
+    "EvalConfig",
+    "GATES",
+    "GateConfig",
+    "GenerationConfig",
+    "HFDataConfig",
+    "INDEXES",
+    "LABEL_METHODS",
+    "MemoryConfig",
+    "POLICIES",
+    "POOL_BACKENDS",
+    "POOL_DSN_ENV",
+    "POOL_MODES",
+    "PROMPT_FORMATS",
+    "PROMPT_LOGPROBS",
+    "PROVIDERS",
+    "POISONS",
+    "PoisonConfig",
+    "PoolConfig",
+    "PriceConfig",
+    "PromptConfig",
+    "READS",
+    "REFRESH_POLICIES",
+    "REF_LOGPROB",
+    "RETRIEVERS",
+    "RUBRIC_TOTAL",
+    "RetrieverConfig",
+    "ScorerConfig",
+    "STREAM_ANSWERS",
+    "StmLtmConfig",
+    "StreamConfig",
+    "TrainConfig",
+]

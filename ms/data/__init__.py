@@ -7,16 +7,51 @@
 - `hygiene`: duplicates, test leaks, empty answers and form failures, and the clean variant.
 """
 
-from .hf import load_hf
-from .hygiene import drop_leaked_tests, format_hygiene, hygiene_report, normalize, write_hygiene
-from .load import (FIELDS, SPLITS, DataError, Example, check_record, form_problem, json_lines, line_numbers,
-                   load_dir, load_jsonl, write_dir, write_jsonl)
-from .paper import import_paper
 from ms.config.schema import DataConfig, HFDataConfig
 
+from .hf import load_hf
+from .hygiene import drop_leaked_tests, format_hygiene, hygiene_report, normalize, write_hygiene
+from .load import (
+    FIELDS,
+    SPLITS,
+    DataError,
+    Example,
+    check_record,
+    form_problem,
+    json_lines,
+    line_numbers,
+    load_dir,
+    load_jsonl,
+    write_dir,
+    write_jsonl,
+)
+from .paper import import_paper
 from .splits import Splits, load_splits, split_examples, with_splits
 
-__all__ = ["DataConfig", "DataError", "Example", "FIELDS", "HFDataConfig", "SPLITS", "Splits", "check_record",
-           "drop_leaked_tests", "form_problem", "format_hygiene", "hygiene_report", "import_paper", "json_lines",
-           "line_numbers", "load_dir", "load_hf", "load_jsonl", "load_splits", "normalize", "split_examples",
-           "with_splits", "write_dir", "write_hygiene", "write_jsonl"]
+__all__ = [
+    "DataConfig",
+    "DataError",
+    "Example",
+    "FIELDS",
+    "HFDataConfig",
+    "SPLITS",
+    "Splits",
+    "check_record",
+    "drop_leaked_tests",
+    "form_problem",
+    "format_hygiene",
+    "hygiene_report",
+    "import_paper",
+    "json_lines",
+    "line_numbers",
+    "load_dir",
+    "load_hf",
+    "load_jsonl",
+    "load_splits",
+    "normalize",
+    "split_examples",
+    "with_splits",
+    "write_dir",
+    "write_hygiene",
+    "write_jsonl",
+]

@@ -19,9 +19,16 @@ def _hf_builder(path: Path) -> str:
         raise DataError(f"{path}: unsupported file type; use one of {', '.join(suffixes)}") from None
 
 
-def load_hf(name_or_path: str, *, question: str, answer: str, agent: str | None = None,
-            split: str = "train", agent_column: str | None = None,
-            agents: Mapping[str, Agent] | None = None) -> list[Example]:
+def load_hf(
+    name_or_path: str,
+    *,
+    question: str,
+    answer: str,
+    agent: str | None = None,
+    split: str = "train",
+    agent_column: str | None = None,
+    agents: Mapping[str, Agent] | None = None,
+) -> list[Example]:
     """Any dataset `datasets` can open (hub name, folder or local file), mapped onto Example by
     column names. Give `agent` for a single-agent dataset, or `agent_column` naming each row's agent.
     `agents`: the configured agents (None: the default set)."""
@@ -40,14 +47,19 @@ def load_hf(name_or_path: str, *, question: str, answer: str, agent: str | None 
     wanted = [question, answer] + ([agent_column] if agent_column else [])
     absent = [column for column in wanted if column not in table.column_names]
     if absent:
-        raise DataError(f"{name_or_path}: no column(s) {', '.join(absent)}; "
-                        f"its columns are: {', '.join(table.column_names)}")
+        raise DataError(
+            f"{name_or_path}: no column(s) {', '.join(absent)}; its columns are: {', '.join(table.column_names)}"
+        )
     examples = []
     for index, row in enumerate(table):
         name = row[agent_column] if agent_column else agent
-        record = {"id": f"{name}-hf-{index + 1:05d}", "agent": name,
-                  "domain": agents[name].domain if name in agents else "",
-                  "question": row[question], "answer": row[answer]}
+        record = {
+            "id": f"{name}-hf-{index + 1:05d}",
+            "agent": name,
+            "domain": agents[name].domain if name in agents else "",
+            "question": row[question],
+            "answer": row[answer],
+        }
         problem = check_record(record, f"{name_or_path} ({split}) row {index + 1}", None, agents)
         if problem:
             raise DataError(problem)

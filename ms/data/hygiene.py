@@ -35,7 +35,7 @@ def normalize(text: str) -> str:
 
 def _trigrams(text: str) -> frozenset[str]:
     padded = f" {text} "
-    return frozenset(padded[i:i + 3] for i in range(max(len(padded) - 2, 1)))
+    return frozenset(padded[i : i + 3] for i in range(max(len(padded) - 2, 1)))
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,7 @@ class _Item:
     answer_grams: frozenset | None  # None: no answer
 
     def brief(self) -> dict:
-        return {"id": self.example.id, "agent": self.example.agent, "split": self.example.split,
-                "where": self.where}
+        return {"id": self.example.id, "agent": self.example.agent, "split": self.example.split, "where": self.where}
 
 
 def _items(data: dict[str, list[Example]], where: dict[str, str] | None) -> list[_Item]:
@@ -56,11 +55,14 @@ def _items(data: dict[str, list[Example]], where: dict[str, str] | None) -> list
     for examples in data.values():
         for e in examples:
             if e.split not in SPLITS:
-                raise ValueError(f"{e.id}: hygiene needs every example's split (seed, stream or test), "
-                                 f"got {e.split!r}; frame them first with ms.data.with_splits")
+                raise ValueError(
+                    f"{e.id}: hygiene needs every example's split (seed, stream or test), "
+                    f"got {e.split!r}; frame them first with ms.data.with_splits"
+                )
             key, answer = normalize(e.question), normalize(e.answer)
-            items.append(_Item(e, (where or {}).get(e.id, e.id), key, _trigrams(key),
-                               _trigrams(answer) if answer else None))
+            items.append(
+                _Item(e, (where or {}).get(e.id, e.id), key, _trigrams(key), _trigrams(answer) if answer else None)
+            )
     return items
 
 
@@ -82,7 +84,7 @@ def _pairs(items: list[_Item]) -> list[tuple[str, float, _Item, _Item]]:
     order = sorted(range(len(items)), key=lambda i: len(items[i].grams))
     for pos, i in enumerate(order):
         a = items[i]
-        for j in order[pos + 1:]:
+        for j in order[pos + 1 :]:
             b = items[j]
             if len(a.grams) < NEAR_QUESTION * len(b.grams):
                 break
@@ -122,8 +124,9 @@ def hygiene_report(data: dict[str, list[Example]], where: dict[str, str] | None 
         for test, other in ((a, b), (b, a)):
             if test.example.split != "test":
                 continue
-            entry = leaks[test.example.agent].setdefault(test.example.id, {
-                **test.brief(), "question": test.example.question, "matches": []})
+            entry = leaks[test.example.agent].setdefault(
+                test.example.id, {**test.brief(), "question": test.example.question, "matches": []}
+            )
             entry["matches"].append({**other.brief(), "kind": kind, "similarity": score})
 
     agents = list(data)
@@ -131,10 +134,12 @@ def hygiene_report(data: dict[str, list[Example]], where: dict[str, str] | None 
         "near_rule": {"question": NEAR_QUESTION, "answer": NEAR_ANSWER, "question_alone": NEAR_QUESTION_ALONE},
         "items": {a: dict(Counter(e.split for e in data[a])) for a in agents},
         "duplicates": {
-            "exact": sum(p[0] == "exact" for p in pairs), "near": sum(p[0] == "near" for p in pairs),
+            "exact": sum(p[0] == "exact" for p in pairs),
+            "near": sum(p[0] == "near" for p in pairs),
             "by_splits": {k: dict(v) for k, v in sorted(by_splits.items())},
-            "pairs": [{"kind": kind, "similarity": score, "a": a.brief(), "b": b.brief()}
-                      for kind, score, a, b in pairs],
+            "pairs": [
+                {"kind": kind, "similarity": score, "a": a.brief(), "b": b.brief()} for kind, score, a, b in pairs
+            ],
         },
         "leaks": {},
         "repeated_tests": {a: len(repeated[a]) for a in agents if repeated[a]},
@@ -147,21 +152,29 @@ def hygiene_report(data: dict[str, list[Example]], where: dict[str, str] | None 
         leaked = leaks.get(agent, {})
         if leaked:
             report["leaks"][agent] = {
-                "test": len(tests), "leaked": len(leaked),
+                "test": len(tests),
+                "leaked": len(leaked),
                 "in_seed": sum(any(m["split"] == "seed" for m in x["matches"]) for x in leaked.values()),
                 "in_stream": sum(any(m["split"] == "stream" for m in x["matches"]) for x in leaked.values()),
-                "items": list(leaked.values())}
+                "items": list(leaked.values()),
+            }
         empty = Counter(e.split for e in data[agent] if not e.answer.strip())
         if empty:
             report["empty_answers"][agent] = dict(empty)
-        broken = [{"id": e.id, "where": (where or {}).get(e.id, e.id), "problem": problem}
-                  for e in data[agent] if e.answer.strip() and (problem := form_problem(e))]
+        broken = [
+            {"id": e.id, "where": (where or {}).get(e.id, e.id), "problem": problem}
+            for e in data[agent]
+            if e.answer.strip() and (problem := form_problem(e))
+        ]
         if broken:
             report["form_failures"][agent] = broken
         dropped = set(leaked) | repeated[agent]
-        report["kept_tests"][agent] = {"test": len(tests), "leaked": len(leaked),
-                                       "repeated": len(repeated[agent] - set(leaked)),
-                                       "kept": sum(e.id not in dropped for e in tests)}
+        report["kept_tests"][agent] = {
+            "test": len(tests),
+            "leaked": len(leaked),
+            "repeated": len(repeated[agent] - set(leaked)),
+            "kept": sum(e.id not in dropped for e in tests),
+        }
     return report
 
 
@@ -169,9 +182,11 @@ def drop_leaked_tests(data: dict[str, list[Example]], report: dict) -> dict[str,
     """The clean variant: every test item that leaks from seed or stream, or repeats an earlier test
     item, removed; seed and stream untouched, so the pool grows exactly as on the leaky data."""
     dropped = {x["id"] for agent in report["leaks"].values() for x in agent["items"]}
-    dropped |= {p["b"]["id"] for p in report["duplicates"]["pairs"]
-                if p["kind"] == "exact" and p["a"]["split"] == p["b"]["split"] == "test"
-                and p["a"]["agent"] == p["b"]["agent"]}
+    dropped |= {
+        p["b"]["id"]
+        for p in report["duplicates"]["pairs"]
+        if p["kind"] == "exact" and p["a"]["split"] == p["b"]["split"] == "test" and p["a"]["agent"] == p["b"]["agent"]
+    }
     return {agent: [e for e in examples if e.id not in dropped] for agent, examples in data.items()}
 
 
@@ -179,20 +194,28 @@ def format_hygiene(report: dict, title: str = "") -> str:
     """The report's figures in a few lines per topic (the JSON holds every pair and item)."""
     dup = report["duplicates"]
     rule = report["near_rule"]
-    lines = [f"hygiene{' of ' + title if title else ''}: {dup['exact']} exact and {dup['near']} near duplicate "
-             f"question pairs (near: trigram Jaccard of questions >= {rule['question']} and of answers >= "
-             f"{rule['answer']}, or of questions alone >= {rule['question_alone']} where an answer is missing)"]
+    lines = [
+        f"hygiene{' of ' + title if title else ''}: {dup['exact']} exact and {dup['near']} near duplicate "
+        f"question pairs (near: trigram Jaccard of questions >= {rule['question']} and of answers >= "
+        f"{rule['answer']}, or of questions alone >= {rule['question_alone']} where an answer is missing)"
+    ]
     for splits, counts in dup["by_splits"].items():
-        lines.append(f"  {splits:<14} exact {counts.get('exact', 0):>4}  near {counts.get('near', 0):>4}  "
-                     f"across agents {counts.get('across agents', 0):>4}")
-    lines.append(f"{'agent':<11} {'test':>5} {'leaked':>7} {'in seed':>8} {'in stream':>10} {'repeated':>9} "
-                 f"{'kept':>5} {'empty answers':>22} {'form failures':>14}")
+        lines.append(
+            f"  {splits:<14} exact {counts.get('exact', 0):>4}  near {counts.get('near', 0):>4}  "
+            f"across agents {counts.get('across agents', 0):>4}"
+        )
+    lines.append(
+        f"{'agent':<11} {'test':>5} {'leaked':>7} {'in seed':>8} {'in stream':>10} {'repeated':>9} "
+        f"{'kept':>5} {'empty answers':>22} {'form failures':>14}"
+    )
     for agent, kept in report["kept_tests"].items():
         leak = report["leaks"].get(agent, {})
         empty = ", ".join(f"{s} {n}" for s, n in report["empty_answers"].get(agent, {}).items()) or "0"
-        lines.append(f"{agent:<11} {kept['test']:>5} {kept['leaked']:>7} {leak.get('in_seed', 0):>8} "
-                     f"{leak.get('in_stream', 0):>10} {kept['repeated']:>9} {kept['kept']:>5} {empty:>22} "
-                     f"{len(report['form_failures'].get(agent, [])):>14}")
+        lines.append(
+            f"{agent:<11} {kept['test']:>5} {kept['leaked']:>7} {leak.get('in_seed', 0):>8} "
+            f"{leak.get('in_stream', 0):>10} {kept['repeated']:>9} {kept['kept']:>5} {empty:>22} "
+            f"{len(report['form_failures'].get(agent, [])):>14}"
+        )
     return "\n".join(lines)
 
 

@@ -17,8 +17,9 @@ INVERT_PROMPT = (
 )
 
 
-def read_answers(path: str | Path, agent: str | None = None,
-                 agents: Mapping[str, Agent] | None = None) -> list[tuple[str, str, str]]:
+def read_answers(
+    path: str | Path, agent: str | None = None, agents: Mapping[str, Agent] | None = None
+) -> list[tuple[str, str, str]]:
     """(id, agent, answer) for each line of a JSONL file; a line needs `answer`, and `agent` unless
     one is given for the whole file. Errors name the file and line. `agents`: the configured agents
     (None: the default set)."""
@@ -30,24 +31,34 @@ def read_answers(path: str | Path, agent: str | None = None,
             raise DataError(f"{where}: needs a non-empty string 'answer'")
         name = record.get("agent") or agent
         if name not in agents:
-            raise DataError(f"{where}: unknown or missing agent {name!r} (the agents are: {', '.join(agents)}); "
-                            f"give --agent or an 'agent' field")
+            raise DataError(
+                f"{where}: unknown or missing agent {name!r} (the agents are: {', '.join(agents)}); "
+                f"give --agent or an 'agent' field"
+            )
         rows.append((str(record.get("id") or f"{Path(path).stem}-{number}"), name, answer))
     return rows
 
 
-def invert(lm: LM, rows: Sequence[tuple[str, str, str]],
-           agents: Mapping[str, Agent] | None = None) -> tuple[list[Example], list[str]]:
+def invert(
+    lm: LM, rows: Sequence[tuple[str, str, str]], agents: Mapping[str, Agent] | None = None
+) -> tuple[list[Example], list[str]]:
     """New stream examples, and the ids whose generated question came back empty."""
     agents = default_agents() if agents is None else agents
     with lm.acting_as("invert"):
-        questions = lm.generate([chat(agents[agent], INVERT_PROMPT.format(answer=answer))
-                                 for _, agent, answer in rows])
+        questions = lm.generate([chat(agents[agent], INVERT_PROMPT.format(answer=answer)) for _, agent, answer in rows])
     made, empty = [], []
     for (source_id, agent, answer), question in zip(rows, questions):
         if not question.strip():
             empty.append(source_id)
             continue
-        made.append(Example(id=f"{source_id}-inv", agent=agent, domain=agents[agent].domain,
-                            question=question.strip(), answer=answer, split="stream"))
+        made.append(
+            Example(
+                id=f"{source_id}-inv",
+                agent=agent,
+                domain=agents[agent].domain,
+                question=question.strip(),
+                answer=answer,
+                split="stream",
+            )
+        )
     return made, empty

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 SPLITS = ("seed", "stream", "test")
 FIELDS = ("id", "agent", "domain", "question", "answer")
 UNASSIGNED = "unassigned"  # the importer's file of records it gave no agent: in a data folder, not an agent's
-ADD_AGENT = "add it to the agents config (README: \"Adding an agent\")"
+ADD_AGENT = 'add it to the agents config (README: "Adding an agent")'
 
 
 class DataError(UserError, ValueError):
@@ -39,8 +39,7 @@ class Example:
     split: Optional[str] = None  # set only where the source fixes the split (e.g. the paper's files)
 
 
-def check_record(record: Any, where: str, agent: str | None,
-                 agents: Mapping[str, Agent] | None = None) -> str | None:
+def check_record(record: Any, where: str, agent: str | None, agents: Mapping[str, Agent] | None = None) -> str | None:
     """Why `record` breaks the schema, or None. `agent`, when given, is the only agent allowed;
     `agents` are the configured ones (None: the default set)."""
     if not isinstance(record, dict):
@@ -63,12 +62,16 @@ def check_record(record: Any, where: str, agent: str | None,
             return f"{where}: field '{key}' is empty"
     agents = default_agents() if agents is None else agents
     if record["agent"] not in agents:
-        return (f"{where}: unknown agent {record['agent']!r}, not configured (the agents are: "
-                f"{', '.join(agents)}); {ADD_AGENT}")
+        return (
+            f"{where}: unknown agent {record['agent']!r}, not configured (the agents are: "
+            f"{', '.join(agents)}); {ADD_AGENT}"
+        )
     expected_domain = agents[record["agent"]].domain
     if record["domain"] != expected_domain:
-        return (f"{where}: domain {record['domain']!r} does not match agent {record['agent']!r} "
-                f"(its domain is {expected_domain!r})")
+        return (
+            f"{where}: domain {record['domain']!r} does not match agent {record['agent']!r} "
+            f"(its domain is {expected_domain!r})"
+        )
     if agent is not None and record["agent"] != agent:
         return f"{where}: agent {record['agent']!r} in the file of agent {agent!r}"
     return None
@@ -98,8 +101,7 @@ def _parse_lines(path: Path, agent: str | None, agents: Mapping[str, Agent] | No
         if problem:
             raise DataError(problem)
         if record["id"] in first_line_of_id:
-            raise DataError(f"{where}: duplicate id {record['id']!r} (first on line "
-                            f"{first_line_of_id[record['id']]})")
+            raise DataError(f"{where}: duplicate id {record['id']!r} (first on line {first_line_of_id[record['id']]})")
         first_line_of_id[record["id"]] = number
         records.append(record)
     return records
@@ -139,8 +141,12 @@ def load_jsonl(path: str | Path, agent: str | None = None, agents: Mapping[str, 
     return [Example(**{key: row[key] for key in FIELDS}, split=row.get("split")) for row in rows]
 
 
-def load_dir(data_dir: str | Path, names: Iterable[str] | None = None, created_by: str | None = None,
-             agents: Mapping[str, Agent] | None = None) -> dict[str, list[Example]]:
+def load_dir(
+    data_dir: str | Path,
+    names: Iterable[str] | None = None,
+    created_by: str | None = None,
+    agents: Mapping[str, Agent] | None = None,
+) -> dict[str, list[Example]]:
     """`<agent>.jsonl` for each agent in `names` (default: every file in the folder, each of which must
     belong to a configured agent, or to an agent that another conf/agents option adds: that file is
     left out, with a note). `agents`: the configured agents (None: the default set).
@@ -156,21 +162,28 @@ def load_dir(data_dir: str | Path, names: Iterable[str] | None = None, created_b
         # the nine: it is left out with a note. A file no agent set knows is a mistake to report.
         for stem in [s for s in stems if s not in agents]:
             if sets := agent_sets_defining(stem):
-                log.warning("%s left out: agent %r is not in this agent set (it is in %s)",
-                            data_dir / f"{stem}.jsonl", stem, ", ".join(f"conf/agents/{s}.yaml" for s in sets))
+                log.warning(
+                    "%s left out: agent %r is not in this agent set (it is in %s)",
+                    data_dir / f"{stem}.jsonl",
+                    stem,
+                    ", ".join(f"conf/agents/{s}.yaml" for s in sets),
+                )
                 stems.remove(stem)
         stray = [s for s in stems if s not in agents]
         if stray:
-            raise DataError(f"{data_dir}: no configured agent for {', '.join(f'{s}.jsonl' for s in stray)} "
-                            f"(the agents are: {', '.join(agents)}); {ADD_AGENT}, or move the file away")
+            raise DataError(
+                f"{data_dir}: no configured agent for {', '.join(f'{s}.jsonl' for s in stray)} "
+                f"(the agents are: {', '.join(agents)}); {ADD_AGENT}, or move the file away"
+            )
         names = [name for name in agents if name in stems]
         if not names:
             raise DataError(f"{data_dir}: no <agent>.jsonl files; the agents are: {', '.join(agents)}")
     loaded = {}
     for name in names:
         if name not in agents:
-            raise DataError(f"unknown agent {name!r}, not configured (the agents are: {', '.join(agents)}); "
-                            f"{ADD_AGENT}")
+            raise DataError(
+                f"unknown agent {name!r}, not configured (the agents are: {', '.join(agents)}); {ADD_AGENT}"
+            )
         path = data_dir / f"{name}.jsonl"
         if not path.is_file():
             raise DataError(f"{path}: missing: the data of agent {name!r} is expected there")
@@ -179,7 +192,7 @@ def load_dir(data_dir: str | Path, names: Iterable[str] | None = None, created_b
 
 
 def line_numbers(data_dir: str | Path) -> dict[str, str]:
-    """"<agent>.jsonl:<line>" of every example id in the folder, for reports that point at lines."""
+    """ "<agent>.jsonl:<line>" of every example id in the folder, for reports that point at lines."""
     where = {}
     for path in sorted(Path(data_dir).glob("*.jsonl")):
         if path.stem != UNASSIGNED:
@@ -200,8 +213,10 @@ def write_dir(data_dir: str | Path, data: dict[str, list[Example]]) -> None:
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     for agent, examples in data.items():
-        write_jsonl(data_dir / f"{agent}.jsonl",
-                    [{k: v for k, v in asdict(e).items() if k != "split" or v is not None} for e in examples])
+        write_jsonl(
+            data_dir / f"{agent}.jsonl",
+            [{k: v for k, v in asdict(e).items() if k != "split" or v is not None} for e in examples],
+        )
 
 
 # --------------------------------------------------------------------------------------------

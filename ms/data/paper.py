@@ -27,13 +27,29 @@ import numpy as np
 from ms.agents import AGENTS_DIR, DEFAULT_AGENTS, default_agents, domains
 
 from .hygiene import drop_leaked_tests, hygiene_report, normalize, write_hygiene
-from .load import (CJK, SPLITS, UNASSIGNED, DataError, Example, json_lines, line_numbers, load_dir, write_dir,
-                   write_jsonl)
+from .load import (
+    CJK,
+    SPLITS,
+    UNASSIGNED,
+    DataError,
+    Example,
+    json_lines,
+    line_numbers,
+    load_dir,
+    write_dir,
+    write_jsonl,
+)
 from .segment import FORM_NATS, SCRIPT_NATS, TEST_COPY_NATS, MixedFile, decide, similarity_evidence
 
 ONEPOOL = "onepool"  # subfolder of the output for the single-pool files
-_FOLDER_DOMAINS = (("liter", "literary"), ("logic", "logic"), ("plan", "plan"),
-                   ("onepool", None), ("single", None), ("total", None))
+_FOLDER_DOMAINS = (
+    ("liter", "literary"),
+    ("logic", "logic"),
+    ("plan", "plan"),
+    ("onepool", None),
+    ("single", None),
+    ("total", None),
+)
 _TEST_ALIASES = {"lvshi": "wuyanlvshi", "wuyan": "wuyanlvshi", "wuyanlvshi": "wuyanlvshi"}
 # Words by which a question names its agent's form or topic, and the answer shapes of the fixed
 # forms: soft evidence beside the similarity, which matters most where an agent has few test items.
@@ -113,8 +129,16 @@ def _find_sources(root: Path) -> tuple[list[_Source], list[str]]:
             if role is None or (role == "test" and agent is None):
                 skipped.append(f"{folder.name}/{path.name} (not a pool, problem or <agent>Test file)")
                 continue
-            sources.append(_Source(path, path.relative_to(root).as_posix(), role, ONEPOOL if single else "",
-                                   tuple(agents) if single else by_domain[domain], agent))
+            sources.append(
+                _Source(
+                    path,
+                    path.relative_to(root).as_posix(),
+                    role,
+                    ONEPOOL if single else "",
+                    tuple(agents) if single else by_domain[domain],
+                    agent,
+                )
+            )
     if not sources:
         raise DataError(f"{root}: no pool, problem or test files in any domain folder")
     return sources, skipped
@@ -127,8 +151,10 @@ def _read_messages(path: Path, split: str) -> list[tuple[int, str, str]]:
         try:
             by_role = {m["role"]: m["content"] for m in record["messages"]}
         except (KeyError, TypeError) as err:
-            raise DataError(f"{where}: malformed line, expected {{\"messages\": [{{\"role\", \"content\"}}, "
-                            f"...]}} ({type(err).__name__}: {err})") from None
+            raise DataError(
+                f'{where}: malformed line, expected {{"messages": [{{"role", "content"}}, '
+                f"...]}} ({type(err).__name__}: {err})"
+            ) from None
         question, answer = by_role.get("user"), by_role.get("assistant", "")
         if not isinstance(question, str) or not question.strip():
             raise DataError(f"{where}: no user message with the question")
@@ -155,8 +181,11 @@ def _evidence(mixed: list[_Source], tests: list[_Source], encoder) -> list[Mixed
             if f"{q}\n{a}" not in texts:  # OnePool's test files repeat the domain folders'
                 texts.append(f"{q}\n{a}")
             test_questions.setdefault(source.agent, set()).add(normalize(q))
-    vector = _encode(encoder, [t for texts in test_texts.values() for t in texts]
-                     + [f"{q}\n{a}" for source in mixed for _, q, a in source.items])
+    vector = _encode(
+        encoder,
+        [t for texts in test_texts.values() for t in texts]
+        + [f"{q}\n{a}" for source in mixed for _, q, a in source.items],
+    )
     test_vectors = {agent: np.stack([vector[t] for t in texts]) for agent, texts in test_texts.items()}
     files = []
     for source in mixed:
@@ -176,13 +205,11 @@ def _evidence(mixed: list[_Source], tests: list[_Source], encoder) -> list[Mixed
             for agent, count in _ANSWER_LINES.items():
                 if agent in source.candidates and lines == count:
                     evidence[row, source.candidates.index(agent)] += FORM_NATS
-        files.append(MixedFile(source.name, source.candidates, [normalize(q) for _, q, _ in source.items],
-                               evidence))
+        files.append(MixedFile(source.name, source.candidates, [normalize(q) for _, q, _ in source.items], evidence))
     return files
 
 
-def import_paper(src: str | Path, out: str | Path, drop_leaked: str | Path | None = None,
-                 encoder=None) -> dict:
+def import_paper(src: str | Path, out: str | Path, drop_leaked: str | Path | None = None, encoder=None) -> dict:
     """Convert the authors' repository at `src` into `out` (see the module docstring), with
     `out/unassigned.jsonl`, `out/import_report.json` and a hygiene report per data folder; with
     `drop_leaked`, also the clean variant there. Returns the import report."""
@@ -205,8 +232,13 @@ def import_paper(src: str | Path, out: str | Path, drop_leaked: str | Path | Non
     numbering: Counter = Counter()
     files, unsure, unassigned = {}, [], []
     for source in sources:
-        row = files[source.name] = {"split": source.split, "records": len(source.items),
-                                    "assigned": Counter(), "unsure": 0, "unassigned": 0}
+        row = files[source.name] = {
+            "split": source.split,
+            "records": len(source.items),
+            "assigned": Counter(),
+            "unsure": 0,
+            "unassigned": 0,
+        }
         labels: list[tuple[int, str | None]] = []
         for index, (line, question, answer) in enumerate(source.items):
             agent = source.agent or source.candidates[0]
@@ -215,29 +247,50 @@ def import_paper(src: str | Path, out: str | Path, drop_leaked: str | Path | Non
                 agent = d.agent
                 if d.unsure:
                     row["unsure" if agent else "unassigned"] += 1
-                    (unsure if agent else unassigned).append({
-                        "file": source.name, "line": line, "agent": agent, "p": round(d.p, 3),
-                        "runner_up": d.runner_up, "runner_up_p": round(d.runner_up_p, 3), "why": d.why,
-                        **({} if agent else {"split": source.split, "question": question, "answer": answer})})
+                    (unsure if agent else unassigned).append(
+                        {
+                            "file": source.name,
+                            "line": line,
+                            "agent": agent,
+                            "p": round(d.p, 3),
+                            "runner_up": d.runner_up,
+                            "runner_up_p": round(d.runner_up_p, 3),
+                            "why": d.why,
+                            **({} if agent else {"split": source.split, "question": question, "answer": answer}),
+                        }
+                    )
                 labels.append((line, agent))
                 if agent is None:
                     continue
             row["assigned"][agent] += 1
             numbering[source.group, agent, source.split] += 1
             number = numbering[source.group, agent, source.split]
-            data[source.group].setdefault(agent, []).append(Example(
-                id=f"{agent}-paper{'-' + source.group if source.group else ''}-{source.split}-{number:03d}",
-                agent=agent, domain=default_agents()[agent].domain, question=question, answer=answer,
-                split=source.split))
+            data[source.group].setdefault(agent, []).append(
+                Example(
+                    id=f"{agent}-paper{'-' + source.group if source.group else ''}-{source.split}-{number:03d}",
+                    agent=agent,
+                    domain=default_agents()[agent].domain,
+                    question=question,
+                    answer=answer,
+                    split=source.split,
+                )
+            )
         row["assigned"] = dict(row["assigned"])
         if labels:
             row["blocks"] = _runs(labels)
 
-    report = {"source": str(root), "files": files,
-              "counts": _counts(data[""]), "onepool_counts": _counts(data[ONEPOOL]),
-              "total": sum(len(v) for group in data.values() for v in group.values()),
-              "unsure": unsure, "unassigned": len(unassigned), "skipped_files": skipped,
-              "copies_agree": _copies_agree(data), "hygiene": {}}
+    report = {
+        "source": str(root),
+        "files": files,
+        "counts": _counts(data[""]),
+        "onepool_counts": _counts(data[ONEPOOL]),
+        "total": sum(len(v) for group in data.values() for v in group.values()),
+        "unsure": unsure,
+        "unassigned": len(unassigned),
+        "skipped_files": skipped,
+        "copies_agree": _copies_agree(data),
+        "hygiene": {},
+    }
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / f"{UNASSIGNED}.jsonl", unassigned)
     for group, by_agent in data.items():
@@ -254,8 +307,7 @@ def import_paper(src: str | Path, out: str | Path, drop_leaked: str | Path | Non
             write_dir(clean, drop_leaked_tests(by_agent, hygiene))
             write_hygiene(hygiene_report(load_dir(clean), line_numbers(clean)), clean)
     summary = {k: v for k, v in report.items() if k != "hygiene"}
-    (out / "import_report.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
-                                            encoding="utf-8")
+    (out / "import_report.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
 
 
@@ -271,16 +323,23 @@ def _runs(labels: list[tuple[int, str | None]]) -> list[list]:
 
 
 def _counts(by_agent: dict[str, list[Example]]) -> dict[str, dict[str, int]]:
-    return {agent: {split: sum(e.split == split for e in by_agent.get(agent, [])) for split in SPLITS}
-            for agent in default_agents() if agent in by_agent}
+    return {
+        agent: {split: sum(e.split == split for e in by_agent.get(agent, [])) for split in SPLITS}
+        for agent in default_agents()
+        if agent in by_agent
+    }
 
 
 def _copies_agree(data: dict[str, dict[str, list[Example]]]) -> dict[str, int]:
     """OnePool records that repeat a domain-folder record (same question and split), and how many
     of them went to the same agent: a check that the two folders' blocks were read alike."""
     domain = {(normalize(e.question), e.split): e.agent for v in data[""].values() for e in v}
-    pairs = [(domain[key], e.agent) for v in data[ONEPOOL].values() for e in v
-             if (key := (normalize(e.question), e.split)) in domain]
+    pairs = [
+        (domain[key], e.agent)
+        for v in data[ONEPOOL].values()
+        for e in v
+        if (key := (normalize(e.question), e.split)) in domain
+    ]
     return {"copies": len(pairs), "same_agent": sum(a == b for a, b in pairs)}
 
 
@@ -289,14 +348,19 @@ def format_import(report: dict, out: str | Path) -> str:
     lines = [f"{'file':<44} {'split':<6} {'records':>7}  {'unsure':>6} {'unassigned':>10}  assigned"]
     for name, row in report["files"].items():
         assigned = ", ".join(f"{agent} {n}" for agent, n in row["assigned"].items())
-        lines.append(f"{name:<44} {row['split']:<6} {row['records']:>7}  {row['unsure']:>6} "
-                     f"{row['unassigned']:>10}  {assigned}")
-    lines.append(f"imported {report['total']} records into {out} (the single-pool files into "
-                 f"{Path(out) / ONEPOOL}); {len(report['unsure'])} unsure, {report['unassigned']} unassigned "
-                 f"(unassigned.jsonl); {report['copies_agree']['same_agent']} of {report['copies_agree']['copies']} "
-                 f"OnePool copies of domain records got the same agent")
+        lines.append(
+            f"{name:<44} {row['split']:<6} {row['records']:>7}  {row['unsure']:>6} {row['unassigned']:>10}  {assigned}"
+        )
+    lines.append(
+        f"imported {report['total']} records into {out} (the single-pool files into "
+        f"{Path(out) / ONEPOOL}); {len(report['unsure'])} unsure, {report['unassigned']} unassigned "
+        f"(unassigned.jsonl); {report['copies_agree']['same_agent']} of {report['copies_agree']['copies']} "
+        f"OnePool copies of domain records got the same agent"
+    )
     for u in report["unsure"]:
-        lines.append(f"  unsure: {u['file']}:{u['line']} -> {u['agent']} (p {u['p']:.2f}); runner-up "
-                     f"{u['runner_up']} (p {u['runner_up_p']:.2f}): {u['why']}")
+        lines.append(
+            f"  unsure: {u['file']}:{u['line']} -> {u['agent']} (p {u['p']:.2f}); runner-up "
+            f"{u['runner_up']} (p {u['runner_up_p']:.2f}): {u['why']}"
+        )
     lines += [f"skipped {skipped}" for skipped in report["skipped_files"]]
     return "\n".join(lines)

@@ -55,16 +55,28 @@ class Poisoner:
     active: ClassVar[bool] = True  # False: no poisoner (poison=none): the run records nothing of it
     draws_as: ClassVar[Optional[str]] = None  # another kind whose donors it draws (its answers built on them)
 
-    def __init__(self, cfg, agents: Mapping[str, Agent], splits: Mapping[str, Splits], seed: int = 0,
-                 rubric: Optional[RubricText] = None):
+    def __init__(
+        self,
+        cfg,
+        agents: Mapping[str, Agent],
+        splits: Mapping[str, Splits],
+        seed: int = 0,
+        rubric: Optional[RubricText] = None,
+    ):
         self.cfg, self.agents, self.splits, self.seed = cfg, agents, splits, seed
         self.rubric = rubric  # the rubric grading the victim's pairs, for kinds that talk to the grader
         self.victim: Optional[str] = cfg.victim
         self.tests = {normalize_space(e.answer) for s in splits.values() for e in s.test if e.answer}
 
     @classmethod
-    def build(cls, cfg, agents: Mapping[str, Agent], splits: Mapping[str, Splits], seed: int = 0,
-              rubric: Optional[RubricText] = None) -> "Poisoner":
+    def build(
+        cls,
+        cfg,
+        agents: Mapping[str, Agent],
+        splits: Mapping[str, Splits],
+        seed: int = 0,
+        rubric: Optional[RubricText] = None,
+    ) -> "Poisoner":
         """The poisoner `cfg` (a PoisonConfig) describes, over the run's agents and data splits; `rubric`:
         the one grading the victim's pairs (the composition root hands it in: the data layer does not
         read rubrics)."""
@@ -79,11 +91,15 @@ class Poisoner:
         if cfg.victim is None:
             yield f"invalid setting poison.victim=None: poison={cls.name} needs a victim agent (poison.victim=NAME)"
         elif cfg.victim not in running:
-            yield (f"invalid setting poison.victim={cfg.victim}: no running agent of that name; the running agents "
-                   f"are: {', '.join(running)}")
+            yield (
+                f"invalid setting poison.victim={cfg.victim}: no running agent of that name; the running agents "
+                f"are: {', '.join(running)}"
+            )
         if cfg.writer in agents:
-            yield (f"invalid setting poison.writer={cfg.writer}: an agent has that name, so the poisoner's memories "
-                   f"could not be told from its own; name another writer")
+            yield (
+                f"invalid setting poison.writer={cfg.writer}: an agent has that name, so the poisoner's memories "
+                f"could not be told from its own; name another writer"
+            )
 
     @classmethod
     def record(cls, cfg) -> dict:
@@ -105,8 +121,9 @@ class Poisoner:
         """The non-test example whose reference answers `example` (a kind that copies references)."""
         pool = [e for e in self.donors(example) if e.answer and normalize_space(e.answer) not in self.tests]
         if not pool:
-            raise ValueError(f"poison={self.name}: no seed or stream reference to answer {example.id} with "
-                             f"({self.donors_said()})")
+            raise ValueError(
+                f"poison={self.name}: no seed or stream reference to answer {example.id} with ({self.donors_said()})"
+            )
         return random.Random(f"{self.seed}:{self.draws_as or self.name}:{example.id}").choice(pool)
 
     def donors(self, example: Example) -> list[Example]:
@@ -148,8 +165,10 @@ class OffTask(Poisoner):
         yield from super().problems(cfg, agents, running)
         victim = agents.get(cfg.victim)
         if victim is not None and not any(agents[a].domain != victim.domain for a in running if a in agents):
-            yield (f"invalid setting poison=off_task: no running agent outside the victim's domain "
-                   f"({victim.domain}) to take answers from; run agents of another domain too")
+            yield (
+                f"invalid setting poison=off_task: no running agent outside the victim's domain "
+                f"({victim.domain}) to take answers from; run agents of another domain too"
+            )
 
     def donors(self, example: Example) -> list[Example]:
         domain = self.agents[self.victim].domain
@@ -166,8 +185,9 @@ class OnStyle(Poisoner):
 
     def donors(self, example: Example) -> list[Example]:
         own = normalize_space(example.question)
-        return [e for e in _not_test(self.splits[self.victim]) if e.id != example.id
-                and normalize_space(e.question) != own]
+        return [
+            e for e in _not_test(self.splits[self.victim]) if e.id != example.id and normalize_space(e.question) != own
+        ]
 
     def donors_said(self) -> str:
         return f"the victim {self.victim} has no other seed or stream question with a reference"
@@ -182,8 +202,10 @@ class Injection(Poisoner):
     def problems(cls, cfg, agents, running) -> Iterator[str]:
         yield from super().problems(cfg, agents, running)
         if not cfg.marker or cfg.marker not in cfg.instruction:
-            yield (f"invalid setting poison.instruction={cfg.instruction!r}: it must carry poison.marker="
-                   f"{cfg.marker!r}, the string a reader's answers are searched for")
+            yield (
+                f"invalid setting poison.instruction={cfg.instruction!r}: it must carry poison.marker="
+                f"{cfg.marker!r}, the string a reader's answers are searched for"
+            )
 
     @classmethod
     def record(cls, cfg) -> dict:

@@ -52,8 +52,9 @@ class Decision:
     why: str  # empty when sure
 
 
-def similarity_evidence(vectors: np.ndarray, test_vectors: dict[str, np.ndarray],
-                        candidates: Sequence[str]) -> np.ndarray:
+def similarity_evidence(
+    vectors: np.ndarray, test_vectors: dict[str, np.ndarray], candidates: Sequence[str]
+) -> np.ndarray:
     """n x K log-evidence from cosine similarity to each candidate's test items (rows of L2-normalized
     vectors). An agent's similarity is shrunk toward the record's mean over the candidates as its test
     items get few (see SHRINK); an agent without test items gets that mean, neither favoured nor

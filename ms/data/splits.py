@@ -23,8 +23,9 @@ class Splits:
 def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
     fractions = tuple(float(f) for f in fractions)
     if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
-        raise ValueError(f"fractions must be three non-negative numbers (seed, stream, test) summing to 1, "
-                         f"got {list(fractions)}")
+        raise ValueError(
+            f"fractions must be three non-negative numbers (seed, stream, test) summing to 1, got {list(fractions)}"
+        )
     return fractions
 
 
@@ -33,7 +34,7 @@ def _part_sizes(n: int, fractions: tuple[float, float, float]) -> list[int]:
     exact = [n * f for f in fractions]
     sizes = [int(x) for x in exact]
     by_remainder = sorted(range(3), key=lambda i: (-(exact[i] - sizes[i]), i))
-    for i in by_remainder[:n - sum(sizes)]:
+    for i in by_remainder[: n - sum(sizes)]:
         sizes[i] += 1
     return sizes
 
@@ -44,8 +45,7 @@ def _order_key(seed: int, example_id: str) -> str:
     return hashlib.sha256(f"{seed}\0{example_id}".encode()).hexdigest()
 
 
-def split_examples(examples: Sequence[Example], fractions: Sequence[float] = (0.2, 0.4, 0.4),
-                   seed: int = 0) -> Splits:
+def split_examples(examples: Sequence[Example], fractions: Sequence[float] = (0.2, 0.4, 0.4), seed: int = 0) -> Splits:
     """Seed/stream/test parts, disjoint and covering all examples, decided per agent. Examples
     that carry a split keep it; the others are cut by `fractions` in hash order."""
     fractions = _check_fractions(fractions)
@@ -60,13 +60,14 @@ def split_examples(examples: Sequence[Example], fractions: Sequence[float] = (0.
         free = sorted((e for e in group if e.split is None), key=lambda e: _order_key(seed, e.id))
         n_seed, n_stream, _ = _part_sizes(len(free), fractions)
         parts["seed"] += free[:n_seed]
-        parts["stream"] += free[n_seed:n_seed + n_stream]
-        parts["test"] += free[n_seed + n_stream:]
+        parts["stream"] += free[n_seed : n_seed + n_stream]
+        parts["test"] += free[n_seed + n_stream :]
     return Splits(**parts)
 
 
-def with_splits(data: dict[str, list[Example]], fractions: Sequence[float] = (0.2, 0.4, 0.4),
-                seed: int = 0) -> dict[str, list[Example]]:
+def with_splits(
+    data: dict[str, list[Example]], fractions: Sequence[float] = (0.2, 0.4, 0.4), seed: int = 0
+) -> dict[str, list[Example]]:
     """The same examples, each carrying the split it falls in: a frozen copy of the split, so a
     variant with some examples removed keeps every other example where it was."""
     framed = {}
@@ -86,8 +87,15 @@ def load_splits(cfg: DataConfig, configured: Mapping[str, Agent] | None = None) 
     configured = default_agents() if configured is None else configured
     agents = list(configured) if cfg.agents is None else list(cfg.agents)
     if cfg.hf is not None:
-        rows = load_hf(cfg.hf.name, question=cfg.hf.question, answer=cfg.hf.answer, agent=cfg.hf.agent,
-                       split=cfg.hf.split, agent_column=cfg.hf.agent_column, agents=configured)
+        rows = load_hf(
+            cfg.hf.name,
+            question=cfg.hf.question,
+            answer=cfg.hf.answer,
+            agent=cfg.hf.agent,
+            split=cfg.hf.split,
+            agent_column=cfg.hf.agent_column,
+            agents=configured,
+        )
         by_agent = {name: [r for r in rows if r.agent == name] for name in agents}
         by_agent = {name: group for name, group in by_agent.items() if group}
         if not by_agent:
@@ -101,6 +109,7 @@ def load_splits(cfg: DataConfig, configured: Mapping[str, Agent] | None = None) 
     result = {}
     for name, group in by_agent.items():
         parts = split_examples(group, cfg.fractions, cfg.split_seed)
-        result[name] = Splits(cap(parts.seed, cfg.max_seed), cap(parts.stream, cfg.max_stream),
-                              cap(parts.test, cfg.max_test))
+        result[name] = Splits(
+            cap(parts.seed, cfg.max_seed), cap(parts.stream, cfg.max_stream), cap(parts.test, cfg.max_test)
+        )
     return result

@@ -99,13 +99,23 @@ class Gate(ABC):
         return {"gate": cfg.name}
 
     @classmethod
-    def check_scores(cls, decisions: Optional[Sequence[Decision]],
-                     utilities: Optional[Sequence[Utility]]) -> list[Optional[float]]:
+    def check_scores(
+        cls, decisions: Optional[Sequence[Decision]], utilities: Optional[Sequence[Utility]]
+    ) -> list[Optional[float]]:
         """The gate check: each pair's score from the measurements `checked_by` names."""
         raise NotImplementedError(f"gate {cls.name} is not checked by ms-data gate-check")
 
 
 def decision(c: Candidate, accepted: bool, reason: str, read: str) -> Decision:
     """A decision that read no score (a control's, or one a measurement made)."""
-    return Decision(agent=c.agent, question=c.question, answer=c.answer, score=None, accepted=accepted,
-                    reason=reason, attempts=0, raw="", read=read)
+    return Decision(
+        agent=c.agent,
+        question=c.question,
+        answer=c.answer,
+        score=None,
+        accepted=accepted,
+        reason=reason,
+        attempts=0,
+        raw="",
+        read=read,
+    )

@@ -6,11 +6,17 @@ from dataclasses import replace
 from typing import Iterator, Optional, Sequence
 
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan
-from ms.gates.rubric import RubricGate, rubric_acceptance
-from ms.gates.utility import (UTILITY_ACCEPT, UTILITY_SAID, UtilityGate, measuring_problems, utility_record,
-                              utility_verdict)
 from ms.gates.replay import Candidate, Utility, UtilityMeter
+from ms.gates.rubric import RubricGate, rubric_acceptance
 from ms.gates.scorer import Decision
+from ms.gates.utility import (
+    UTILITY_ACCEPT,
+    UTILITY_SAID,
+    UtilityGate,
+    measuring_problems,
+    utility_record,
+    utility_verdict,
+)
 
 
 def both_order(admitted: Sequence[bool], u: Sequence[float]) -> list[float]:
@@ -40,8 +46,9 @@ class BothGate(Gate):
         passed = [i for i, d in enumerate(decisions) if d.accepted]
         for i, utility in zip(passed, self.meter.measure([candidates[i] for i in passed])):
             accepted, reason = utility_verdict(utility, self.threshold)
-            decisions[i] = replace(decisions[i], accepted=accepted, reason=f"{decisions[i].reason}; {reason}",
-                                   utility=utility.as_dict())
+            decisions[i] = replace(
+                decisions[i], accepted=accepted, reason=f"{decisions[i].reason}; {reason}", utility=utility.as_dict()
+            )
         return decisions
 
     @classmethod
@@ -64,7 +71,8 @@ class BothGate(Gate):
         return utility_record(cfg)
 
     @classmethod
-    def check_scores(cls, decisions: Optional[Sequence[Decision]],
-                     utilities: Optional[Sequence[Utility]]) -> list[Optional[float]]:
+    def check_scores(
+        cls, decisions: Optional[Sequence[Decision]], utilities: Optional[Sequence[Utility]]
+    ) -> list[Optional[float]]:
         filled = [UtilityGate.check_missing if m.u is None else m.u for m in utilities]
         return both_order([d.accepted for d in decisions], filled)

@@ -25,14 +25,19 @@ from typing import NamedTuple, Optional, Sequence
 import numpy as np
 from scipy import stats
 
+from ms.common.errors import UserError
+from ms.common.stats import CONFIDENCE, RESAMPLES, SEED
 from ms.config.parts import GATES
 from ms.data import Example
-from ms.data.grader_directed import ANSWER_PLUS_ASSESSMENT, GRADER_INSTRUCTION, KINDS as GRADER_DIRECTED
-from ms.data.grader_directed import SELF_ASSESSMENT, RubricText, grader_directed
-from ms.common.errors import UserError
+from ms.data.grader_directed import (
+    ANSWER_PLUS_ASSESSMENT,
+    SELF_ASSESSMENT,
+    RubricText,
+    grader_directed,
+)
+from ms.data.grader_directed import KINDS as GRADER_DIRECTED
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer, rubric_for
-from ms.common.stats import CONFIDENCE, RESAMPLES, SEED
 
 GOOD = "good"
 CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")
@@ -70,11 +75,12 @@ def truncated(answer: str) -> str:
     if len(lines) > 1:
         return lines[0]
     words = answer.split()
-    return " ".join(words[:max(1, len(words) // 3)])
+    return " ".join(words[: max(1, len(words) // 3)])
 
 
-def corrupted_copies(seeds: dict[str, list[Example]], rubrics: Optional[dict[str, RubricText]] = None,
-                     seed: int = 0) -> list[Job]:
+def corrupted_copies(
+    seeds: dict[str, list[Example]], rubrics: Optional[dict[str, RubricText]] = None, seed: int = 0
+) -> list[Job]:
     """Every seed pair as it is and in each corruption. The swapped answer comes from the next agent
     in the list, so it is always another agent's; the other question's answer from the agent's next
     seed pair, so it is always the same agent's (an agent with one pair has none to give). With
@@ -94,8 +100,10 @@ def corrupted_copies(seeds: dict[str, list[Example]], rubrics: Optional[dict[str
             out.append(Job(agent, "truncated", example, truncated(example.answer)))
             out.append(Job(agent, "empty", example, EMPTY_ANSWER))
             if rubrics:
-                out += [Job(agent, kind, example, grader_directed(kind, example.answer, rubrics[agent], seed, example.id))
-                        for kind in GRADER_DIRECTED]
+                out += [
+                    Job(agent, kind, example, grader_directed(kind, example.answer, rubrics[agent], seed, example.id))
+                    for kind in GRADER_DIRECTED
+                ]
     return out
 
 
@@ -128,8 +136,10 @@ def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
     backbone_of = {agent: backbones.resolve(agents[agent].backbone) for agent in splits}
     for agent, name in backbone_of.items():
         if utility and not backbones.can(name, "scores_text"):
-            raise UserError(f"--gate {','.join(gates)}: backbone '{name}' of agent {agent} cannot score given "
-                            f"text; use an hf backbone, or backbone.prompt_logprobs=echo")
+            raise UserError(
+                f"--gate {','.join(gates)}: backbone '{name}' of agent {agent} cannot score given "
+                f"text; use an hf backbone, or backbone.prompt_logprobs=echo"
+            )
     return Checked(agents, splits, jobs, rubric, utility, backbone_of)
 
 
@@ -139,13 +149,15 @@ def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch:
 
     decisions: list[Decision] = []
     for start in tqdm(range(0, len(jobs), batch), desc="gate-check rubric", unit="batch"):
-        decisions += scorer.score([(j.agent, rubric_of[j.agent], j.example.question, j.answer)
-                                   for j in jobs[start:start + batch]])
+        decisions += scorer.score(
+            [(j.agent, rubric_of[j.agent], j.example.question, j.answer) for j in jobs[start : start + batch]]
+        )
     return decisions
 
 
-def gate_scores(gates: Sequence[str], decisions: Optional[Sequence[Decision]],
-                utilities: Optional[Sequence[Utility]]) -> dict[str, list[Optional[float]]]:
+def gate_scores(
+    gates: Sequence[str], decisions: Optional[Sequence[Decision]], utilities: Optional[Sequence[Utility]]
+) -> dict[str, list[Optional[float]]]:
     """gate -> each job's score (None where the gate read none), from the measurements taken once
     (`Gate.check_scores`): `both` is derived from the other two, never measured again."""
     return {gate: GATES.load(gate).check_scores(decisions, utilities) for gate in gates}
@@ -164,9 +176,15 @@ def auc_with_ci(good: Sequence[float], bad: Sequence[float]) -> tuple[float, flo
         return point, None, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a perfect separation makes every resample 1.0: BCa degenerates
-        ci = stats.bootstrap((np.asarray(good, float), np.asarray(bad, float)), auc, confidence_level=CONFIDENCE,
-                             n_resamples=RESAMPLES, method="percentile", random_state=SEED,
-                             vectorized=True).confidence_interval
+        ci = stats.bootstrap(
+            (np.asarray(good, float), np.asarray(bad, float)),
+            auc,
+            confidence_level=CONFIDENCE,
+            n_resamples=RESAMPLES,
+            method="percentile",
+            random_state=SEED,
+            vectorized=True,
+        ).confidence_interval
     return point, float(ci.low), float(ci.high)
 
 
@@ -206,8 +224,10 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def kind_groups(by_kind: dict[str, list]) -> dict[str, list]:
     """ALL (the ordinary corruptions), each of them, and where present the grader-directed pool and kinds."""
-    groups = {ALL: [v for kind in CORRUPTIONS for v in by_kind.get(kind, [])],
-              **{kind: by_kind[kind] for kind in CORRUPTIONS if kind in by_kind}}
+    groups = {
+        ALL: [v for kind in CORRUPTIONS for v in by_kind.get(kind, [])],
+        **{kind: by_kind[kind] for kind in CORRUPTIONS if kind in by_kind},
+    }
     if any(kind in by_kind for kind in GRADER_POOLED):
         groups[GRADER_POOL] = [v for kind in GRADER_POOLED for v in by_kind.get(kind, [])]
     groups.update({kind: by_kind[kind] for kind in GRADER_DIRECTED if kind in by_kind})
@@ -224,21 +244,32 @@ def summarize(rows: Sequence[tuple[str, str, Optional[float]]], missing_as: floa
                 by_kind.setdefault(kind, []).append(missing_as if score is None else float(score))
         good = by_kind.get(GOOD, [])
         groups = kind_groups(by_kind)
-        separations = {kind: Separation(*auc_with_ci(good, bad), len(good), len(bad), _mean(bad))
-                       for kind, bad in groups.items()}
+        separations = {
+            kind: Separation(*auc_with_ci(good, bad), len(good), len(bad), _mean(bad)) for kind, bad in groups.items()
+        }
         out.append(AgentAUC(agent, sum(s is None for a, _, s in rows if a == agent), _mean(good), separations))
     return out
 
 
-def write_results(out, jobs: Sequence[Job], decisions: Optional[Sequence[Decision]],
-                  utilities: Optional[Sequence[Utility]], results: dict[str, list[AgentAUC]]) -> None:
+def write_results(
+    out,
+    jobs: Sequence[Job],
+    decisions: Optional[Sequence[Decision]],
+    utilities: Optional[Sequence[Utility]],
+    results: dict[str, list[AgentAUC]],
+) -> None:
     """gate_check_decisions.jsonl (every pair, each measurement) and gate_check.csv (one row per
     gate, agent and corruption) in folder `out`."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / "gate_check_decisions.jsonl").open("w", encoding="utf-8") as f:
         for i, job in enumerate(jobs):
-            row = {"agent": job.agent, "kind": job.kind, "seed_id": job.example.id,
-                   "question": job.example.question, "answer": job.answer}
+            row = {
+                "agent": job.agent,
+                "kind": job.kind,
+                "seed_id": job.example.id,
+                "question": job.example.question,
+                "answer": job.answer,
+            }
             if decisions is not None:
                 row.update(decisions[i].as_dict())
             if utilities is not None:
@@ -246,13 +277,39 @@ def write_results(out, jobs: Sequence[Job], decisions: Optional[Sequence[Decisio
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     with (out / "gate_check.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["gate", "agent", "corruption", "auc", "ci_lo", "ci_hi", "n_good", "n_corrupted", "missing",
-                         "mean_good", "mean_corrupted"])
+        writer.writerow(
+            [
+                "gate",
+                "agent",
+                "corruption",
+                "auc",
+                "ci_lo",
+                "ci_hi",
+                "n_good",
+                "n_corrupted",
+                "missing",
+                "mean_good",
+                "mean_corrupted",
+            ]
+        )
         for gate, agents in results.items():
             for r in agents:
                 for kind, s in r.by_kind.items():
-                    writer.writerow([gate, r.agent, kind, s.auc, s.lo, s.hi, s.n_good, s.n_corrupted, r.missing,
-                                     r.mean_good, s.mean_corrupted])
+                    writer.writerow(
+                        [
+                            gate,
+                            r.agent,
+                            kind,
+                            s.auc,
+                            s.lo,
+                            s.hi,
+                            s.n_good,
+                            s.n_corrupted,
+                            r.missing,
+                            r.mean_good,
+                            s.mean_corrupted,
+                        ]
+                    )
 
 
 def mean_auc(agents: Sequence[AgentAUC], kind: str) -> float | None:
@@ -265,6 +322,7 @@ def format_results(results: dict[str, list[AgentAUC]], header: str) -> str:
     """A summary (mean AUC over agents per gate and corruption, and the agents whose CI covers 0.5),
     then one table per gate: each agent's AUC with its CI against all corruptions and each one, and
     the mean score of each kind (not for a gate whose score is a rank, as `both`'s)."""
+
     def cell(s: Separation | None) -> str:
         if s is None:
             return f"{'–':>18}"
@@ -277,25 +335,43 @@ def format_results(results: dict[str, list[AgentAUC]], header: str) -> str:
     present = {k for agents in results.values() for r in agents for k in r.by_kind}
     kinds = tuple(k for k in (ALL, *CORRUPTIONS, GRADER_POOL, *GRADER_DIRECTED) if k in present)
     corruptions = [k for k in KINDS if k in present]
-    lines = [header, "", "Mean AUC over agents (good vs corrupted); near chance: agents whose 95% CI covers 0.5",
-             f"{'gate':<8}" + "".join(f" {k:>14}" for k in kinds) + "  near chance (all corruptions)"]
+    lines = [
+        header,
+        "",
+        "Mean AUC over agents (good vs corrupted); near chance: agents whose 95% CI covers 0.5",
+        f"{'gate':<8}" + "".join(f" {k:>14}" for k in kinds) + "  near chance (all corruptions)",
+    ]
     for gate, agents in results.items():
         means = [mean_auc(agents, k) for k in kinds]
         near = [r.agent for r in agents if r.overall.near_chance]
-        lines.append(f"{gate:<8}" + "".join(f" {'–' if m is None else f'{m:.2f}':>14}" for m in means)
-                     + f"  {', '.join(near) or 'none'}")
+        lines.append(
+            f"{gate:<8}"
+            + "".join(f" {'–' if m is None else f'{m:.2f}':>14}" for m in means)
+            + f"  {', '.join(near) or 'none'}"
+        )
     for gate, agents in results.items():
-        lines += ["", f"gate {gate}: AUC [95% CI] of good vs corrupted",
-                  f"{'agent':<11} {'n good/bad':>10} {'missing':>7}" + "".join(f" {k:>18}" for k in kinds)]
+        lines += [
+            "",
+            f"gate {gate}: AUC [95% CI] of good vs corrupted",
+            f"{'agent':<11} {'n good/bad':>10} {'missing':>7}" + "".join(f" {k:>18}" for k in kinds),
+        ]
         for r in agents:
-            lines.append(f"{r.agent:<11} {f'{r.overall.n_good}/{r.overall.n_corrupted}':>10} {r.missing:>7}"
-                         + "".join(f" {cell(r.by_kind.get(k))}" for k in kinds))
+            lines.append(
+                f"{r.agent:<11} {f'{r.overall.n_good}/{r.overall.n_corrupted}':>10} {r.missing:>7}"
+                + "".join(f" {cell(r.by_kind.get(k))}" for k in kinds)
+            )
         if not GATES.load(gate).check_ranks:  # a rank has no mean worth showing
-            lines += [f"gate {gate}: mean score",
-                      f"{'agent':<11} {GOOD:>9}" + "".join(f" {k:>14}" for k in corruptions)]
+            lines += [
+                f"gate {gate}: mean score",
+                f"{'agent':<11} {GOOD:>9}" + "".join(f" {k:>14}" for k in corruptions),
+            ]
             for r in agents:
-                lines.append(f"{r.agent:<11} {num(r.mean_good)}" + "".join(
-                    f" {num(r.by_kind[k].mean_corrupted if k in r.by_kind else None):>14}" for k in corruptions))
+                lines.append(
+                    f"{r.agent:<11} {num(r.mean_good)}"
+                    + "".join(
+                        f" {num(r.by_kind[k].mean_corrupted if k in r.by_kind else None):>14}" for k in corruptions
+                    )
+                )
     return "\n".join(lines)
 
 
@@ -322,13 +398,18 @@ def threshold_report(kinds: Sequence[str], u: Sequence[Optional[float]]) -> str:
         return ""
     t, j = youden_threshold(good, bad)
     q = np.quantile(good, [0, 0.25, 0.5, 0.75, 1])
-    lines = ["", "utility threshold, pooled over agents (admit when u > t)",
-             "u of good pairs (nats/token): min {:+.4f}, q25 {:+.4f}, median {:+.4f}, q75 {:+.4f}, "
-             "max {:+.4f}".format(*q),
-             f"{'t':>9} {'J':>6}" + "".join(f" {k:>14}" for k in (GOOD, *KINDS)) + "   (share admitted)"]
+    lines = [
+        "",
+        "utility threshold, pooled over agents (admit when u > t)",
+        "u of good pairs (nats/token): min {:+.4f}, q25 {:+.4f}, median {:+.4f}, q75 {:+.4f}, max {:+.4f}".format(*q),
+        f"{'t':>9} {'J':>6}" + "".join(f" {k:>14}" for k in (GOOD, *KINDS)) + "   (share admitted)",
+    ]
     for threshold, label in ((0.0, None), (t, f"J = {j:.2f} best")):
         shares = [np.mean(np.asarray(by_kind[k]) > threshold) if k in by_kind else None for k in (GOOD, *KINDS)]
         jt = float(np.mean(np.asarray(good) > threshold) - np.mean(np.asarray(bad) > threshold))
-        lines.append(f"{threshold:+9.4f} {jt:6.2f}" + "".join(f" {'–' if s is None else f'{s:.2f}':>14}"
-                                                            for s in shares) + (f"   {label}" if label else ""))
+        lines.append(
+            f"{threshold:+9.4f} {jt:6.2f}"
+            + "".join(f" {'–' if s is None else f'{s:.2f}':>14}" for s in shares)
+            + (f"   {label}" if label else "")
+        )
     return "\n".join(lines)

@@ -24,8 +24,17 @@ from scipy import stats
 
 from ms.common.errors import UserError
 from ms.common.stats import CONFIDENCE, SEED, Estimate, mean_ci
-from ms.gates.check import (ALL, CORRUPTIONS, GOOD, GRADER_INSTRUCTION, GRADER_POOL, GRADER_POOLED, KINDS, auc,
-                            auc_with_ci)
+from ms.gates.check import (
+    ALL,
+    CORRUPTIONS,
+    GOOD,
+    GRADER_INSTRUCTION,
+    GRADER_POOL,
+    GRADER_POOLED,
+    KINDS,
+    auc,
+    auc_with_ci,
+)
 
 DECISIONS = "gate_check_decisions.jsonl"
 GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **{k: (k,) for k in KINDS}}
@@ -69,15 +78,23 @@ def _split(rows: Sequence[Scored], kinds: Sequence[str]) -> tuple[list[float], l
 def instruction_shift(rows: Sequence[Scored]) -> Estimate:
     """Per seed pair, grader_instruction's score minus the real answer's, and their mean with its CI."""
     good = {r.pair: r.score for r in rows if r.kind == GOOD}
-    return mean_ci([r.score - good[r.pair] for r in rows if r.kind == GRADER_INSTRUCTION and r.pair in good
-                    and math.isfinite(r.score - good[r.pair])])
+    return mean_ci(
+        [
+            r.score - good[r.pair]
+            for r in rows
+            if r.kind == GRADER_INSTRUCTION and r.pair in good and math.isfinite(r.score - good[r.pair])
+        ]
+    )
 
 
 def pooled_report(rows: Sequence[Scored], threshold: Optional[float], title: str) -> str:
     """Pooled AUC per group and share admitted per kind at `threshold` (admit when score >= it; None:
     not shown)."""
-    lines = [title, f"{'group':<24} {'n good/bad':>11} {'pooled AUC [95% CI]':>24}"
-             + (f" {'admitted':>9}" if threshold is not None else "")]
+    lines = [
+        title,
+        f"{'group':<24} {'n good/bad':>11} {'pooled AUC [95% CI]':>24}"
+        + (f" {'admitted':>9}" if threshold is not None else ""),
+    ]
     present = {r.kind for r in rows}
     for group, kinds in GROUPS.items():
         if not present & set(kinds):
@@ -91,8 +108,9 @@ def pooled_report(rows: Sequence[Scored], threshold: Optional[float], title: str
         good, _ = _split(rows, ())
         lines.append(f"{GOOD:<24} {len(good):>11} {'':>24} {np.mean(np.asarray(good) >= threshold):>9.2f}")
     if GRADER_INSTRUCTION in present:
-        lines.append(f"{GRADER_INSTRUCTION} minus the real answer, per seed pair: "
-                     f"{instruction_shift(rows).text(2, signed=True)}")
+        lines.append(
+            f"{GRADER_INSTRUCTION} minus the real answer, per seed pair: {instruction_shift(rows).text(2, signed=True)}"
+        )
     return "\n".join(lines)
 
 
@@ -120,20 +138,30 @@ def compare(base: Sequence[Scored], other: Sequence[Scored], kinds: Sequence[str
     point = difference(np.arange(len(pairs)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ci = stats.bootstrap((np.arange(len(pairs)),), difference, confidence_level=CONFIDENCE, vectorized=False,
-                             n_resamples=COMPARE_RESAMPLES, method="percentile", random_state=SEED).confidence_interval
+        ci = stats.bootstrap(
+            (np.arange(len(pairs)),),
+            difference,
+            confidence_level=CONFIDENCE,
+            vectorized=False,
+            n_resamples=COMPARE_RESAMPLES,
+            method="percentile",
+            random_state=SEED,
+        ).confidence_interval
     return point, float(ci.low), float(ci.high), len(pairs)
 
 
 def compare_report(base_folder: Path, other_folder: Path, gate: str, threshold: Optional[float]) -> str:
     base, other = read_check(base_folder, gate), read_check(other_folder, gate)
-    lines = [pooled_report(base, threshold, f"base: {base_folder}"), "",
-             pooled_report(other, threshold, f"other: {other_folder}"), "",
-             "pooled AUC, other minus base, on the same seed pairs (95% CI, seed pairs resampled)"]
+    lines = [
+        pooled_report(base, threshold, f"base: {base_folder}"),
+        "",
+        pooled_report(other, threshold, f"other: {other_folder}"),
+        "",
+        "pooled AUC, other minus base, on the same seed pairs (95% CI, seed pairs resampled)",
+    ]
     present = {r.kind for r in base} & {r.kind for r in other}
     for group, kinds in GROUPS.items():
         if present & set(kinds) and group != GRADER_INSTRUCTION:
             d, lo, hi, n = compare(base, other, kinds)
             lines.append(f"{group:<24} {d:+.3f} [{lo:+.3f}, {hi:+.3f}] over {n} seed pairs")
     return "\n".join(lines)
-

@@ -58,8 +58,18 @@ def read_pairs(run: Path) -> list[Pair]:
         for number, line in enumerate(f, 1):
             try:
                 d = json.loads(line)
-                pairs.append(Pair(run.name, d["agent"], writers.get(d["agent"], default), d["rubric"],
-                                  d["question"], d["answer"], grader, d.get("score")))
+                pairs.append(
+                    Pair(
+                        run.name,
+                        d["agent"],
+                        writers.get(d["agent"], default),
+                        d["rubric"],
+                        d["question"],
+                        d["answer"],
+                        grader,
+                        d.get("score"),
+                    )
+                )
             except json.JSONDecodeError as err:
                 raise UserError(f"{run / DECISIONS_FILE}, line {number}: {err}") from None
             except KeyError as err:
@@ -79,15 +89,24 @@ def summary(pairs: Sequence[Pair], scores: dict[str, list[Optional[float]]], thr
     own-versus-other test; the graders' agreement; and whether each run's own grader reproduced it."""
     graders, writers = list(scores), sorted({p.writer for p in pairs})
     admitted = {g: [s is not None and s >= thresholds[g] for s in scores[g]] for g in graders}
-    header = ["answers by", "n", *(f"{g} ({what})" for g in graders for what in ("mean score [95% CI]",
-                                                                                 f"admitted at {thresholds[g]:g}"))]
+    header = [
+        "answers by",
+        "n",
+        *(f"{g} ({what})" for g in graders for what in ("mean score [95% CI]", f"admitted at {thresholds[g]:g}")),
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     groups = [(f"**{w}**", [i for i, p in enumerate(pairs) if p.writer == w]) for w in writers]
     agents = sorted({(p.writer, p.agent) for p in pairs})
     groups += [(f"{a} ({w})", [i for i, p in enumerate(pairs) if p.agent == a and p.writer == w]) for w, a in agents]
     for name, rows in groups:
-        cells = [c for g in graders for c in (mean_ci([scores[g][i] for i in rows]).text(digits=1),
-                                             _share(sum(admitted[g][i] for i in rows), len(rows)))]
+        cells = [
+            c
+            for g in graders
+            for c in (
+                mean_ci([scores[g][i] for i in rows]).text(digits=1),
+                _share(sum(admitted[g][i] for i in rows), len(rows)),
+            )
+        ]
         lines.append(f"| {name} | {len(rows)} | " + " | ".join(cells) + " |")
     lines.append("")
     for g in graders:
@@ -96,24 +115,31 @@ def summary(pairs: Sequence[Pair], scores: dict[str, list[Optional[float]]], thr
             other = [admitted[g][i] for i, p in enumerate(pairs) if p.writer != g]
             table = [[sum(own), len(own) - sum(own)], [sum(other), len(other) - sum(other)]]
             p_value = stats.fisher_exact(table).pvalue
-            lines.append(f"- {g} admits its own family's answers {sum(own)}/{len(own)} and the other's "
-                         f"{sum(other)}/{len(other)}; Fisher exact p = {p_value:.2g}.")
+            lines.append(
+                f"- {g} admits its own family's answers {sum(own)}/{len(own)} and the other's "
+                f"{sum(other)}/{len(other)}; Fisher exact p = {p_value:.2g}."
+            )
             lines += _same_question(g, pairs, admitted[g])
     for i, a in enumerate(graders):
-        for b in graders[i + 1:]:
+        for b in graders[i + 1 :]:
             both = [(x, y) for x, y in zip(scores[a], scores[b]) if x is not None and y is not None]
             rho = stats.spearmanr([x for x, _ in both], [y for _, y in both]) if len(both) > 2 else None
             agree = sum(x == y for x, y in zip(admitted[a], admitted[b]))
-            lines.append(f"- {a} and {b} on the same {len(pairs)} pairs: Spearman's rho = "
-                         + (f"{rho.statistic:+.2f} (p = {rho.pvalue:.2g}, n = {len(both)})" if rho else "–")
-                         + f"; the same admission decision on {agree} of {len(pairs)}.")
+            lines.append(
+                f"- {a} and {b} on the same {len(pairs)} pairs: Spearman's rho = "
+                + (f"{rho.statistic:+.2f} (p = {rho.pvalue:.2g}, n = {len(both)})" if rho else "–")
+                + f"; the same admission decision on {agree} of {len(pairs)}."
+            )
     for g in graders:
         own = [(p.score, s) for p, s in zip(pairs, scores[g]) if p.grader == g]
         if own:
-            same = sum(x is None and y is None or x is not None and y is not None and abs(x - y) <= REPRODUCED
-                       for x, y in own)
-            lines.append(f"- {g} re-graded the {len(own)} pairs of the runs it graded: {same} reproduce the "
-                         f"recorded score within {REPRODUCED:g}.")
+            same = sum(
+                x is None and y is None or x is not None and y is not None and abs(x - y) <= REPRODUCED for x, y in own
+            )
+            lines.append(
+                f"- {g} re-graded the {len(own)} pairs of the runs it graded: {same} reproduce the "
+                f"recorded score within {REPRODUCED:g}."
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -130,19 +156,31 @@ def _same_question(grader: str, pairs: Sequence[Pair], admitted: Sequence[bool])
     own_only = sum(d[True] and not d[False] for d in both)
     other_only = sum(d[False] and not d[True] for d in both)
     p_value = stats.binomtest(own_only, own_only + other_only).pvalue if own_only + other_only else 1.0
-    return [f"  - on the {len(both)} questions both families answered, it admits only its own family's answer "
-            f"on {own_only} and only the other's on {other_only}; exact McNemar p = {p_value:.2g}."]
+    return [
+        f"  - on the {len(both)} questions both families answered, it admits only its own family's answer "
+        f"on {own_only} and only the other's on {other_only}; exact McNemar p = {p_value:.2g}."
+    ]
 
 
 def write_scores(path: Path, pairs: Sequence[Pair], scores: dict[str, list[Optional[float]]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
         table = csv.writer(f, lineterminator="\n")
-        table.writerow(["run", "agent", "writer", "run_grader", "run_score", *(f"score_{g}" for g in scores),
-                        "question", "answer"])
+        table.writerow(
+            ["run", "agent", "writer", "run_grader", "run_score", *(f"score_{g}" for g in scores), "question", "answer"]
+        )
         for i, p in enumerate(pairs):
-            table.writerow([p.run, p.agent, p.writer, p.grader, "" if p.score is None else p.score,
-                            *("" if scores[g][i] is None else round(scores[g][i], 4) for g in scores),
-                            p.question, p.answer])
+            table.writerow(
+                [
+                    p.run,
+                    p.agent,
+                    p.writer,
+                    p.grader,
+                    "" if p.score is None else p.score,
+                    *("" if scores[g][i] is None else round(scores[g][i], 4) for g in scores),
+                    p.question,
+                    p.answer,
+                ]
+            )
 
 
 def graded_pairs(runs: Sequence[Path]) -> list[Pair]:
@@ -173,8 +211,11 @@ def cross_grade(runs: Sequence[Path], configs: dict, out: Path) -> str:
         scores[name], thresholds[name] = [d.score for d in decisions], cfg.scorer.threshold
     out.mkdir(parents=True, exist_ok=True)
     write_scores(out / "cross_grade.csv", pairs, scores)
-    text = (f"# Cross-grade\n\n{len(pairs)} stream pairs from {', '.join(f'`{r.name}`' for r in runs)}, graded by "
-            + ", ".join(f"{g} ({seconds[g]:.0f} s)" for g in scores) + ", each at its own threshold (conf/grader).\n\n"
-            + summary(pairs, scores, thresholds))
+    text = (
+        f"# Cross-grade\n\n{len(pairs)} stream pairs from {', '.join(f'`{r.name}`' for r in runs)}, graded by "
+        + ", ".join(f"{g} ({seconds[g]:.0f} s)" for g in scores)
+        + ", each at its own threshold (conf/grader).\n\n"
+        + summary(pairs, scores, thresholds)
+    )
     (out / "cross_grade.md").write_text(text, encoding="utf-8")
     return text

@@ -11,8 +11,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ms.config.files import DECISIONS_FILE, METRICS_FILE
 from ms.common.errors import UserError
+from ms.config.files import DECISIONS_FILE, METRICS_FILE
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision
 from ms.gates.replay import Candidate
 from ms.gates.scorer import Decision
@@ -68,29 +68,40 @@ class RandomGate(Gate):
         out = []
         for c in candidates:
             draw = self.rng.random()
-            out.append(decision(c, draw < self.rate, f"random draw {draw:.4f} {'<' if draw < self.rate else '>='} "
-                                                     f"rate {self.rate:g}", "random"))
+            out.append(
+                decision(
+                    c,
+                    draw < self.rate,
+                    f"random draw {draw:.4f} {'<' if draw < self.rate else '>='} rate {self.rate:g}",
+                    "random",
+                )
+            )
         return out
 
     @classmethod
     def problems(cls, cfg, backbones: Backbones) -> Iterator[str]:
         if cfg.match and not (Path(cfg.match) / DECISIONS_FILE).is_file():
-            yield (f"invalid setting gate.match={cfg.match}: no {DECISIONS_FILE} there; name the folder of a "
-                   f"finished run to match")
+            yield (
+                f"invalid setting gate.match={cfg.match}: no {DECISIONS_FILE} there; name the folder of a "
+                f"finished run to match"
+            )
 
     @classmethod
     def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:
         if cfg.match:
             counts = [n for agents in matched_counts(cfg.match).values() for n in agents.values()]
             rate = sum(a for _, a in counts) / max(sum(n for n, _ in counts), 1)
-            return Acceptance(rate, f"{rate:.2f} of stream pairs admitted, as the matched run {cfg.match} admitted",
-                              assumed=False)
+            return Acceptance(
+                rate, f"{rate:.2f} of stream pairs admitted, as the matched run {cfg.match} admitted", assumed=False
+            )
         return Acceptance(float(cfg.rate), f"{cfg.rate:.2f} of stream pairs admitted: gate.rate", assumed=False)
 
     @classmethod
     def record(cls, cfg) -> dict:
-        return {"gate": cfg.name, **({"match": cfg.match, "matched_gate": matched_gate(cfg.match)}
-                                     if cfg.match else {"rate": cfg.rate})}
+        return {
+            "gate": cfg.name,
+            **({"match": cfg.match, "matched_gate": matched_gate(cfg.match)} if cfg.match else {"rate": cfg.rate}),
+        }
 
 
 class MatchedRandomGate(RandomGate):
@@ -112,12 +123,21 @@ class MatchedRandomGate(RandomGate):
         expected = self.counts.get(self.step, {})
         mine = {agent: len(idx) for agent, idx in by_agent.items()}
         if mine != {agent: n for agent, (n, _) in expected.items()}:
-            raise UserError(f"gate.match={self.folder}: micro-batch {self.step} holds candidates per agent {mine}, "
-                            f"the matched run's {dict(sorted((a, n) for a, (n, _) in expected.items()))}: "
-                            f"its stream was not this run's (data, agents, micro_batch and fills must agree)")
+            raise UserError(
+                f"gate.match={self.folder}: micro-batch {self.step} holds candidates per agent {mine}, "
+                f"the matched run's {dict(sorted((a, n) for a, (n, _) in expected.items()))}: "
+                f"its stream was not this run's (data, agents, micro_batch and fills must agree)"
+            )
         chosen = set()
         for agent, idx in by_agent.items():
             chosen.update(self.rng.sample(idx, expected[agent][1]))
-        return [decision(c, i in chosen, f"matched to {expected[c.agent][1]} of {expected[c.agent][0]} admitted "
-                                         f"for {c.agent} at step {self.step}", "random")
-                for i, c in enumerate(candidates)]
+        return [
+            decision(
+                c,
+                i in chosen,
+                f"matched to {expected[c.agent][1]} of {expected[c.agent][0]} admitted "
+                f"for {c.agent} at step {self.step}",
+                "random",
+            )
+            for i, c in enumerate(candidates)
+        ]

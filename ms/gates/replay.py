@@ -23,12 +23,12 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
-from ms.pool.access import Reader
 from ms.agents import Agent, PromptTemplate, chat
+from ms.common.stats import mean_ci
 from ms.llm.base import LM
 from ms.pool import Memory
+from ms.pool.access import Reader
 from ms.pool.records import normalize_space
-from ms.common.stats import mean_ci
 
 UTILITY_ROLE = "utility"
 
@@ -89,9 +89,17 @@ class UtilityMeter:
     prompts probes are measured in (at least 1); `test_questions` never serve as probes; `reader(agent)`
     the reader an agent's access rule makes it (default: open)."""
 
-    def __init__(self, retrieve: Retrieve, lm_for: Callable[[str], LM], agents: Mapping[str, Agent],
-                 template: PromptTemplate, probes: int, shots: int, test_questions: Iterable[str] = (),
-                 reader: Optional[Callable[[str], Reader]] = None):
+    def __init__(
+        self,
+        retrieve: Retrieve,
+        lm_for: Callable[[str], LM],
+        agents: Mapping[str, Agent],
+        template: PromptTemplate,
+        probes: int,
+        shots: int,
+        test_questions: Iterable[str] = (),
+        reader: Optional[Callable[[str], Reader]] = None,
+    ):
         if probes < 1:
             raise ValueError(f"gate.probes must be at least 1, got {probes}")
         self.retrieve, self.lm_for, self.agents, self.template = retrieve, lm_for, agents, template
@@ -133,8 +141,17 @@ class UtilityMeter:
         out = []
         for i in range(len(candidates)):
             estimate = mean_ci(deltas[i])
-            out.append(Utility(estimate.mean, estimate.lo, estimate.hi, [p.id for p in probes[i]], deltas[i],
-                               displaced[i], self.shots))
+            out.append(
+                Utility(
+                    estimate.mean,
+                    estimate.lo,
+                    estimate.hi,
+                    [p.id for p in probes[i]],
+                    deltas[i],
+                    displaced[i],
+                    self.shots,
+                )
+            )
         return out
 
     def _group(self, c: Candidate) -> tuple[Group, Reader]:
@@ -155,11 +172,12 @@ class UtilityMeter:
             nearest = self.retrieve([candidates[i].question for i in idx], group[0], 2 * self.m, readers[group])
             for i, memories in zip(idx, nearest):
                 barred = self.tests | {normalize_space(candidates[i].question)}
-                found[i] = [m for m in memories if normalize_space(m.question) not in barred][:self.m]
+                found[i] = [m for m in memories if normalize_space(m.question) not in barred][: self.m]
         return found
 
-    def _shots(self, candidates: Sequence[Candidate],
-               probes: list[list[Memory]]) -> dict[Group, dict[int, list[Memory]]]:
+    def _shots(
+        self, candidates: Sequence[Candidate], probes: list[list[Memory]]
+    ) -> dict[Group, dict[int, list[Memory]]]:
         """(scope, grants) -> probe id -> the shots its prompt holds now: its nearest memories that the
         candidate's agent may retrieve, never itself nor another memory asking its question (that
         would show its answer)."""
@@ -173,8 +191,12 @@ class UtilityMeter:
         for group, by_id in wanted.items():
             listed = list(by_id.values())
             nearest = self.retrieve([p.question for p in listed], group[0], self.shots + 1, readers[group])
-            out[group] = {p.id: [m for m in memories if m.id != p.id and normalize_space(m.question) != normalize_space(p.question)]
-                          [:self.shots] for p, memories in zip(listed, nearest)}
+            out[group] = {
+                p.id: [
+                    m for m in memories if m.id != p.id and normalize_space(m.question) != normalize_space(p.question)
+                ][: self.shots]
+                for p, memories in zip(listed, nearest)
+            }
         return out
 
     def _chat(self, probe: Memory, fallback_agent: str, shots: list[dict[str, str]]) -> list:

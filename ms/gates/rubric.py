@@ -16,8 +16,10 @@ def rubric_acceptance(threshold: float) -> tuple[float, str]:
     if threshold == 0:
         return 1.0, "every pair the grader scores passes the rubric: scorer.threshold=0"
     rate = 1 - threshold / 100
-    return rate, (f"{rate:.2f} of pairs pass the rubric, assumed: as if scores were uniform on 0-100 "
-                  f"(scorer.threshold={threshold:g})")
+    return rate, (
+        f"{rate:.2f} of pairs pass the rubric, assumed: as if scores were uniform on 0-100 "
+        f"(scorer.threshold={threshold:g})"
+    )
 
 
 class RubricGate(Gate):
@@ -49,6 +51,7 @@ class RubricGate(Gate):
         return {}
 
     @classmethod
-    def check_scores(cls, decisions: Optional[Sequence[Decision]],
-                     utilities: Optional[Sequence[Utility]]) -> list[Optional[float]]:
+    def check_scores(
+        cls, decisions: Optional[Sequence[Decision]], utilities: Optional[Sequence[Utility]]
+    ) -> list[Optional[float]]:
         return [d.score for d in decisions]

@@ -21,11 +21,11 @@ from typing import Iterable, Mapping, Optional, Sequence
 import yaml
 
 from ms.agents import SINGLE_SCOPE, Agent
+from ms.common.errors import UserError
 from ms.config.fields import require
 from ms.config.files import DECISIONS_FILE
 from ms.config.schema import RUBRIC_TOTAL, ScorerConfig
 from ms.config.store import CONF_DIR
-from ms.common.errors import UserError
 from ms.data.grader_directed import RubricText
 from ms.gates.screen import flagged, stripped
 from ms.llm.base import LM, PAIR_MARKER, Message
@@ -63,6 +63,7 @@ RETRY_PROMPT = "That reply had no score I could read. Reply with one integer fro
 
 
 # ---- rubrics --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Criterion:
@@ -108,11 +109,16 @@ class Rubric:
         if missing:
             raise ValueError(f"rubric file {path} lacks {', '.join(missing)}")
         criteria = tuple(
-            Criterion(name=c["name"], points=int(c["points"]), rewards=c["rewards"],
-                      parts=tuple((str(k), int(v)) for k, v in (c.get("parts") or {}).items()),
-                      bands=tuple((str(k), str(v)) for k, v in (c.get("bands") or {}).items()),
-                      applies_to=tuple(c.get("applies_to") or ()))
-            for c in data["criteria"])
+            Criterion(
+                name=c["name"],
+                points=int(c["points"]),
+                rewards=c["rewards"],
+                parts=tuple((str(k), int(v)) for k, v in (c.get("parts") or {}).items()),
+                bands=tuple((str(k), str(v)) for k, v in (c.get("bands") or {}).items()),
+                applies_to=tuple(c.get("applies_to") or ()),
+            )
+            for c in data["criteria"]
+        )
         rubric = cls(name=data["name"], title=data["title"], source=data["source"], criteria=criteria)
         if rubric.total != RUBRIC_TOTAL:
             raise ValueError(f"rubric file {path}: criteria points total {rubric.total}, expected {RUBRIC_TOTAL}")
@@ -161,22 +167,26 @@ def rubric_for(agent: Agent, pool_mode: str) -> Rubric:
 
 # ---- reading a score out of free text -------------------------------------------------------
 
-_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-          "fifteen sixteen seventeen eighteen nineteen").split()
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 _WORD_VALUES = {**{w: i for i, w in enumerate(_UNITS)}, **{w: 20 + 10 * i for i, w in enumerate(_TENS)}}
 _HUNDRED = r"(?:(?:one|a)[\s-]+)?hundred"
 # Alternatives are tried in order at each position, so "one hundred" wins over "one".
 _WORD_NUMBER = re.compile(
     rf"\b(?:{_HUNDRED}|(?:{'|'.join(_TENS)})(?:[\s-]+(?:{'|'.join(_UNITS[1:10])}))?|(?:{'|'.join(_UNITS)}))\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # A sign only counts at the start of a number, so the "-90" of "85-90" is not read as negative.
 _DIGIT_NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?!\w)")
 _DENOMINATOR_AFTER = re.compile(rf"\s*(?:/|out\s+of)\s*(100|10|{_HUNDRED}|ten)\b", re.IGNORECASE)
 _DENOMINATOR_BEFORE = re.compile(r"(?:/|out\s+of)\s*$", re.IGNORECASE)
 _LABEL_BEFORE = re.compile(
     r"\b(?:score[sd]?|scoring|rating|rated?|grade[sd]?|give|giving|gave|assign(?:ed)?)\b[^\d.!?\n]{0,20}$",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def _word_value(words: str) -> float:
@@ -201,7 +211,7 @@ def parse_score(text: str | None) -> int | None:
     words = [(m, _word_value(m.group())) for m in _WORD_NUMBER.finditer(text)]
     for rank_if_plain, found in ((2, numbers), (3, words)):
         for match, value in found:
-            before = text[max(0, match.start() - 40):match.start()]
+            before = text[max(0, match.start() - 40) : match.start()]
             if _DENOMINATOR_BEFORE.search(before):
                 continue
             fraction = _DENOMINATOR_AFTER.match(text, match.end())
@@ -256,8 +266,10 @@ class Scorer:
     def __init__(self, lm: LM, rubrics: Mapping[str, Rubric], cfg: ScorerConfig):
         require(cfg, ScorerConfig, "scorer")
         if cfg.read == "probabilities" and not lm.reads_probabilities:
-            raise ValueError(f"scorer.read=probabilities, but provider '{lm.provider}' exposes no token "
-                             "probabilities; use scorer.read=text or auto")
+            raise ValueError(
+                f"scorer.read=probabilities, but provider '{lm.provider}' exposes no token "
+                "probabilities; use scorer.read=text or auto"
+            )
         self.lm = lm
         self.rubrics = dict(rubrics)
         self.cfg = cfg
@@ -266,8 +278,14 @@ class Scorer:
     def prompt(self, agent: str, rubric_name: str, question: str, answer: str) -> list[Message]:
         rubric = self.rubrics[rubric_name]
         template = QUOTED_USER_PROMPT if self.cfg.defence == "quote" else USER_PROMPT
-        user = template.format(title=rubric.title, total=rubric.total, criteria=rubric.render(),
-                                  agent=agent, question=question, answer=answer)
+        user = template.format(
+            title=rubric.title,
+            total=rubric.total,
+            criteria=rubric.render(),
+            agent=agent,
+            question=question,
+            answer=answer,
+        )
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
     def rubric_prefix(self, rubric_name: str) -> Optional[str]:
@@ -296,8 +314,10 @@ class Scorer:
         criteria = {name: [c.name for c in rubric.criteria] for name, rubric in self.rubrics.items()}
         found = [flagged(answer, criteria[rubric]) for _, rubric, _, answer in items]
         graded = [i for i, f in enumerate(found) if not (f and self.cfg.defence == "reject")]
-        shown = [(a, r, q, stripped(ans, criteria[r]) if found[i] else ans)
-                 for i, (a, r, q, ans) in ((i, items[i]) for i in graded)]
+        shown = [
+            (a, r, q, stripped(ans, criteria[r]) if found[i] else ans)
+            for i, (a, r, q, ans) in ((i, items[i]) for i in graded)
+        ]
         with self.lm.acting_as("score"):
             decisions = dict(zip(graded, self._score(shown))) if shown else {}
         out = []
@@ -309,9 +329,18 @@ class Scorer:
                     d.reason += f" (graded without: {quoted})"
                 d.answer = item[3]
             else:
-                d = Decision(agent=item[0], question=item[2], answer=item[3], score=0.0, accepted=False,
-                             reason=f"rejected before grading: it addresses its grader ({quoted})", attempts=0,
-                             raw="", rubric=item[1], read="screen")
+                d = Decision(
+                    agent=item[0],
+                    question=item[2],
+                    answer=item[3],
+                    score=0.0,
+                    accepted=False,
+                    reason=f"rejected before grading: it addresses its grader ({quoted})",
+                    attempts=0,
+                    raw="",
+                    rubric=item[1],
+                    read="screen",
+                )
             out.append(d)
         return out
 
@@ -320,8 +349,10 @@ class Scorer:
         if self.read == "probabilities":
             # The backbone may keep its work on the system message and rubric that pairs share.
             shared = [p for p in map(self.rubric_prefix, {rubric for _, rubric, _, _ in items}) if p]
-            return [self._weighted(item, probs) for item, probs in
-                    zip(items, self.lm.option_probabilities(chats, SCORE_OPTIONS, shared))]
+            return [
+                self._weighted(item, probs)
+                for item, probs in zip(items, self.lm.option_probabilities(chats, SCORE_OPTIONS, shared))
+            ]
         raws = self._ask(chats)
         scores = [parse_score(r) for r in raws]
         attempts = [1] * len(items)
@@ -330,8 +361,12 @@ class Scorer:
             if not todo:
                 break
             # The failed reply stays in the chat, so the reminder reads as a correction of it.
-            again = self._ask([chats[i] + [{"role": "assistant", "content": raws[i]},
-                                           {"role": "user", "content": RETRY_PROMPT}] for i in todo])
+            again = self._ask(
+                [
+                    chats[i] + [{"role": "assistant", "content": raws[i]}, {"role": "user", "content": RETRY_PROMPT}]
+                    for i in todo
+                ]
+            )
             for i, raw in zip(todo, again):
                 raws[i], scores[i], attempts[i] = raw, parse_score(raw), attempts[i] + 1
         return [self._decide(item, score, n, raw) for item, score, n, raw in zip(items, scores, attempts, raws)]
@@ -347,13 +382,22 @@ class Scorer:
         likely = sorted(range(len(probs)), key=lambda v: -probs[v])[:3]
         raw = ", ".join(f"P({v})={probs[v]:.3f}" for v in likely)
         if mass < self.cfg.min_mass:
-            return self._decide(item, None, 1, raw, read="probabilities", mass=mass,
-                                why=f"only {mass:.2g} probability on any score")
+            return self._decide(
+                item, None, 1, raw, read="probabilities", mass=mass, why=f"only {mass:.2g} probability on any score"
+            )
         score = round(sum(v * p for v, p in enumerate(probs)) / mass, 2)
         return self._decide(item, score, 1, raw, read="probabilities", mass=mass)
 
-    def _decide(self, item: tuple[str, str, str, str], score: float | None, attempts: int, raw: str,
-                read: str = "text", mass: float | None = None, why: str = "") -> Decision:
+    def _decide(
+        self,
+        item: tuple[str, str, str, str],
+        score: float | None,
+        attempts: int,
+        raw: str,
+        read: str = "text",
+        mass: float | None = None,
+        why: str = "",
+    ) -> Decision:
         agent, rubric, question, answer = item
         threshold = self.cfg.threshold
         if score is None:
@@ -362,9 +406,19 @@ class Scorer:
             accepted, reason = True, f"score {score:g} >= threshold {threshold:g}"
         else:
             accepted, reason = False, f"score {score:g} < threshold {threshold:g}"
-        return Decision(agent=agent, question=question, answer=answer, score=score, accepted=accepted,
-                        reason=reason, attempts=attempts, raw=raw, rubric=rubric, read=read,
-                        mass=None if mass is None else round(mass, 6))
+        return Decision(
+            agent=agent,
+            question=question,
+            answer=answer,
+            score=score,
+            accepted=accepted,
+            reason=reason,
+            attempts=attempts,
+            raw=raw,
+            rubric=rubric,
+            read=read,
+            mass=None if mass is None else round(mass, 6),
+        )
 
 
 def append_decisions(path: str | Path, decisions: Iterable[Decision], extra: Iterable[dict] | None = None) -> Path:

@@ -20,14 +20,21 @@ import re
 from typing import Iterable
 
 # "your criteria" is the asker's wishes, not a grader's: an answer may well say it fits them.
-_GRADING = re.compile(r"\b(rubric|(?<!your )criteri(?:on|a)|grader|grading|evaluator|assessor|examiner|full marks)\b",
-                      re.IGNORECASE)
+_GRADING = re.compile(
+    r"\b(rubric|(?<!your )criteri(?:on|a)|grader|grading|evaluator|assessor|examiner|full marks)\b", re.IGNORECASE
+)
 # "point" alone is everyday ("point of view"); points, or a number of points, is a score.
 _SCORE_WORD = re.compile(r"\b(score[sd]?|points|\d+\s*points?|marks?|rating|rated|grade[sd]?)\b", re.IGNORECASE)
-_SELF = re.compile(r"\b(this|the above|my|our)\s+(answer|response|reply|pair|submission|text|entry|output)\b|"
-                   r"\bthe (answer|response) above\b", re.IGNORECASE)
-_ADDRESS = re.compile(r"\b(whoever|anyone who|you)\s+(grade|score|rate|evaluate|judge|review)s?\b|"
-                      r"\b(grade|score|rate|mark)\s+(it|this|me)\b", re.IGNORECASE)
+_SELF = re.compile(
+    r"\b(this|the above|my|our)\s+(answer|response|reply|pair|submission|text|entry|output)\b|"
+    r"\bthe (answer|response) above\b",
+    re.IGNORECASE,
+)
+_ADDRESS = re.compile(
+    r"\b(whoever|anyone who|you)\s+(grade|score|rate|evaluate|judge|review)s?\b|"
+    r"\b(grade|score|rate|mark)\s+(it|this|me)\b",
+    re.IGNORECASE,
+)
 _FRACTION = re.compile(r"\b\d+\s*(?:/|out of)\s*\d+\b", re.IGNORECASE)
 # Sentence ends: after . ! ? or a line break; a bracketed note counts as its own sentence.
 _SENTENCE = re.compile(r"[^.!?\n\[\]]+(?:[.!?]+|$)|\[[^\]]*\]", re.MULTILINE)

@@ -12,8 +12,10 @@ from ms.gates.scorer import Decision
 
 # Nothing is known of utilities before they are measured: plan mode assumes half fall above the threshold.
 UTILITY_ACCEPT = 0.5
-UTILITY_SAID = (f"{UTILITY_ACCEPT:.2f} of measured pairs pass the utility gate (an even split around "
-                f"gate.utility_threshold, assumed)")
+UTILITY_SAID = (
+    f"{UTILITY_ACCEPT:.2f} of measured pairs pass the utility gate (an even split around "
+    f"gate.utility_threshold, assumed)"
+)
 
 
 def utility_verdict(utility: Utility, threshold: float) -> tuple[bool, str]:
@@ -28,9 +30,11 @@ def utility_verdict(utility: Utility, threshold: float) -> tuple[bool, str]:
 def measuring_problems(cfg, backbones: Backbones) -> Iterator[str]:
     """A gate that measures utility scores probe answers on each agent's backbone, so each must score given text."""
     for name, provider, whose in backbones.unable("scores_text"):
-        yield (f"invalid setting gate={cfg.name}: backbone '{name}' (provider {provider}) cannot score given "
-               f"text{whose}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "
-               f"on a server that returns prompt log-probs")
+        yield (
+            f"invalid setting gate={cfg.name}: backbone '{name}' (provider {provider}) cannot score given "
+            f"text{whose}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "
+            f"on a server that returns prompt log-probs"
+        )
 
 
 def utility_record(cfg) -> dict:
@@ -54,8 +58,20 @@ class UtilityGate(Gate):
         out = []
         for c, utility in zip(candidates, self.meter.measure(candidates)):
             accepted, reason = utility_verdict(utility, self.threshold)
-            out.append(Decision(agent=c.agent, question=c.question, answer=c.answer, score=None, accepted=accepted,
-                                reason=reason, attempts=0, raw="", read="utility", utility=utility.as_dict()))
+            out.append(
+                Decision(
+                    agent=c.agent,
+                    question=c.question,
+                    answer=c.answer,
+                    score=None,
+                    accepted=accepted,
+                    reason=reason,
+                    attempts=0,
+                    raw="",
+                    read="utility",
+                    utility=utility.as_dict(),
+                )
+            )
         return out
 
     @classmethod
@@ -77,6 +93,7 @@ class UtilityGate(Gate):
         return utility_record(cfg)
 
     @classmethod
-    def check_scores(cls, decisions: Optional[Sequence[Decision]],
-                     utilities: Optional[Sequence[Utility]]) -> list[Optional[float]]:
+    def check_scores(
+        cls, decisions: Optional[Sequence[Decision]], utilities: Optional[Sequence[Utility]]
+    ) -> list[Optional[float]]:
         return [m.u for m in utilities]

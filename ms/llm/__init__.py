@@ -10,7 +10,6 @@ from ms.config.registry import UnknownPart
 from ms.llm.base import LM, BackendError, LoglikelihoodUnsupported, Usage
 from ms.llm.cache import CACHE_FILENAME, ResponseCache
 
-
 __all__ = ["LM", "BackendError", "LoglikelihoodUnsupported", "Usage", "ResponseCache", "build_lm"]
 
 log = logging.getLogger(__name__)
@@ -19,8 +18,7 @@ log = logging.getLogger(__name__)
 def build_lm(backbone, cache_dir: str | Path, use_response_cache: bool = True) -> LM:
     """`backbone` is a BackboneConfig (or any object with its fields). `cache_dir` holds the
     response cache; converted local models are kept once per machine (ms.llm.local.models_dir)."""
-    log.info("loading backbone %s (%s: %s)", backbone.name, backbone.provider,
-             backbone.model or backbone.gguf_package)
+    log.info("loading backbone %s (%s: %s)", backbone.name, backbone.provider, backbone.model or backbone.gguf_package)
     lm = _provider_lm(backbone, cache_dir, use_response_cache)
     lm.name = backbone.name  # llm_usage.json reports usage and cost per backbone config
     lm.price = price_of(backbone)
@@ -32,8 +30,7 @@ def price_of(backbone) -> dict[str, float] | None:
     price = getattr(backbone, "price", None)
     if price is None or price.input_per_million is None or price.output_per_million is None:
         return None
-    return {"input_per_million": float(price.input_per_million),
-            "output_per_million": float(price.output_per_million)}
+    return {"input_per_million": float(price.input_per_million), "output_per_million": float(price.output_per_million)}
 
 
 def provider_class(backbone) -> type[LM]:
@@ -50,5 +47,6 @@ def provider_class(backbone) -> type[LM]:
 def _provider_lm(backbone, cache_dir: str | Path, use_response_cache: bool) -> LM:
     cache = ResponseCache(Path(cache_dir) / CACHE_FILENAME) if use_response_cache else None
     gen = backbone.generation
-    return provider_class(backbone).build(backbone, cache=cache, max_new_tokens=gen.max_new_tokens,
-                                          temperature=gen.temperature, stop=list(gen.stop))
+    return provider_class(backbone).build(
+        backbone, cache=cache, max_new_tokens=gen.max_new_tokens, temperature=gen.temperature, stop=list(gen.stop)
+    )

@@ -37,8 +37,10 @@ def api_key_from_env(variable: str | None, provider: str) -> str:
         return "not-needed"  # local OpenAI-compatible servers accept any key
     key = os.environ.get(variable, "")
     if not key:
-        raise BackendError(f"{provider} backbone needs an API key: set the environment variable {variable} "
-                           f"(or point backbone.api_key_env at the variable that holds it)")
+        raise BackendError(
+            f"{provider} backbone needs an API key: set the environment variable {variable} "
+            f"(or point backbone.api_key_env at the variable that holds it)"
+        )
     return key
 
 
@@ -87,9 +89,19 @@ def describe(error: BaseException) -> str:
 
 
 class ChatAPILM(LM):
-    def __init__(self, model: str, *, api_key_env: str | None = None, base_url: str | None = None,
-                 max_concurrency: int = 4, timeout_s: float = 60.0, max_retries: int = 4,
-                 backoff_s: float = 1.0, max_retry_wait_s: float = 60.0, **kwargs):
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key_env: str | None = None,
+        base_url: str | None = None,
+        max_concurrency: int = 4,
+        timeout_s: float = 60.0,
+        max_retries: int = 4,
+        backoff_s: float = 1.0,
+        max_retry_wait_s: float = 60.0,
+        **kwargs,
+    ):
         super().__init__(model=model, **kwargs)
         self.base_url = base_url
         self.max_concurrency = max_concurrency
@@ -97,17 +109,25 @@ class ChatAPILM(LM):
         self.max_retries = max_retries
         self.max_retry_wait_s = max_retry_wait_s
         # Exponential backoff from backoff_s with up to 25% jitter, so parallel requests spread out.
-        self._backoff = (tenacity.wait_exponential(multiplier=backoff_s, max=max_retry_wait_s)
-                         + tenacity.wait_random(0, 0.25 * backoff_s))
+        self._backoff = tenacity.wait_exponential(multiplier=backoff_s, max=max_retry_wait_s) + tenacity.wait_random(
+            0, 0.25 * backoff_s
+        )
         self._usage_lock = threading.Lock()
         self._connect(api_key_from_env(api_key_env, self.provider))
 
     @classmethod
     def build(cls, backbone, **common) -> "ChatAPILM":
-        return cls(backbone.model, api_key_env=backbone.api_key_env, base_url=backbone.base_url,
-                   max_concurrency=backbone.max_concurrency, timeout_s=backbone.timeout_s,
-                   max_retries=backbone.max_retries, backoff_s=backbone.backoff_s,
-                   max_retry_wait_s=backbone.max_retry_wait_s, **common)
+        return cls(
+            backbone.model,
+            api_key_env=backbone.api_key_env,
+            base_url=backbone.base_url,
+            max_concurrency=backbone.max_concurrency,
+            timeout_s=backbone.timeout_s,
+            max_retries=backbone.max_retries,
+            backoff_s=backbone.backoff_s,
+            max_retry_wait_s=backbone.max_retry_wait_s,
+            **common,
+        )
 
     @classmethod
     def cache_model_of(cls, backbone, kind: str) -> str:
@@ -124,12 +144,12 @@ class ChatAPILM(LM):
         return self.model if self.base_url is None else f"{self.model}@{self.base_url}"
 
     @abstractmethod
-    def _connect(self, api_key: str) -> None:
-        ...
+    def _connect(self, api_key: str) -> None: ...
 
     @abstractmethod
-    def _complete(self, messages: list[Message], max_new_tokens: int, temperature: float,
-                  stop: list[str]) -> tuple[str, int, int]:
+    def _complete(
+        self, messages: list[Message], max_new_tokens: int, temperature: float, stop: list[str]
+    ) -> tuple[str, int, int]:
         """One chat completion: (text, prompt tokens, completion tokens); UnusableReply when the
         2xx reply holds none."""
 
@@ -162,13 +182,24 @@ class ChatAPILM(LM):
         with self._usage_lock:
             self.usage.retries += 1
         note = "" if asked is None else f", as Retry-After asked ({asked:.1f}s, at most {self.max_retry_wait_s:g}s)"
-        log.warning("%s: %s, retrying in %.1fs%s (attempt %d of %d)", self.provider, describe(error),
-                    state.next_action.sleep, note, state.attempt_number, self.max_retries + 1)
+        log.warning(
+            "%s: %s, retrying in %.1fs%s (attempt %d of %d)",
+            self.provider,
+            describe(error),
+            state.next_action.sleep,
+            note,
+            state.attempt_number,
+            self.max_retries + 1,
+        )
 
     def _with_retries(self, call):
-        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(self._retryable),
-                                     stop=tenacity.stop_after_attempt(self.max_retries + 1),
-                                     wait=self._wait, before_sleep=self._before_retry, reraise=True)
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(self._retryable),
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            before_sleep=self._before_retry,
+            reraise=True,
+        )
         try:
             return retrying(call)
         except Exception as error:  # noqa: BLE001 - every failure becomes one BackendError naming the endpoint
@@ -178,4 +209,5 @@ class ChatAPILM(LM):
             raise BackendError(
                 f"{self.provider} request to {self.endpoint} failed after {attempts} attempts: {describe(error)}. "
                 f"Check the endpoint (backbone.base_url) and its status; backbone.max_retries, backbone.timeout_s "
-                f"and backbone.max_retry_wait_s give a slow or busy one more time") from error
+                f"and backbone.max_retry_wait_s give a slow or busy one more time"
+            ) from error

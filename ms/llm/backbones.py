@@ -14,9 +14,9 @@ from typing import Iterable, Optional
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ms.common.errors import UserError, one_line
 from ms.config.schema import BackboneConfig
 from ms.config.store import CONF_DIR
-from ms.common.errors import UserError, one_line
 from ms.llm import LM, build_lm, provider_class
 
 BACKBONE_DIR = Path(CONF_DIR) / "backbone"

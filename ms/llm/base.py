@@ -30,7 +30,6 @@ class LoglikelihoodUnsupported(BackendError):
     """The backend cannot score a given continuation; callers fall back to verbalized scoring."""
 
 
-
 def engine_package(module: str, engine: str, pip: str):
     """The package a generation engine runs on, imported on first use; where it is not installed,
     a one-line answer that names the setting, not a traceback."""
@@ -50,8 +49,10 @@ ENGINE_PACKAGES = {"llamacpp": ("llama_cpp", "llama-cpp-python>=0.3"), "ct2": ("
 
 def engine_missing(engine: str, pip: str) -> str:
     install = f"{LLAMA_BUILD} '{pip}'" if pip.startswith("llama-cpp") else f"pip install '{pip}'"
-    return (f"backbone.engine={engine} needs {pip.split('>')[0]}, which is not installed "
-            f"({install}, or set backbone.engine=hf)")
+    return (
+        f"backbone.engine={engine} needs {pip.split('>')[0]}, which is not installed "
+        f"({install}, or set backbone.engine=hf)"
+    )
 
 
 def engine_problem(engine: str) -> Optional[str]:
@@ -62,6 +63,7 @@ def engine_problem(engine: str) -> Optional[str]:
     if module is None or importlib.util.find_spec(module) is not None:
         return None
     return engine_missing(engine, pip)
+
 
 def cache_key(kind: str, provider: str, model: str, params: dict[str, Any], request: Any) -> str:
     """The response-cache key of one request: what `_cached` looks up, and what plan mode probes."""
@@ -123,8 +125,14 @@ class LM(ABC):
     reads_probabilities: bool = False  # whether `option_probabilities` works (next-token distributions)
     runs_locally: bool = False  # whether the model runs in this process (its time is this machine's)
 
-    def __init__(self, model: str, cache: ResponseCache | None = None, max_new_tokens: int = 128,
-                 temperature: float = 0.0, stop: Sequence[str] = ()):
+    def __init__(
+        self,
+        model: str,
+        cache: ResponseCache | None = None,
+        max_new_tokens: int = 128,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+    ):
         self.model = model
         self.cache = cache
         self.name = model  # the backbone config's name, set by build_lm
@@ -183,28 +191,41 @@ class LM(ABC):
 
     # ---- public API -------------------------------------------------------------------------
 
-    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int | None = None,
-                 temperature: float | None = None, stop: Sequence[str] | None = None) -> list[str]:
-        params = generate_params(self.defaults["max_new_tokens"] if max_new_tokens is None else max_new_tokens,
-                                 self.defaults["temperature"] if temperature is None else temperature,
-                                 self.defaults["stop"] if stop is None else stop)
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> list[str]:
+        params = generate_params(
+            self.defaults["max_new_tokens"] if max_new_tokens is None else max_new_tokens,
+            self.defaults["temperature"] if temperature is None else temperature,
+            self.defaults["stop"] if stop is None else stop,
+        )
         chats = [as_messages(p) for p in prompts]
         # Only greedy output is a function of the request, so only greedy output is cached.
         cacheable = self.cache is not None and params["temperature"] == 0
-        return self._cached("generate", chats, params, cacheable,
-                            lambda todo: self._generate(todo, **params))
+        return self._cached("generate", chats, params, cacheable, lambda todo: self._generate(todo, **params))
 
     def loglikelihood(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[tuple[float, int]]:
         """Teacher-forced (sum of log-probs, number of tokens) of each continuation given its context."""
         if len(contexts) != len(continuations):
             raise ValueError(f"{len(contexts)} contexts but {len(continuations)} continuations")
         pairs = [[c, x] for c, x in zip(contexts, continuations)]
-        results = self._cached("loglikelihood", pairs, {}, self.cache is not None,
-                               lambda todo: self._loglikelihood([p[0] for p in todo], [p[1] for p in todo]))
+        results = self._cached(
+            "loglikelihood",
+            pairs,
+            {},
+            self.cache is not None,
+            lambda todo: self._loglikelihood([p[0] for p in todo], [p[1] for p in todo]),
+        )
         return [(float(s), int(n)) for s, n in results]
 
-    def option_probabilities(self, prompts: Sequence[Prompt], options: Sequence[str],
-                             shared_prefixes: Sequence[str] = ()) -> list[list[float]]:
+    def option_probabilities(
+        self, prompts: Sequence[Prompt], options: Sequence[str], shared_prefixes: Sequence[str] = ()
+    ) -> list[list[float]]:
         """For each prompt, the probability that the model's reply begins with each option and
         with no longer option: P("8") excludes replies that go on to "85" when "85" is an option.
         Nothing is decoded; the options' probabilities sum to at most 1 (the rest of the mass is
@@ -213,8 +234,13 @@ class LM(ABC):
         probabilities and the cache key are the same without it."""
         chats = [as_messages(p) for p in prompts]
         options, shared_prefixes = list(options), list(shared_prefixes)
-        return self._cached("options", chats, {"options": options}, self.cache is not None,
-                            lambda todo: self._option_probabilities(todo, options, shared_prefixes))
+        return self._cached(
+            "options",
+            chats,
+            {"options": options},
+            self.cache is not None,
+            lambda todo: self._option_probabilities(todo, options, shared_prefixes),
+        )
 
     def chat_context(self, prompt: Prompt) -> str:
         """The text the model sees before its answer to `prompt`, for scoring an answer with
@@ -257,22 +283,24 @@ class LM(ABC):
         """The chat context up to the first `marker`: the text that every prompt differing from this
         one only where the markers stand begins with, however the chat template wraps it."""
         context = self.chat_context(prompt)
-        return context[:context.index(marker)]
+        return context[: context.index(marker)]
 
     # ---- provider hooks ---------------------------------------------------------------------
 
     @abstractmethod
-    def _generate(self, chats: list[list[Message]], *, max_new_tokens: int, temperature: float,
-                  stop: list[str]) -> list[str]:
-        ...
+    def _generate(
+        self, chats: list[list[Message]], *, max_new_tokens: int, temperature: float, stop: list[str]
+    ) -> list[str]: ...
 
     def _loglikelihood(self, contexts: list[str], continuations: list[str]) -> list[tuple[float, int]]:
         raise LoglikelihoodUnsupported(
             f"provider '{self.provider}' cannot score given text (no token log-probs); "
-            "use the verbalized probability method instead")
+            "use the verbalized probability method instead"
+        )
 
-    def _option_probabilities(self, chats: list[list[Message]], options: list[str],
-                              shared_prefixes: Sequence[str] = ()) -> list[list[float]]:
+    def _option_probabilities(
+        self, chats: list[list[Message]], options: list[str], shared_prefixes: Sequence[str] = ()
+    ) -> list[list[float]]:
         raise BackendError(f"provider '{self.provider}' exposes no token probabilities; read replies as text")
 
     # ---- internals --------------------------------------------------------------------------

@@ -19,8 +19,10 @@ class CacheFileError(UserError):
 
 
 def damaged_cache_message(path: Path, reason: object) -> str:
-    return (f"the response cache {path} is damaged ({reason}). Deleting it is safe: it only saves model "
-            f"replies, which are asked again (delete {path} and any -wal/-shm file beside it)")
+    return (
+        f"the response cache {path} is damaged ({reason}). Deleting it is safe: it only saves model "
+        f"replies, which are asked again (delete {path} and any -wal/-shm file beside it)"
+    )
 
 
 def request_key(payload: dict[str, Any]) -> str:
@@ -40,21 +42,23 @@ class ResponseCache:
         except (OSError, sqlite3.DatabaseError) as error:
             if isinstance(error, sqlite3.DatabaseError) and not isinstance(error, sqlite3.OperationalError):
                 raise CacheFileError(damaged_cache_message(self.path, error)) from error
-            raise CacheFileError(f"cannot open the response cache {self.path} ({error}): make cache_dir writable, "
-                                 f"set cache_dir to another folder, or turn the cache off with use_cache=false"
-                                 ) from error
+            raise CacheFileError(
+                f"cannot open the response cache {self.path} ({error}): make cache_dir writable, "
+                f"set cache_dir to another folder, or turn the cache off with use_cache=false"
+            ) from error
 
     def _open(self, timeout_s: float) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout_s
         while True:
-            self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
-                                         check_same_thread=False)
+            self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
             try:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
-                self._conn.execute("CREATE TABLE IF NOT EXISTS responses "
-                                   "(key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS responses "
+                    "(key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
+                )
                 return
             except sqlite3.OperationalError as error:
                 self._conn.close()
@@ -68,7 +72,7 @@ class ResponseCache:
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
         for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
-            chunk = keys[start:start + 500]
+            chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._conn.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})", chunk)
             found.update((k, json.loads(v)) for k, v in rows)

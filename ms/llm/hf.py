@@ -12,7 +12,16 @@ import torch
 from ms.config.parts import ENGINES
 from ms.llm.base import LM, BackendError, Message, Prompt, as_messages
 from ms.llm.gguf_chunks import assembled_gguf, chunked_package
-from ms.llm.local import derived_name, made_once, models_dir as machine_models_dir, package_dir, resolve_device, resolve_dtype
+from ms.llm.local import (
+    derived_name,
+    made_once,
+    package_dir,
+    resolve_device,
+    resolve_dtype,
+)
+from ms.llm.local import (
+    models_dir as machine_models_dir,
+)
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
 from ms.llm.prompt_format import prompt_format as make_prompt_format
@@ -25,11 +34,11 @@ def converted_gguf(folder: str, gguf_file: str, models_dir: Path) -> Path:
     de-quantizing and converting the GGUF tokenizer takes about 25 s on 2 cores and writes about
     517 MB for SmolLM2-135M, loading the converted copy under 1 s."""
     gguf_path = Path(folder) / gguf_file
+
     def convert(staging: Path) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        log.info("converting %s to transformers format in %s, once for every run (about 25 s)", gguf_path,
-                 models_dir)
+        log.info("converting %s to transformers format in %s, once for every run (about 25 s)", gguf_path, models_dir)
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
         net = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
         # The weights are plain dense tensors after loading; only the GGUF marker blocks saving.
@@ -62,15 +71,18 @@ def model_source(model: str | None, gguf_file: str | None, gguf_package: str | N
     raise ValueError("backbone needs `model` (hub name or folder) or `gguf_package`")
 
 
-def whole_gguf(source: str, gguf_file: str | None, gguf_package: str | None,
-               models_dir: str | Path | None) -> tuple[str, str | None]:
+def whole_gguf(
+    source: str, gguf_file: str | None, gguf_package: str | None, models_dir: str | Path | None
+) -> tuple[str, str | None]:
     """`model_source`'s answer, where a package ships its GGUF file in chunks or parts the whole
     file in `models_dir`, assembled there on first use (ms.llm.gguf_chunks)."""
     if not (gguf_package and gguf_file) or (Path(source) / gguf_file).exists():
         return source, gguf_file
     if not models_dir:
-        raise BackendError(f"package '{gguf_package}' ships its GGUF file in chunks, which are "
-                           "assembled into a models_dir (build_lm gives one)")
+        raise BackendError(
+            f"package '{gguf_package}' ships its GGUF file in chunks, which are "
+            "assembled into a models_dir (build_lm gives one)"
+        )
     assembled = assembled_gguf(gguf_package, Path(models_dir))
     return str(assembled.parent), assembled.name
 
@@ -97,9 +109,21 @@ class HFLM(LM):
     reads_probabilities = True
     runs_locally = True
 
-    def __init__(self, model: str | None = None, *, gguf_file: str | None = None, gguf_package: str | None = None,
-                 device: str = "auto", dtype: str = "auto", batch_size: int = 8, max_length: int = 2048,
-                 models_dir: str | Path | None = None, engine: str = "hf", prompt_format: str = "chat", **kwargs):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        gguf_file: str | None = None,
+        gguf_package: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 8,
+        max_length: int = 2048,
+        models_dir: str | Path | None = None,
+        engine: str = "hf",
+        prompt_format: str = "chat",
+        **kwargs,
+    ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         source, gguf_file = model_source(model, gguf_file, gguf_package)
@@ -125,8 +149,15 @@ class HFLM(LM):
         self.tokenizer.padding_side = "left"
         self.prefix_caches = PrefixCaches()
         # Greedy generation may run on another engine; scoring stays on transformers, which is exact.
-        self.generator = make_generator(engine, gguf, None if gguf_file else source, self.tokenizer,
-                                        batch_size=batch_size, max_length=max_length, models_dir=models_dir)
+        self.generator = make_generator(
+            engine,
+            gguf,
+            None if gguf_file else source,
+            self.tokenizer,
+            batch_size=batch_size,
+            max_length=max_length,
+            models_dir=models_dir,
+        )
 
     def _key_model(self, kind: str) -> str:
         return engine_model_id(self.cache_model, self.engine) if kind == "generate" else self.cache_model
@@ -134,16 +165,27 @@ class HFLM(LM):
     @classmethod
     def build(cls, backbone, **common) -> "HFLM":
         """Converted models are kept once per machine (ms.llm.local.models_dir)."""
-        return cls(backbone.model, gguf_file=backbone.gguf_file, gguf_package=backbone.gguf_package,
-                   device=backbone.device, dtype=backbone.dtype, batch_size=backbone.batch_size,
-                   max_length=backbone.max_length, models_dir=machine_models_dir(),
-                   engine=getattr(backbone, "engine", "hf"),
-                   prompt_format=getattr(backbone, "prompt_format", "chat"), **common)
+        return cls(
+            backbone.model,
+            gguf_file=backbone.gguf_file,
+            gguf_package=backbone.gguf_package,
+            device=backbone.device,
+            dtype=backbone.dtype,
+            batch_size=backbone.batch_size,
+            max_length=backbone.max_length,
+            models_dir=machine_models_dir(),
+            engine=getattr(backbone, "engine", "hf"),
+            prompt_format=getattr(backbone, "prompt_format", "chat"),
+            **common,
+        )
 
     @classmethod
     def cache_model_of(cls, backbone, kind: str) -> str:
-        model = model_id(*model_source(backbone.model, backbone.gguf_file, backbone.gguf_package),
-                         backbone.prompt_format, resolve_dtype(backbone.dtype, backbone.device))
+        model = model_id(
+            *model_source(backbone.model, backbone.gguf_file, backbone.gguf_package),
+            backbone.prompt_format,
+            resolve_dtype(backbone.dtype, backbone.device),
+        )
         return engine_model_id(model, backbone.engine) if kind == "generate" else model
 
     @classmethod
@@ -165,8 +207,11 @@ class HFLM(LM):
             from transformers import AutoTokenizer
 
             # A file shipped in chunks is read whole: assembled into the models folder once, as a run would.
-            source, gguf_file = whole_gguf(*model_source(backbone.model, backbone.gguf_file, backbone.gguf_package),
-                                           backbone.gguf_package, machine_models_dir())
+            source, gguf_file = whole_gguf(
+                *model_source(backbone.model, backbone.gguf_file, backbone.gguf_package),
+                backbone.gguf_package,
+                machine_models_dir(),
+            )
             local = Path(source) / gguf_file if gguf_file else None
             converted = machine_models_dir() / derived_name(local) if local and local.is_file() else None
             if converted is not None and converted.is_dir():
@@ -194,9 +239,10 @@ class HFLM(LM):
     # ---- generation -------------------------------------------------------------------------
 
     @torch.inference_mode()
-    def _generate(self, chats: list[list[Message]], *, max_new_tokens: int, temperature: float,
-                  stop: list[str]) -> list[str]:
-        encoded = [self._encode(self.chat_context(c))[-self.max_length:] for c in chats]
+    def _generate(
+        self, chats: list[list[Message]], *, max_new_tokens: int, temperature: float, stop: list[str]
+    ) -> list[str]:
+        encoded = [self._encode(self.chat_context(c))[-self.max_length :] for c in chats]
         stop = [*stop, *self.prompt_format.stop]
         if self.generator is not None and temperature == 0:
             return self._engine_generate(encoded, max_new_tokens, stop)
@@ -205,13 +251,19 @@ class HFLM(LM):
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         out: list[str] = [""] * len(encoded)
         for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
+            batch = order[start : start + self.batch_size]
             ids, mask, _ = self._left_padded([encoded[i] for i in batch])
             sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
-            generated = self.net.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                          pad_token_id=self.tokenizer.pad_token_id, top_p=None, top_k=None,
-                                          **sampling)
-            new_tokens = generated[:, ids.shape[1]:]
+            generated = self.net.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=self.tokenizer.pad_token_id,
+                top_p=None,
+                top_k=None,
+                **sampling,
+            )
+            new_tokens = generated[:, ids.shape[1] :]
             for row, i in enumerate(batch):
                 tokens = new_tokens[row]
                 self.usage.prompt_tokens += len(encoded[i])
@@ -232,8 +284,9 @@ class HFLM(LM):
             return any(s and s in text for s in stop)
 
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))  # similar lengths together
-        replies = self.generator.generate([encoded[i] for i in order], max_new_tokens=max_new_tokens,
-                                          eos=eos, done=done if stop else None)
+        replies = self.generator.generate(
+            [encoded[i] for i in order], max_new_tokens=max_new_tokens, eos=eos, done=done if stop else None
+        )
         out: list[str] = [""] * len(encoded)
         for i, tokens in zip(order, replies):
             self.usage.prompt_tokens += len(encoded[i])
@@ -253,26 +306,25 @@ class HFLM(LM):
             cont = self.tokenizer(continuation, add_special_tokens=False)["input_ids"]
             if not cont:
                 raise ValueError(f"empty continuation for context {context[:60]!r}")
-            ids = (ctx + cont)[-(self.max_length + 1):]
+            ids = (ctx + cont)[-(self.max_length + 1) :]
             rows.append((ids, len(cont)))
         order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
         out: list[tuple[float, int]] = [(0.0, 0)] * len(rows)
         for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
+            batch = order[start : start + self.batch_size]
             ids, mask, positions = self._left_padded([rows[i][0] for i in batch])
             # Left padding puts every continuation at the end of its row, so logits are needed for
             # the last (longest continuation + 1) positions only: the vocabulary projection over
             # whole contexts would cost more time and memory than the rest of the forward pass.
             keep = max(rows[i][1] for i in batch) + 1
-            logits = self.net(input_ids=ids, attention_mask=mask, position_ids=positions,
-                              logits_to_keep=keep).logits
+            logits = self.net(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits
             for row, i in enumerate(batch):
                 # Row by row, over the row's own continuation only: log_softmax over the whole
                 # [batch, keep, vocab] slice would copy it (it is not contiguous) and write as much
                 # again, 1.5 GB at 16 rows of 234 tokens. Each position's log-probs are computed
                 # alone either way, so the numbers are the same.
                 n = rows[i][1]
-                logprobs = torch.log_softmax(logits[row, -(n + 1):-1].float(), dim=-1)
+                logprobs = torch.log_softmax(logits[row, -(n + 1) : -1].float(), dim=-1)
                 out[i] = (float(logprobs.gather(-1, ids[row, -n:, None]).sum()), n)
                 self.usage.prompt_tokens += len(rows[i][0])
             del logits
@@ -282,20 +334,22 @@ class HFLM(LM):
     # ---- reading a distribution over options ------------------------------------------------
 
     @torch.inference_mode()
-    def _option_probabilities(self, chats: list[list[Message]], options: list[str],
-                              shared_prefixes: Sequence[str] = ()) -> list[list[float]]:
+    def _option_probabilities(
+        self, chats: list[list[Message]], options: list[str], shared_prefixes: Sequence[str] = ()
+    ) -> list[list[float]]:
         paths = OptionPaths([self.tokenizer(o, add_special_tokens=False)["input_ids"] for o in options])
         prefixes = [self._encode(p) for p in shared_prefixes]
         out = []
         for chat in chats:
-            context = self._encode(self.chat_context(chat))[-self.max_length:]
+            context = self._encode(self.chat_context(chat))[-self.max_length :]
             logprobs = self._next_token_logprobs(context, paths.prefixes, shared_length(context, prefixes))
             out.append(paths.probabilities(lambda prefix, token: float(logprobs[prefix][token])))
             self.usage.prompt_tokens += len(context)
         return out
 
-    def _next_token_logprobs(self, context: list[int], prefixes: list[tuple],
-                             shared: int = 0) -> dict[tuple, torch.Tensor]:
+    def _next_token_logprobs(
+        self, context: list[int], prefixes: list[tuple], shared: int = 0
+    ) -> dict[tuple, torch.Tensor]:
         """Next-token log-probs after context + each prefix: one pass over the context (over its part
         after the first `shared` tokens, whose key-value cache is kept across calls), then one short
         pass per prefix length that reuses the context's key-value cache."""
@@ -315,25 +369,40 @@ class HFLM(LM):
             cache.batch_repeat_interleave(len(rows))
             positions = torch.arange(len(context), len(context) + length, device=self.device).expand(len(rows), -1)
             mask = torch.ones(len(rows), len(context) + length, dtype=torch.long, device=self.device)
-            logits = self.net(input_ids=torch.tensor(rows, device=self.device), past_key_values=cache,
-                              attention_mask=mask, position_ids=positions, logits_to_keep=1).logits[:, -1]
+            logits = self.net(
+                input_ids=torch.tensor(rows, device=self.device),
+                past_key_values=cache,
+                attention_mask=mask,
+                position_ids=positions,
+                logits_to_keep=1,
+            ).logits[:, -1]
             found.update(zip(rows, torch.log_softmax(logits.float(), -1)))
         return found
 
     def _key_values(self, ids: list[int]):
-        return self.net(input_ids=torch.tensor([ids], device=self.device), use_cache=True,
-                        logits_to_keep=1).past_key_values
+        return self.net(
+            input_ids=torch.tensor([ids], device=self.device), use_cache=True, logits_to_keep=1
+        ).past_key_values
 
 
-def make_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, *, batch_size: int,
-                   max_length: int, models_dir: str | Path | None = None):
+def make_generator(
+    engine: str,
+    gguf: Path | None,
+    folder: str | None,
+    tokenizer,
+    *,
+    batch_size: int,
+    max_length: int,
+    models_dir: str | Path | None = None,
+):
     """The engine that does greedy generation (ms.config.parts.ENGINES), loaded once; None: transformers
     does it. `gguf`: the model's GGUF file, if it has one; `folder`: the transformers folder (or hub name)
     it was loaded from, None when transformers read the GGUF file directly."""
     if engine not in ENGINES:
         raise BackendError(ENGINES.unknown(engine))
-    return ENGINES.load(engine)(engine, gguf, folder, tokenizer, batch_size=batch_size, max_length=max_length,
-                                models_dir=models_dir)
+    return ENGINES.load(engine)(
+        engine, gguf, folder, tokenizer, batch_size=batch_size, max_length=max_length, models_dir=models_dir
+    )
 
 
 def transformers_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, **settings) -> None:

@@ -35,6 +35,7 @@ def _import_llama_cpp():
     llama_cpp = engine_package("llama_cpp", "llamacpp", "llama-cpp-python>=0.3")
     global _log_errors_only
     if _log_errors_only is None:  # llama.cpp logs every load to stderr; keep its errors only
+
         @llama_cpp.llama_log_callback
         def _log_errors_only(level: int, text: bytes, _: ctypes.c_void_p) -> None:
             if level == GGML_LOG_LEVEL_ERROR:
@@ -86,8 +87,15 @@ class LlamaCppGenerator:
     n_ctx / n_seq_max cells and attends over its own only.
     """
 
-    def __init__(self, gguf_path: str | Path, *, n_seq_max: int = 16, n_ctx: int = 8192,
-                 n_threads: int | None = None, kv_unified: bool = True):
+    def __init__(
+        self,
+        gguf_path: str | Path,
+        *,
+        n_seq_max: int = 16,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        kv_unified: bool = True,
+    ):
         lib = self.lib = _import_llama_cpp()
         lib.llama_backend_init()
         self.model = lib.llama_model_load_from_file(str(gguf_path).encode(), lib.llama_model_default_params())
@@ -110,8 +118,14 @@ class LlamaCppGenerator:
         self.batch = lib.llama_batch_init(self.n_batch, 0, 1)
         weakref.finalize(self, _free, lib, self.batch, self.ctx, self.model)
 
-    def generate(self, prompts: Sequence[list[int]], *, max_new_tokens: int, eos: set[int],
-                 done: Callable[[int, list[int]], bool] | None = None) -> list[list[int]]:
+    def generate(
+        self,
+        prompts: Sequence[list[int]],
+        *,
+        max_new_tokens: int,
+        eos: set[int],
+        done: Callable[[int, list[int]], bool] | None = None,
+    ) -> list[list[int]]:
         """The greedy continuation of each prompt: new token ids, up to and without an `eos` id,
         at most `max_new_tokens`. `done(i, tokens)` may end prompt i early (a stop string)."""
         out: list[list[int]] = [[] for _ in prompts]
@@ -126,8 +140,10 @@ class LlamaCppGenerator:
         for i, prompt in enumerate(prompts):
             need = len(prompt) + max_new_tokens
             if need > self.seq_ctx:
-                raise BackendError(f"backbone.engine=llamacpp: a prompt of {len(prompt)} tokens plus "
-                                   f"{max_new_tokens} new ones exceeds the engine's {self.seq_ctx} per sequence")
+                raise BackendError(
+                    f"backbone.engine=llamacpp: a prompt of {len(prompt)} tokens plus "
+                    f"{max_new_tokens} new ones exceeds the engine's {self.seq_ctx} per sequence"
+                )
             if used + need > self.n_ctx or len(groups[-1]) >= self.n_seq_max:
                 groups.append([])
                 used = 0
@@ -138,11 +154,14 @@ class LlamaCppGenerator:
     def _generate_group(self, prompts, group, out, max_new_tokens, eos, done) -> None:
         self.lib.llama_memory_clear(self.memory, False)  # metadata only: cells are overwritten
         # Prefill: every prompt's tokens under its own seq_id, logits at each prompt's last token.
-        entries = [(seq, pos, tok, pos == len(prompts[i]) - 1)
-                   for seq, i in enumerate(group) for pos, tok in enumerate(prompts[i])]
+        entries = [
+            (seq, pos, tok, pos == len(prompts[i]) - 1)
+            for seq, i in enumerate(group)
+            for pos, tok in enumerate(prompts[i])
+        ]
         nxt: dict[int, int] = {}
         for start in range(0, len(entries), self.n_batch):
-            chunk = entries[start:start + self.n_batch]
+            chunk = entries[start : start + self.n_batch]
             nxt.update(self._decode(chunk))
         length = {seq: len(prompts[i]) for seq, i in enumerate(group)}
         active = list(range(len(group)))
@@ -160,8 +179,9 @@ class LlamaCppGenerator:
             if not active:
                 break
             # One step: each live sequence's last token at its next position.
-            nxt = self._decode([(seq, length[seq] + len(out[group[seq]]) - 1, out[group[seq]][-1], True)
-                                for seq in active])
+            nxt = self._decode(
+                [(seq, length[seq] + len(out[group[seq]]) - 1, out[group[seq]][-1], True) for seq in active]
+            )
 
     def _decode(self, entries: list[tuple[int, int, int, bool]]) -> dict[int, int]:
         """Run one batch of (seq, pos, token, wants_logits); the argmax next token per flagged seq."""
@@ -180,18 +200,31 @@ class LlamaCppGenerator:
         for k, (seq, _, _, logits) in enumerate(entries):
             if logits:
                 row = self.lib.llama_get_logits_ith(self.ctx, k)
-                found[seq] = int(np.ctypeslib.as_array(ctypes.cast(row, ctypes.POINTER(ctypes.c_float)),
-                                                       shape=(self.n_vocab,)).argmax())
+                found[seq] = int(
+                    np.ctypeslib.as_array(
+                        ctypes.cast(row, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,)
+                    ).argmax()
+                )
         return found
 
 
-def llamacpp_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, *, batch_size: int,
-                       max_length: int, models_dir: str | Path | None = None) -> "LlamaCppGenerator":
+def llamacpp_generator(
+    engine: str,
+    gguf: Path | None,
+    folder: str | None,
+    tokenizer,
+    *,
+    batch_size: int,
+    max_length: int,
+    models_dir: str | Path | None = None,
+) -> "LlamaCppGenerator":
     """backbone.engine=llamacpp (ms.config.parts.ENGINES): the model's GGUF file in-process;
     llamacpp-f16 and llamacpp-q4_0 run the same GGUF re-written in those weights first."""
     if gguf is None:
-        raise BackendError(f"backbone.engine={engine} runs a GGUF file: set backbone.gguf_file or "
-                           "backbone.gguf_package, or backbone.engine=hf")
+        raise BackendError(
+            f"backbone.engine={engine} runs a GGUF file: set backbone.gguf_file or "
+            "backbone.gguf_package, or backbone.engine=hf"
+        )
     if "-" in engine:  # llamacpp-f16, llamacpp-q4_0: the same GGUF re-written in those weights
         if models_dir is None:
             raise BackendError(f"backbone.engine={engine} writes a model file: give HFLM a models_dir")

@@ -57,8 +57,9 @@ def made_once(target: Path, make: Callable[[Path], None]) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         lock = (target.parent / f".{target.name}.lock").open("a")
     except OSError as err:
-        raise BackendError(f"cannot keep converted models in {target.parent} ({err}); set {MODELS_ENV} "
-                           "to a writable folder") from err
+        raise BackendError(
+            f"cannot keep converted models in {target.parent} ({err}); set {MODELS_ENV} to a writable folder"
+        ) from err
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists():  # made by the process that held the lock before

@@ -19,8 +19,12 @@ class MistralLM(ChatAPILM):
 
         try:
             response = self.client.chat.complete(
-                model=self.model, messages=messages, max_tokens=max_new_tokens, temperature=temperature,
-                stop=stop or None)
+                model=self.model,
+                messages=messages,
+                max_tokens=max_new_tokens,
+                temperature=temperature,
+                stop=stop or None,
+            )
         except errors.MistralError as error:
             # The client raises on a 2xx reply it cannot read (not JSON, or not a chat completion).
             if not 200 <= error.status_code < 300:

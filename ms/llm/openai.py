@@ -39,8 +39,12 @@ class OpenAILM(ChatAPILM):
     def _complete(self, messages, max_new_tokens, temperature, stop):
         try:
             response = self.client.chat.completions.create(
-                model=self.model, messages=messages, max_tokens=max_new_tokens, temperature=temperature,
-                stop=stop or None)
+                model=self.model,
+                messages=messages,
+                max_tokens=max_new_tokens,
+                temperature=temperature,
+                stop=stop or None,
+            )
         except json.JSONDecodeError as error:  # a 2xx reply that says it is JSON but is not
             raise UnusableReply(f"the reply is not JSON ({error})") from error
         return reply_text(response)
@@ -86,12 +90,20 @@ def served_template(model: str):
 
         tokenizer = AutoTokenizer.from_pretrained(model)
     except (OSError, ValueError) as error:
-        log.warning("%s: backbone.model '%s' names no tokenizer (%s); scored contexts join the chat's "
-                    "messages without the server's chat template", EchoLogprobsLM.setting, model, one_line(str(error)))
+        log.warning(
+            "%s: backbone.model '%s' names no tokenizer (%s); scored contexts join the chat's "
+            "messages without the server's chat template",
+            EchoLogprobsLM.setting,
+            model,
+            one_line(str(error)),
+        )
         return None
     if not tokenizer.chat_template:
-        log.warning("%s: the tokenizer of '%s' has no chat template; scored contexts join the chat's messages",
-                    EchoLogprobsLM.setting, model)
+        log.warning(
+            "%s: the tokenizer of '%s' has no chat template; scored contexts join the chat's messages",
+            EchoLogprobsLM.setting,
+            model,
+        )
         return None
     return tokenizer
 
@@ -141,8 +153,10 @@ class EchoLogprobsLM(OpenAILM):
         if span is None:
             raise self._misread(f"the tokens it echoes do not spell the continuation {continuation[:60]!r}")
         if any(t.logprob is None for t in span):
-            raise ValueError(f"context {context[:60]!r} is empty or merges into the continuation's first token; "
-                             "a server gives the first token of a prompt no log-prob")
+            raise ValueError(
+                f"context {context[:60]!r} is empty or merges into the continuation's first token; "
+                "a server gives the first token of a prompt no log-prob"
+            )
         return sum(t.logprob for t in span), len(span)
 
     def _option_probabilities(self, chats, options, shared_prefixes=()):
@@ -152,11 +166,14 @@ class EchoLogprobsLM(OpenAILM):
         paths = OptionPaths([self._paths[o] for o in options])
         contexts = [self.chat_context(chat) for chat in chats]
         jobs = [(c, prefix) for c in contexts for prefix in paths.prefixes]
-        found = dict(zip(jobs, self._each(
-            lambda job: self._next_tokens(job[0] + "".join(job[1]), paths.extensions[job[1]]), jobs)))
+        found = dict(
+            zip(
+                jobs,
+                self._each(lambda job: self._next_tokens(job[0] + "".join(job[1]), paths.extensions[job[1]]), jobs),
+            )
+        )
         # A token outside the server's TOP_LOGPROBS alternatives counts as probability 0.
-        return [paths.probabilities(lambda prefix, token: found[c, prefix].get(token, -math.inf))
-                for c in contexts]
+        return [paths.probabilities(lambda prefix, token: found[c, prefix].get(token, -math.inf)) for c in contexts]
 
     def _token_path(self, option: str) -> tuple[str, ...]:
         """The option's tokens, as the server tokenizes it alone (hf tokenizes options alone too)."""
@@ -196,24 +213,34 @@ class EchoLogprobsLM(OpenAILM):
         text, tokens, n_generated = self._completion(prompt, echo=True, logprobs=0)
         if not text.startswith(prompt):
             raise self._unsupported("does not echo the prompt")
-        generated = text[len(prompt):]
+        generated = text[len(prompt) :]
         if n_generated is None:
             n_generated = 1 if generated else 0
         # llama-cpp-python (0.3) pairs each token with the next position's log-prob when the prompt
         # does not begin with the model's BOS token, and its list then lacks the generated token.
         if generated and (not tokens or tokens[-1].text != generated):
-            raise self._misread("its log-probs are shifted against the prompt's tokens (llama-cpp-python's server "
-                                "does this when a prompt does not begin with the model's BOS token)")
-        return tokens[:len(tokens) - n_generated]
+            raise self._misread(
+                "its log-probs are shifted against the prompt's tokens (llama-cpp-python's server "
+                "does this when a prompt does not begin with the model's BOS token)"
+            )
+        return tokens[: len(tokens) - n_generated]
 
-    def _completion(self, prompt: str, *, echo: bool, logprobs: int,
-                    extra: Optional[dict] = None) -> tuple[str, list[Scored], Optional[int]]:
+    def _completion(
+        self, prompt: str, *, echo: bool, logprobs: int, extra: Optional[dict] = None
+    ) -> tuple[str, list[Scored], Optional[int]]:
         """(text, tokens with log-probs, generated tokens) of a one-token greedy completion."""
+
         def call():
             try:
-                response = self.client.completions.create(model=self.model, prompt=prompt, echo=echo,
-                                                          logprobs=logprobs, max_tokens=1, temperature=0,
-                                                          extra_body=extra)
+                response = self.client.completions.create(
+                    model=self.model,
+                    prompt=prompt,
+                    echo=echo,
+                    logprobs=logprobs,
+                    max_tokens=1,
+                    temperature=0,
+                    extra_body=extra,
+                )
             except json.JSONDecodeError as error:
                 raise UnusableReply(f"the reply is not JSON ({error})") from error
             if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):
@@ -240,9 +267,11 @@ class EchoLogprobsLM(OpenAILM):
         return choice.text or "", tokens, getattr(usage, "completion_tokens", None)
 
     def _unsupported(self, what: str) -> BackendError:
-        return BackendError(f"{self.setting} needs a server whose /completions endpoint returns token log-probs "
-                            f"(echo, logprobs), but {self.endpoint} {what}; set backbone.prompt_logprobs=none "
-                            "to score with the verbalized fallback instead")
+        return BackendError(
+            f"{self.setting} needs a server whose /completions endpoint returns token log-probs "
+            f"(echo, logprobs), but {self.endpoint} {what}; set backbone.prompt_logprobs=none "
+            "to score with the verbalized fallback instead"
+        )
 
     def _misread(self, what: str) -> BackendError:
         return BackendError(f"{self.setting}: cannot read scores from {self.endpoint}: {what}")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-from ms.llm.base import OTHER, ROLES, LM, Usage
+from ms.llm.base import LM, OTHER, ROLES, Usage
 
 ROWS = (*ROLES, OTHER)
 
@@ -16,8 +16,9 @@ def cost(usage: Mapping[str, Any], price: Mapping[str, float] | None) -> Optiona
     """Estimated cost of the tokens that reached the backend (cache hits cost nothing); None unpriced."""
     if price is None:
         return None
-    return (usage["prompt_tokens"] * price["input_per_million"]
-            + usage["completion_tokens"] * price["output_per_million"]) / 1e6
+    return (
+        usage["prompt_tokens"] * price["input_per_million"] + usage["completion_tokens"] * price["output_per_million"]
+    ) / 1e6
 
 
 def usage_report(lms: Iterable[LM]) -> dict[str, Any]:
@@ -29,8 +30,9 @@ def usage_report(lms: Iterable[LM]) -> dict[str, Any]:
         if id(lm) in seen:  # one LM serving several parts (agents and scorer) counts once
             continue
         seen.add(id(lm))
-        entry = backbones.setdefault(lm.name, {"model": lm.model, "provider": lm.provider,
-                                               "price": lm.price, "roles": {}})
+        entry = backbones.setdefault(
+            lm.name, {"model": lm.model, "provider": lm.provider, "price": lm.price, "roles": {}}
+        )
         for role in ROWS:
             mine = lm.usage_by_role.get(role, Usage())
             before = entry["roles"].get(role)
@@ -40,8 +42,10 @@ def usage_report(lms: Iterable[LM]) -> dict[str, Any]:
         if entry["price"] is not None:
             entry["cost"] = {role: cost(u, entry["price"]) for role, u in entry["roles"].items()}
             entry["cost"]["total"] = cost(entry["total"], entry["price"])
-    report: dict[str, Any] = {"backbones": backbones,
-                              "total": Usage.total(Usage(**b["total"]) for b in backbones.values()).as_dict()}
+    report: dict[str, Any] = {
+        "backbones": backbones,
+        "total": Usage.total(Usage(**b["total"]) for b in backbones.values()).as_dict(),
+    }
     priced = [b["cost"]["total"] for b in backbones.values() if "cost" in b]
     # Only a run whose every backbone is priced has a cost; a partial sum would read as the whole.
     report["cost"] = sum(priced) if priced and len(priced) == len(backbones) else None
@@ -69,13 +73,26 @@ def upgraded_usage(raw: Mapping[str, Any], backbone: str) -> Optional[dict[str, 
         return None
     if "backbones" in raw:
         return dict(raw)
-    lms = {backbone: raw} if "calls" in raw else {(backbone if part == "agents" else part): counters
-                                                  for part, counters in raw.items()}
-    backbones = {name: {"model": None, "provider": None, "price": None,
-                        "roles": {OTHER: _counters(counters)}, "total": _counters(counters)}
-                 for name, counters in lms.items()}
-    return {"backbones": backbones, "total": Usage.total(Usage(**b["total"]) for b in backbones.values()).as_dict(),
-            "cost": None}
+    lms = (
+        {backbone: raw}
+        if "calls" in raw
+        else {(backbone if part == "agents" else part): counters for part, counters in raw.items()}
+    )
+    backbones = {
+        name: {
+            "model": None,
+            "provider": None,
+            "price": None,
+            "roles": {OTHER: _counters(counters)},
+            "total": _counters(counters),
+        }
+        for name, counters in lms.items()
+    }
+    return {
+        "backbones": backbones,
+        "total": Usage.total(Usage(**b["total"]) for b in backbones.values()).as_dict(),
+        "cost": None,
+    }
 
 
 def by_role(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -92,13 +109,17 @@ def by_role(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def format_usage(report: Mapping[str, Any]) -> str:
     """The per-role lines a run's printout ends with: roles that made no request are left out."""
-    head = (f"{'LLM usage':<11} {'calls':>6} {'cached':>6} {'prompt tok':>11} {'compl. tok':>11} "
-            f"{'backend s':>10} {'est. cost':>10}")
+    head = (
+        f"{'LLM usage':<11} {'calls':>6} {'cached':>6} {'prompt tok':>11} {'compl. tok':>11} "
+        f"{'backend s':>10} {'est. cost':>10}"
+    )
     lines = [head, "-" * len(head)]
     rows = by_role(report)
     total = dict(report["total"], cost=report.get("cost"))
     for name, u in [*((r, u) for r, u in rows.items() if u["calls"] or u["cache_hits"]), ("total", total)]:
         shown = "-" if u.get("cost") is None else f"{u['cost']:.4f}"
-        lines.append(f"{name:<11} {u['calls']:>6} {u['cache_hits']:>6} {u['prompt_tokens']:>11} "
-                     f"{u['completion_tokens']:>11} {u['backend_seconds']:>10.1f} {shown:>10}")
+        lines.append(
+            f"{name:<11} {u['calls']:>6} {u['cache_hits']:>6} {u['prompt_tokens']:>11} "
+            f"{u['completion_tokens']:>11} {u['backend_seconds']:>10.1f} {shown:>10}"
+        )
     return "\n".join(lines)

@@ -25,8 +25,18 @@ from ms.loop.inputs import CODE_KEY, changed_inputs, code_sha256, dtypes, inputs
 
 # Settings that cannot change a number: where things are kept, how they are shown, and the data
 # folder's path (its content is compared instead, by fingerprint).
-NOT_IDENTITY = ("hydra", "cache_dir", "use_cache", "pool.dsn", "data.dir", "data.created_by", "retriever.save",
-                "retriever.composite.debug", "eval.device", "accept_code_change")
+NOT_IDENTITY = (
+    "hydra",
+    "cache_dir",
+    "use_cache",
+    "pool.dsn",
+    "data.dir",
+    "data.created_by",
+    "retriever.save",
+    "retriever.composite.debug",
+    "eval.device",
+    "accept_code_change",
+)
 DATA_KEY = "data (the examples read)"
 # Settings added since runs began recording their cell, with the value every run before them ran
 # with: a finished run whose record lacks one ran with that value, and resumes as the same cell.
@@ -57,9 +67,12 @@ def identity(cfg: DictConfig | Mapping, *, data_dir: bool = False) -> dict[str, 
     skipped = [s for s in NOT_IDENTITY if not (data_dir and s == "data.dir")]
     settings = flat(tree)
     idle = [group for group, option in IDLE_OPTIONS.items() if settings.get(f"{group}.name") == option]
-    return {k: v for k, v in settings.items()
-            if not any(k == skip or k.startswith(skip + ".") for skip in skipped)
-            and not any(k.startswith(group + ".") and k != f"{group}.name" for group in idle)}
+    return {
+        k: v
+        for k, v in settings.items()
+        if not any(k == skip or k.startswith(skip + ".") for skip in skipped)
+        and not any(k.startswith(group + ".") and k != f"{group}.name" for group in idle)
+    }
 
 
 def data_fingerprint(splits: Mapping[str, Any]) -> str:
@@ -84,8 +97,13 @@ def local_fingerprint(cfg: DictConfig) -> Optional[str]:
 def record(cfg: DictConfig, fingerprint: str) -> dict:
     """metrics.json's `cell`: what a later request must match for this run to answer it. The commit is
     in the provenance, recorded but not compared: a results commit made mid-sweep changes no code."""
-    return {"data_sha256": fingerprint, "config": identity(cfg), "dtypes": dtypes(cfg), "inputs": inputs_record(cfg),
-            "code_sha256": code_sha256()}
+    return {
+        "data_sha256": fingerprint,
+        "config": identity(cfg),
+        "dtypes": dtypes(cfg),
+        "inputs": inputs_record(cfg),
+        "code_sha256": code_sha256(),
+    }
 
 
 def stored(folder: Path, metrics: Mapping) -> tuple[Optional[dict], Optional[str], bool]:
@@ -118,28 +136,39 @@ def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint
     on them."""
     settings, data, own = stored(folder, metrics)
     if settings is None:
-        raise UserError(f"{folder} holds a finished run whose settings cannot be read (no cell record in "
-                        f"metrics.json, no .hydra/config.yaml); move it away or name another output folder")
+        raise UserError(
+            f"{folder} holds a finished run whose settings cannot be read (no cell record in "
+            f"metrics.json, no .hydra/config.yaml); move it away or name another output folder"
+        )
     keys = differences(identity(cfg, data_dir=not own), settings, every_key=own)
     if fingerprint is not None and data is not None and data != fingerprint:
         keys.insert(0, DATA_KEY)
     cell = metrics.get("cell") if own else None
     if cell and isinstance(cell.get("dtypes"), Mapping):
         here = dtypes(cfg)
-        keys += [f"backbone {n}'s resolved dtype" for n in sorted(here.keys() | cell["dtypes"].keys())
-                 if here.get(n) != cell["dtypes"].get(n)]
+        keys += [
+            f"backbone {n}'s resolved dtype"
+            for n in sorted(here.keys() | cell["dtypes"].keys())
+            if here.get(n) != cell["dtypes"].get(n)
+        ]
     if cell and isinstance(cell.get("inputs"), Mapping):
         keys += changed_inputs(inputs_record(cfg, known=cell["inputs"]), cell["inputs"])
     code = code_sha256()
-    other_code = bool(cell and cell.get("code_sha256")) and code not in (cell["code_sha256"],
-                                                                           *cell.get("accepted_code", ()))
+    other_code = bool(cell and cell.get("code_sha256")) and code not in (
+        cell["code_sha256"],
+        *cell.get("accepted_code", ()),
+    )
     if keys:
         keys += [CODE_KEY] * other_code
         shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
-        raise UserError(f"{folder} holds a finished run of other settings ({shown}); it is left as it "
-                        f"is: name another output folder (hydra.run.dir= or hydra.sweep.dir=), or move that one away")
+        raise UserError(
+            f"{folder} holds a finished run of other settings ({shown}); it is left as it "
+            f"is: name another output folder (hydra.run.dir= or hydra.sweep.dir=), or move that one away"
+        )
     if other_code and not cfg.get("accept_code_change", False):
-        raise UserError(f"{folder} holds a finished run made by other code (only the ms package's source differs); "
-                        f"it is left as it is: add accept_code_change=true to reuse its numbers as this code's "
-                        f"(recorded in its metrics.json), or name another output folder")
+        raise UserError(
+            f"{folder} holds a finished run made by other code (only the ms package's source differs); "
+            f"it is left as it is: add accept_code_change=true to reuse its numbers as this code's "
+            f"(recorded in its metrics.json), or name another output folder"
+        )
     return code if other_code else None

@@ -18,10 +18,7 @@ from typing import Any, Optional
 import torch
 from omegaconf import DictConfig
 
-from ms.pool.access import AccessRule, build_access
 from ms.agents import Agent, PromptTemplate, agents_from
-from ms.loop.cell import data_fingerprint, record as cell_record
-from ms.loop.inputs import encoder_models, test_retriever_name
 from ms.config.parts import GATES, METRICS, POISONS
 from ms.data import load_splits
 from ms.data.poison import Poisoner
@@ -30,18 +27,22 @@ from ms.gates.replay import UtilityMeter
 from ms.gates.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
 from ms.llm import LM
 from ms.llm.backbones import Backbones, build_backbones
-from ms.retrieval.memory import build_policy
+from ms.loop.cell import data_fingerprint
+from ms.loop.cell import record as cell_record
+from ms.loop.inputs import encoder_models, test_retriever_name
+from ms.loop.provenance import provenance
+from ms.loop.run_folder import open_run_pool
+from ms.loop.schedule import stream_k
 from ms.metrics.base import Metric
 from ms.metrics.evaluate import validate_metrics
 from ms.pool import Pool, scope_for
-from ms.loop.provenance import provenance
+from ms.pool.access import AccessRule, build_access
 from ms.retrieval import build_retriever, build_test_retriever
 from ms.retrieval.base import Retriever
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.encoder import Encoder
+from ms.retrieval.memory import build_policy
 from ms.retrieval.training import Labeller, RetrieverTrainer
-from ms.loop.run_folder import open_run_pool
-from ms.loop.schedule import stream_k
 
 log = logging.getLogger(__name__)
 
@@ -106,15 +107,19 @@ def measurable(names: list[str], agent_backbone: dict[str, str], backbones: dict
     kept = list(names)
     for name in names:
         cls = METRICS.load(name)
-        blind = sorted(a for a, b in agent_backbone.items() if not all(getattr(backbones[b], w) is True
-                                                                        for w in cls.needs))
+        blind = sorted(
+            a for a, b in agent_backbone.items() if not all(getattr(backbones[b], w) is True for w in cls.needs)
+        )
         if blind and kept == [name]:
             others = [m for m in METRICS if not METRICS.load(m).needs]
-            raise ValueError(f"eval.metrics=[{name}] needs backbones that {cls.needs_words}; those of "
-                             f"{', '.join(blind)} cannot. Use eval.metrics=[{','.join(others)}]")
+            raise ValueError(
+                f"eval.metrics=[{name}] needs backbones that {cls.needs_words}; those of "
+                f"{', '.join(blind)} cannot. Use eval.metrics=[{','.join(others)}]"
+            )
         if blind:
-            log.info("the backbones of %s cannot %s: their predictions carry no %s",
-                     ", ".join(blind), cls.needs_words, name)
+            log.info(
+                "the backbones of %s cannot %s: their predictions carry no %s", ", ".join(blind), cls.needs_words, name
+            )
         if len(blind) == len(agent_backbone):
             kept.remove(name)
     return kept
@@ -124,10 +129,17 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     """Every part of the run `cfg` (the root config) describes, with its pool in `out_dir`."""
     scope_for("literary", cfg.pool.mode)  # a bad pool mode fails here, before any model loads
     torch.manual_seed(cfg.seed)
-    settings = Settings(k=cfg.k, stream_k=stream_k(cfg.k, cfg.stream_k), fills=list(cfg.fills),
-                        micro_batch=cfg.micro_batch, stream_answers=cfg.stream.answers,
-                        memory_question=cfg.memory.question, pool_mode=cfg.pool.mode,
-                        memory_policy=cfg.memory.policy, save_retriever=cfg.retriever.save)
+    settings = Settings(
+        k=cfg.k,
+        stream_k=stream_k(cfg.k, cfg.stream_k),
+        fills=list(cfg.fills),
+        micro_batch=cfg.micro_batch,
+        stream_answers=cfg.stream.answers,
+        memory_question=cfg.memory.question,
+        pool_mode=cfg.pool.mode,
+        memory_policy=cfg.memory.policy,
+        save_retriever=cfg.retriever.save,
+    )
     template = PromptTemplate(**cfg.prompt)
     names = validate_metrics(cfg.eval.metrics)
     agents = agents_from(cfg.agents)
@@ -135,51 +147,83 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     access = build_access(cfg.access, list(cfg.agents))  # before any model loads: a bad rule file fails fast
     poison_cls = POISONS.load(cfg.poison.name)
     victim = agents.get(cfg.poison.victim) if poison_cls.active else None
-    poisoner = poison_cls.build(cfg.poison, agents, splits, cfg.seed,  # reads the data, and the victim's rubric
-                                rubric_for(victim, cfg.pool.mode).quoted() if victim else None)
+    poisoner = poison_cls.build(
+        cfg.poison,
+        agents,
+        splits,
+        cfg.seed,  # reads the data, and the victim's rubric
+        rubric_for(victim, cfg.pool.mode).quoted() if victim else None,
+    )
     pool = open_run_pool(cfg.pool, out_dir)  # before any model loads: a bad pool file fails fast
     # The backbone each agent that runs answers on; each distinct backbone is built once.
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
     agent_backbone = {a: catalog.resolve(agents[a].backbone) for a in splits}
     backbones = build_backbones(catalog, [*agent_backbone.values(), cfg.scorer.backbone, cfg.train.backbone])
     names = measurable(names, agent_backbone, backbones)
-    scorer = Scorer(backbones[catalog.resolve(cfg.scorer.backbone)],
-                    load_rubrics({rubric_ref(agents[a], cfg.pool.mode) for a in splits}), cfg.scorer)
+    scorer = Scorer(
+        backbones[catalog.resolve(cfg.scorer.backbone)],
+        load_rubrics({rubric_ref(agents[a], cfg.pool.mode) for a in splits}),
+        cfg.scorer,
+    )
     clock = Clock()  # the composite ranks by age in stream steps: its clock is the loop's step
     retriever, trainable = build_retriever(cfg.retriever, pool, clock=clock)
     trainer = None
     if trainable is not None:
-        labeller = Labeller(backbones[catalog.resolve(cfg.train.backbone)], template, cfg.train.label_method,
-                            cfg.train.verbalized_prompt, agents=agents)
+        labeller = Labeller(
+            backbones[catalog.resolve(cfg.train.backbone)],
+            template,
+            cfg.train.label_method,
+            cfg.train.verbalized_prompt,
+            agents=agents,
+        )
         trainer = RetrieverTrainer(cfg.train, trainable, BM25Retriever(pool), labeller, reader=access.reader)
     # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
-    memory = build_policy(cfg.memory, pool, backbones[cfg.backbone.name],
-                          encoder=lambda: Encoder(cfg.retriever.encoder))
+    memory = build_policy(
+        cfg.memory, pool, backbones[cfg.backbone.name], encoder=lambda: Encoder(cfg.retriever.encoder)
+    )
     retriever = memory.wrap(retriever)
     at_test = cfg.retriever.at_test
     test_retriever = memory.wrap(build_test_retriever(cfg.retriever, pool)) if at_test else retriever
     metrics = [METRICS.load(name).build(cfg.eval) for name in METRICS if name in names]
     gate_cls = GATES.load(cfg.gate.name)
-    gate = gate_cls.build(cfg.gate, GateParts(
-        scorer=scorer, rubric_of=lambda a: rubric_for(agents[a], cfg.pool.mode).name, seed=cfg.seed,
-        meter=lambda: UtilityMeter(retriever.retrieve_batch, lambda a: backbones[agent_backbone[a]], agents,
-                                   template, cfg.gate.probes, settings.stream_k,
-                                   [e.question for s in splits.values() for e in s.test], reader=access.reader)))
+    gate = gate_cls.build(
+        cfg.gate,
+        GateParts(
+            scorer=scorer,
+            rubric_of=lambda a: rubric_for(agents[a], cfg.pool.mode).name,
+            seed=cfg.seed,
+            meter=lambda: UtilityMeter(
+                retriever.retrieve_batch,
+                lambda a: backbones[agent_backbone[a]],
+                agents,
+                template,
+                cfg.gate.probes,
+                settings.stream_k,
+                [e.question for s in splits.values() for e in s.test],
+                reader=access.reader,
+            ),
+        ),
+    )
     # Taken before the stream runs: the code and files the run started with.
     test_name = test_retriever_name(cfg)
     encoders = encoder_models(cfg, names)
     record = {
         # retriever and learned describe what the test questions retrieved with; the stream's own
         # retriever is stream_retriever (they differ under retriever.at_test).
-        "backbone": cfg.backbone.name, "k": cfg.k, "pool": cfg.pool.mode,
+        "backbone": cfg.backbone.name,
+        "k": cfg.k,
+        "pool": cfg.pool.mode,
         "retriever": test_name or cfg.retriever.name,
         "learned": trainer is not None and not at_test,
         "stream_retriever": cfg.retriever.name + " (learned)" * (trainer is not None),
         "memory": cfg.memory.policy,
         "refresh": cfg.retriever.refresh if trainer is not None else None,
         "label_method": trainer.labeller.method if trainer else None,
-        "agents": list(splits), "fills": sorted(int(f) for f in cfg.fills), "seed": cfg.seed,
-        "metrics": names, "scorer_read": scorer.read,
+        "agents": list(splits),
+        "fills": sorted(int(f) for f in cfg.fills),
+        "seed": cfg.seed,
+        "metrics": names,
+        "scorer_read": scorer.read,
         # only where the gate is not the rubric, so rubric runs stay one condition with older runs
         **gate_cls.record(cfg.gate),
         # only where the stream wrote references, so model-written runs stay one condition
@@ -189,13 +233,36 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         # only where a poisoning writer writes, so clean runs stay one condition with older runs
         **poison_cls.record(cfg.poison),
         # only where another backbone grades, so self-graded runs stay one condition with older runs
-        **({"grader": cfg.scorer.backbone, "threshold": cfg.scorer.threshold}
-           if cfg.scorer.backbone not in (None, cfg.backbone.name) else {}),
+        **(
+            {"grader": cfg.scorer.backbone, "threshold": cfg.scorer.threshold}
+            if cfg.scorer.backbone not in (None, cfg.backbone.name)
+            else {}
+        ),
         # only where some agent runs on a backbone other than the default
-        **({"agent_backbones": agent_backbone} if set(agent_backbone.values()) != {cfg.backbone.name} else {})}
+        **({"agent_backbones": agent_backbone} if set(agent_backbone.values()) != {cfg.backbone.name} else {}),
+    }
     described = {cls.record_key: None for cls in map(METRICS.load, METRICS) if cls.record_key}
     described.update({m.record_key: m.describe() for m in metrics if m.record_key})
-    return Parts(settings, clock, agents, splits, template, pool, backbones, agent_backbone, scorer, gate, memory,
-                 retriever, test_retriever, access, poisoner, trainer, metrics, record, described,
-                 provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch),
-                 cell_record(cfg, data_fingerprint(splits)))  # what a resumed sweep must match
+    return Parts(
+        settings,
+        clock,
+        agents,
+        splits,
+        template,
+        pool,
+        backbones,
+        agent_backbone,
+        scorer,
+        gate,
+        memory,
+        retriever,
+        test_retriever,
+        access,
+        poisoner,
+        trainer,
+        metrics,
+        record,
+        described,
+        provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch),
+        cell_record(cfg, data_fingerprint(splits)),
+    )  # what a resumed sweep must match

@@ -35,8 +35,12 @@ def code_sha256(package: Optional[Path] = None) -> str:
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*")):
         relative = path.relative_to(package)
-        if path.suffix in CODE_SUFFIXES and path.is_file() and relative.parts[0] not in NOT_RUN_CODE \
-                and "__pycache__" not in relative.parts:
+        if (
+            path.suffix in CODE_SUFFIXES
+            and path.is_file()
+            and relative.parts[0] not in NOT_RUN_CODE
+            and "__pycache__" not in relative.parts
+        ):
             digest.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -51,9 +55,11 @@ def test_retriever_name(cfg: DictConfig) -> Optional[str]:
 def encoder_models(cfg: DictConfig, metrics: list[str]) -> dict[str, Optional[str]]:
     """role -> the transformers encoder a run with `metrics` runs (None: the packaged MiniLM)."""
     test_name = test_retriever_name(cfg)
-    uses_encoder = (RETRIEVERS.load(cfg.retriever.name).uses_encoder
-                    or (test_name is not None and RETRIEVERS.load(test_name).uses_encoder)
-                    or POLICIES.load(cfg.memory.policy).uses_encoder)
+    uses_encoder = (
+        RETRIEVERS.load(cfg.retriever.name).uses_encoder
+        or (test_name is not None and RETRIEVERS.load(test_name).uses_encoder)
+        or POLICIES.load(cfg.memory.policy).uses_encoder
+    )
     encoders = {"retriever": cfg.retriever.encoder} if uses_encoder else {}
     for name in metrics:
         encoders.update(METRICS.load(name).encoders(cfg.eval))
@@ -125,8 +131,10 @@ def backbones_used(cfg: DictConfig) -> dict[str, Any]:
     from ms.llm.backbones import Backbones
 
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
-    names = {catalog.resolve(n) for n in [*(a.backbone for a in running_agents(cfg).values()), cfg.scorer.backbone,
-                                          cfg.train.backbone]}
+    names = {
+        catalog.resolve(n)
+        for n in [*(a.backbone for a in running_agents(cfg).values()), cfg.scorer.backbone, cfg.train.backbone]
+    }
     return {name: catalog.config(name) for name in sorted(names)}
 
 
@@ -176,7 +184,9 @@ def fingerprint(path: Path, known: Optional[Mapping[str, Any]] = None) -> dict[s
         return {**here, "sha256": None}
 
 
-def inputs_record(cfg: DictConfig, known: Optional[Mapping[str, Mapping[str, Any]]] = None) -> dict[str, dict[str, Any]]:
+def inputs_record(
+    cfg: DictConfig, known: Optional[Mapping[str, Mapping[str, Any]]] = None
+) -> dict[str, dict[str, Any]]:
     """label -> fingerprint of every file the run reads outside its settings (`known`: an earlier
     record whose hashes may be reused)."""
     known = known or {}

@@ -20,24 +20,23 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from ms.agents import agents_from, chat, seed_memories
-from ms.loop.cell import check_same_cell, data_fingerprint
-from ms.loop.compose_run import Parts, compose_run
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, USAGE_FILE
 from ms.data import Example, load_splits
 from ms.gates.replay import Candidate, effects
 from ms.gates.scorer import append_decisions
 from ms.llm import LM
 from ms.llm.usage import save_usage
-from ms.metrics.base import EvalBatch
-from ms.metrics.evaluate import summarize
-from ms.pool import Memory, scope_for
+from ms.loop.cell import check_same_cell, data_fingerprint
+from ms.loop.compose_run import Parts, compose_run
 from ms.loop.printout import format_table
 from ms.loop.run_folder import clear_partial, completed, write_atomic
 from ms.loop.schedule import batches, interleave, skips_stream
 from ms.loop.validation import validate
+from ms.metrics.base import EvalBatch
+from ms.metrics.evaluate import summarize
+from ms.pool import Memory, scope_for
 
 log = logging.getLogger(__name__)
-
 
 
 def release_freed_memory() -> None:
@@ -103,12 +102,16 @@ class Experiment:
     # ---- the loop ---------------------------------------------------------------------------
 
     def seed_pool(self) -> int:
-        items = [row for a, s in self.splits.items()
-                 for row in seed_memories(self.agents[a], s.seed, self.settings.pool_mode)]
+        items = [
+            row
+            for a, s in self.splits.items()
+            for row in seed_memories(self.agents[a], s.seed, self.settings.pool_mode)
+        ]
         return sum(i is not None for i in self.pool.add(items, step=0))
 
-    def prompts(self, queries: Sequence[Query], k: int, *, mark: bool,
-                retriever=None) -> tuple[list[list], list[list[Memory]]]:
+    def prompts(
+        self, queries: Sequence[Query], k: int, *, mark: bool, retriever=None
+    ) -> tuple[list[list], list[list[Memory]]]:
         """Retrieve k memories per query, as its agent's access rule lets it (one batch per scope and
         set of grants), and render each query's chat."""
         retriever = retriever or self.retriever
@@ -120,27 +123,40 @@ class Experiment:
             readers[q.scope, reader.writers] = reader  # agents with the same grants search together
             batches[q.scope, reader.writers].append(i)
         for (scope, writers), idx in batches.items():
-            found = retriever.retrieve_batch([queries[i].example.question for i in idx], scope, k,
-                                             readers[scope, writers])
+            found = retriever.retrieve_batch(
+                [queries[i].example.question for i in idx], scope, k, readers[scope, writers]
+            )
             for i, memories in zip(idx, found):
                 retrieved[i] = memories
         if mark:
             self.pool.mark_retrieved({m.id for ms in retrieved for m in ms}, self.step)
-        prompts = [chat(self.agents[q.agent], self.template.render(
-            q.example.question, [{"question": m.question, "answer": m.answer} for m in memories]),
-            self.template.system) for q, memories in zip(queries, retrieved)]
+        prompts = [
+            chat(
+                self.agents[q.agent],
+                self.template.render(
+                    q.example.question, [{"question": m.question, "answer": m.answer} for m in memories]
+                ),
+                self.template.system,
+            )
+            for q, memories in zip(queries, retrieved)
+        ]
         return prompts, retrieved
 
     def stream_batch(self, queries: Sequence[Query]) -> list:
         self.parts.clock.step += 1
         prompts = self.prompts(queries, self.stream_k, mark=True)[0]
         # stream.answers=reference: the dataset's reference goes to the gate, and nothing is generated.
-        answers = ([q.example.answer for q in queries] if self.settings.stream_answers == "reference"
-                   else self.answer(queries, prompts, "answer"))
+        answers = (
+            [q.example.answer for q in queries]
+            if self.settings.stream_answers == "reference"
+            else self.answer(queries, prompts, "answer")
+        )
         # memory.question=prompt, as the authors' code: the question a new memory stores (and the
         # scorer grades, and memory train mines with) is the whole prompt the agent saw.
-        asked = [p[-1]["content"] if self.settings.memory_question == "prompt" else q.example.question
-                 for q, p in zip(queries, prompts)]
+        asked = [
+            p[-1]["content"] if self.settings.memory_question == "prompt" else q.example.question
+            for q, p in zip(queries, prompts)
+        ]
         used = {q.scope: self.retriever.state(q.scope) for q in queries}  # before this step trains it
         # A poisoning writer's pairs (ms.data.poison): the victim's questions of this batch, judged by the
         # same gate as the victim's own (its rubric, its prompts), stored under the poisoner's name. Its
@@ -151,47 +167,87 @@ class Experiment:
         asked, answers = [*asked, *(p.question for p in poison)], [*answers, *(p.answer for p in poison)]
         decisions = self.gate.judge([Candidate(q.agent, q.scope, x, a) for q, x, a in zip(queries, asked, answers)])
         admitted = [(q, d, w) for q, d, w in zip(queries, decisions, writers) if d.accepted]
-        ids = self.memory.admit([{"scope": q.scope, "agent": w or q.agent, "domain": self.agents[q.agent].domain,
-                                  "question": d.question, "answer": d.answer, "origin": "stream",
-                                  "score": d.score, "backbone": None if w else self.agent_backbone[q.agent]}
-                                 for q, d, w in admitted], step=self.step)
+        ids = self.memory.admit(
+            [
+                {
+                    "scope": q.scope,
+                    "agent": w or q.agent,
+                    "domain": self.agents[q.agent].domain,
+                    "question": d.question,
+                    "answer": d.answer,
+                    "origin": "stream",
+                    "score": d.score,
+                    "backbone": None if w else self.agent_backbone[q.agent],
+                }
+                for q, d, w in admitted
+            ],
+            step=self.step,
+        )
         new_ids = iter(ids)
         memory_ids = [next(new_ids) if d.accepted else None for d in decisions]
         admitted = [(q, d) for q, d, _ in admitted]
         # What the gate's utility measurements showed about the candidates and the shots they displaced.
         self.pool.record_utility(effects((d.utility, i) for d, i in zip(decisions, memory_ids)))
         if self.trainer is not None:
-            self.pool.record_utility(self.trainer.update([(q.agent, q.scope, d.question, d.answer, i)
-                                                          for (q, d), i in zip(admitted, ids) if i is not None]))
+            self.pool.record_utility(
+                self.trainer.update(
+                    [(q.agent, q.scope, d.question, d.answer, i) for (q, d), i in zip(admitted, ids) if i is not None]
+                )
+            )
         for what, ids_ in asdict(self.memory.maybe_consolidate(self.step)).items():
             self.consolidated[what] += len(ids_)
         pool_sizes = {scope: self.pool.count(scope) for scope in {q.scope for q in queries}}
-        append_decisions(self.out / DECISIONS_FILE, decisions,
-                         [{"step": self.step, "memory_id": memory_id, "pool_size": pool_sizes[q.scope],
-                           "scope": q.scope, **used[q.scope], **({"writer": w} if w else {})}
-                          for q, memory_id, w in zip(queries, memory_ids, writers)])
+        append_decisions(
+            self.out / DECISIONS_FILE,
+            decisions,
+            [
+                {
+                    "step": self.step,
+                    "memory_id": memory_id,
+                    "pool_size": pool_sizes[q.scope],
+                    "scope": q.scope,
+                    **used[q.scope],
+                    **({"writer": w} if w else {}),
+                }
+                for q, memory_id, w in zip(queries, memory_ids, writers)
+            ],
+        )
         release_freed_memory()  # what answering, grading, labelling and the train step freed
         own = len(decisions) - len(poison)  # the agents' own decisions; the poisoner's follow them
-        self.poisoned.update(asked=len(poison), accepted=sum(d.accepted for d in decisions[own:]),
-                             rejected=sum(not d.accepted for d in decisions[own:]))
+        self.poisoned.update(
+            asked=len(poison),
+            accepted=sum(d.accepted for d in decisions[own:]),
+            rejected=sum(not d.accepted for d in decisions[own:]),
+        )
         return decisions[:own]
 
     def evaluate(self, fill: int) -> list[dict]:
         """One row per test question: what was retrieved, and every metric of the run."""
         tests = [Query(a, self.scope(a), e) for a, s in self.splits.items() for e in s.test]
-        rows = [{"agent": q.agent, "test_id": q.example.id, "k": self.settings.k, "fill": fill,
-                 "question": q.example.question, "reference": q.example.answer} for q in tests]
+        rows = [
+            {
+                "agent": q.agent,
+                "test_id": q.example.id,
+                "k": self.settings.k,
+                "fill": fill,
+                "question": q.example.question,
+                "reference": q.example.answer,
+            }
+            for q in tests
+        ]
         batch = self.settings.micro_batch
         # The bar counts LM requests (an answer, a reference scored) as the backbones finish them,
         # so it moves within a micro-batch too: one micro-batch can take minutes on a CPU.
         scores_text = [self.backbones[self.agent_backbone[q.agent]].scores_text for q in tests]
         requests = len(tests) * self.needs_answers + sum(m.requests(scores_text) for m in self.metrics)
-        with (tqdm(total=requests, desc=f"evaluate @ {fill}% fill", unit="request", leave=False) as bar,
-              ExitStack() as reporting):
+        with (
+            tqdm(total=requests, desc=f"evaluate @ {fill}% fill", unit="request", leave=False) as bar,
+            ExitStack() as reporting,
+        ):
             for lm in self.backbones.values():
                 reporting.enter_context(lm.reporting(bar.update))
             for start in range(0, len(tests), batch):
-                self.evaluate_batch(rows[start:start + batch], tests[start:start + batch])
+                self.evaluate_batch(rows[start : start + batch], tests[start : start + batch])
         for metric in self.metrics:
             metric.score_fill(rows)
         release_freed_memory()
@@ -219,14 +275,18 @@ class Experiment:
     def run(self) -> dict:
         started = time.perf_counter()
         seeded = self.seed_pool()
-        stream = [Query(e.agent, self.scope(e.agent), e)
-                  for e in interleave({a: s.stream for a, s in self.splits.items()})]
+        stream = [
+            Query(e.agent, self.scope(e.agent), e) for e in interleave({a: s.stream for a, s in self.splits.items()})
+        ]
         # A reference-written stream skips the questions that have no reference, and counts them.
         no_reference = Counter(q.agent for q in stream if not (q.example.answer or "").strip())
         if self.settings.stream_answers == "reference" and no_reference:
             stream = [q for q in stream if (q.example.answer or "").strip()]
-            log.info("stream.answers=reference: skipped %d stream questions without a reference (%s)",
-                     sum(no_reference.values()), ", ".join(f"{a} {n}" for a, n in sorted(no_reference.items())))
+            log.info(
+                "stream.answers=reference: skipped %d stream questions without a reference (%s)",
+                sum(no_reference.values()),
+                ", ".join(f"{a} {n}" for a, n in sorted(no_reference.items())),
+            )
         skip_stream = skips_stream(self.settings.k)
         if skip_stream:
             log.info("k=0: the stream is skipped (zero-shot answers do not read the pool)")
@@ -257,18 +317,26 @@ class Experiment:
             "run": self.parts.record,
             **self.parts.described,
             "fills": by_fill,
-            "stream": {"questions": 0 if skip_stream else len(stream), "k": self.stream_k, "seeded": seeded,
-                       "answers": answers,
-                       **({"skipped_without_reference": dict(no_reference)} if answers == "reference" else {}),
-                       "accepted": dict(accepted),
-                       "rejected": dict(rejected),
-                       # rejected because no score could be read; 0 wherever the scorer reads probabilities
-                       "unscored": sum(unscored.values()), "unscored_by_agent": dict(+unscored),
-                       "pool_by_agent": pool_sizes,
-                       "train_losses": self.trainer.losses if self.trainer else [],
-                       # only where a poisoning writer wrote: its pairs the gate judged, admitted and refused
-                       **({"poison": {n: self.poisoned[n] for n in ("asked", "accepted", "rejected")}}
-                          if self.parts.poisoner.active else {})},
+            "stream": {
+                "questions": 0 if skip_stream else len(stream),
+                "k": self.stream_k,
+                "seeded": seeded,
+                "answers": answers,
+                **({"skipped_without_reference": dict(no_reference)} if answers == "reference" else {}),
+                "accepted": dict(accepted),
+                "rejected": dict(rejected),
+                # rejected because no score could be read; 0 wherever the scorer reads probabilities
+                "unscored": sum(unscored.values()),
+                "unscored_by_agent": dict(+unscored),
+                "pool_by_agent": pool_sizes,
+                "train_losses": self.trainer.losses if self.trainer else [],
+                # only where a poisoning writer wrote: its pairs the gate judged, admitted and refused
+                **(
+                    {"poison": {n: self.poisoned[n] for n in ("asked", "accepted", "rejected")}}
+                    if self.parts.poisoner.active
+                    else {}
+                ),
+            },
             "memory": {"policy": self.settings.memory_policy, "consolidation": dict(self.consolidated)},
             "usage": usage,
             "provenance": self.parts.provenance,
@@ -286,7 +354,9 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics = completed(out_dir)
     if metrics is not None:
-        accepted = check_same_cell(out_dir, metrics, cfg, data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents))))
+        accepted = check_same_cell(
+            out_dir, metrics, cfg, data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents)))
+        )
         if accepted is not None:  # the run's numbers now stand for this code too: say so in the run itself
             metrics["cell"]["accepted_code"] = [*metrics["cell"].get("accepted_code", []), accepted]
             write_atomic(out_dir / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False))

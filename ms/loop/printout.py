@@ -3,9 +3,9 @@ its LLM calls cost, per role."""
 
 from __future__ import annotations
 
+from ms.common.stats import interval_text
 from ms.llm.usage import format_usage
 from ms.metrics.base import metric_of_key
-from ms.common.stats import interval_text
 
 
 def format_table(metrics: dict) -> str:
@@ -20,21 +20,40 @@ def format_table(metrics: dict) -> str:
     unscored = stream.get("unscored_by_agent", {})
     bert = metrics.get("bertscore")
     run = metrics["run"]
-    head = (f"{'agent':<11}" + "".join(f" {m + ' [95% CI]':>24}" for m in present) + f" {'n':>3} |"
-            + "".join(f" {headline}@{f}%" for f in fills) + " | accepted/rejected/unscored")
-    lines = [f"k={run['k']}, pool={run['pool']}, retriever={run['retriever']}, backbone={run['backbone']}"
-             + (f"; BERTScore {bert['model']}, layer {bert['num_layers']}" if bert else "")
-             + "".join(f"; {m} {unit}" for m in present if (unit := _unit(m))), head, "-" * len(head)]
+    head = (
+        f"{'agent':<11}"
+        + "".join(f" {m + ' [95% CI]':>24}" for m in present)
+        + f" {'n':>3} |"
+        + "".join(f" {headline}@{f}%" for f in fills)
+        + " | accepted/rejected/unscored"
+    )
+    lines = [
+        f"k={run['k']}, pool={run['pool']}, retriever={run['retriever']}, backbone={run['backbone']}"
+        + (f"; BERTScore {bert['model']}, layer {bert['num_layers']}" if bert else "")
+        + "".join(f"; {m} {unit}" for m in present if (unit := _unit(m))),
+        head,
+        "-" * len(head),
+    ]
     for name in [*last["per_agent"], "overall"]:
+
         def at(fill: str) -> dict:
             summary = metrics["fills"][fill]
             return summary["overall"] if name == "overall" else summary["per_agent"][name]
+
         cell = at(fills[-1])
-        counts = ([sum(accepted.values()), sum(rejected.values()), sum(unscored.values())] if name == "overall"
-                  else [accepted.get(name, 0), rejected.get(name, 0), unscored.get(name, 0)])
-        lines.append(f"{name:<11}" + "".join(f" {_with_ci(cell, m):>24}" for m in present) + f" {_n(cell, headline):>3} |"
-                     + "".join(f" {at(f).get(headline, float('nan')):{len(headline) + len(f) + 2}.3f}" for f in fills)
-                     + " | " + "/".join(map(str, counts)))
+        counts = (
+            [sum(accepted.values()), sum(rejected.values()), sum(unscored.values())]
+            if name == "overall"
+            else [accepted.get(name, 0), rejected.get(name, 0), unscored.get(name, 0)]
+        )
+        lines.append(
+            f"{name:<11}"
+            + "".join(f" {_with_ci(cell, m):>24}" for m in present)
+            + f" {_n(cell, headline):>3} |"
+            + "".join(f" {at(f).get(headline, float('nan')):{len(headline) + len(f) + 2}.3f}" for f in fills)
+            + " | "
+            + "/".join(map(str, counts))
+        )
     usage = metrics.get("usage") or {}
     if "backbones" in usage:  # runs written before usage was kept per role have no such table
         lines += ["", format_usage(usage)]

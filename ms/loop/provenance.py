@@ -29,6 +29,7 @@ def git_state(folder: Path = SOURCE_DIR) -> dict[str, Any]:
     """The commit checked out where the package's source lies, whether tracked or untracked (not
     ignored) files differ from it, and which (`git status --porcelain` lines, so a dirty run says what
     differed: an output folder left in the tree, or code); all None outside a git checkout or without git."""
+
     def git(*args: str) -> Optional[str]:
         try:
             done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30)
@@ -72,8 +73,13 @@ def backbone_record(backbone) -> dict[str, Any]:
     from ms.llm import provider_class
 
     engine = getattr(backbone, "engine", None) or backbone.provider
-    out: dict[str, Any] = {"provider": backbone.provider, "engine": engine, "batch_size": backbone.batch_size,
-                           "model": backbone.model, "sha256": None}
+    out: dict[str, Any] = {
+        "provider": backbone.provider,
+        "engine": engine,
+        "batch_size": backbone.batch_size,
+        "model": backbone.model,
+        "sha256": None,
+    }
     local = provider_class(backbone).local_weights(backbone)
     if backbone.provider == "hf":
         from ms.llm.local import resolve_dtype
@@ -82,7 +88,9 @@ def backbone_record(backbone) -> dict[str, Any]:
     if local is not None:
         source, weight_file = local
         out["model"] = f"{source}::{weight_file}" if weight_file else source
-        out["sha256"] = hashes(weight_files(source, weight_file)) or chunked_hash(getattr(backbone, "gguf_package", None))
+        out["sha256"] = hashes(weight_files(source, weight_file)) or chunked_hash(
+            getattr(backbone, "gguf_package", None)
+        )
     return out
 
 
@@ -104,7 +112,10 @@ def encoder_record(model: Optional[str]) -> dict[str, Any]:
 def provenance(backbones: Mapping[str, Any], encoders: Mapping[str, Optional[str]], micro_batch: int) -> dict:
     """The record: `backbones` maps each backbone name the run uses to its config, `encoders` each
     role that runs a transformers encoder (retriever, bertscore) to its model (None: the packaged one)."""
-    return {**git_state(), "versions": package_versions(),
-            "backbones": {name: backbone_record(b) for name, b in backbones.items()},
-            "encoders": {role: encoder_record(model) for role, model in encoders.items()},
-            "micro_batch": micro_batch}
+    return {
+        **git_state(),
+        "versions": package_versions(),
+        "backbones": {name: backbone_record(b) for name, b in backbones.items()},
+        "encoders": {role: encoder_record(model) for role, model in encoders.items()},
+        "micro_batch": micro_batch,
+    }

@@ -15,13 +15,19 @@ import time
 import uuid
 from pathlib import Path
 
+from ms.config.files import (
+    DECISIONS_FILE,
+    FAILED_FILE,
+    METRICS_FILE,
+    POOL_FILENAME,
+    PREDICTIONS_FILE,
+    RUN_ID_FILE,
+    USAGE_FILE,
+)
 from ms.config.parts import POOL_BACKENDS
-from ms.config.files import (DECISIONS_FILE, FAILED_FILE, METRICS_FILE, POOL_FILENAME, PREDICTIONS_FILE,
-                             RUN_ID_FILE, USAGE_FILE)
 from ms.pool import Pool, open_pool
 
 log = logging.getLogger(__name__)
-
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -69,8 +75,12 @@ def open_run_pool(pool_cfg, out_dir: Path) -> Pool:
     pool = open_pool(pool_cfg, out_dir / POOL_FILENAME, run_id=run_id, run_label=str(out_dir))
     if redo:
         removed = pool.forget_run(run_id)
-        log.info("redoing interrupted run %s: removed the %d memories its earlier attempt admitted to %s",
-                 run_id, removed, pool.location)
+        log.info(
+            "redoing interrupted run %s: removed the %d memories its earlier attempt admitted to %s",
+            run_id,
+            removed,
+            pool.location,
+        )
     return pool
 
 
@@ -115,8 +125,10 @@ def mark_failed(out_dir: Path, reason: str) -> None:
     if completed(out_dir) is not None:
         return
     if began(out_dir):
-        write_atomic(out_dir / FAILED_FILE, json.dumps({"reason": reason, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
-                                                       ensure_ascii=False) + "\n")
+        write_atomic(
+            out_dir / FAILED_FILE,
+            json.dumps({"reason": reason, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, ensure_ascii=False) + "\n",
+        )
     elif out_dir.is_dir() and {p.name for p in out_dir.iterdir()} <= HYDRA_ONLY_FILES:
         shutil.rmtree(out_dir, ignore_errors=True)
 

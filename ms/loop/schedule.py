@@ -45,8 +45,7 @@ def learns(retriever_cfg) -> bool:
     return bool(retriever_cfg.learn) and RETRIEVERS.load(retriever_cfg.name).trainable
 
 
-def batches(n: int, fills: Sequence[int], micro_batch: int, stream: bool = True
-            ) -> Iterator[tuple[int, slice | None]]:
+def batches(n: int, fills: Sequence[int], micro_batch: int, stream: bool = True) -> Iterator[tuple[int, slice | None]]:
     """The run in order: (fill, slice of the stream) for each micro-batch, and (fill, None) where
     that fill is evaluated. A batch never crosses a fill, so every fill sees the same stream prefix
     whatever the other fills are."""

@@ -21,10 +21,10 @@ from typing import Any, Iterator, Sequence
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ms.agents import agent_problems, agents_from
+from ms.common.errors import UserError
 from ms.config.fields import CHECK
 from ms.config.files import not_sqlite, writable_folder
 from ms.config.parts import ACCESS_RULES, GATES, METRICS, POISONS, POOL_BACKENDS
-from ms.common.errors import UserError
 from ms.gates.scorer import rubric_path
 from ms.llm.api import api_key_from_env
 from ms.llm.backbones import Backbones
@@ -85,25 +85,33 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
     running = list(cfg.agents) if data.agents is None else list(data.agents)
     unknown = [a for a in running if a not in cfg.agents]
     if unknown:
-        yield (f"invalid setting data.agents: unknown agent(s) {', '.join(unknown)}; the agents are: "
-               f"{', '.join(cfg.agents)} (add one to the agents config: README, \"Adding an agent\")")
+        yield (
+            f"invalid setting data.agents: unknown agent(s) {', '.join(unknown)}; the agents are: "
+            f'{", ".join(cfg.agents)} (add one to the agents config: README, "Adding an agent")'
+        )
     elif not running and cfg.agents:  # no agents at all is reported with the agents
         yield "invalid setting data.agents=[]: name at least one agent"
     elif data.get("hf") is None:
         folder = Path(data.dir)
         if not folder.is_dir():
             made_by = data.get("created_by")  # data configs whose folder a command makes (data=paper)
-            yield (f"invalid setting data.dir={data.dir}: no such folder (the <agent>.jsonl files are read there)"
-                   + (f"; create it with: {made_by}" if made_by else ""))
+            yield (
+                f"invalid setting data.dir={data.dir}: no such folder (the <agent>.jsonl files are read there)"
+                + (f"; create it with: {made_by}" if made_by else "")
+            )
         else:
             missing = [a for a in running if not (folder / f"{a}.jsonl").is_file()]
             if missing:
-                yield (f"invalid setting data.agents: no data file for {', '.join(missing)} in {folder} "
-                       f"(expected <agent>.jsonl; set data.dir or data.agents)")
+                yield (
+                    f"invalid setting data.agents: no data file for {', '.join(missing)} in {folder} "
+                    f"(expected <agent>.jsonl; set data.dir or data.agents)"
+                )
     fractions = list(data.fractions)
     if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
-        yield (f"invalid setting data.fractions={_shown(data.fractions)}: must be three non-negative numbers "
-               f"(seed, stream, test) summing to 1")
+        yield (
+            f"invalid setting data.fractions={_shown(data.fractions)}: must be three non-negative numbers "
+            f"(seed, stream, test) summing to 1"
+        )
     for cap in ("max_seed", "max_stream", "max_test"):
         if data.get(cap) is not None and data[cap] < 0:
             yield f"invalid setting data.{cap}={data[cap]}: must be at least 0"
@@ -119,8 +127,9 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
     if cfg.gate.name in GATES:  # the gate checks its own settings (ms.gates)
         yield from GATES.load(cfg.gate.name).problems(cfg.gate, _RunningBackbones(cfg, [] if unknown else running))
     if cfg.access.name in ACCESS_RULES:  # the access rule checks its own settings and file (ms.pool.access)
-        yield from ACCESS_RULES.load(cfg.access.name).problems(cfg.access, list(cfg.agents),
-                                                               [] if unknown else running, plan)
+        yield from ACCESS_RULES.load(cfg.access.name).problems(
+            cfg.access, list(cfg.agents), [] if unknown else running, plan
+        )
     if cfg.poison.name in POISONS and not unknown and not list(agent_problems(cfg.agents)):
         # the poisoner checks its victim, writer and instruction (ms.data.poison)
         yield from POISONS.load(cfg.poison.name).problems(cfg.poison, agents_from(cfg.agents), running)
@@ -140,8 +149,10 @@ def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
         path = rubric_path(agent.rubric)
         if not path.is_file():
             key = "rubric" if cfg.agents[agent.name].rubric else "domain"
-            yield (f"invalid setting agents.{agent.name}.{key}={cfg.agents[agent.name][key]}: no rubric file {path} "
-                   f"(a domain's rubric is conf/rubric/<domain>.yaml); add it, or set agents.{agent.name}.rubric")
+            yield (
+                f"invalid setting agents.{agent.name}.{key}={cfg.agents[agent.name][key]}: no rubric file {path} "
+                f"(a domain's rubric is conf/rubric/<domain>.yaml); add it, or set agents.{agent.name}.rubric"
+            )
     if not plan:
         yield from _missing_key(cfg.backbone, "")
         yield from _missing_engine(cfg.backbone, "")
@@ -203,8 +214,10 @@ class _RunningBackbones:
         self.cfg, self.running = cfg, running
 
     def unable(self, what: str) -> list[tuple[str, str, str]]:
-        return [(name, provider, _whose(agents, self.running))
-                for (name, provider), agents in _blind(self.cfg, self.running, what).items()]
+        return [
+            (name, provider, _whose(agents, self.running))
+            for (name, provider), agents in _blind(self.cfg, self.running, what).items()
+        ]
 
 
 def _unmeasurable_metrics(cfg: DictConfig, running: list[str]) -> Iterator[str]:
@@ -223,10 +236,15 @@ def _unmeasurable_metrics(cfg: DictConfig, running: list[str]) -> Iterator[str]:
         for (_, provider), agents in _blind(cfg, running, what).items():
             by_provider.setdefault(provider, []).extend(agents)
         for provider, agents in by_provider.items():
-            served = (" (or backbone.prompt_logprobs=echo, on a server that returns prompt log-probs)"
-                      if provider == "openai" else "")
-            yield (f"invalid setting eval.metrics={_shown(cfg.eval.metrics)}: provider '{provider}' cannot "
-                   f"{words}{_whose(agents, running)}; use eval.metrics=[{others}]{served}")
+            served = (
+                " (or backbone.prompt_logprobs=echo, on a server that returns prompt log-probs)"
+                if provider == "openai"
+                else ""
+            )
+            yield (
+                f"invalid setting eval.metrics={_shown(cfg.eval.metrics)}: provider '{provider}' cannot "
+                f"{words}{_whose(agents, running)}; use eval.metrics=[{others}]{served}"
+            )
 
 
 def problems(cfg: DictConfig, plan: bool = False) -> list[str]:
@@ -242,4 +260,3 @@ def validate(cfg: DictConfig, plan: bool = False) -> None:
     found = problems(cfg, plan)
     if found:
         raise ConfigError(found)
-

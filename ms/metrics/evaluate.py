@@ -53,8 +53,13 @@ class BERTScore:
         self.name = cfg.model or MINILM_NAME
         self.num_layers = num_layers_for(cfg)
         log.info("loading BERTScore's model %s (layer %s)", self.name, self.num_layers)
-        self.scorer = BERTScorer(model_type=cfg.model or str(packaged_model_dir()), num_layers=self.num_layers,
-                                 batch_size=cfg.batch_size, lang=cfg.lang, device=str(resolve_device(cfg.device)))
+        self.scorer = BERTScorer(
+            model_type=cfg.model or str(packaged_model_dir()),
+            num_layers=self.num_layers,
+            batch_size=cfg.batch_size,
+            lang=cfg.lang,
+            device=str(resolve_device(cfg.device)),
+        )
 
     def score(self, candidates: Sequence[str], references: Sequence[str]) -> list[tuple[float, float, float]]:
         """(P, R, F1) per candidate-reference pair, in input order."""
@@ -68,8 +73,9 @@ class BERTScore:
         todo = [i for i, (c, r) in enumerate(zip(candidates, references)) if c.strip() and r.strip()]
         if todo:
             # BERTScorer.score ignores the batch size given to its constructor; pass it again.
-            p, r, f = self.scorer.score([candidates[i] for i in todo], [references[i] for i in todo],
-                                        batch_size=self.cfg.batch_size)
+            p, r, f = self.scorer.score(
+                [candidates[i] for i in todo], [references[i] for i in todo], batch_size=self.cfg.batch_size
+            )
             for row, i in enumerate(todo):
                 out[i] = (float(p[row]), float(r[row]), float(f[row]))
         return out
@@ -78,8 +84,14 @@ class BERTScore:
         """What produced the numbers, for metrics.json; versions matter because bert-score results
         shift across transformers releases (bert_score issue #164). Package metadata, not
         `bert_score.__version__`, which still says 0.3.12 in the 0.3.13 release."""
-        return {"model": self.name, "num_layers": self.num_layers, "rescaled": False, "idf": False,
-                "bert_score": version("bert-score"), "transformers": version("transformers")}
+        return {
+            "model": self.name,
+            "num_layers": self.num_layers,
+            "rescaled": False,
+            "idf": False,
+            "bert_score": version("bert-score"),
+            "transformers": version("transformers"),
+        }
 
 
 def summarize(rows: Iterable[Mapping], keys: Optional[Sequence[str]] = None) -> dict:
@@ -93,8 +105,10 @@ def summarize(rows: Iterable[Mapping], keys: Optional[Sequence[str]] = None) -> 
     by_agent: dict[str, list[Mapping]] = defaultdict(list)
     for row in rows:
         by_agent[row["agent"]].append(row)
-    return {"overall": _means(rows, keys),
-            "per_agent": {agent: _means(group, keys) for agent, group in sorted(by_agent.items())}}
+    return {
+        "overall": _means(rows, keys),
+        "per_agent": {agent: _means(group, keys) for agent, group in sorted(by_agent.items())},
+    }
 
 
 def _means(rows: list[Mapping], keys: Sequence[str]) -> dict:

@@ -16,8 +16,10 @@ class RefLogprob(Metric):
     keys = (REF_LOGPROB,)
     labels = {REF_LOGPROB: "ref log-prob (nats/token)"}
     words = {REF_LOGPROB: "the reference answer's mean log-prob per token given the agent's prompt, in nats"}
-    explained = {REF_LOGPROB: "mean log-probability per token of the reference answer given the agent's prompt, "
-                              "in nats (higher is better)"}
+    explained = {
+        REF_LOGPROB: "mean log-probability per token of the reference answer given the agent's prompt, "
+        "in nats (higher is better)"
+    }
     claim_key = REF_LOGPROB  # the cheap, sensitive one (ARCHITECTURE.md, "Metrics")
     needs = ("scores_text",)
     needs_words = "score given text"
@@ -25,11 +27,13 @@ class RefLogprob(Metric):
 
     def score_batch(self, batch: EvalBatch) -> None:
         """(mean log-prob per token, tokens) of each reference given its prompt, on its agent's backbone."""
+
         def score(lm, idx: list[int]) -> list:
             if not lm.scores_text:
                 return [None] * len(idx)
-            scored = lm.loglikelihood([lm.chat_context(batch.prompts[i]) for i in idx],
-                                      [batch.rows[i]["reference"] for i in idx])
+            scored = lm.loglikelihood(
+                [lm.chat_context(batch.prompts[i]) for i in idx], [batch.rows[i]["reference"] for i in idx]
+            )
             return [(total / n, n) for total, n in scored]
 
         for row, scored in zip(batch.rows, batch.on_backbones("evaluate", score)):

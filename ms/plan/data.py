@@ -22,10 +22,12 @@ from ms.common.errors import UserError
 from ms.plan.flags import take_plan_flags
 from ms.plan.table import format_rows
 
-LEGEND = ("calls: requests the command will make (~: an estimate); cached: how many of them the response cache "
-          "will answer (?: not looked up; >=: at least, repeats within the command); est. cost: the backbone's "
-          "`price` times the tokens of the calls the cache will not answer (<=: at most; -: no price set). "
-          "Tokens are estimates (4 characters a token).")
+LEGEND = (
+    "calls: requests the command will make (~: an estimate); cached: how many of them the response cache "
+    "will answer (?: not looked up; >=: at least, repeats within the command); est. cost: the backbone's "
+    "`price` times the tokens of the calls the cache will not answer (<=: at most; -: no price set). "
+    "Tokens are estimates (4 characters a token)."
+)
 
 
 def take_plan(args: argparse.Namespace) -> bool:
@@ -35,8 +37,10 @@ def take_plan(args: argparse.Namespace) -> bool:
         return False
     rest, plan, accept = take_plan_flags(getattr(args, name))
     if accept is not None:
-        raise UserError(f"ms-data {args.command}: plan_accept and plan_from set a run's admission rate; "
-                        f"this command's plan does not use one")
+        raise UserError(
+            f"ms-data {args.command}: plan_accept and plan_from set a run's admission rate; "
+            f"this command's plan does not use one"
+        )
     setattr(args, name, rest)
     return plan
 
@@ -63,11 +67,18 @@ def _score_row(cfg: DictConfig, graded: Sequence[tuple[object, str, str, str]]):
     from ms.plan.gate import grading_tokens, reads_probabilities
     from ms.plan.tokens import tokens
 
-    row, probabilities = _row(cfg, "score", cfg.scorer.backbone), reads_probabilities(cfg.scorer, Backbones(cfg.backbone))
+    row, probabilities = (
+        _row(cfg, "score", cfg.scorer.backbone),
+        reads_probabilities(cfg.scorer, Backbones(cfg.backbone)),
+    )
     for rubric, agent, question, answer in graded:
-        row.add(1, grading_tokens(rubric, agent) + tokens(question) + tokens(answer),
-                0.0 if probabilities else cfg.scorer.max_new_tokens, exact=probabilities,
-                cached_exact=not cfg.use_cache)
+        row.add(
+            1,
+            grading_tokens(rubric, agent) + tokens(question) + tokens(answer),
+            0.0 if probabilities else cfg.scorer.max_new_tokens,
+            exact=probabilities,
+            cached_exact=not cfg.use_cache,
+        )
     return row
 
 
@@ -76,9 +87,9 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
     scope's seed pairs, less those that ask its question or carry one of its jobs' answers
     (ms.gates.check_utility withholds them)."""
     from ms.agents import PromptTemplate
+    from ms.loop.schedule import stream_k
     from ms.plan.tokens import PER_MESSAGE, tokens
     from ms.pool import normalize_space, scope_for
-    from ms.loop.schedule import stream_k
 
     agents, template, shots = checked.agents, PromptTemplate(**cfg.prompt), max(1, stream_k(cfg.k, cfg.stream_k))
     scope = {a: scope_for(agents[a].domain, cfg.pool.mode) for a in checked.splits}
@@ -92,8 +103,11 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
     for (agent, _), group in groups.items():
         answers = {normalize_space(j.answer) for j in group}
         question = normalize_space(group[0].example.question)
-        pool = [e for e in seeds[scope[agent]]
-                if normalize_space(e.question) != question and normalize_space(e.answer) not in answers]
+        pool = [
+            e
+            for e in seeds[scope[agent]]
+            if normalize_space(e.question) != question and normalize_space(e.answer) not in answers
+        ]
         probes = min(cfg.gate.probes, len(pool))
         pair = fmean(tokens(template.example.format(question=e.question, answer=e.answer)) for e in pool) if pool else 0
         # A probe's prompt: the agent's instruction, the template, its shots, and the probe's pair to score.
@@ -103,8 +117,13 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
         # Two prompts per probe and job; the prompt as retrieved is the same for every job of the pair,
         # so with the cache on only the first job's is computed.
         rows.setdefault(name, _row(cfg, "utility", name)).add(
-            2 * probes * len(group), prompt + PER_MESSAGE, 0.0, exact=False,
-            cached=probes * (len(group) - 1) if cfg.use_cache else 0.0, cached_exact=not cfg.use_cache)
+            2 * probes * len(group),
+            prompt + PER_MESSAGE,
+            0.0,
+            exact=False,
+            cached=probes * (len(group) - 1) if cfg.use_cache else 0.0,
+            cached_exact=not cfg.use_cache,
+        )
     return list(rows.values())
 
 
@@ -115,15 +134,26 @@ def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
 
     jobs, rows = checked.jobs, []
     if checked.rubric:
-        rows.append(_score_row(cfg, [(rubric_for(checked.agents[j.agent], cfg.pool.mode), j.agent,
-                                      j.example.question, j.answer) for j in jobs]))
+        rows.append(
+            _score_row(
+                cfg,
+                [
+                    (rubric_for(checked.agents[j.agent], cfg.pool.mode), j.agent, j.example.question, j.answer)
+                    for j in jobs
+                ],
+            )
+        )
     if checked.utility:
         rows += _utility_rows(cfg, checked)
     good = sum(j.kind == GOOD for j in jobs)
-    notes = [f"{len(jobs)} pairs to judge: {good} seed pairs of {len(checked.splits)} agents and their corrupted copies"]
+    notes = [
+        f"{len(jobs)} pairs to judge: {good} seed pairs of {len(checked.splits)} agents and their corrupted copies"
+    ]
     if checked.utility:
-        notes.append(f"utility: 2 scored prompts per probe, up to gate.probes={cfg.gate.probes} probes per pair "
-                     f"among its scope's seed pairs")
+        notes.append(
+            f"utility: 2 scored prompts per probe, up to gate.probes={cfg.gate.probes} probes per pair "
+            f"among its scope's seed pairs"
+        )
     return _printed(f"plan for {out} (nothing is written): ms-data gate-check", rows, notes)
 
 
@@ -132,10 +162,14 @@ def cross_grade_plan(pairs: Sequence, configs: Mapping[str, DictConfig], out: Pa
     from ms.gates.scorer import load_rubrics
 
     rubrics = load_rubrics({p.rubric for p in pairs})
-    rows = [_score_row(cfg, [(rubrics[p.rubric], p.agent, p.question, p.answer) for p in pairs])
-            for cfg in configs.values()]
-    return _printed(f"plan for {out} (nothing is written): ms-data cross-grade, {len(pairs)} stream pairs "
-                    f"graded by {', '.join(configs)}", rows)
+    rows = [
+        _score_row(cfg, [(rubrics[p.rubric], p.agent, p.question, p.answer) for p in pairs]) for cfg in configs.values()
+    ]
+    return _printed(
+        f"plan for {out} (nothing is written): ms-data cross-grade, {len(pairs)} stream pairs "
+        f"graded by {', '.join(configs)}",
+        rows,
+    )
 
 
 def invert_plan(cfg: DictConfig, answers: Sequence[tuple[str, str, str]], agents: Mapping, out: str) -> int:
@@ -145,8 +179,14 @@ def invert_plan(cfg: DictConfig, answers: Sequence[tuple[str, str, str]], agents
 
     row = _row(cfg, "invert", None)
     for _, agent, answer in answers:
-        row.add(1, tokens(agents[agent].instruction) + tokens(INVERT_PROMPT.format(answer=answer)) + 2 * PER_MESSAGE,
-                cfg.backbone.generation.max_new_tokens, cached_exact=not cfg.use_cache)
-    return _printed(f"plan for {out} (nothing is written): ms-data invert, {len(answers)} answers", [row],
-                    ["completion tokens: each question counted at backbone.generation.max_new_tokens, "
-                     "its cap (an upper bound)"])
+        row.add(
+            1,
+            tokens(agents[agent].instruction) + tokens(INVERT_PROMPT.format(answer=answer)) + 2 * PER_MESSAGE,
+            cfg.backbone.generation.max_new_tokens,
+            cached_exact=not cfg.use_cache,
+        )
+    return _printed(
+        f"plan for {out} (nothing is written): ms-data invert, {len(answers)} answers",
+        [row],
+        ["completion tokens: each question counted at backbone.generation.max_new_tokens, its cap (an upper bound)"],
+    )

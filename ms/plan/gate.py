@@ -33,8 +33,10 @@ def acceptance(gate_cfg, plan, accept: Optional[float | Measured]) -> tuple[floa
         return rate, said
     # An assumption, and said to be one: the committed offline runs at threshold 15 admitted 0.4 to
     # 0.65 where the uniform assumption gives 0.85. A finished run's measured rate is better.
-    return rate, (f"{rate:.2f} of stream pairs admitted: {said}; +plan_from=RUN_DIR uses the rate a finished "
-                  f"run measured, +plan_accept=RATE sets another")
+    return rate, (
+        f"{rate:.2f} of stream pairs admitted: {said}; +plan_from=RUN_DIR uses the rate a finished "
+        f"run measured, +plan_accept=RATE sets another"
+    )
 
 
 def reads_probabilities(scorer_cfg, backbones: Backbones) -> bool:
@@ -45,6 +47,12 @@ def reads_probabilities(scorer_cfg, backbones: Backbones) -> bool:
 
 def grading_tokens(rubric: Rubric, agent: str) -> float:
     """Tokens of the grader's prompt for a pair of `agent` under `rubric`, less the pair's question and answer."""
-    return (tokens(SYSTEM_PROMPT) + tokens(USER_PROMPT.format(
-        title=rubric.title, total=rubric.total, criteria=rubric.render(), agent=agent, question="", answer=""))
-        + 2 * PER_MESSAGE)
+    return (
+        tokens(SYSTEM_PROMPT)
+        + tokens(
+            USER_PROMPT.format(
+                title=rubric.title, total=rubric.total, criteria=rubric.render(), agent=agent, question="", answer=""
+            )
+        )
+        + 2 * PER_MESSAGE
+    )

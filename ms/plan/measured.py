@@ -17,8 +17,8 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
-from ms.config.files import USAGE_FILE
 from ms.common.errors import UserError
+from ms.config.files import USAGE_FILE
 from ms.llm.usage import upgraded_usage
 from ms.loop.cell import identity, stored
 from ms.loop.run_folder import completed
@@ -40,22 +40,63 @@ MIN_TIMED_CALLS = 100
 # stands for an agent's name). `agents` is the set of agents the run asked, `stream_k` the memories a
 # stream question is shown (k where stream_k is unset). The admission rate follows from who answers the
 # stream and with what in the prompt, and from who judges the answers and how strictly.
-RATE_SETTINGS = ("agents", "agents.*.backbone", "agents.*.rubric", "backbone.name", "backbone.model",
-                 "backbone.gguf_file", "backbone.gguf_package", "backbone.engine", "backbone.prompt_format",
-                 "backbone.generation.max_new_tokens", "backbone.generation.temperature", "stream_k", "pool.mode",
-                 "retriever.name", "retriever.learn", "memory.policy", "memory.question", "stream.answers",
-                 "poison.name", "gate.*", "scorer.threshold", "scorer.backbone", "scorer.read")
+RATE_SETTINGS = (
+    "agents",
+    "agents.*.backbone",
+    "agents.*.rubric",
+    "backbone.name",
+    "backbone.model",
+    "backbone.gguf_file",
+    "backbone.gguf_package",
+    "backbone.engine",
+    "backbone.prompt_format",
+    "backbone.generation.max_new_tokens",
+    "backbone.generation.temperature",
+    "stream_k",
+    "pool.mode",
+    "retriever.name",
+    "retriever.learn",
+    "memory.policy",
+    "memory.question",
+    "stream.answers",
+    "poison.name",
+    "gate.*",
+    "scorer.threshold",
+    "scorer.backbone",
+    "scorer.read",
+)
 # The seconds per token follow from which model runs on which engine and how (batching, precision,
 # device), and from how the roles that read rather than write use it (the grader, the labels).
-TIMING_SETTINGS = ("agents.*.backbone", "backbone.name", "backbone.model", "backbone.gguf_file",
-                   "backbone.gguf_package", "backbone.engine", "backbone.device", "backbone.dtype",
-                   "backbone.batch_size", "backbone.max_length", "backbone.prompt_logprobs", "scorer.backbone",
-                   "scorer.read", "train.backbone", "train.label_method")
+TIMING_SETTINGS = (
+    "agents.*.backbone",
+    "backbone.name",
+    "backbone.model",
+    "backbone.gguf_file",
+    "backbone.gguf_package",
+    "backbone.engine",
+    "backbone.device",
+    "backbone.dtype",
+    "backbone.batch_size",
+    "backbone.max_length",
+    "backbone.prompt_logprobs",
+    "scorer.backbone",
+    "scorer.read",
+    "train.backbone",
+    "train.label_method",
+)
 # A run with neither a cell record nor a saved config: the few settings its `run` record keeps.
-FROM_RUN_RECORD = {"backbone": "backbone.name", "k": "k", "pool": "pool.mode", "memory": "memory.policy",
-                   "gate": "gate.name", "rate": "gate.rate", "match": "gate.match",
-                   "utility_threshold": "gate.utility_threshold", "utility_probes": "gate.probes",
-                   "stream_answers": "stream.answers"}
+FROM_RUN_RECORD = {
+    "backbone": "backbone.name",
+    "k": "k",
+    "pool": "pool.mode",
+    "memory": "memory.policy",
+    "gate": "gate.name",
+    "rate": "gate.rate",
+    "match": "gate.match",
+    "utility_threshold": "gate.utility_threshold",
+    "utility_probes": "gate.probes",
+    "stream_answers": "stream.answers",
+}
 
 
 class Measured(NamedTuple):
@@ -96,21 +137,38 @@ def measured(run: Path) -> Measured:
     """The share of stream pairs the finished run in `run` admitted (its metrics.json)."""
     metrics = completed(run)
     if metrics is None:
-        raise UserError(f"invalid setting plan_from={run}: no finished run there (a metrics.json with "
-                        f"\"complete\": true); name the folder of a finished run")
+        raise UserError(
+            f"invalid setting plan_from={run}: no finished run there (a metrics.json with "
+            f'"complete": true); name the folder of a finished run'
+        )
     stream = metrics.get("stream") or {}
     accepted, rejected = (sum((stream.get(key) or {}).values()) for key in ("accepted", "rejected"))
     judged = accepted + rejected
     if not judged:
-        raise UserError(f"invalid setting plan_from={run}: that run's gate judged no stream pair (k=0 skips "
-                        f"the stream); name a run that streamed")
+        raise UserError(
+            f"invalid setting plan_from={run}: that run's gate judged no stream pair (k=0 skips "
+            f"the stream); name a run that streamed"
+        )
     settings = source_settings(run, metrics)
     gate = (settings or {}).get("gate.name")
-    under = (f" (gate={gate}" + (f", scorer.threshold={settings['scorer.threshold']}"
-                                 if "scorer.threshold" in settings else "") + ")") if gate else ""
+    under = (
+        (
+            f" (gate={gate}"
+            + (f", scorer.threshold={settings['scorer.threshold']}" if "scorer.threshold" in settings else "")
+            + ")"
+        )
+        if gate
+        else ""
+    )
     rate = accepted / judged
-    return Measured(rate, f"{rate:.2f} of stream pairs admitted, measured: the finished run {run} admitted "
-                          f"{accepted} of the {judged} stream pairs its gate judged{under}", run, judged, settings)
+    return Measured(
+        rate,
+        f"{rate:.2f} of stream pairs admitted, measured: the finished run {run} admitted "
+        f"{accepted} of the {judged} stream pairs its gate judged{under}",
+        run,
+        judged,
+        settings,
+    )
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -135,12 +193,12 @@ def differing(planned: Mapping, source: Mapping, patterns: Sequence[str]) -> lis
     that differs: where the finished run (`source`) ran otherwise than the planned run would."""
     # stream_k as the run used it: k where it is unset, and then named k, the setting that was given
     k_given = planned.get("stream_k") is None and source.get("stream_k") is None
-    planned, source = ({**s, "stream_k": _stream_k(s)} if "k" in s or "stream_k" in s else s
-                       for s in (planned, source))
-    return [f"{'k' if key == 'stream_k' and k_given else key} ({_shown(source[key])} there, "
-            f"{_shown(planned[key])} here)"
-            for key in sorted(planned.keys() & source.keys())
-            if any(fnmatch(key, p) for p in patterns) and planned[key] != source[key]]
+    planned, source = ({**s, "stream_k": _stream_k(s)} if "k" in s or "stream_k" in s else s for s in (planned, source))
+    return [
+        f"{'k' if key == 'stream_k' and k_given else key} ({_shown(source[key])} there, {_shown(planned[key])} here)"
+        for key in sorted(planned.keys() & source.keys())
+        if any(fnmatch(key, p) for p in patterns) and planned[key] != source[key]
+    ]
 
 
 class _Timing(NamedTuple):
@@ -183,13 +241,16 @@ def wall_time(rows: Sequence, run: Path, local: Callable[[str], bool]) -> Option
     if timing is None:
         return None
     took = f"{timing.seconds:,.0f} s" if timing.seconds < 90 else f"{timing.seconds / 60:,.0f} min"
-    timed_on = "; ".join(f"{name}: {calls:,} calls, {tokens:,} tokens"
-                         for name, (calls, tokens) in sorted(timing.used.items()))
-    return (f"wall time: ~{took} of backend time on {', '.join(sorted(timing.used))}: the backend seconds "
-            f"per token in {run / USAGE_FILE} (timed on {timed_on}; per role where it has the role) times this "
-            f"plan's tokens the cache will not answer (an upper bound where cached is unknown); rough: the tokens "
-            f"are estimates, and loading models, memory train's steps and BERTScore are left out"
-            + (f"; {', '.join(sorted(timing.unmeasured))}: not measured there" if timing.unmeasured else ""))
+    timed_on = "; ".join(
+        f"{name}: {calls:,} calls, {tokens:,} tokens" for name, (calls, tokens) in sorted(timing.used.items())
+    )
+    return (
+        f"wall time: ~{took} of backend time on {', '.join(sorted(timing.used))}: the backend seconds "
+        f"per token in {run / USAGE_FILE} (timed on {timed_on}; per role where it has the role) times this "
+        f"plan's tokens the cache will not answer (an upper bound where cached is unknown); rough: the tokens "
+        f"are estimates, and loading models, memory train's steps and BERTScore are left out"
+        + (f"; {', '.join(sorted(timing.unmeasured))}: not measured there" if timing.unmeasured else "")
+    )
 
 
 def plan_from_warnings(accept: Measured, planned: Mapping, rows: Sequence, local: Callable[[str], bool]) -> list[str]:
@@ -199,23 +260,30 @@ def plan_from_warnings(accept: Measured, planned: Mapping, rows: Sequence, local
     said = []
     if accept.judged < MIN_JUDGED:
         lo, hi = wilson(round(accept.rate * accept.judged), accept.judged)
-        said.append(f"warning: the admission rate is measured on only {accept.judged} judged stream pairs (fewer "
-                    f"than {MIN_JUDGED}): its 95% interval is {lo:.2f} to {hi:.2f}; a run that judged more pairs "
-                    f"measures it better")
+        said.append(
+            f"warning: the admission rate is measured on only {accept.judged} judged stream pairs (fewer "
+            f"than {MIN_JUDGED}): its 95% interval is {lo:.2f} to {hi:.2f}; a run that judged more pairs "
+            f"measures it better"
+        )
     if accept.settings is None:
-        said.append(f"warning: {accept.run} records no settings (no cell record in its metrics.json, no "
-                    f".hydra/config.yaml, no run record): whether it ran as this run would is not checked")
+        said.append(
+            f"warning: {accept.run} records no settings (no cell record in its metrics.json, no "
+            f".hydra/config.yaml, no run record): whether it ran as this run would is not checked"
+        )
     elif keys := differing(planned, accept.settings, RATE_SETTINGS):
-        said.append(f"warning: the admission rate was measured under other settings than this run's: "
-                    f"{', '.join(keys)}")
+        said.append(f"warning: the admission rate was measured under other settings than this run's: {', '.join(keys)}")
     timing = _timing(rows, accept.run, local)
     if timing is None:
         return said
     few = [f"{name} ({calls} calls)" for name, (calls, _) in sorted(timing.used.items()) if calls < MIN_TIMED_CALLS]
     if few:
-        said.append(f"warning: the wall time's seconds per token are timed on few calls (fewer than "
-                    f"{MIN_TIMED_CALLS}): {', '.join(few)}; one-off costs and part-full batches weigh on them")
+        said.append(
+            f"warning: the wall time's seconds per token are timed on few calls (fewer than "
+            f"{MIN_TIMED_CALLS}): {', '.join(few)}; one-off costs and part-full batches weigh on them"
+        )
     if accept.settings is not None and (keys := differing(planned, accept.settings, TIMING_SETTINGS)):
-        said.append(f"warning: the wall time's seconds per token were measured under other settings than this "
-                    f"run's: {', '.join(keys)}")
+        said.append(
+            f"warning: the wall time's seconds per token were measured under other settings than this "
+            f"run's: {', '.join(keys)}"
+        )
     return said

@@ -33,15 +33,15 @@ from ms.llm import price_of, provider_class
 from ms.llm.backbones import Backbones
 from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
-from ms.retrieval.memory import SUMMARY_SYSTEM, SUMMARY_USER
+from ms.loop.schedule import batches, interleave, learns, skips_stream, stream_k
 from ms.metrics.evaluate import validate_metrics
 from ms.plan.gate import acceptance, grading_tokens, reads_probabilities
 from ms.plan.measured import Measured, plan_from_warnings, planned_settings
 from ms.plan.rows import Row, RunPlan
 from ms.plan.tokens import PER_MESSAGE, tokens
 from ms.pool import scope_for
+from ms.retrieval.memory import SUMMARY_SYSTEM, SUMMARY_USER
 from ms.retrieval.training import VERBALIZED_PROMPT
-from ms.loop.schedule import batches, interleave, learns, skips_stream, stream_k
 
 VERBALIZED_TOKENS = 8  # what Labeller._verbalized lets a reply run to
 
@@ -102,19 +102,27 @@ class _Planner:
         self.template = PromptTemplate(**cfg.prompt)
         self.accept, self.accept_note = acceptance(cfg.gate, self, accept)
         victim = self.agents.get(cfg.poison.victim) if cfg.poison.victim in self.splits else None
-        self.poisoner = POISONS.load(cfg.poison.name).build(cfg.poison, self.agents, self.splits, cfg.seed,
-                                                            rubric_for(victim, cfg.pool.mode).quoted() if victim else None)
+        self.poisoner = POISONS.load(cfg.poison.name).build(
+            cfg.poison,
+            self.agents,
+            self.splits,
+            cfg.seed,
+            rubric_for(victim, cfg.pool.mode).quoted() if victim else None,
+        )
         self.poisoned = 0  # the poisoning writer's pairs the gate judges (ms.data.poison)
         self.rows: dict[tuple[str, str], Row] = {}
         self.scope = {a: scope_for(self.agents[a].domain, cfg.pool.mode) for a in self.splits}
         pairs: dict[str, list[float]] = {}
         for a, s in self.splits.items():
             pairs.setdefault(self.scope[a], []).extend(
-                tokens(self.template.example.format(question=e.question, answer=e.answer)) for e in s.seed)
+                tokens(self.template.example.format(question=e.question, answer=e.answer)) for e in s.seed
+            )
         self.seeds = {scope: len(v) for scope, v in pairs.items()}
         self.memory_tokens = {scope: fmean(v) if v else 0.0 for scope, v in pairs.items()}
-        self.answer_tokens = {a: fmean(tokens(e.answer) for e in (s.seed or s.stream + s.test) if e.answer)
-                              for a, s in self.splits.items()}
+        self.answer_tokens = {
+            a: fmean(tokens(e.answer) for e in (s.seed or s.stream + s.test) if e.answer)
+            for a, s in self.splits.items()
+        }
 
     # ---- where calls go ---------------------------------------------------------------------
 
@@ -149,8 +157,12 @@ class _Planner:
         probabilities = self.scorer_reads_probabilities()
         grading = grading_tokens(rubric_for(self.agents[agent], cfg.pool.mode), agent) + question + reply
         self.row("score", cfg.scorer.backbone).add(
-            1, grading, 0.0 if probabilities else cfg.scorer.max_new_tokens,
-            exact=probabilities, cached_exact=not cfg.use_cache)
+            1,
+            grading,
+            0.0 if probabilities else cfg.scorer.max_new_tokens,
+            exact=probabilities,
+            cached_exact=not cfg.use_cache,
+        )
 
     def measure_utility(self, agent: str, in_scope: float, probes: int, share: float, exact: bool) -> None:
         """A utility measurement of `share` of the pairs of `agent`: two scored prompts per probe."""
@@ -160,13 +172,19 @@ class _Planner:
         shots = min(max(1, self.stream_k), max(in_scope - 1, 0))
         memory = self.memory_tokens[scope]
         # A probe's prompt: the template with its shots and question, then its answer to score.
-        prompt = (self.system(agent) + tokens(self.template.with_examples.format(examples="", query=""))
-                  + shots * memory + memory + PER_MESSAGE)
+        prompt = (
+            self.system(agent)
+            + tokens(self.template.with_examples.format(examples="", query=""))
+            + shots * memory
+            + memory
+            + PER_MESSAGE
+        )
         # Exact only while every candidate has exactly m probes: the seeds alone hold them, and no
         # consolidation moves memories out of reach.
         exact = exact and self.seeds[scope] >= probes and cfg.memory.policy == "plain"
         self.row("utility", self.agents[agent].backbone).add(
-            share * 2 * probed, prompt, 0.0, exact=exact, cached_exact=not cfg.use_cache)
+            share * 2 * probed, prompt, 0.0, exact=exact, cached_exact=not cfg.use_cache
+        )
 
     # ---- what a metric asks for (ms.metrics.base.MetricPlan) ---------------------------------------
 
@@ -188,8 +206,11 @@ class _Planner:
         """Tokens of the user prompt with k retrieved memories of typical size."""
         if k <= 0:
             return tokens(self.template.render(question))
-        return (tokens(self.template.with_examples.format(examples="", query=question))
-                + k * self.memory_tokens[self.scope[agent]] + (k - 1) * tokens(self.template.separator))
+        return (
+            tokens(self.template.with_examples.format(examples="", query=question))
+            + k * self.memory_tokens[self.scope[agent]]
+            + (k - 1) * tokens(self.template.separator)
+        )
 
     def system(self, agent: str) -> float:
         return tokens(self.agents[agent].instruction) + PER_MESSAGE if self.template.system else 0.0
@@ -200,8 +221,13 @@ class _Planner:
         if not self.cfg.use_cache or bc.generation.temperature != 0:
             return None
         params = generate_params(bc.generation.max_new_tokens, bc.generation.temperature, bc.generation.stop)
-        return cache_key("generate", provider_class(bc).provider, key_model(bc, "generate"), params,
-                         self.zero_shot_chat(agent, question))
+        return cache_key(
+            "generate",
+            provider_class(bc).provider,
+            key_model(bc, "generate"),
+            params,
+            self.zero_shot_chat(agent, question),
+        )
 
     def zero_shot_scored_key(self, agent: str, example) -> Optional[str]:
         """The cache key of ref_logprob's request for the agent's zero-shot prompt and the reference
@@ -210,8 +236,9 @@ class _Planner:
             return None
         bc = self.backbone(self.agents[agent].backbone)
         context = renderer(bc)(self.zero_shot_chat(agent, example.question))
-        return cache_key("loglikelihood", provider_class(bc).provider, key_model(bc, "loglikelihood"), {},
-                         [context, example.answer])
+        return cache_key(
+            "loglikelihood", provider_class(bc).provider, key_model(bc, "loglikelihood"), {}, [context, example.answer]
+        )
 
     def zero_shot_chat(self, agent: str, question: str) -> list:
         return chat(self.agents[agent], self.template.render(question), self.template.system)
@@ -255,8 +282,14 @@ class _Planner:
                 reply = tokens(e.answer)
             else:
                 reply = self.reply(a, self.backbone(self.agents[a].backbone).generation.max_new_tokens)
-                self.generated(self.row("answer", self.agents[a].backbone), a, e.question, kk,
-                               self.system(a) + user + PER_MESSAGE, reply)
+                self.generated(
+                    self.row("answer", self.agents[a].backbone),
+                    a,
+                    e.question,
+                    kk,
+                    self.system(a) + user + PER_MESSAGE,
+                    reply,
+                )
             # memory.question=prompt: the pair's question is the whole prompt the agent saw
             question = user if cfg.memory.question == "prompt" else tokens(e.question)
             asked.append((e, question, reply))
@@ -281,15 +314,25 @@ class _Planner:
         row = self.row("label", name)
         n = self.accept * max(candidates, 0.0)
         if cfg.train.label_method == "likelihood" and self.can(name, "scores_text"):
-            context = (self.system(agent) + tokens(self.template.with_examples.format(examples="", query=""))
-                       + question + memory + PER_MESSAGE)
+            context = (
+                self.system(agent)
+                + tokens(self.template.with_examples.format(examples="", query=""))
+                + question
+                + memory
+                + PER_MESSAGE
+            )
             row.add(n, context + reply, 0.0, exact=False, cached_exact=not cfg.use_cache)
             if cfg.train.utility_from_labels and candidates > 0:  # the zero-shot baseline of (X, Y)
                 row.add(self.accept, context - memory + reply, 0.0, exact=False, cached_exact=not cfg.use_cache)
         else:
             prompt = tokens((cfg.train.verbalized_prompt or VERBALIZED_PROMPT).format(example="", query="", answer=""))
-            row.add(n, prompt + memory + question + reply + PER_MESSAGE, VERBALIZED_TOKENS, exact=False,
-                    cached_exact=not cfg.use_cache)
+            row.add(
+                n,
+                prompt + memory + question + reply + PER_MESSAGE,
+                VERBALIZED_TOKENS,
+                exact=False,
+                cached_exact=not cfg.use_cache,
+            )
 
     def consolidate(self, stores: dict[str, list[tuple[int, float]]], step: int) -> None:
         """stm_ltm: a store that is full or has waited `interval` steps is consolidated; assumed to
@@ -300,10 +343,15 @@ class _Planner:
             if not items or not (held >= stm.capacity or step - items[0][0] >= stm.interval):
                 continue
             if held >= 2:
-                prompt = (tokens(SUMMARY_SYSTEM) + tokens(SUMMARY_USER.format(agent=agent, pairs=""))
-                          + held * (self.memory_tokens[self.scope[agent]] + 6) + 2 * PER_MESSAGE)
-                self.row("summarize", None).add(1, prompt, self.reply(agent, stm.summary_tokens), exact=False,
-                                                cached_exact=not self.cfg.use_cache)
+                prompt = (
+                    tokens(SUMMARY_SYSTEM)
+                    + tokens(SUMMARY_USER.format(agent=agent, pairs=""))
+                    + held * (self.memory_tokens[self.scope[agent]] + 6)
+                    + 2 * PER_MESSAGE
+                )
+                self.row("summarize", None).add(
+                    1, prompt, self.reply(agent, stm.summary_tokens), exact=False, cached_exact=not self.cfg.use_cache
+                )
             items.clear()
 
     def evaluate(self, pool: dict[str, float]) -> None:
@@ -325,18 +373,24 @@ def plan_run(cfg: DictConfig, accept: Optional[float | Measured] = None, probe: 
     """Every role's calls, tokens, cache answers and cost for the run `cfg` describes."""
     planner = _Planner(cfg, accept, probe or CacheProbe(cfg.cache_dir))
     rows = planner.plan()
-    title = (f"k={cfg.k}, pool={cfg.pool.mode}, retriever={cfg.retriever.name}, memory={cfg.memory.policy}, "
-             f"backbone={cfg.backbone.name}; {len(planner.splits)} agents, fills {list(cfg.fills)}, "
-             f"micro_batch {cfg.micro_batch}")
+    title = (
+        f"k={cfg.k}, pool={cfg.pool.mode}, retriever={cfg.retriever.name}, memory={cfg.memory.policy}, "
+        f"backbone={cfg.backbone.name}; {len(planner.splits)} agents, fills {list(cfg.fills)}, "
+        f"micro_batch {cfg.micro_batch}"
+    )
     notes = [planner.accept_note]
     if isinstance(accept, Measured):  # plan_from: why its measured rates might not hold here, a line each
         planned = planned_settings(cfg, list(planner.splits))
         notes += plan_from_warnings(accept, planned, rows, planner.runs_locally)
     if planner.poisoner.active:
-        notes.append(f"poison={cfg.poison.name}: {planner.poisoned} pairs of the poisoning writer (victim "
-                     f"{cfg.poison.victim}) judged by the gate, counted in its rows; its answers are drawn from the "
-                     f"data, so it generates nothing")
+        notes.append(
+            f"poison={cfg.poison.name}: {planner.poisoned} pairs of the poisoning writer (victim "
+            f"{cfg.poison.victim}) judged by the gate, counted in its rows; its answers are drawn from the "
+            f"data, so it generates nothing"
+        )
     if not planner.scorer_reads_probabilities():
-        notes.append(f"score: the grader's reply is read as text; re-asks of unreadable replies (up to "
-                     f"scorer.retries={cfg.scorer.retries} each) are not counted")
+        notes.append(
+            f"score: the grader's reply is read as text; re-asks of unreadable replies (up to "
+            f"scorer.retries={cfg.scorer.retries} each) are not counted"
+        )
     return RunPlan(title, rows, notes)

@@ -28,11 +28,30 @@ class Row:
     cached_exact: bool = True  # False: `cached` is a lower bound (requests that depend on the pool)
     billed: dict = field(default_factory=lambda: {"prompt_tokens": 0.0, "completion_tokens": 0.0})  # uncached
 
-    def add(self, n: float, prompt: float, completion: float, *, exact: bool = True, cached: float = 0.0,
-            cached_exact: bool = True) -> None:
-        self.merge(Row(self.role, self.backbone, self.price, n, exact, n * prompt, n * completion, cached,
-                       cached_exact, {"prompt_tokens": (n - cached) * prompt,
-                                      "completion_tokens": (n - cached) * completion}))
+    def add(
+        self,
+        n: float,
+        prompt: float,
+        completion: float,
+        *,
+        exact: bool = True,
+        cached: float = 0.0,
+        cached_exact: bool = True,
+    ) -> None:
+        self.merge(
+            Row(
+                self.role,
+                self.backbone,
+                self.price,
+                n,
+                exact,
+                n * prompt,
+                n * completion,
+                cached,
+                cached_exact,
+                {"prompt_tokens": (n - cached) * prompt, "completion_tokens": (n - cached) * completion},
+            )
+        )
 
     def merge(self, other: "Row") -> None:
         """Add `other`'s counts: one call's, or another run's row of this role and backbone."""
@@ -60,9 +79,12 @@ class RunPlan:
 def total(rows: list[Row]) -> dict[str, Any]:
     """Calls, tokens, cache answers and cost of rows; cost None unless every row with calls is priced."""
     costs = [r.cost for r in rows if r.calls]
-    return {"calls": sum(r.calls for r in rows), "exact": all(r.exact for r in rows),
-            "prompt_tokens": sum(r.prompt_tokens for r in rows),
-            "completion_tokens": sum(r.completion_tokens for r in rows),
-            "cached": sum(r.cached for r in rows), "cached_exact": all(r.cached_exact for r in rows),
-            "cost": sum(costs) if None not in costs else None}
-
+    return {
+        "calls": sum(r.calls for r in rows),
+        "exact": all(r.exact for r in rows),
+        "prompt_tokens": sum(r.prompt_tokens for r in rows),
+        "completion_tokens": sum(r.completion_tokens for r in rows),
+        "cached": sum(r.cached for r in rows),
+        "cached_exact": all(r.cached_exact for r in rows),
+        "cost": sum(costs) if None not in costs else None,
+    }

@@ -20,8 +20,7 @@ class Session(ABC):
         """Execute one statement; returns how many rows it changed."""
 
     @abstractmethod
-    def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        ...
+    def run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
 
 
 class Database(ABC):
@@ -63,5 +62,4 @@ class Database(ABC):
         """Moves whenever the pool is written, by this process or any other."""
 
     @abstractmethod
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...

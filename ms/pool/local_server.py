@@ -56,8 +56,9 @@ class Cluster:
         self.port = port
         self.bin = bin_dir or postgres_bin()
         if self.bin is None:
-            raise RuntimeError("no PostgreSQL server binaries (initdb): install Debian's postgresql "
-                               "(`make postgres-server`)")
+            raise RuntimeError(
+                "no PostgreSQL server binaries (initdb): install Debian's postgresql (`make postgres-server`)"
+            )
         self.options = options  # extra server settings (`-c name=value ...`), e.g. the tests' fsync=off
         self.owner = "nobody" if os.geteuid() == 0 else None
         self.data = self.folder / "data"
@@ -70,8 +71,18 @@ class Cluster:
         password_file.write_text(password + "\n")
         self._give_to_owner(password_file)
         try:
-            self._as_owner("initdb", "-D", str(self.data), "-U", USER, f"--pwfile={password_file}",
-                           "--auth=scram-sha-256", "-E", "UTF8", "--no-sync")
+            self._as_owner(
+                "initdb",
+                "-D",
+                str(self.data),
+                "-U",
+                USER,
+                f"--pwfile={password_file}",
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            )
         finally:
             password_file.unlink(missing_ok=True)
 
@@ -94,8 +105,19 @@ class Cluster:
         return self._as_owner("pg_ctl", "-D", str(self.data), "status", ok=(0, 3)) == 0
 
     def start(self) -> None:
-        self._as_owner("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "server.log"), "-w", "-t", "60",
-                       "-o", f"-h 127.0.0.1 -p {self.port} -k {self.folder} {self.options}", "start")
+        self._as_owner(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.folder / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-h 127.0.0.1 -p {self.port} -k {self.folder} {self.options}",
+            "start",
+        )
 
     def stop(self) -> None:
         self._as_owner("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
@@ -113,6 +135,7 @@ class Cluster:
 
 
 # ---- the command line: a server that outlives the command, for runs to share -----------------------
+
 
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
@@ -155,8 +178,9 @@ def start(folder: Path, port: int | None, database: str) -> str:
     with psycopg.connect(cluster.dsn("postgres", passfile(cluster)), autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone():
             # A pool already there is shared with the runs that wrote it: a new experiment wants a new name.
-            _say(f"database {database} already exists: runs on it share what it holds "
-                 f"(--database NAME for a fresh one)")
+            _say(
+                f"database {database} already exists: runs on it share what it holds (--database NAME for a fresh one)"
+            )
         else:
             conn.execute(f'CREATE DATABASE "{database}"')
             _say(f"created database {database}")
@@ -165,8 +189,9 @@ def start(folder: Path, port: int | None, database: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ms.pool.local_server",
-                                     description="A local PostgreSQL server for pool.backend=postgres.")
+    parser = argparse.ArgumentParser(
+        prog="python -m ms.pool.local_server", description="A local PostgreSQL server for pool.backend=postgres."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("start", help="create (the first time) and start the server; print MS_POOL_DSN")
     up.add_argument("folder", type=Path)

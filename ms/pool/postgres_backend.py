@@ -18,8 +18,16 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ms.common.errors import one_line
 from ms.pool.backend import Database, Session
-from ms.pool.schema import (OLDEST_ALTERABLE, SCHEMA_VERSION, PoolFileError, added_columns, check_readable,
-                            memories_table, removals_table, respell)
+from ms.pool.schema import (
+    OLDEST_ALTERABLE,
+    SCHEMA_VERSION,
+    PoolFileError,
+    added_columns,
+    check_readable,
+    memories_table,
+    removals_table,
+    respell,
+)
 
 # A server that does not answer fails the run within this: libpq's connect timeout, and how long a
 # call waits for a connection from the pool while the server is away.
@@ -90,8 +98,10 @@ def dsn_problem(dsn: str) -> str | None:
     except psycopg.ProgrammingError:
         return "it is not a libpq connection string (key=value pairs, or a postgresql:// URI)"
     if params.get("password"):
-        return ("it holds a password, which would be written into the run's files; give the password in the "
-                "environment (PGPASSWORD) or in libpq's password file (~/.pgpass) instead")
+        return (
+            "it holds a password, which would be written into the run's files; give the password in the "
+            "environment (PGPASSWORD) or in libpq's password file (~/.pgpass) instead"
+        )
     return None
 
 
@@ -160,8 +170,15 @@ class PostgresDatabase(Database):
         with self._reaching():
             with psycopg.connect(dsn, **options) as conn:
                 self._create_or_migrate(PostgresSession(conn))
-        self._pool = psycopg_pool.ConnectionPool(dsn, min_size=1, max_size=MAX_CONNECTIONS, kwargs=options,
-                                                 timeout=CONNECT_TIMEOUT_S, open=False, name="ms-pool")
+        self._pool = psycopg_pool.ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=MAX_CONNECTIONS,
+            kwargs=options,
+            timeout=CONNECT_TIMEOUT_S,
+            open=False,
+            name="ms-pool",
+        )
         self._pool.open(wait=False)
 
     def _create_or_migrate(self, db: PostgresSession) -> None:
@@ -169,13 +186,20 @@ class PostgresDatabase(Database):
         db.rows("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
         exists = db.rows("SELECT to_regclass('pool_state') IS NOT NULL")[0][0]
         found = db.rows("SELECT schema_version FROM pool_state")[0][0] if exists else 0
-        check_readable(found, (0, *range(OLDEST_ALTERABLE, SCHEMA_VERSION + 1)), self.location,
-                       "point pool.dsn at another database")
+        check_readable(
+            found,
+            (0, *range(OLDEST_ALTERABLE, SCHEMA_VERSION + 1)),
+            self.location,
+            "point pool.dsn at another database",
+        )
         if found != SCHEMA_VERSION:
             for statement in (*(added_columns(found, _SPELL) if found else ()), *SCHEMA):
                 db.run(statement)
-            db.run("INSERT INTO pool_state (schema_version) VALUES (?) ON CONFLICT (singleton)"
-                   " DO UPDATE SET schema_version = EXCLUDED.schema_version", (SCHEMA_VERSION,))
+            db.run(
+                "INSERT INTO pool_state (schema_version) VALUES (?) ON CONFLICT (singleton)"
+                " DO UPDATE SET schema_version = EXCLUDED.schema_version",
+                (SCHEMA_VERSION,),
+            )
         db.run("COMMIT")
 
     @contextmanager
@@ -188,8 +212,10 @@ class PostgresDatabase(Database):
             secret = os.environ.get("PGPASSWORD")
             if secret:
                 reason = reason.replace(secret, "***")
-            raise PoolFileError(f"the pool's PostgreSQL server at host {self.host}, port {self.port}, database "
-                                f"{self.database} failed ({reason}): start it or correct pool.dsn") from None
+            raise PoolFileError(
+                f"the pool's PostgreSQL server at host {self.host}, port {self.port}, database "
+                f"{self.database} failed ({reason}): start it or correct pool.dsn"
+            ) from None
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[PostgresSession]:

@@ -120,10 +120,16 @@ def row_for_insert(item: dict[str, Any], step: int, now: float) -> tuple:
     if backbone is not None and (not isinstance(backbone, str) or not backbone.strip()):
         raise ValueError(f"backbone must be a backbone's name or absent, got {backbone!r}")
     return (
-        item["scope"], item["agent"], item["domain"], item["question"], item["answer"],
+        item["scope"],
+        item["agent"],
+        item["domain"],
+        item["question"],
+        item["answer"],
         None if score is None else float(score),
         check_mutable("importance", item.get("importance")),
-        item["origin"], step, now,
+        item["origin"],
+        step,
+        now,
         content_hash(item["question"], item["answer"]),
         check_mutable("tier", item.get("tier", "long")),
         None if sources is None else json.dumps([int(s) for s in sources]),
@@ -148,5 +154,3 @@ class ScopeChanges:
     changed: list[Memory]  # current rows of memories the reader holds that were updated
     deleted: list[int]  # ids the reader holds that are gone
     last_change: int  # position in the change log to ask from next time
-
-

@@ -43,8 +43,16 @@ class Removal:
         return len(self.ids)
 
 
-def remove(db: Database, kind: str, target: str, *, scope: Optional[str] = None,
-           keep_origins: Iterable[str] = ("seed",), command: Optional[str] = None, dry_run: bool = False) -> Removal:
+def remove(
+    db: Database,
+    kind: str,
+    target: str,
+    *,
+    scope: Optional[str] = None,
+    keep_origins: Iterable[str] = ("seed",),
+    command: Optional[str] = None,
+    dry_run: bool = False,
+) -> Removal:
     """Remove `target`'s memories (`kind` agent or run), except those of `keep_origins`, within `scope` if
     given. With `command` an audit record naming it is written in the same transaction; `dry_run`
     counts what would go and changes nothing."""
@@ -76,19 +84,54 @@ def remove(db: Database, kind: str, target: str, *, scope: Optional[str] = None,
             record_id = session.rows(
                 "INSERT INTO removals (removed_at, kind, target, scope, with_seeds, removed, unfolded, counts, ids,"
                 " command) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (now, kind, target, scope, int("seed" not in keep), len(ids), unfolded,
-                 json.dumps([[s, o, n] for (s, o), n in sorted(counts.items())]), json.dumps(ids), command))[0][0]
-    return Removal(kind, target, scope, "seed" not in keep, dict(sorted(counts.items())), ids, int(unfolded),
-                   int(kept), now, command, record_id)
+                (
+                    now,
+                    kind,
+                    target,
+                    scope,
+                    int("seed" not in keep),
+                    len(ids),
+                    unfolded,
+                    json.dumps([[s, o, n] for (s, o), n in sorted(counts.items())]),
+                    json.dumps(ids),
+                    command,
+                ),
+            )[0][0]
+    return Removal(
+        kind,
+        target,
+        scope,
+        "seed" not in keep,
+        dict(sorted(counts.items())),
+        ids,
+        int(unfolded),
+        int(kept),
+        now,
+        command,
+        record_id,
+    )
 
 
 def removals(db: Database) -> list[dict]:
     """Every audit record, oldest first, as a dict of its columns (counts and ids decoded)."""
     with db.read() as session:
-        rows = session.rows("SELECT id, removed_at, kind, target, scope, with_seeds, removed, unfolded, counts, ids,"
-                            " command FROM removals ORDER BY id")
-    names = ("id", "removed_at", "kind", "target", "scope", "with_seeds", "removed", "unfolded", "counts", "ids",
-             "command")
+        rows = session.rows(
+            "SELECT id, removed_at, kind, target, scope, with_seeds, removed, unfolded, counts, ids,"
+            " command FROM removals ORDER BY id"
+        )
+    names = (
+        "id",
+        "removed_at",
+        "kind",
+        "target",
+        "scope",
+        "with_seeds",
+        "removed",
+        "unfolded",
+        "counts",
+        "ids",
+        "command",
+    )
     out = []
     for row in rows:
         record = dict(zip(names, row))

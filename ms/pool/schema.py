@@ -74,8 +74,10 @@ def respell(types: dict[str, str]) -> Spelling:
 
 def memories_table(id_column: str, spell: Spelling) -> str:
     columns = ",\n        ".join(f"{name} {spell(declared)}" for name, declared in MEMORY_COLUMNS)
-    return (f"CREATE TABLE IF NOT EXISTS memories (\n        {id_column},\n        {columns},\n"
-            f"        UNIQUE (scope, content_hash)\n    )")
+    return (
+        f"CREATE TABLE IF NOT EXISTS memories (\n        {id_column},\n        {columns},\n"
+        f"        UNIQUE (scope, content_hash)\n    )"
+    )
 
 
 def removals_table(id_column: str, spell: Spelling) -> str:
@@ -92,8 +94,10 @@ def added_columns(found: int, spell: Spelling) -> Iterator[str]:
 
 def check_readable(found: int, readable: Container[int], location: str, elsewhere: str) -> None:
     if found not in readable:
-        raise PoolFileError(f"the pool {location} holds schema {found}, which this version of ms cannot read (it "
-                            f"reads {SCHEMA_VERSION}): update ms, or {elsewhere}")
+        raise PoolFileError(
+            f"the pool {location} holds schema {found}, which this version of ms cannot read (it "
+            f"reads {SCHEMA_VERSION}): update ms, or {elsewhere}"
+        )
 
 
 class PoolFileError(UserError):
@@ -101,6 +105,8 @@ class PoolFileError(UserError):
 
 
 def damaged_pool_message(path: Path, reason: object) -> str:
-    return (f"the pool {path} is damaged ({reason}). It holds the memories admitted by every run that "
-            f"shared it, so those runs cannot be resumed or redone on it: restore it from a copy, or move it "
-            f"aside and re-run them on a new pool (pool.path)")
+    return (
+        f"the pool {path} is damaged ({reason}). It holds the memories admitted by every run that "
+        f"shared it, so those runs cannot be resumed or redone on it: restore it from a copy, or move it "
+        f"aside and re-run them on a new pool (pool.path)"
+    )

@@ -8,13 +8,22 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ms.config.files import POOL_FILENAME, SQLITE_HEADER, not_sqlite, writable_folder  # noqa: F401 (re-exported)
-
 from ms.pool.backend import Database, Session
-from ms.pool.schema import (ADDED_IN, MEMORY_COLUMNS, OLDEST_ALTERABLE, SCHEMA_VERSION, PoolFileError,
-                            added_columns, check_readable, damaged_pool_message, memories_table, removals_table)
+from ms.pool.schema import (
+    ADDED_IN,
+    MEMORY_COLUMNS,
+    OLDEST_ALTERABLE,
+    SCHEMA_VERSION,
+    PoolFileError,
+    added_columns,
+    check_readable,
+    damaged_pool_message,
+    memories_table,
+    removals_table,
+)
 
 
 def _SPELL(declared: str) -> str:
@@ -71,8 +80,10 @@ SCHEMA = (
 )
 
 # Schema 1 had neither run ids nor the columns later versions added.
-_V1_COLUMNS = ", ".join(["id"] + [name for name, _ in MEMORY_COLUMNS
-                                  if name != "run_id" and not any(name in added for added in ADDED_IN.values())])
+_V1_COLUMNS = ", ".join(
+    ["id"]
+    + [name for name, _ in MEMORY_COLUMNS if name != "run_id" and not any(name in added for added in ADDED_IN.values())]
+)
 
 
 def migrate(conn: sqlite3.Connection, found: int) -> None:
@@ -91,8 +102,10 @@ def migrate(conn: sqlite3.Connection, found: int) -> None:
 def open_failure(path: Path, error: BaseException) -> str:
     if isinstance(error, sqlite3.DatabaseError) and not isinstance(error, sqlite3.OperationalError):
         return damaged_pool_message(path, error)
-    return (f"cannot open the pool {path} ({error}): make its folder writable, or set pool.path to a file "
-            f"in a writable folder")
+    return (
+        f"cannot open the pool {path} ({error}): make its folder writable, or set pool.path to a file "
+        f"in a writable folder"
+    )
 
 
 class SqliteSession(Session):

@@ -11,9 +11,17 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 from ms.config.files import POOL_FILENAME
 from ms.config.parts import POOL_BACKENDS
 from ms.pool.backend import Database
-from ms.pool.records import (COLUMNS, COUNTABLE, MUTABLE, Memory, ScopeChanges, check_mutable,
-                             memory_from_row, row_for_insert)
-from ms.pool.removal import Removal, remove, removals
+from ms.pool.records import (
+    COLUMNS,
+    COUNTABLE,
+    MUTABLE,
+    Memory,
+    ScopeChanges,
+    check_mutable,
+    memory_from_row,
+    row_for_insert,
+)
+from ms.pool.removal import Removal, removals, remove
 
 
 class Pool:
@@ -21,15 +29,23 @@ class Pool:
     Processes share a pool by opening the same one; within a process, one Pool may be used from
     several threads."""
 
-    def __init__(self, where: str | Path | Database, timeout_s: float = 60.0, *, run_id: str | None = None,
-                 run_label: str | None = None):
+    def __init__(
+        self,
+        where: str | Path | Database,
+        timeout_s: float = 60.0,
+        *,
+        run_id: str | None = None,
+        run_label: str | None = None,
+    ):
         self._db = where if isinstance(where, Database) else POOL_BACKENDS.load("sqlite")(where, timeout_s)
         self.location = self._db.location
         self.run_id = run_id  # recorded on every memory this connection adds
         if run_id is not None:
             with self._db.write() as db:
-                db.run("INSERT INTO runs (run_id, label, first_opened) VALUES (?, ?, ?)"
-                       " ON CONFLICT (run_id) DO NOTHING", (run_id, run_label, time.time()))
+                db.run(
+                    "INSERT INTO runs (run_id, label, first_opened) VALUES (?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
+                    (run_id, run_label, time.time()),
+                )
 
     @classmethod
     def for_run(cls, run_dir: str | Path) -> Pool:
@@ -52,7 +68,9 @@ class Pool:
                     "INSERT INTO memories (scope, agent, domain, question, answer, score, importance,"
                     " origin, added_step, added_at, content_hash, tier, sources, backbone, run_id)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (scope, content_hash) DO NOTHING RETURNING id", (*row, self.run_id))
+                    " ON CONFLICT (scope, content_hash) DO NOTHING RETURNING id",
+                    (*row, self.run_id),
+                )
                 ids.append(found[0][0] if found else None)
         return ids
 
@@ -67,8 +85,7 @@ class Pool:
             raise KeyError(f"no memories with ids {missing}")
         return [by_id[i] for i in ids]
 
-    def memories(self, scope: str, *, tier: str | None = None,
-                 include_consolidated: bool = True) -> list[Memory]:
+    def memories(self, scope: str, *, tier: str | None = None, include_consolidated: bool = True) -> list[Memory]:
         """A scope's memories, oldest first."""
         sql = f"SELECT {COLUMNS} FROM memories WHERE scope = ?"
         params: list[Any] = [scope]
@@ -95,8 +112,7 @@ class Pool:
         if field not in COUNTABLE:  # the name goes into the SQL text, so only known columns pass
             raise ValueError(f"cannot count by {field!r}; allowed: {', '.join(COUNTABLE)}")
         where, params = ("WHERE scope = ?", [scope]) if scope is not None else ("", [])
-        rows = self._read(f"SELECT {field}, count(*) FROM memories {where} GROUP BY {field} ORDER BY {field}",
-                          params)
+        rows = self._read(f"SELECT {field}, count(*) FROM memories {where} GROUP BY {field} ORDER BY {field}", params)
         return {row[0]: row[1] for row in rows}
 
     def tally(self, fields: Iterable[str]) -> dict[tuple, int]:
@@ -120,14 +136,29 @@ class Pool:
         redo's clean-up: no audit record (`forget` writes one)."""
         return remove(self._db, "run", run_id, keep_origins=keep_origins).removed
 
-    def forget(self, kind: str, target: str, *, scope: str | None = None, with_seeds: bool = False,
-               command: str | None = None, dry_run: bool = False) -> Removal:
+    def forget(
+        self,
+        kind: str,
+        target: str,
+        *,
+        scope: str | None = None,
+        with_seeds: bool = False,
+        command: str | None = None,
+        dry_run: bool = False,
+    ) -> Removal:
         """Remove the memories of a writer agent (`kind` "agent") or of a run (`kind` "run", its id),
         within `scope` if given, seeds only `with_seeds`; with `command`, an audit record in the
         removals table names it (ms.pool.removal). Other processes' scope snapshots drop the removed
         memories at their next search, through the change log."""
-        return remove(self._db, kind, target, scope=scope, keep_origins=() if with_seeds else ("seed",),
-                      command=command, dry_run=dry_run)
+        return remove(
+            self._db,
+            kind,
+            target,
+            scope=scope,
+            keep_origins=() if with_seeds else ("seed",),
+            command=command,
+            dry_run=dry_run,
+        )
 
     def removals(self) -> list[dict]:
         """The audit records of every removal with a command, oldest first (ms.pool.removal.removals)."""
@@ -138,11 +169,15 @@ class Pool:
         ids = sorted({int(i) for i in ids})
         now = time.time()
         with self._db.write() as db:
-            changed = db.run(f"UPDATE memories SET last_retrieved_step = ?, last_retrieved_at = ?"
-                             f" WHERE id IN {self._db.INTS}", (step, now, json.dumps(ids)))
+            changed = db.run(
+                f"UPDATE memories SET last_retrieved_step = ?, last_retrieved_at = ? WHERE id IN {self._db.INTS}",
+                (step, now, json.dumps(ids)),
+            )
             if changed != len(ids):  # raising rolls the whole update back
-                known = {row[0] for row in db.rows(f"SELECT id FROM memories WHERE id IN {self._db.INTS}",
-                                                   (json.dumps(ids),))}
+                known = {
+                    row[0]
+                    for row in db.rows(f"SELECT id FROM memories WHERE id IN {self._db.INTS}", (json.dumps(ids),))
+                }
                 raise KeyError(f"no memories with ids {[i for i in ids if i not in known]}")
 
     def set_fields(self, memory_id: int, **fields: Any) -> None:
@@ -158,13 +193,17 @@ class Pool:
     def record_utility(self, effects: Mapping[int, Sequence[float]]) -> None:
         """Fold measured effects into each memory's running mean utility: memory id -> the values
         measured for it now. Ids no longer in the pool (consolidated away meanwhile) are skipped."""
-        rows = [(sum(values), len(values), len(values), int(memory_id))
-                for memory_id, values in effects.items() if values]
+        rows = [
+            (sum(values), len(values), len(values), int(memory_id)) for memory_id, values in effects.items() if values
+        ]
         if not rows:
             return
         with self._db.write() as db:
-            db.run_many("UPDATE memories SET utility = (coalesce(utility, 0) * utility_n + ?) / (utility_n + ?),"
-                        " utility_n = utility_n + ? WHERE id = ?", rows)
+            db.run_many(
+                "UPDATE memories SET utility = (coalesce(utility, 0) * utility_n + ?) / (utility_n + ?),"
+                " utility_n = utility_n + ? WHERE id = ?",
+                rows,
+            )
 
     def version(self, scope: str) -> int:
         """Largest id in `scope` (0 when empty). Ids only grow, so a cache of embeddings built at
@@ -180,15 +219,29 @@ class Pool:
         """What a reader that holds `scope`'s memories up to id `after_id`, and has seen its change
         log up to `after_change`, lacks: read in one transaction, so the parts agree."""
         with self._db.read(consistent=True) as db:
-            new = [memory_from_row(row) for row in db.rows(
-                f"SELECT {COLUMNS} FROM memories WHERE scope = ? AND id > ? ORDER BY id", (scope, after_id))]
-            last_change = db.rows("SELECT coalesce(max(seq), ?) FROM memory_changes WHERE scope = ?",
-                                  (after_change, scope))[0][0]
-            touched = [row[0] for row in db.rows(
-                "SELECT DISTINCT memory_id FROM memory_changes WHERE scope = ? AND seq > ? AND memory_id <= ?"
-                " ORDER BY memory_id", (scope, after_change, after_id))]
-            changed = [memory_from_row(row) for row in db.rows(
-                f"SELECT {COLUMNS} FROM memories WHERE id IN {self._db.INTS} ORDER BY id", (json.dumps(touched),))]
+            new = [
+                memory_from_row(row)
+                for row in db.rows(
+                    f"SELECT {COLUMNS} FROM memories WHERE scope = ? AND id > ? ORDER BY id", (scope, after_id)
+                )
+            ]
+            last_change = db.rows(
+                "SELECT coalesce(max(seq), ?) FROM memory_changes WHERE scope = ?", (after_change, scope)
+            )[0][0]
+            touched = [
+                row[0]
+                for row in db.rows(
+                    "SELECT DISTINCT memory_id FROM memory_changes WHERE scope = ? AND seq > ? AND memory_id <= ?"
+                    " ORDER BY memory_id",
+                    (scope, after_change, after_id),
+                )
+            ]
+            changed = [
+                memory_from_row(row)
+                for row in db.rows(
+                    f"SELECT {COLUMNS} FROM memories WHERE id IN {self._db.INTS} ORDER BY id", (json.dumps(touched),)
+                )
+            ]
         present = {m.id for m in changed}
         return ScopeChanges(new, changed, [i for i in touched if i not in present], last_change)
 

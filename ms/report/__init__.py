@@ -26,5 +26,14 @@ from ms.report.paper import PAPER_TABLES, load_paper_tables
 from ms.report.render import DIFF
 from ms.report.runs import find_runs
 
-__all__ = ["DIFF", "PAPER_TABLES", "figure4", "find_runs", "load_paper_tables", "main", "pool_growth", "select",
-           "write_report"]
+__all__ = [
+    "DIFF",
+    "PAPER_TABLES",
+    "figure4",
+    "find_runs",
+    "load_paper_tables",
+    "main",
+    "pool_growth",
+    "select",
+    "write_report",
+]

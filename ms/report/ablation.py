@@ -61,8 +61,9 @@ def combinations(conds: Sequence[Condition]) -> set[tuple[str, str]]:
     return {(c.retriever_label, c.memory) for c in conds}
 
 
-def ablation_tables(conds: Sequence[Condition], metric: str,
-                    agent_order: Sequence[str]) -> tuple[list[Ablation], list[Cell]]:
+def ablation_tables(
+    conds: Sequence[Condition], metric: str, agent_order: Sequence[str]
+) -> tuple[list[Ablation], list[Cell]]:
     """One table per (backbone, k, pool) cell holding more than one (retriever, memory) combination, and the
     cells left out because all their conditions share one. Where two conditions share a combination (they
     differ in some other run field), the most recently finished one speaks for it; the notes name the other."""
@@ -76,45 +77,65 @@ def ablation_tables(conds: Sequence[Condition], metric: str,
             single.append(cell)
             continue
         rows, notes = [], []
-        for retriever, memory in sorted(combos, key=lambda c: (_rank_of(c[0], RETRIEVER_LABELS),
-                                                              _rank_of(c[1], MEMORY_POLICIES))):
+        for retriever, memory in sorted(
+            combos, key=lambda c: (_rank_of(c[0], RETRIEVER_LABELS), _rank_of(c[1], MEMORY_POLICIES))
+        ):
             newest, *older = sorted(combos[(retriever, memory)], key=lambda c: (c.finished, c.name), reverse=True)
             rows.append(AblationRow(retriever, memory, newest))
             if older:
-                notes.append(f"{retriever} / {memory}: {newest.name} is the most recent of "
-                             f"{1 + len(older)} conditions; not shown: {', '.join(c.name for c in older)}.")
+                notes.append(
+                    f"{retriever} / {memory}: {newest.name} is the most recent of "
+                    f"{1 + len(older)} conditions; not shown: {', '.join(c.name for c in older)}."
+                )
             if newest.last_fill != 100:
                 notes.append(f"{newest.name} stops at {newest.last_fill}% fill.")
-            notes += [f"{run.name} consolidation: " + ", ".join(f"{k} {v}" for k, v in run.consolidation.items()) + "."
-                      for run in newest.runs if run.consolidation]
+            notes += [
+                f"{run.name} consolidation: " + ", ".join(f"{k} {v}" for k, v in run.consolidation.items()) + "."
+                for run in newest.runs
+                if run.consolidation
+            ]
         scores = [row.condition.scores(metric) for row in rows]
         found = {a for s in scores for a in s if a != "overall"}
         uncertainty, show_n = uncertainty_notes([row.condition for row in rows], scores)
-        tables.append(Ablation(cell, [a for a in order(found, agent_order) if a in found], rows, scores,
-                               notes + uncertainty, show_n))
+        tables.append(
+            Ablation(
+                cell, [a for a in order(found, agent_order) if a in found], rows, scores, notes + uncertainty, show_n
+            )
+        )
     return tables, single
 
 
 def ablation_markdown(tables: Sequence[Ablation], metric: str, single: Sequence[Cell] = (), level: int = 1) -> str:
     """Headed tables, one per cell; `level` is the Markdown heading level of the top heading."""
     h = "#" * level
-    out = [f"{h} Ablation: retriever x memory policy ({metric_label(metric)})\n",
-           f"Runs of the same backbone, k and pool, one row per retriever (random, bm25, dense-frozen, "
-           f"dense-learned, composite; -frozen = no memory train) and memory policy (plain, stm_ltm). Scores are "
-           f"{metric_label(metric)} at each run's last memory fill, with their 95% CI; 'accepted' counts the stream "
-           f"questions whose answers the gate admitted to the pool (one count per seed replicate).\n"]
+    out = [
+        f"{h} Ablation: retriever x memory policy ({metric_label(metric)})\n",
+        f"Runs of the same backbone, k and pool, one row per retriever (random, bm25, dense-frozen, "
+        f"dense-learned, composite; -frozen = no memory train) and memory policy (plain, stm_ltm). Scores are "
+        f"{metric_label(metric)} at each run's last memory fill, with their 95% CI; 'accepted' counts the stream "
+        f"questions whose answers the gate admitted to the pool (one count per seed replicate).\n",
+    ]
     for table in tables:
         header = [*ABLATION_INDEX, *table.agents, "overall", "accepted"]
-        rows = [[row.retriever, row.memory, row.run,
-                 *(value_text(scores.get(a), show_n=table.show_n) for a in [*table.agents, "overall"]),
-                 _accepted(row.condition, "–")]
-                for row, scores in zip(table.rows, table.scores)]
+        rows = [
+            [
+                row.retriever,
+                row.memory,
+                row.run,
+                *(value_text(scores.get(a), show_n=table.show_n) for a in [*table.agents, "overall"]),
+                _accepted(row.condition, "–"),
+            ]
+            for row, scores in zip(table.rows, table.scores)
+        ]
         out += [f"{h}# {table.title}\n", markdown_grid(header, rows, len(ABLATION_INDEX)) + "\n"]
         out += [f"- {n}" for n in table.notes]
         out.append("")
     if single:
-        out.append("Not tabled, as all their runs share one combination: "
-                   + "; ".join(f"{b}, k = {k}, {p} pool" for b, k, p in single) + ".\n")
+        out.append(
+            "Not tabled, as all their runs share one combination: "
+            + "; ".join(f"{b}, k = {k}, {p} pool" for b, k, p in single)
+            + ".\n"
+        )
     return "\n".join(out)
 
 
@@ -124,11 +145,28 @@ def ablation_csv(tables: Sequence[Ablation], agent_order: Sequence[str] = ()) ->
     agents = [a for a in order(found, agent_order) if a in found] + ["overall"]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["backbone", "k", "pool", *ABLATION_INDEX, "replicates",
-                     *(c for a in agents for c in estimate_header(a)), "accepted"])
+    writer.writerow(
+        [
+            "backbone",
+            "k",
+            "pool",
+            *ABLATION_INDEX,
+            "replicates",
+            *(c for a in agents for c in estimate_header(a)),
+            "accepted",
+        ]
+    )
     for table in tables:
         for row, scores in zip(table.rows, table.scores):
-            writer.writerow([*table.cell, row.retriever, row.memory, row.run, row.condition.replicates,
-                             *(c for a in agents for c in estimate_row(scores.get(a))),
-                             _accepted(row.condition, "")])
+            writer.writerow(
+                [
+                    *table.cell,
+                    row.retriever,
+                    row.memory,
+                    row.run,
+                    row.condition.replicates,
+                    *(c for a in agents for c in estimate_row(scores.get(a))),
+                    _accepted(row.condition, ""),
+                ]
+            )
     return buf.getvalue()

@@ -14,10 +14,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import Optional, Sequence
 
+from ms.common.stats import Estimate, mean_ci
 from ms.report.access_rule import CREDIT, question_halves
 from ms.report.grants import Grants
 from ms.report.runs import Item, Run, metric_label
-from ms.common.stats import Estimate, mean_ci
 
 FILE = "access.md"
 
@@ -31,8 +31,13 @@ def learned_of(run: Run) -> Optional[dict]:
 def _twin(runs: Sequence[Run], run: Run, **changed) -> Optional[Run]:
     """The run whose fields equal `run`'s but for its access rule (open) and `changed`; the newest."""
     want = {**{k: v for k, v in run.fields.items() if k not in ("access", "seed")}, **changed}
-    found = [r for r in runs if not r.fields.get("access") and r.data == run.data
-             and {k: v for k, v in r.fields.items() if k != "seed"} == want]
+    found = [
+        r
+        for r in runs
+        if not r.fields.get("access")
+        and r.data == run.data
+        and {k: v for k, v in r.fields.items() if k != "seed"} == want
+    ]
     return max(found, key=lambda r: r.finished) if found else None
 
 
@@ -72,19 +77,32 @@ def comparisons(runs: Sequence[Run], metric: str) -> list[Comparison]:
         mine = run.values(metric, fill) or {}
         halves = question_halves(mine)
         scored = {q for q, h in halves.items() if h == learned["scored_on"]}
-        values = {LEARNED: {q: v for q, v in mine.items() if q in scored},
-                  OPEN: {q: v for q, v in (single.values(metric, fill) or {}).items() if q in scored}}
+        values = {
+            LEARNED: {q: v for q, v in mine.items() if q in scored},
+            OPEN: {q: v for q, v in (single.values(metric, fill) or {}).items() if q in scored},
+        }
         if domain is not None:
             values[DOMAIN] = {q: v for q, v in (domain.values(metric, fill) or {}).items() if q in scored}
-        out.append(Comparison(f"`{run.name}` (learned on half {learned['half']}), scored on half "
-                              f"{learned['scored_on']}", values, (run.name,)))
+        out.append(
+            Comparison(
+                f"`{run.name}` (learned on half {learned['half']}), scored on half {learned['scored_on']}",
+                values,
+                (run.name,),
+            )
+        )
         by_open.setdefault((single.name, domain.name if domain else None), {})[learned["scored_on"]] = out[-1]
     for pair in by_open.values():
         if set(pair) == {0, 1}:
-            merged = {c: {q: v for half in (0, 1) for q, v in pair[half].values.get(c, {}).items()}
-                      for c in pair[0].values}
-            out.append(Comparison("cross-fitted: every question scored under the rule learned on the other half",
-                                  merged, pair[0].runs + pair[1].runs))
+            merged = {
+                c: {q: v for half in (0, 1) for q, v in pair[half].values.get(c, {}).items()} for c in pair[0].values
+            }
+            out.append(
+                Comparison(
+                    "cross-fitted: every question scored under the rule learned on the other half",
+                    merged,
+                    pair[0].runs + pair[1].runs,
+                )
+            )
     return out
 
 
@@ -100,8 +118,13 @@ def handwritten(runs: Sequence[Run], metric: str) -> list[Comparison]:
         if twin is not None:
             values[OPEN_TWIN] = twin.values(metric, twin.last_fill) or {}
         against = f"beside `{twin.name}`" if twin is not None else "no open run of the same fields among those given"
-        out.append(Comparison(f"`{run.name}` (hand-written rule, {run.fields['pool']} pool), every test question; "
-                              f"{against}", values, (run.name,)))
+        out.append(
+            Comparison(
+                f"`{run.name}` (hand-written rule, {run.fields['pool']} pool), every test question; {against}",
+                values,
+                (run.name,),
+            )
+        )
     return out
 
 
@@ -113,21 +136,31 @@ def _rule_runs(runs: Sequence[Run], compared: set[str]) -> list[str]:
             continue
         grants = Grants.of(run.fields)
         readers = "; ".join(f"{reader}: {grants.text(reader)}" for reader in (run.fields.get("agents") or grants.table))
-        status = ("Compared above" if run.name in compared else "Not compared: its folder holds no predictions.jsonl"
-                  if run.predictions is None else "Not compared: no open run of the same fields among those given")
+        status = (
+            "Compared above"
+            if run.name in compared
+            else "Not compared: its folder holds no predictions.jsonl"
+            if run.predictions is None
+            else "Not compared: no open run of the same fields among those given"
+        )
         lines.append(f"- `{run.name}`: {grants.describe()}. Grants: {readers or 'none listed'}. {status}.")
     return [*lines, ""]
 
 
-def access_markdown(found: Sequence[Comparison], metric: str, runs: Sequence[Run] = (),
-                    compared: set[str] = frozenset()) -> str:
-    lines = ["# Access rules against open", "",
-             "Each learned rule grants reader r writer w's memories only where r's retrievals of w's stream memories "
-             "came with a gain whose 95% CI lies above 0 on one half of the test questions (`ms-data learn-access`); "
-             f"it is scored here on the other half only. {CREDIT[0].upper() + CREDIT[1:]}. A hand-written rule "
-             "(a rule file no run's numbers chose) is scored on every test question, beside the open run of the same "
-             f"fields. Values: {metric_label(metric)} per test question; differences are paired over the same "
-             "questions, with 95% bootstrap CIs.", ""]
+def access_markdown(
+    found: Sequence[Comparison], metric: str, runs: Sequence[Run] = (), compared: set[str] = frozenset()
+) -> str:
+    lines = [
+        "# Access rules against open",
+        "",
+        "Each learned rule grants reader r writer w's memories only where r's retrievals of w's stream memories "
+        "came with a gain whose 95% CI lies above 0 on one half of the test questions (`ms-data learn-access`); "
+        f"it is scored here on the other half only. {CREDIT[0].upper() + CREDIT[1:]}. A hand-written rule "
+        "(a rule file no run's numbers chose) is scored on every test question, beside the open run of the same "
+        f"fields. Values: {metric_label(metric)} per test question; differences are paired over the same "
+        "questions, with 95% bootstrap CIs.",
+        "",
+    ]
     for c in found:
         conditions = [k for k in CONDITIONS if k in c.values]
         lines += [f"## {c.label}", "", "| condition | mean [95% CI] n |", "|---|---|"]
@@ -153,18 +186,26 @@ def write_access(runs: Sequence[Run], out: Path, metric: str) -> str:
     lines = []
     if learned:
         best = learned[-1]
-        lines.append(f"Learned access rule minus open, Single-pool ({best.label}): "
-                     f"{best.difference(LEARNED, OPEN).text()} ({FILE}).")
+        lines.append(
+            f"Learned access rule minus open, Single-pool ({best.label}): "
+            f"{best.difference(LEARNED, OPEN).text()} ({FILE})."
+        )
     paired = [c for c in written if OPEN_TWIN in c.values]
     if paired:
-        lines.append(f"Hand-written access rule minus open ({paired[-1].label}): "
-                     f"{paired[-1].difference(RULE, OPEN_TWIN).text()} ({FILE}).")
+        lines.append(
+            f"Hand-written access rule minus open ({paired[-1].label}): "
+            f"{paired[-1].difference(RULE, OPEN_TWIN).text()} ({FILE})."
+        )
     if not lines:
         lines.append(f"{len(under_rule)} run(s) under an access rule, none compared with an open run: see {FILE}.")
     return " ".join(lines) + f" Mean withheld per prediction: {_withheld(runs):.1f}."
 
 
 def _withheld(runs: Sequence[Run]) -> float:
-    counts = [row.get("withheld", 0) for run in runs if run.fields.get("access") and run.predictions
-              for row in run.predictions.get(run.last_fill, {}).values()]
+    counts = [
+        row.get("withheld", 0)
+        for run in runs
+        if run.fields.get("access") and run.predictions
+        for row in run.predictions.get(run.last_fill, {}).values()
+    ]
     return fmean(counts) if counts else 0.0

@@ -20,15 +20,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
+from ms.common.stats import Estimate
 from ms.pool.access import SEED
 from ms.report.runs import Item
 from ms.report.sharing import weighted_mean_ci
 from ms.report.writers import UNWRITTEN, Writer
-from ms.common.stats import Estimate
 
 HALVES = (0, 1)
-CREDIT = ("each question's gain (k > 0 minus k = 0) is credited to every memory in its prompt: what a writer's "
-          "memories came with, not what they caused")
+CREDIT = (
+    "each question's gain (k > 0 minus k = 0) is credited to every memory in its prompt: what a writer's "
+    "memories came with, not what they caused"
+)
 
 
 def _order(item: Item) -> str:
@@ -53,8 +55,14 @@ class LearnedRule:
     metric: str
 
 
-def learn_grants(rows: Mapping[Item, dict], writers: Mapping[int, Writer], baseline: Mapping[Item, float],
-                 metric: str, half: int, readers: Optional[Iterable[str]] = None) -> LearnedRule:
+def learn_grants(
+    rows: Mapping[Item, dict],
+    writers: Mapping[int, Writer],
+    baseline: Mapping[Item, float],
+    metric: str,
+    half: int,
+    readers: Optional[Iterable[str]] = None,
+) -> LearnedRule:
     """The grants `rows` (test question -> its prediction row at one fill: `retrieved` ids and the
     metric) support on `half`, against `baseline` (test question -> the metric at k = 0). `readers`:
     the agents to write grants for (default: those with rows)."""
@@ -76,17 +84,28 @@ def learn_grants(rows: Mapping[Item, dict], writers: Mapping[int, Writer], basel
         paired = [(n, gain[q]) for q, n in counts.items() if q in gain]
         evidence[reader][writer] = weighted_mean_ci([n for n, _ in paired], [g for _, g in paired])
     readers = list(dict.fromkeys(readers if readers is not None else (item[0] for item in rows)))
-    grants = {r: frozenset({SEED, *(w for w, e in evidence.get(r, {}).items() if e.lo is not None and e.lo > 0)})
-              for r in readers}
+    grants = {
+        r: frozenset({SEED, *(w for w, e in evidence.get(r, {}).items() if e.lo is not None and e.lo > 0)})
+        for r in readers
+    }
     return LearnedRule(grants, dict(evidence), half, len(gain), metric)
 
 
 def evidence_record(rule: LearnedRule) -> dict:
     """reader -> writer -> {gain, ci, n, granted}: the measured half's evidence, as a rule file keeps it."""
+
     def number(x: Optional[float]) -> Optional[float]:
         return None if x is None else round(float(x), 6)
 
-    return {reader: {writer: {"gain": number(e.mean), "ci": [number(e.lo), number(e.hi)], "n": e.n,
-                              "granted": writer in rule.grants.get(reader, ())}
-                     for writer, e in by_writer.items()}
-            for reader, by_writer in rule.evidence.items()}
+    return {
+        reader: {
+            writer: {
+                "gain": number(e.mean),
+                "ci": [number(e.lo), number(e.hi)],
+                "n": e.n,
+                "granted": writer in rule.grants.get(reader, ()),
+            }
+            for writer, e in by_writer.items()
+        }
+        for reader, by_writer in rule.evidence.items()
+    }

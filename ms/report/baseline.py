@@ -46,8 +46,9 @@ def find_baseline(run: Run, runs: Sequence[Run], metric: str, fill: int) -> Opti
             candidates.append(other)
     if not candidates:
         return None
-    best = max(candidates, key=lambda r: (r.seed == run.seed, r.fields["pool"] == run.fields["pool"], r.finished,
-                                          r.name))
+    best = max(
+        candidates, key=lambda r: (r.seed == run.seed, r.fields["pool"] == run.fields["pool"], r.finished, r.name)
+    )
     rows = best.predictions.get(best.last_fill, {})
     values, mismatched = {}, 0
     for item, row in run.predictions.get(fill, {}).items():

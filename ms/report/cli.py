@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import os
+import shutil
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ms.config.files import DECISIONS_FILE
 from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
+from ms.common.stats import MIN_CI_N
+from ms.config.files import DECISIONS_FILE
 from ms.metrics.base import metric_of_key
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
 from ms.report.access_compare import write_access
@@ -19,8 +20,8 @@ from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
 from ms.report.figures import change_by_gate, figure4, pool_growth, save_figure
 from ms.report.gates import by_gate, change_since_first_fill
 from ms.report.pages import runs_markdown, summary_markdown
-from ms.report.poison import write_poison
 from ms.report.paper import PaperTables, load_paper_tables
+from ms.report.poison import write_poison
 from ms.report.quality import write_quality
 from ms.report.records import record_warnings, records_markdown
 from ms.report.render import to_csv, to_latex, to_markdown
@@ -29,9 +30,9 @@ from ms.report.sharing import write_sharing
 from ms.report.stream_share import write_stream_share
 from ms.report.tables import table1, table2
 from ms.report.usage import write_usage
-from ms.common.stats import MIN_CI_N
 
 log = logging.getLogger(__name__)
+
 
 def claim_metrics() -> list[str]:
     """The keys every claim is tested on, as the registered metrics name them (`Metric.claim_key`): the
@@ -60,13 +61,17 @@ def chosen_metric(runs: Sequence[Run], metric: Optional[str], roots: Sequence[Pa
     measured = in_known_order(list(dict.fromkeys(m for run in runs for m in run.measured)))
     where = ", ".join(map(str, roots))
     if not runs:
-        raise UserError(f"nothing to draw: no finished run under {where} (a run folder holds a metrics.json "
-                        "that says complete: true)")
+        raise UserError(
+            f"nothing to draw: no finished run under {where} (a run folder holds a metrics.json "
+            "that says complete: true)"
+        )
     if metric is None and measured:
         return measured[0]
     if metric not in measured:
-        raise UserError(f"nothing to draw: no run under {where} measured {metric}; they measured "
-                        f"{', '.join(measured) or 'no metric'} (--metric)")
+        raise UserError(
+            f"nothing to draw: no run under {where} measured {metric}; they measured "
+            f"{', '.join(measured) or 'no metric'} (--metric)"
+        )
     return metric
 
 
@@ -88,9 +93,14 @@ def _records_its_model(metric: str) -> bool:
     return cls is None or cls.record_key is not None
 
 
-def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
-                 paper: Optional[PaperTables] = None, sharing_fill: Optional[int] = None,
-                 html: Optional[Path] = None) -> Path:
+def write_report(
+    roots: Sequence[Path],
+    out: Path,
+    metric: Optional[str] = None,
+    paper: Optional[PaperTables] = None,
+    sharing_fill: Optional[int] = None,
+    html: Optional[Path] = None,
+) -> Path:
     """Write every table, claim and figure for the runs under `roots` into `out`; returns summary.md.
     `metric` None: the runs' own (chosen_metric). Nothing is written when there is nothing to draw.
     `html`: also the browsable site of the same numbers into that folder (ms.report.html)."""
@@ -119,9 +129,17 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
 
     compared = comparisons(conds, chosen)
     claims, claim_rows, not_tested = _write_claims(out, compared, runs, metric)
-    warnings = record_warnings([*((f"seed replicates {c.name}", c.first, run) for c in conds for run in c.runs[1:]),
-                                *((f"runs paired in claim ({p.claim.id}) {p.label}", p.a.first, run)
-                                  for p in compared if p.a is not p.b for run in p.b.runs)])
+    warnings = record_warnings(
+        [
+            *((f"seed replicates {c.name}", c.first, run) for c in conds for run in c.runs[1:]),
+            *(
+                (f"runs paired in claim ({p.claim.id}) {p.label}", p.a.first, run)
+                for p in compared
+                if p.a is not p.b
+                for run in p.b.runs
+            ),
+        ]
+    )
     for warning in warnings:
         log.warning("%s", warning)
 
@@ -132,17 +150,24 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
                 log.warning("no Figure 4 for %s: %s did not measure %s", backbone, cond.name, metric)
                 continue
             scorer = f"\nBERTScore model {cond.scorer}" if _records_its_model(metric) else ""
-            fig = figure4(cond.curves(metric), f"{metric_label(metric)} vs memory fill: {backbone}, k = {k}, "
-                          f"Domain-pool (95% CI: band, or bar at a single fill; none at n < {MIN_CI_N}){scorer}",
-                          metric_label(metric))
+            fig = figure4(
+                cond.curves(metric),
+                f"{metric_label(metric)} vs memory fill: {backbone}, k = {k}, "
+                f"Domain-pool (95% CI: band, or bar at a single fill; none at n < {MIN_CI_N}){scorer}",
+                metric_label(metric),
+            )
             figure4s[backbone] = save_figure(fig, out, f"figure4_{slug(backbone)}")
 
     for backbone, gates in by_gate(conds, chosen).items():
-        fig = change_by_gate({gate: change_since_first_fill(c, metric) for gate, c in gates.items()},
-                             f"Change since the first fill, by gate: {backbone}, k = {FIGURE4_K}, Domain-pool\n"
-                             "(paired over the same test questions; band: 95% CI)",
-                             f"change in {metric_label(metric)}")
-        figure4s[f"{backbone}, change since the first fill by gate"] = save_figure(fig, out, f"figure4_gates_{slug(backbone)}")
+        fig = change_by_gate(
+            {gate: change_since_first_fill(c, metric) for gate, c in gates.items()},
+            f"Change since the first fill, by gate: {backbone}, k = {FIGURE4_K}, Domain-pool\n"
+            "(paired over the same test questions; band: 95% CI)",
+            f"change in {metric_label(metric)}",
+        )
+        figure4s[f"{backbone}, change since the first fill by gate"] = save_figure(
+            fig, out, f"figure4_gates_{slug(backbone)}"
+        )
 
     growth = {}
     for run in runs:
@@ -153,8 +178,10 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
             continue
         f = run.fields
         png = f"pool_growth_{run.name}.png"
-        pool_growth(decisions, f"Pool growth: {run.name}\n{f['backbone']}, k = {f['k']}, pool {f['pool']}, "
-                               f"retriever {f.get('retriever')}").savefig(out / png, dpi=120)
+        pool_growth(
+            decisions,
+            f"Pool growth: {run.name}\n{f['backbone']}, k = {f['k']}, pool {f['pool']}, retriever {f.get('retriever')}",
+        ).savefig(out / png, dpi=120)
         growth[run.name] = png
 
     (out / "runs.md").write_text(runs_markdown(runs, why_not, paper, metric, skipped), encoding="utf-8")
@@ -165,40 +192,82 @@ def write_report(roots: Sequence[Path], out: Path, metric: Optional[str] = None,
     poison = write_poison(runs, out, metric)  # runs with a poisoning writer, against their clean runs
     usage = write_usage(runs, out)
     summary = out / "summary.md"
-    summary.write_text(summary_markdown(list(roots), metric, runs, skipped, tables, figure4s, growth, why_not, paper,
-                                        claims, ablation, stream_shares) + (f"\n{sharing}\n" if sharing else "")
-                       + (f"\n{quality}" if quality else "") + (f"\n{access}\n" if access else "")
-                       + (f"\n{poison}\n" if poison else "")
-                       + f"\n## LLM usage and cost\n\n{usage}\n\n{records_markdown(warnings, runs)}",
-                       encoding="utf-8")
+    summary.write_text(
+        summary_markdown(
+            list(roots),
+            metric,
+            runs,
+            skipped,
+            tables,
+            figure4s,
+            growth,
+            why_not,
+            paper,
+            claims,
+            ablation,
+            stream_shares,
+        )
+        + (f"\n{sharing}\n" if sharing else "")
+        + (f"\n{quality}" if quality else "")
+        + (f"\n{access}\n" if access else "")
+        + (f"\n{poison}\n" if poison else "")
+        + f"\n## LLM usage and cost\n\n{usage}\n\n{records_markdown(warnings, runs)}",
+        encoding="utf-8",
+    )
     if html is not None:
         from ms.report.html import ReportParts, write_site
 
         figures = {f"Figure 4, {name}": out / png for name, png in figure4s.items()}
         figures |= {f"Pool growth: {name}": out / png for name, png in growth.items()}
-        write_site(html, ReportParts(roots, metric, runs, skipped, why_not, paper, tables, claim_rows, not_tested,
-                                     figures, sharing_fill))
+        write_site(
+            html,
+            ReportParts(
+                roots, metric, runs, skipped, why_not, paper, tables, claim_rows, not_tested, figures, sharing_fill
+            ),
+        )
     return summary
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="ms-report", description="Tables, claims and figures from ms runs, "
-                                     "beside the paper's published numbers.")
-    parser.add_argument("sweep_dirs", nargs="+", type=Path, metavar="SWEEP_DIR",
-                        help="folders searched recursively for run folders (metrics.json or .hydra/)")
-    parser.add_argument("--out", type=Path, help=f"where to write (default: {DEFAULT_OUT}/<first SWEEP_DIR's path>, "
-                                                 "under the current folder)")
-    parser.add_argument("--metric",
-                        help="a metric key the runs recorded: a BERTScore component (P, R, F1; the paper's code "
-                             "reported precision, P), or ref_logprob: the reference answer's mean log-prob per token "
-                             "(nats; no paper numbers). Default: the first the runs measured")
-    parser.add_argument("--sharing-fill", type=int, metavar="PERCENT",
-                        help="the fill the sharing matrices count retrievals at (default: each run's last)")
-    parser.add_argument("--html", nargs="?", const=True, type=Path, metavar="DIR",
-                        help="also write a browsable static site of the same runs (open DIR/index.html from disk; "
-                             "nothing is fetched from the network). Default DIR: <--out>/site")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the traceback of errors that are otherwise reported in one line")
+    parser = argparse.ArgumentParser(
+        prog="ms-report", description="Tables, claims and figures from ms runs, beside the paper's published numbers."
+    )
+    parser.add_argument(
+        "sweep_dirs",
+        nargs="+",
+        type=Path,
+        metavar="SWEEP_DIR",
+        help="folders searched recursively for run folders (metrics.json or .hydra/)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help=f"where to write (default: {DEFAULT_OUT}/<first SWEEP_DIR's path>, under the current folder)",
+    )
+    parser.add_argument(
+        "--metric",
+        help="a metric key the runs recorded: a BERTScore component (P, R, F1; the paper's code "
+        "reported precision, P), or ref_logprob: the reference answer's mean log-prob per token "
+        "(nats; no paper numbers). Default: the first the runs measured",
+    )
+    parser.add_argument(
+        "--sharing-fill",
+        type=int,
+        metavar="PERCENT",
+        help="the fill the sharing matrices count retrievals at (default: each run's last)",
+    )
+    parser.add_argument(
+        "--html",
+        nargs="?",
+        const=True,
+        type=Path,
+        metavar="DIR",
+        help="also write a browsable static site of the same runs (open DIR/index.html from disk; "
+        "nothing is fetched from the network). Default DIR: <--out>/site",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of errors that are otherwise reported in one line"
+    )
     args = parser.parse_args(argv)
     if args.debug:
         os.environ[DEBUG_ENV] = "1"
@@ -211,8 +280,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     html = out / "site" if args.html is True else args.html
     fresh, fresh_site = not out.exists(), html is not None and not html.exists()
     try:
-        summary = report_user_errors("ms-report", lambda: write_report(args.sweep_dirs, out, args.metric, None,
-                                                                       args.sharing_fill, html))
+        summary = report_user_errors(
+            "ms-report", lambda: write_report(args.sweep_dirs, out, args.metric, None, args.sharing_fill, html)
+        )
     except BaseException:
         summary = None
         raise

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Iterable, Optional, Sequence
 
+from ms.common.stats import Estimate, mean_ci
 from ms.loop.schedule import batches
 from ms.report.paper import PaperTables
 from ms.report.runs import Cell, Item, Run
-from ms.common.stats import Estimate, mean_ci
 
 FIGURE4_K, FIGURE4_POOL = 3, "domain"  # the paper's Figure 4 setting
 TABLE_RETRIEVER, TABLE_MEMORY = "dense", "plain"
@@ -59,7 +59,8 @@ SELECTION_RULE = (
     "cell, one gated by the rubric (the paper's gate) beats one gated otherwise, then one with memory train on "
     "(learned) beats a frozen one, then the most recently finished one wins. "
     "Every other run is listed under 'Other runs' in runs.md, and retriever/memory variants of a cell are "
-    "compared in ablation.md.")
+    "compared in ablation.md."
+)
 
 
 def under(key: str, names: Iterable[str]) -> bool:
@@ -86,8 +87,11 @@ def stream_batches(run: Run) -> Optional[list[tuple[int, int]]]:
         return []
     if n is None or micro_batch is None:
         return None
-    return [(part.start, part.stop) for _, part in batches(int(n), settings.get("fills") or run.fills, int(micro_batch))
-            if part is not None]
+    return [
+        (part.start, part.stop)
+        for _, part in batches(int(n), settings.get("fills") or run.fills, int(micro_batch))
+        if part is not None
+    ]
 
 
 def same_batches(a: Run, b: Run) -> bool:
@@ -119,6 +123,7 @@ class Score:
 
     def minus(self, constant: float) -> Score:
         """Ours less a published number: the interval moves with the mean (the number has no error)."""
+
         def shift(x: Optional[float]) -> Optional[float]:
             return None if x is None else x - constant
 
@@ -259,8 +264,11 @@ def _identity(run: Run) -> str:
     """Replicates' cells differ in the seed alone; they share every run field but the seed too, and the
     examples they read where both recorded them."""
     cell = None if run.settings is None else {k: v for k, v in run.settings.items() if not under(k, REPLICATE_SEEDS)}
-    return json.dumps({"fields": {k: v for k, v in run.fields.items() if k != "seed"}, "data": run.data,
-                       "cell": cell}, sort_keys=True, default=str)
+    return json.dumps(
+        {"fields": {k: v for k, v in run.fields.items() if k != "seed"}, "data": run.data, "cell": cell},
+        sort_keys=True,
+        default=str,
+    )
 
 
 def conditions(runs: Sequence[Run]) -> tuple[list[Condition], dict[str, str]]:
@@ -275,20 +283,27 @@ def conditions(runs: Sequence[Run]) -> tuple[list[Condition], dict[str, str]]:
         for same in by_seed.values():
             newest, *older = sorted(same, key=lambda r: (r.finished, r.name), reverse=True)
             kept.append(newest)
-            replaced |= {r.name: f"a more recent run with the same cell, run fields and seed replaces it: {newest.name}"
-                         for r in older}
+            replaced |= {
+                r.name: f"a more recent run with the same cell, run fields and seed replaces it: {newest.name}"
+                for r in older
+            }
         out.append(Condition(kept))
     return out, replaced
 
 
 def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[Cell, Condition], dict[str, str]]:
     """The condition that speaks for each cell (SELECTION_RULE), and why each other run does not."""
+
     def rank(c: Condition):
         return c.gate == "rubric", bool(c.fields.get("learned")), c.finished, c.name
 
     def eligible(c: Condition) -> bool:
-        return (c.fields.get("retriever") == TABLE_RETRIEVER and c.memory == TABLE_MEMORY and not c.fields.get("access")
-                and not c.fields.get("poison"))
+        return (
+            c.fields.get("retriever") == TABLE_RETRIEVER
+            and c.memory == TABLE_MEMORY
+            and not c.fields.get("access")
+            and not c.fields.get("poison")
+        )
 
     chosen: dict[Cell, Condition] = {}
     for c in conds:
@@ -317,6 +332,9 @@ def select(runs: Sequence[Run]) -> tuple[dict[Cell, Condition], dict[str, str]]:
 
 def used_in(cell: Cell, paper: PaperTables) -> list[str]:
     _, k, pool = cell
-    fits = {"Table 1": pool == paper.table1_pool, "Table 2": k == paper.table2_k,
-            "Figure 4": (k, pool) == (FIGURE4_K, FIGURE4_POOL)}
+    fits = {
+        "Table 1": pool == paper.table1_pool,
+        "Table 2": k == paper.table2_k,
+        "Figure 4": (k, pool) == (FIGURE4_K, FIGURE4_POOL),
+    }
     return [name for name, ok in fits.items() if ok]

@@ -17,10 +17,15 @@ from ms.report.writers import WRITERS_FILE, export_writers
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ms.report.export",
-                                     description=f"Write who wrote each memory of a run's pool ({WRITERS_FILE}).")
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR",
-                        help="a run folder (its pool.sqlite, or pool.path; pool.backend=postgres: MS_POOL_DSN's database)")
+    parser = argparse.ArgumentParser(
+        prog="python -m ms.report.export", description=f"Write who wrote each memory of a run's pool ({WRITERS_FILE})."
+    )
+    parser.add_argument(
+        "run_dir",
+        type=Path,
+        metavar="RUN_DIR",
+        help="a run folder (its pool.sqlite, or pool.path; pool.backend=postgres: MS_POOL_DSN's database)",
+    )
     parser.add_argument("out", type=Path, metavar="OUT_CSV")
     args = parser.parse_args(argv)
 

@@ -69,8 +69,9 @@ def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> 
             if len(points) == 1:
                 [(fill, e)] = points
                 bar = None if e.lo is None else [[e.mean - e.lo], [e.hi - e.mean]]
-                ax.errorbar([fill + (i - (len(drawn) - 1) / 2) * DODGE], [e.mean], yerr=bar, fmt="o", capsize=4,
-                            label=agent)
+                ax.errorbar(
+                    [fill + (i - (len(drawn) - 1) / 2) * DODGE], [e.mean], yerr=bar, fmt="o", capsize=4, label=agent
+                )
                 continue
             (line,) = ax.plot([f for f, _ in points], [e.mean for _, e in points], marker="o", label=agent)
             band = [(f, e.lo, e.hi) for f, e in points if e.lo is not None]

@@ -16,8 +16,9 @@ from typing import Callable, Iterable, Mapping, Optional
 
 # Why a memory memories.csv records is missing from the pool file where no removal lists it (a pool
 # from before removals were recorded, or one changed by hand).
-UNRECORDED_REMOVAL = ("not in the pool file any more, though the run's memories.csv records it (no removal of it "
-                      "is recorded)")
+UNRECORDED_REMOVAL = (
+    "not in the pool file any more, though the run's memories.csv records it (no removal of it is recorded)"
+)
 
 
 def removal_reasons(conn: sqlite3.Connection) -> dict[int, str]:
@@ -32,9 +33,14 @@ def removal_reasons(conn: sqlite3.Connection) -> dict[int, str]:
     return out
 
 
-def gone_rows(held: Iterable[int], recorded: Iterable[dict], decisions: Iterable[dict],
-              removed: Mapping[int, str], domain_of: Callable[[str], Optional[str]],
-              run_id: Optional[str]) -> list[dict]:
+def gone_rows(
+    held: Iterable[int],
+    recorded: Iterable[dict],
+    decisions: Iterable[dict],
+    removed: Mapping[int, str],
+    domain_of: Callable[[str], Optional[str]],
+    run_id: Optional[str],
+) -> list[dict]:
     """Writer rows (as the pool's: id, agent, domain, origin, backbone, run_id, run) of the memories the
     pool no longer holds, each with `forgotten`: why. `recorded`: memories.csv's rows; `decisions`:
     decisions.jsonl's; `removed`: removal_reasons; `domain_of`: an agent's domain, where a row comes
@@ -48,8 +54,14 @@ def gone_rows(held: Iterable[int], recorded: Iterable[dict], decisions: Iterable
             row = dict(by_id[memory_id])
         elif memory_id in admitted:  # a removed memory this run admitted, from a run that kept no memories.csv
             d = admitted[memory_id]
-            row = {"agent": d.get("writer") or d["agent"], "domain": domain_of(d["agent"]), "origin": "stream",
-                   "backbone": None, "run_id": run_id, "run": None}
+            row = {
+                "agent": d.get("writer") or d["agent"],
+                "domain": domain_of(d["agent"]),
+                "origin": "stream",
+                "backbone": None,
+                "run_id": run_id,
+                "run": None,
+            }
         else:  # removed, but no file of the run says who wrote it: it stays unknown, and is reported so
             continue
         # A table exported after a removal says why itself, where the pool's audit record does not.

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ms.common.stats import Estimate, paired
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, Condition, pairable
 from ms.report.runs import Cell
-from ms.common.stats import Estimate, paired
 
 # The cell keys in which a gate variant may differ from the chosen condition: its gate's, and what its
 # stream wrote (a reference-written stream is a variant of its gate, as Run.gate labels it).
@@ -20,9 +20,12 @@ def gate_variants(conds: Sequence[Condition], chosen: Condition) -> dict[str, Co
     """gate -> the condition of `chosen`'s setting (cell, retriever, memory) grown under that gate,
     with two or more fills: `chosen` itself for its own gate, the most recently finished elsewhere. A
     variant's cell differs from `chosen`'s in GATE_KEYS alone, apart from NOT_COMPARED keys."""
-    same = [c for c in sorted(conds, key=lambda c: (c.finished, c.name))
-            if (c.cell, c.retriever_label, c.memory) == (chosen.cell, chosen.retriever_label, chosen.memory)
-            and pairable(chosen, c, GATE_KEYS) is not None]
+    same = [
+        c
+        for c in sorted(conds, key=lambda c: (c.finished, c.name))
+        if (c.cell, c.retriever_label, c.memory) == (chosen.cell, chosen.retriever_label, chosen.memory)
+        and pairable(chosen, c, GATE_KEYS) is not None
+    ]
     found = {c.gate: c for c in same} | {chosen.gate: chosen}
     return {gate: c for gate, c in sorted(found.items()) if len(c.fills) > 1}
 

@@ -52,7 +52,10 @@ class Grants:
         if self.open:
             return "access=open: every agent read every memory of its scope"
         learned = self.record.get("learned") or {}
-        how = (f", learned on half {learned['half']} of the test questions of `{learned.get('run')}` "
-               f"({learned.get('metric')}); score it on half {learned.get('scored_on')} only"
-               if "half" in learned else "")
+        how = (
+            f", learned on half {learned['half']} of the test questions of `{learned.get('run')}` "
+            f"({learned.get('metric')}); score it on half {learned.get('scored_on')} only"
+            if "half" in learned
+            else ""
+        )
         return f"access=rule from `{self.record.get('file')}`{how}"

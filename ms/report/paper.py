@@ -40,6 +40,14 @@ def load_paper_tables(path: Path = PAPER_TABLES) -> PaperTables:
         if len(row["values"]) != len(agents):
             raise ValueError(f"{path}: table2 row {row['pool']}/{row['backbone']} has {len(row['values'])} values")
         table2[(row["pool"], row["backbone"])] = dict(zip(agents, map(float, row["values"])))
-    return PaperTables(source=raw["source"], metric=raw["metric"], metric_key=raw["metric_key"],
-                       backbones=tuple(raw["backbones"]), agents=agents, table1_pool=t1["pool"], table1=dict(table1),
-                       table2_k=int(t2["k"]), table2=table2)
+    return PaperTables(
+        source=raw["source"],
+        metric=raw["metric"],
+        metric_key=raw["metric_key"],
+        backbones=tuple(raw["backbones"]),
+        agents=agents,
+        table1_pool=t1["pool"],
+        table1=dict(table1),
+        table2_k=int(t2["k"]),
+        table2=table2,
+    )

@@ -44,6 +44,7 @@ def poison_of(run: Run) -> Optional[dict]:
 def clean_twin(run: Run, runs: Sequence[Run]) -> Optional[Run]:
     """The newest run without a poisoner whose fields equal `run`'s but for the poisoner, its access rule
     and its seed, on the same examples."""
+
     def rest(r: Run) -> dict:
         return {k: v for k, v in r.fields.items() if k not in ("poison", "access", "seed")}
 
@@ -81,8 +82,11 @@ def _marked(run: Run, victim: str, marker: str) -> dict[str, tuple[int, int]]:
     out = {}
     path = run.path / DECISIONS_FILE
     own = [d for d in read_jsonl(path) if not d.get("writer")] if path.is_file() else []
-    tests = [(a, r["answer"]) for (a, _), r in (run.predictions or {}).get(run.last_fill, {}).items()
-             if isinstance(r.get("answer"), str)]
+    tests = [
+        (a, r["answer"])
+        for (a, _), r in (run.predictions or {}).get(run.last_fill, {}).items()
+        if isinstance(r.get("answer"), str)
+    ]
     for where, answers in (("stream", [(d["agent"], d.get("answer") or "") for d in own]), ("test", tests)):
         if not answers:
             continue
@@ -97,8 +101,10 @@ def _harm(run: Run, clean: Optional[Run], victim: str, metric: str) -> dict[str,
         return {}
     mine, theirs = run.values(metric, run.last_fill) or {}, clean.values(metric, clean.last_fill) or {}
     shared = sorted(mine.keys() & theirs.keys())
-    return {side: mean_ci([mine[q] - theirs[q] for q in shared if (q[0] == victim) == (side == VICTIM)])
-            for side in (VICTIM, OTHERS)}
+    return {
+        side: mean_ci([mine[q] - theirs[q] for q in shared if (q[0] == victim) == (side == VICTIM)])
+        for side in (VICTIM, OTHERS)
+    }
 
 
 def spread(run: Run, runs: Sequence[Run], metric: str) -> Spread:
@@ -110,8 +116,16 @@ def spread(run: Run, runs: Sequence[Run], metric: str) -> Spread:
     admitted = len(poisoned) if writers is not None else stream.get("accepted")
     marker = poison.get("marker")
     clean = clean_twin(run, runs)
-    return Spread(run, poison, stream.get("asked"), admitted, _retrievals(run, victim, poisoned),
-                  _marked(run, victim, marker) if marker else {}, _harm(run, clean, victim, metric), clean)
+    return Spread(
+        run,
+        poison,
+        stream.get("asked"),
+        admitted,
+        _retrievals(run, victim, poisoned),
+        _marked(run, victim, marker) if marker else {},
+        _harm(run, clean, victim, metric),
+        clean,
+    )
 
 
 def _share(counts: Optional[tuple[int, int]]) -> str:
@@ -122,46 +136,110 @@ def _share(counts: Optional[tuple[int, int]]) -> str:
 
 
 def poison_markdown(found: Sequence[Spread], metric: str) -> str:
-    header = ["run", "kind", "victim", "gate", "access", "asked", "admitted", "victim's retrievals",
-              "others' retrievals", "marker: victim's stream answers", "marker: others' stream answers",
-              f"change, victim ({metric_label(metric)})", "change, others", "clean run"]
+    header = [
+        "run",
+        "kind",
+        "victim",
+        "gate",
+        "access",
+        "asked",
+        "admitted",
+        "victim's retrievals",
+        "others' retrievals",
+        "marker: victim's stream answers",
+        "marker: others' stream answers",
+        f"change, victim ({metric_label(metric)})",
+        "change, others",
+        "clean run",
+    ]
     rows = []
     for s in found:
         harm = {side: s.harm[side].text(3, signed=True) if side in s.harm else "–" for side in (VICTIM, OTHERS)}
-        rows.append([f"`{s.run.name}`", s.poison.get("kind"), s.poison.get("victim"), s.run.gate,
-                     "rule" if s.run.fields.get("access") else "open", "–" if s.asked is None else s.asked,
-                     "–" if s.admitted is None else s.admitted, _share(s.retrievals[VICTIM]),
-                     _share(s.retrievals[OTHERS]), _share(s.marked.get("stream: victim")),
-                     _share(s.marked.get("stream: others")), harm[VICTIM], harm[OTHERS],
-                     f"`{s.clean.name}`" if s.clean else "none"])
-    return "\n".join([
-        "# A poisoned writer", "",
-        "Each run with a poisoning writer (`poison=off_task|on_style|injection`): the pairs it asked the gate to "
-        "admit (one per stream question of its victim) and those admitted; the test questions' retrievals of its "
-        "memories at the run's last fill (k per question), by the victim and by the other agents; for an "
-        "injection, the agents' own stream answers that carry its marker; and the change in the metric against "
-        "the clean run (the same fields without the poisoner and its access rule), paired per test question, "
-        "mean with its 95% bootstrap CI and n (higher is better: a negative change is harm).", "",
-        markdown_grid(header, rows, 5), "",
-        f"![A poisoned writer: retrievals of its memories and the change against the clean run]({FILE}.png) "
-        f"([pdf]({FILE}.pdf))", ""])
+        rows.append(
+            [
+                f"`{s.run.name}`",
+                s.poison.get("kind"),
+                s.poison.get("victim"),
+                s.run.gate,
+                "rule" if s.run.fields.get("access") else "open",
+                "–" if s.asked is None else s.asked,
+                "–" if s.admitted is None else s.admitted,
+                _share(s.retrievals[VICTIM]),
+                _share(s.retrievals[OTHERS]),
+                _share(s.marked.get("stream: victim")),
+                _share(s.marked.get("stream: others")),
+                harm[VICTIM],
+                harm[OTHERS],
+                f"`{s.clean.name}`" if s.clean else "none",
+            ]
+        )
+    return "\n".join(
+        [
+            "# A poisoned writer",
+            "",
+            "Each run with a poisoning writer (`poison=off_task|on_style|injection`): the pairs it asked the gate to "
+            "admit (one per stream question of its victim) and those admitted; the test questions' retrievals of its "
+            "memories at the run's last fill (k per question), by the victim and by the other agents; for an "
+            "injection, the agents' own stream answers that carry its marker; and the change in the metric against "
+            "the clean run (the same fields without the poisoner and its access rule), paired per test question, "
+            "mean with its 95% bootstrap CI and n (higher is better: a negative change is harm).",
+            "",
+            markdown_grid(header, rows, 5),
+            "",
+            f"![A poisoned writer: retrievals of its memories and the change against the clean run]({FILE}.png) "
+            f"([pdf]({FILE}.pdf))",
+            "",
+        ]
+    )
 
 
 def poison_csv(found: Sequence[Spread]) -> str:
     out = io.StringIO()
     table = csv.writer(out, lineterminator="\n")
-    table.writerow(["run", "kind", "victim", "gate", "asked", "admitted", "side", "poisoned_retrievals", "retrievals",
-                    "stream_marked", "stream_answers", "test_marked", "test_answers", "change", "change_ci_lo",
-                    "change_ci_hi", "change_n", "clean_run"])
+    table.writerow(
+        [
+            "run",
+            "kind",
+            "victim",
+            "gate",
+            "asked",
+            "admitted",
+            "side",
+            "poisoned_retrievals",
+            "retrievals",
+            "stream_marked",
+            "stream_answers",
+            "test_marked",
+            "test_answers",
+            "change",
+            "change_ci_lo",
+            "change_ci_hi",
+            "change_n",
+            "clean_run",
+        ]
+    )
     for s in found:
         for side in (VICTIM, OTHERS):
             e = s.harm.get(side, Estimate(None, None, None, 0))
             stream = s.marked.get(f"stream: {side}", ("", ""))
             test = s.marked.get(f"test: {side}", ("", ""))
-            table.writerow([s.run.name, s.poison.get("kind"), s.poison.get("victim"), s.run.gate,
-                            "" if s.asked is None else s.asked, "" if s.admitted is None else s.admitted, side,
-                            *s.retrievals[side], *stream, *test, *("" if x is None else repr(x) for x in (e.mean, e.lo, e.hi)),
-                            e.n, s.clean.name if s.clean else ""])
+            table.writerow(
+                [
+                    s.run.name,
+                    s.poison.get("kind"),
+                    s.poison.get("victim"),
+                    s.run.gate,
+                    "" if s.asked is None else s.asked,
+                    "" if s.admitted is None else s.admitted,
+                    side,
+                    *s.retrievals[side],
+                    *stream,
+                    *test,
+                    *("" if x is None else repr(x) for x in (e.mean, e.lo, e.hi)),
+                    e.n,
+                    s.clean.name if s.clean else "",
+                ]
+            )
     return out.getvalue()
 
 
@@ -176,8 +254,14 @@ def _distinct(labels: list[str], found: Sequence[Spread]) -> list[str]:
     out = []
     for label, s in zip(labels, found):
         twins = [t for other, t in zip(labels, found) if other == label and t is not s]
-        keys = sorted({k for t in twins for k in s.run.fields.keys() | t.run.fields.keys()
-                       if s.run.fields.get(k) != t.run.fields.get(k)})
+        keys = sorted(
+            {
+                k
+                for t in twins
+                for k in s.run.fields.keys() | t.run.fields.keys()
+                if s.run.fields.get(k) != t.run.fields.get(k)
+            }
+        )
         out.append(label + "".join(f", {k}={s.run.fields.get(k)}" for k in keys) if twins else label)
     return out
 
@@ -194,14 +278,22 @@ def poison_figure(found: Sequence[Spread], metric: str) -> Figure:
     for i, side in enumerate((VICTIM, OTHERS)):
         at = rows + (i - 0.5) * BAR
         counts = [s.retrievals[side] for s in found]
-        bars = share.barh(at, [n / total if total else np.nan for n, total in counts], height=BAR, color=f"C{i}",
-                          label=SIDES[side])
+        bars = share.barh(
+            at, [n / total if total else np.nan for n, total in counts], height=BAR, color=f"C{i}", label=SIDES[side]
+        )
         share.bar_label(bars, [f"{n} of {total}" for n, total in counts], padding=3, fontsize="x-small")
         points = [(y, s.harm[side]) for y, s in zip(at, found) if s.harm.get(side) and s.harm[side].mean is not None]
         if points:
             spans = [[0.0, 0.0] if e.lo is None else [e.mean - e.lo, e.hi - e.mean] for _, e in points]
-            change.errorbar([e.mean for _, e in points], [y for y, _ in points], xerr=np.array(spans).T, fmt="o",
-                            capsize=4, color=f"C{i}", label=SIDES[side])
+            change.errorbar(
+                [e.mean for _, e in points],
+                [y for y, _ in points],
+                xerr=np.array(spans).T,
+                fmt="o",
+                capsize=4,
+                color=f"C{i}",
+                label=SIDES[side],
+            )
     share.set_yticks(rows, labels)
     share.invert_yaxis()  # the table's order, top to bottom
     share.set_xlim(0, 1.15)  # room for the counts beside a full bar
@@ -213,8 +305,10 @@ def poison_figure(found: Sequence[Spread], metric: str) -> Figure:
         ax.grid(axis="x", alpha=0.3)
     fig.legend(*share.get_legend_handles_labels(), fontsize="small", loc="outside lower center", ncol=2, frameon=False)
     victims = ", ".join(sorted({str(s.poison.get("victim")) for s in found}))
-    fig.suptitle(f"A poisoned writer (victim: {victims}): how far its memories spread and the change they made\n"
-                 f"(at each run's last fill, paired per test question; bar: 95% bootstrap CI, none at n < {MIN_CI_N})")
+    fig.suptitle(
+        f"A poisoned writer (victim: {victims}): how far its memories spread and the change they made\n"
+        f"(at each run's last fill, paired per test question; bar: 95% bootstrap CI, none at n < {MIN_CI_N})"
+    )
     return fig
 
 
@@ -229,5 +323,7 @@ def write_poison(runs: Sequence[Run], out: Path, metric: str) -> str:
     (out / f"{FILE}.md").write_text(poison_markdown(found, metric), encoding="utf-8")
     (out / f"{FILE}.csv").write_text(poison_csv(found), encoding="utf-8")
     png = save_figure(poison_figure(found, metric), out, FILE)
-    return (f"A poisoned writer: its memories admitted, retrieved, and the change against the clean run "
-            f"([{FILE}.md]({FILE}.md); figure: [{png}]({png}))")
+    return (
+        f"A poisoned writer: its memories admitted, retrieved, and the change against the clean run "
+        f"([{FILE}.md]({FILE}.md); figure: [{png}]({png}))"
+    )

@@ -12,13 +12,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ms.common.errors import UserError, one_line
 from ms.config.files import WRITERS_FILE
 from ms.config.schema import POOL_DSN_ENV
-from ms.common.errors import UserError, one_line
 
 # The writers table's columns and the run that admitted each memory; `run` is that run's folder.
-SELECT = ("SELECT m.id, m.agent, m.domain, m.origin, m.backbone, m.run_id, r.label AS run"
-          " FROM memories m LEFT JOIN runs r ON r.run_id = m.run_id")
+SELECT = (
+    "SELECT m.id, m.agent, m.domain, m.origin, m.backbone, m.run_id, r.label AS run"
+    " FROM memories m LEFT JOIN runs r ON r.run_id = m.run_id"
+)
 
 
 def pool_dsn(run_dir: Path, config: dict) -> str:
@@ -28,9 +30,11 @@ def pool_dsn(run_dir: Path, config: dict) -> str:
     if not dsn and isinstance(written, str) and "${" not in written:
         dsn = written
     if not dsn:
-        raise UserError(f"{run_dir} kept its pool on PostgreSQL (pool.backend=postgres): set {POOL_DSN_ENV} to the "
-                        f"connection string of the database it wrote to, or put its {WRITERS_FILE} in the folder "
-                        f"(python -m ms.report.export)")
+        raise UserError(
+            f"{run_dir} kept its pool on PostgreSQL (pool.backend=postgres): set {POOL_DSN_ENV} to the "
+            f"connection string of the database it wrote to, or put its {WRITERS_FILE} in the folder "
+            f"(python -m ms.report.export)"
+        )
     return dsn
 
 
@@ -40,8 +44,9 @@ def server_rows(run_dir: Path, config: dict) -> list[dict]:
     try:
         import psycopg
     except ImportError as error:  # the postgres extra
-        raise UserError(f"reading the pool of {run_dir} from PostgreSQL needs psycopg ({error}): "
-                        f"pip install 'ms[postgres]'") from None
+        raise UserError(
+            f"reading the pool of {run_dir} from PostgreSQL needs psycopg ({error}): pip install 'ms[postgres]'"
+        ) from None
     from ms.pool.postgres_backend import CONNECT_TIMEOUT_S, dsn_problem, server_of
 
     dsn = pool_dsn(run_dir, config)
@@ -57,12 +62,15 @@ def server_rows(run_dir: Path, config: dict) -> list[dict]:
             names = [column.name for column in cursor.description]
             return [dict(zip(names, row)) for row in cursor.fetchall()]
     except psycopg.errors.UndefinedTable:
-        raise UserError(f"{where} holds no ms pool (no memories table): set {POOL_DSN_ENV} to the database "
-                        f"{run_dir} wrote to") from None
+        raise UserError(
+            f"{where} holds no ms pool (no memories table): set {POOL_DSN_ENV} to the database {run_dir} wrote to"
+        ) from None
     except psycopg.Error as error:
         reason = one_line(str(error) or type(error).__name__)
         secret = os.environ.get("PGPASSWORD")
         if secret:
             reason = reason.replace(secret, "***")
-        raise UserError(f"cannot read the pool of {run_dir} from {where} ({reason}): start the server, or set "
-                        f"{POOL_DSN_ENV} to the database the run wrote to") from None
+        raise UserError(
+            f"cannot read the pool of {run_dir} from {where} ({reason}): start the server, or set "
+            f"{POOL_DSN_ENV} to the database the run wrote to"
+        ) from None

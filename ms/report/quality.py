@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ms.config.files import DECISIONS_FILE, METRICS_FILE, QUALITY_FILE
 from ms.common.errors import UserError
+from ms.common.stats import Estimate, mean_ci
+from ms.config.files import DECISIONS_FILE, METRICS_FILE, QUALITY_FILE
 from ms.metrics.evaluate import BERTSCORE_KEYS
 from ms.report.render import csv_number, markdown_grid
 from ms.report.runs import Run, read_jsonl
-from ms.common.stats import Estimate, mean_ci
 
 ALL = "all"
 GROUPS = (("admitted", True), ("rejected", False))
@@ -73,8 +73,9 @@ def match(question: str, examples: Sequence, whole_prompt: bool):
     the longest where several do (a shorter one is then a tail of the real question). None: no match."""
     found = [e for e in examples if e.question == question]
     if not found and whole_prompt:
-        found = sorted((e for e in examples if e.question and question.endswith(e.question)),
-                       key=lambda e: -len(e.question))
+        found = sorted(
+            (e for e in examples if e.question and question.endswith(e.question)), key=lambda e: -len(e.question)
+        )
     return found[0] if found else None
 
 
@@ -83,8 +84,8 @@ def quality_records(run_dir: Path, scorers: Optional[dict] = None) -> tuple[list
     per eval setting across runs (loading the model is the slow part)."""
     from omegaconf import OmegaConf
 
-    from ms.loop.cell import data_fingerprint
     from ms.config.schema import EvalConfig
+    from ms.loop.cell import data_fingerprint
     from ms.metrics.evaluate import BERTScore
 
     config, splits = _run_settings(run_dir)
@@ -92,21 +93,35 @@ def quality_records(run_dir: Path, scorers: Optional[dict] = None) -> tuple[list
     path = run_dir / DECISIONS_FILE
     records, todo = [], []
     for line, d in _decisions(path):
-        example = match(d.get("question") or "", splits[d["agent"]].stream if d.get("agent") in splits else [],
-                        whole_prompt)
+        example = match(
+            d.get("question") or "", splits[d["agent"]].stream if d.get("agent") in splits else [], whole_prompt
+        )
         if example is None:
-            raise UserError(f"{path} line {line}: no stream example of agent {d.get('agent')!r} in "
-                            f"{config.data.dir} has this question ({(d.get('question') or '')[:80]!r})")
+            raise UserError(
+                f"{path} line {line}: no stream example of agent {d.get('agent')!r} in "
+                f"{config.data.dir} has this question ({(d.get('question') or '')[:80]!r})"
+            )
         reference = example.answer if example.answer.strip() else None  # the authors' stream may have none
-        records.append({"step": d.get("step"), "agent": d["agent"], "id": example.id, "question": example.question,
-                        "accepted": bool(d.get("accepted")), "memory_id": d.get("memory_id"), "reference": reference})
+        records.append(
+            {
+                "step": d.get("step"),
+                "agent": d["agent"],
+                "id": example.id,
+                "question": example.question,
+                "accepted": bool(d.get("accepted")),
+                "memory_id": d.get("memory_id"),
+                "reference": reference,
+            }
+        )
         if reference is not None:
             todo.append((records[-1], d.get("answer") or ""))
     notes = []
-    recorded = ((_json(run_dir / METRICS_FILE).get("cell") or {}).get("data_sha256"))
+    recorded = (_json(run_dir / METRICS_FILE).get("cell") or {}).get("data_sha256")
     if recorded and recorded != data_fingerprint(splits):
-        notes.append(f"note: {config.data.dir} differs from the data the run read (metrics.json's fingerprint); "
-                     "the references are today's")
+        notes.append(
+            f"note: {config.data.dir} differs from the data the run read (metrics.json's fingerprint); "
+            "the references are today's"
+        )
     if todo:
         eval_cfg = _section(config, "eval", EvalConfig)
         key = OmegaConf.to_yaml(eval_cfg)
@@ -135,15 +150,18 @@ def gate_quality(run_dirs: Sequence[str]) -> None:
         missing = [r["agent"] for r in records if r["reference"] is None]
         by_agent = ", ".join(f"{a} {missing.count(a)}" for a in dict.fromkeys(missing))
         admitted = sum(r["accepted"] for r in records)
-        print(f"{out}: {len(records)} decisions ({admitted} admitted, {len(records) - admitted} rejected); "
-              f"{len(records) - len(missing)} scored, {len(missing)} without a reference"
-              + (f" ({by_agent})" if missing else ""))
+        print(
+            f"{out}: {len(records)} decisions ({admitted} admitted, {len(records) - admitted} rejected); "
+            f"{len(records) - len(missing)} scored, {len(missing)} without a reference"
+            + (f" ({by_agent})" if missing else "")
+        )
         for note in notes:
             print(note)
     print(f"wall time {time.perf_counter() - started:.0f} s")
 
 
 # ---- ms-report: quality.md and quality.csv ----
+
 
 def quality_rows(runs: Sequence[Run]) -> list[dict]:
     """Per run with a quality.jsonl, per agent (ALL first) and group (admitted, rejected): how many
@@ -158,10 +176,18 @@ def quality_rows(runs: Sequence[Run]) -> list[dict]:
             for group, accepted in GROUPS:
                 chosen = [r for r in records if r["accepted"] == accepted and agent in (ALL, r["agent"])]
                 scored = [r for r in chosen if r.get("reference") is not None]
-                rows.append({"run": run.name, "gate": run.gate, "agent": agent, "group": group,
-                             "decisions": len(chosen), "no_reference": len(chosen) - len(scored),
-                             "model": next((r["bertscore"] for r in scored if r.get("bertscore")), None),
-                             **{m: mean_ci([r[m] for r in scored]) for m in BERTSCORE_KEYS}})
+                rows.append(
+                    {
+                        "run": run.name,
+                        "gate": run.gate,
+                        "agent": agent,
+                        "group": group,
+                        "decisions": len(chosen),
+                        "no_reference": len(chosen) - len(scored),
+                        "model": next((r["bertscore"] for r in scored if r.get("bertscore")), None),
+                        **{m: mean_ci([r[m] for r in scored]) for m in BERTSCORE_KEYS},
+                    }
+                )
     return rows
 
 
@@ -169,17 +195,26 @@ HEADER = ["agent", "answers", "decisions", "no reference", *(f"{m} [95% CI] n" f
 
 
 def _cells(row: dict) -> list[str]:
-    return [row["agent"], row["group"], str(row["decisions"]), str(row["no_reference"]),
-            *(row[m].text(3) for m in BERTSCORE_KEYS)]
+    return [
+        row["agent"],
+        row["group"],
+        str(row["decisions"]),
+        str(row["no_reference"]),
+        *(row[m].text(3) for m in BERTSCORE_KEYS),
+    ]
 
 
 def quality_markdown(rows: Sequence[dict]) -> str:
-    parts = ["# Quality of what each gate admits", "",
-             "Each stream answer a gate judged, scored by BERTScore against its stream question's reference answer "
-             f"(`ms-data gate-quality RUN_DIR`, the run's own BERTScore settings; model: "
-             f"{next((r['model'] for r in rows if r['model']), 'none scored')}). Per run and agent, the mean of the "
-             "answers it admitted and of those it rejected, each with its 95% bootstrap CI over answers and n; "
-             "`no reference`: decisions whose stream question has no reference answer, counted and not scored.", ""]
+    parts = [
+        "# Quality of what each gate admits",
+        "",
+        "Each stream answer a gate judged, scored by BERTScore against its stream question's reference answer "
+        f"(`ms-data gate-quality RUN_DIR`, the run's own BERTScore settings; model: "
+        f"{next((r['model'] for r in rows if r['model']), 'none scored')}). Per run and agent, the mean of the "
+        "answers it admitted and of those it rejected, each with its 95% bootstrap CI over answers and n; "
+        "`no reference`: decisions whose stream question has no reference answer, counted and not scored.",
+        "",
+    ]
     for run in dict.fromkeys(r["run"] for r in rows):
         mine = [r for r in rows if r["run"] == run]
         parts += [f"## {run} (gate {mine[0]['gate']})", "", markdown_grid(HEADER, [_cells(r) for r in mine], 2), ""]
@@ -189,12 +224,32 @@ def quality_markdown(rows: Sequence[dict]) -> str:
 def quality_csv(rows: Sequence[dict]) -> str:
     out = io.StringIO()
     table = csv.writer(out, lineterminator="\n")
-    table.writerow(["run", "gate", "agent", "answers", "decisions", "no_reference", "n",
-                    *(f"{m}{s}" for m in BERTSCORE_KEYS for s in ("", "_ci_lo", "_ci_hi"))])
+    table.writerow(
+        [
+            "run",
+            "gate",
+            "agent",
+            "answers",
+            "decisions",
+            "no_reference",
+            "n",
+            *(f"{m}{s}" for m in BERTSCORE_KEYS for s in ("", "_ci_lo", "_ci_hi")),
+        ]
+    )
     for r in rows:
         estimates: list[Estimate] = [r[m] for m in BERTSCORE_KEYS]
-        table.writerow([r["run"], r["gate"], r["agent"], r["group"], r["decisions"], r["no_reference"],
-                        estimates[0].n, *(csv_number(x) for e in estimates for x in (e.mean, e.lo, e.hi))])
+        table.writerow(
+            [
+                r["run"],
+                r["gate"],
+                r["agent"],
+                r["group"],
+                r["decisions"],
+                r["no_reference"],
+                estimates[0].n,
+                *(csv_number(x) for e in estimates for x in (e.mean, e.lo, e.hi)),
+            ]
+        )
     return out.getvalue()
 
 
@@ -208,8 +263,13 @@ def write_quality(runs: Sequence[Run], out: Path) -> str:
     (out / "quality.md").write_text(quality_markdown(rows), encoding="utf-8")
     (out / "quality.csv").write_text(quality_csv(rows), encoding="utf-8")
     overall = [r for r in rows if r["agent"] == ALL]
-    return ("## Quality of what each gate admits\n\nBERTScore of each gated answer against its reference, admitted "
-            "vs rejected; per agent: [quality.md](quality.md), [quality.csv](quality.csv).\n\n"
-            + markdown_grid(["run", "gate", "answers", "decisions", "no reference",
-                             *(f"{m} [95% CI] n" for m in BERTSCORE_KEYS)],
-                            [[r["run"], r["gate"], *_cells(r)[1:]] for r in overall], 3) + "\n")
+    return (
+        "## Quality of what each gate admits\n\nBERTScore of each gated answer against its reference, admitted "
+        "vs rejected; per agent: [quality.md](quality.md), [quality.csv](quality.csv).\n\n"
+        + markdown_grid(
+            ["run", "gate", "answers", "decisions", "no reference", *(f"{m} [95% CI] n" for m in BERTSCORE_KEYS)],
+            [[r["run"], r["gate"], *_cells(r)[1:]] for r in overall],
+            3,
+        )
+        + "\n"
+    )

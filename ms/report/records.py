@@ -36,8 +36,11 @@ def differences(a: Run, b: Run) -> list[str]:
     if record_a is None or record_b is None:
         return []
     fields_a, fields_b = compared_fields(record_a), compared_fields(record_b)
-    return [f"{key}: {fields_a.get(key, 'absent')} in {a.name}, {fields_b.get(key, 'absent')} in {b.name}"
-            for key in dict.fromkeys([*fields_a, *fields_b]) if fields_a.get(key) != fields_b.get(key)]
+    return [
+        f"{key}: {fields_a.get(key, 'absent')} in {a.name}, {fields_b.get(key, 'absent')} in {b.name}"
+        for key in dict.fromkeys([*fields_a, *fields_b])
+        if fields_a.get(key) != fields_b.get(key)
+    ]
 
 
 def record_warnings(pairs: Iterable[Pair]) -> list[str]:
@@ -53,11 +56,15 @@ def record_warnings(pairs: Iterable[Pair]) -> list[str]:
 def records_markdown(warnings: Sequence[str], runs: Sequence[Run]) -> str:
     """summary.md's section: every warning, and which runs carry no record."""
     lacking = [r.name for r in runs if record_of(r) is None]
-    out = ["## Reproducibility records\n",
-           "Runs pooled as seed replicates or paired in a claim are checked for the same model files "
-           "(SHA-256), engines and package versions (metrics.json's `provenance`).\n"]
+    out = [
+        "## Reproducibility records\n",
+        "Runs pooled as seed replicates or paired in a claim are checked for the same model files "
+        "(SHA-256), engines and package versions (metrics.json's `provenance`).\n",
+    ]
     out += [f"- warning: {w}" for w in warnings] or ["No differences."]
     if lacking:
-        out.append(f"\n{len(lacking)} run(s) carry no record (written before metrics.json had one), so they "
-                   f"are not checked: {', '.join(f'`{name}`' for name in lacking)}")
+        out.append(
+            f"\n{len(lacking)} run(s) carry no record (written before metrics.json had one), so they "
+            f"are not checked: {', '.join(f'`{name}`' for name in lacking)}"
+        )
     return "\n".join(out) + "\n"

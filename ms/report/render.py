@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence, Union
 
-from ms.report.conditions import Score
 from ms.common.stats import interval_text
+from ms.report.conditions import Score
 
 OURS, PAPER, DIFF = "ours", "paper", "ours - paper"
 CI_COLUMNS = ("ci_lo", "ci_hi", "n")
@@ -46,9 +46,16 @@ def value_text(value: Value, missing: str = "–", signed: bool = False, show_n:
 
 
 def _cells(table: Table, missing: str) -> list[list[str]]:
-    return [[*labels, *(value_text(v, missing, DIFF in labels or DIFF in col, table.show_n)
-                        for v, col in zip(values, table.columns))]
-            for labels, values in table.rows]
+    return [
+        [
+            *labels,
+            *(
+                value_text(v, missing, DIFF in labels or DIFF in col, table.show_n)
+                for v, col in zip(values, table.columns)
+            ),
+        ]
+        for labels, values in table.rows
+    ]
 
 
 def n_note(agent_cells: Sequence[Score], overall_cells: Sequence[Score]) -> tuple[str, bool]:
@@ -67,8 +74,10 @@ def n_note(agent_cells: Sequence[Score], overall_cells: Sequence[Score]) -> tupl
 
 def markdown_grid(header: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int) -> str:
     """A Markdown table; columns from `numeric_from` on are right-aligned."""
+
     def line(cells):
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
     align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
     return "\n".join([line(header), "|" + "|".join(align) + "|", *map(line, rows)])
 
@@ -124,13 +133,18 @@ def _tex(text: str) -> str:
 def to_latex(table: Table) -> str:
     """A booktabs table; upper header levels become spanning \\multicolumn cells."""
     n_index, depth = len(table.index), len(table.columns[0]) if table.columns else 1
-    lines = [f"% {table.title} (written by ms-report; needs \\usepackage{{booktabs}})",
-             *(f"% {_tex(n)}" for n in table.notes),
-             r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(table.title)}}}",
-             r"\begin{tabular}{" + "l" * n_index + "r" * len(table.columns) + "}", r"\toprule"]
+    lines = [
+        f"% {table.title} (written by ms-report; needs \\usepackage{{booktabs}})",
+        *(f"% {_tex(n)}" for n in table.notes),
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{_tex(table.title)}}}",
+        r"\begin{tabular}{" + "l" * n_index + "r" * len(table.columns) + "}",
+        r"\toprule",
+    ]
     for level in range(depth - 1):
         cells, rules, start = [""] * n_index, [], n_index + 1
-        for key, group in itertools.groupby(table.columns, key=lambda c: c[:level + 1]):
+        for key, group in itertools.groupby(table.columns, key=lambda c: c[: level + 1]):
             width = len(list(group))
             cells.append(rf"\multicolumn{{{width}}}{{c}}{{{_tex(key[-1])}}}")
             if width > 1:  # a rule under a lone column only adds clutter

@@ -15,9 +15,9 @@ from typing import Optional, Sequence
 import yaml
 
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
-from ms.metrics.base import metric_keys, metric_of_key
 from ms.loop.cell import ADDED_SINCE, stored
 from ms.loop.run_folder import failure
+from ms.metrics.base import metric_keys, metric_of_key
 
 log = logging.getLogger(__name__)
 
@@ -245,8 +245,11 @@ def run_folders(root: Path) -> list[Path]:
             found.append(Path(here))
         for name in files:  # a link to nothing cannot be followed: said, never silently passed over
             if os.path.islink(os.path.join(here, name)) and not os.path.exists(os.path.join(here, name)):
-                log.warning("%s is a symbolic link to %s, which does not exist: not read", Path(here) / name,
-                            os.readlink(os.path.join(here, name)))
+                log.warning(
+                    "%s is a symbolic link to %s, which does not exist: not read",
+                    Path(here) / name,
+                    os.readlink(os.path.join(here, name)),
+                )
     return found
 
 

@@ -20,13 +20,12 @@ from matplotlib.colors import CenteredNorm
 from matplotlib.figure import Figure
 from scipy import stats
 
+from ms.common.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
 from ms.report.baseline import Baseline, find_baseline
 from ms.report.figures import new_figure
 from ms.report.grants import Grants
-from ms.report.render import markdown_grid
 from ms.report.runs import Item, Run, metric_label
 from ms.report.writers import POISONER, UNWRITTEN, Writer, agent_backbones, own_run_id, read_writers, run_config
-from ms.common.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,8 @@ DEFINITIONS = (
     "memories, so a cell's gain is what its retrievals came with, not what they caused. "
     "Where the run retrieved under an access rule (`access=rule`: each agent reads only the writers it is granted), "
     "the rule's grants stand beside the retrievals: the `granted` rows of the CSV (1 granted, 0 withheld, per "
-    "`agent=` column), the table's last column, and `withheld` under those writers in the heatmap.")
+    "`agent=` column), the table's last column, and `withheld` under those writers in the heatmap."
+)
 
 
 @dataclass
@@ -123,15 +123,24 @@ def weighted_mean_ci(weights: Sequence[float], values: Sequence[float]) -> Estim
     for method in ("BCa", "percentile"):  # BCa is undefined on some small skewed samples
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ci = stats.bootstrap((w, v), ratio, paired=True, vectorized=True, confidence_level=CONFIDENCE,
-                                 n_resamples=RESAMPLES, method=method, random_state=SEED).confidence_interval
+            ci = stats.bootstrap(
+                (w, v),
+                ratio,
+                paired=True,
+                vectorized=True,
+                confidence_level=CONFIDENCE,
+                n_resamples=RESAMPLES,
+                method=method,
+                random_state=SEED,
+            ).confidence_interval
         if math.isfinite(ci.low) and math.isfinite(ci.high):
             break
     return Estimate(mean, float(ci.low), float(ci.high), n)
 
 
-def _writer_columns(writers: dict[int, Writer], rows: list[str], seen: set[str], shared: bool,
-                    families: bool) -> list[str]:
+def _writer_columns(
+    writers: dict[int, Writer], rows: list[str], seen: set[str], shared: bool, families: bool
+) -> list[str]:
     agents = [*rows, *sorted({w.agent for w in writers.values()} - set(rows))]
     backbones = sorted({w.backbone for w in writers.values()}, key=lambda b: (b not in UNWRITTEN, b))
     missing = [UNKNOWN] if UNKNOWN in seen else []
@@ -139,9 +148,14 @@ def _writer_columns(writers: dict[int, Writer], rows: list[str], seen: set[str],
     unwritten = [b for b in backbones if b in (*UNWRITTEN, POISONER)]
     family = [SAME_BACKBONE, OTHER_BACKBONE, *unwritten, *missing] if families else []
     poisoned = [POISONER] if POISONER in backbones else []
-    return ([f"agent={a}" for a in [*agents, *missing]] + [f"backbone={b}" for b in [*backbones, *missing]]
-            + [f"source={s}" for s in [OWN, SAME_DOMAIN, OTHER_DOMAIN, *poisoned, *missing]]
-            + [f"run={r}" for r in runs] + [f"family={f}" for f in family] + [ALL])
+    return (
+        [f"agent={a}" for a in [*agents, *missing]]
+        + [f"backbone={b}" for b in [*backbones, *missing]]
+        + [f"source={s}" for s in [OWN, SAME_DOMAIN, OTHER_DOMAIN, *poisoned, *missing]]
+        + [f"run={r}" for r in runs]
+        + [f"family={f}" for f in family]
+        + [ALL]
+    )
 
 
 def _source(w: Writer, agent: str, domain: Optional[str]) -> str:
@@ -162,8 +176,9 @@ def _writing_run(w: Writer, own: Optional[str]) -> str:
     return THIS_RUN if w.run_id == own else OTHER_RUN if w.run_id else UNRECORDED
 
 
-def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Baseline], metric: str,
-                   fill: int) -> Sharing:
+def sharing_matrix(
+    run: Run, writers: dict[int, Writer], baseline: Optional[Baseline], metric: str, fill: int
+) -> Sharing:
     """Count each retrieval of the run's test questions at `fill` under its writer's columns."""
     predictions = run.predictions.get(fill, {})
     order = list(run.fields.get("agents") or run.agents)  # the config's order
@@ -214,23 +229,43 @@ def sharing_matrix(run: Run, writers: dict[int, Writer], baseline: Optional[Base
                     weights[r, key][item] += 1
     gain = {}
     if baseline is not None:
-        gain = {item: float(row[metric]) - baseline.values[item] for item, row in predictions.items()
-                if item in baseline.values and row.get(metric) is not None}
-    return Sharing(run, fill, metric, [*rows, ALL], _writer_columns(writers, rows, seen, shared, families), weights,
-                   gain, baseline, domain_of, dict(other_runs), {a: backbone_of[a] for a in rows} if families else {},
-                   gone, unknown)
+        gain = {
+            item: float(row[metric]) - baseline.values[item]
+            for item, row in predictions.items()
+            if item in baseline.values and row.get(metric) is not None
+        }
+    return Sharing(
+        run,
+        fill,
+        metric,
+        [*rows, ALL],
+        _writer_columns(writers, rows, seen, shared, families),
+        weights,
+        gain,
+        baseline,
+        domain_of,
+        dict(other_runs),
+        {a: backbone_of[a] for a in rows} if families else {},
+        gone,
+        unknown,
+    )
 
 
 def sharing_notes(s: Sharing) -> list[str]:
     """What the matrix counts that its writers' files no longer hold, or never said, in words: the same
     lines under sharing.md's table and the site's."""
-    notes = [f"{n} retrievals of memories {why}: counted under the writer the run's files record (memories.csv, "
-             f"decisions.jsonl)." for why, n in sorted(s.gone.items())]
+    notes = [
+        f"{n} retrievals of memories {why}: counted under the writer the run's files record (memories.csv, "
+        f"decisions.jsonl)."
+        for why, n in sorted(s.gone.items())
+    ]
     if s.unknown:
         ids = sorted(s.unknown)
         listed = ", ".join(map(str, ids[:8])) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
-        notes.append(f"{s.count(ALL, f'agent={UNKNOWN}')} retrievals of {len(ids)} memories (ids {listed}) whose "
-                     f"writer no file of the run records: counted under `{UNKNOWN}`.")
+        notes.append(
+            f"{s.count(ALL, f'agent={UNKNOWN}')} retrievals of {len(ids)} memories (ids {listed}) whose "
+            f"writer no file of the run records: counted under `{UNKNOWN}`."
+        )
     return notes
 
 
@@ -249,15 +284,27 @@ def sharing_csv(s: Sharing) -> str:
             for column in s.columns:
                 n, total = s.count(row, column), s.count(row, ALL)
                 est = s.estimate(row, column) if quantity.startswith("gain") else None
-                cells.append({"retrievals": str(n), "fraction": csv_number(n / total if total else None),
-                              "questions": str(len(s.weights[row, column])),
-                              "gain": csv_number(est and est.mean), "gain_ci_lo": csv_number(est and est.lo),
-                              "gain_ci_hi": csv_number(est and est.hi), "gain_n": str(est.n if est else "")}[quantity])
+                cells.append(
+                    {
+                        "retrievals": str(n),
+                        "fraction": csv_number(n / total if total else None),
+                        "questions": str(len(s.weights[row, column])),
+                        "gain": csv_number(est and est.mean),
+                        "gain_ci_lo": csv_number(est and est.lo),
+                        "gain_ci_hi": csv_number(est and est.hi),
+                        "gain_n": str(est.n if est else ""),
+                    }[quantity]
+                )
             table.writerow([quantity, row, *cells])
     if not s.grants.open:  # 1 where the rule granted the row's agent the column's writer, 0 where it withheld it
         for row in s.rows[:-1]:
-            table.writerow(["granted", row, *("" if not c.startswith("agent=") else str(int(not s.withheld(row, c)))
-                                              for c in s.columns)])
+            table.writerow(
+                [
+                    "granted",
+                    row,
+                    *("" if not c.startswith("agent=") else str(int(not s.withheld(row, c))) for c in s.columns),
+                ]
+            )
     return out.getvalue()
 
 
@@ -287,8 +334,15 @@ def heatmap(s: Sharing, title: str) -> Figure:
                     g = gains[i, j]
                     text = str(n) if ax is left else (_gain_cell(s.estimate(r, c)) if np.isfinite(g) else "")
                     dark = share[i, j] > 0.6 if ax is left else abs(g) > 0.6 * halfrange  # white on dark cells
-                    ax.text(j, i, text, ha="center", va="center", fontsize=7 if ax is left else 5.5,
-                            color="white" if dark else "black")
+                    ax.text(
+                        j,
+                        i,
+                        text,
+                        ha="center",
+                        va="center",
+                        fontsize=7 if ax is left else 5.5,
+                        color="white" if dark else "black",
+                    )
         for i in range(1, len(rows)):  # domain boundaries; the agent columns start with the rows' agents
             if s.domains[rows[i]] != s.domains[rows[i - 1]]:
                 ax.axhline(i - 0.5, color="grey", lw=0.8)
@@ -302,8 +356,12 @@ def heatmap(s: Sharing, title: str) -> Figure:
         ax.set_xlabel("writer")
     left.set_ylabel("retrieving agent")
     left.set_title("who wrote the retrieved memories (count; colour: share)", fontsize=9)
-    right.set_title("mean gain of those retrievals [95% CI] (their question at k > 0 minus k = 0)" if s.baseline
-                    else "no k = 0 run to pair with", fontsize=9)
+    right.set_title(
+        "mean gain of those retrievals [95% CI] (their question at k > 0 minus k = 0)"
+        if s.baseline
+        else "no k = 0 run to pair with",
+        fontsize=9,
+    )
     fig.suptitle(title)
     return fig
 
@@ -330,29 +388,58 @@ def _gain(s: Sharing, row: str, column: str) -> str:
 def sharing_markdown(s: Sharing, stem: str) -> str:
     f, base = s.run.fields, s.baseline
     paired = f"{len(s.gain)} of {len(s.run.predictions.get(s.fill, {}))} questions paired"
-    gain = (f"against k = 0 in `{base.run.name}` (fill {base.run.last_fill}%), {paired}"
-            + (f"; {base.mismatched} with the same id but another question or reference left unpaired"
-               if base.mismatched else "") if base else "none: no k = 0 run of the same backbone, data and prompt")
+    gain = (
+        f"against k = 0 in `{base.run.name}` (fill {base.run.last_fill}%), {paired}"
+        + (
+            f"; {base.mismatched} with the same id but another question or reference left unpaired"
+            if base.mismatched
+            else ""
+        )
+        if base
+        else "none: no k = 0 run of the same backbone, data and prompt"
+    )
     backbones = [c for c in s.columns if c.startswith("backbone=")]
     blocks = [f"source={x}" for x in (OWN, SAME_DOMAIN, OTHER_DOMAIN, POISONER) if f"source={x}" in s.columns]
     runs = [f"run={OTHER_RUN}"] if f"run={OTHER_RUN}" in s.columns else []
     runs += [f"family={OTHER_BACKBONE}"] if f"family={OTHER_BACKBONE}" in s.columns else []
     rule = s.grants
-    header = ["agent", "retrievals", *(c.split("=", 1)[1] for c in blocks + runs), *(f"by {c.split('=', 1)[1]}" for c
-              in backbones), *(f"gain: {c.split('=', 1)[1]}" for c in blocks + runs), "gain: all",
-              *([] if rule.open else ["granted writers"])]
-    lines = [f"## {s.run.name}", "",
-             f"{f['backbone']}, k = {f['k']}, {f['pool']} pool, retriever {s.run.retriever_label}, fill {s.fill}%; "
-             f"{s.count(ALL, ALL)} retrievals. Gain ({metric_label(s.metric)}): {gain}.", "",
-             *([] if rule.open else [f"Access rule: {rule.describe()}. Its grants are the last column; "
-                                     "`withheld` marks those writers in the heatmap (their seeds stay where `seed` "
-                                     "is granted).", ""]),
-             f"![sharing heatmap]({stem}.png) (all counts, shares and gains: [{stem}.csv]({stem}.csv))", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    header = [
+        "agent",
+        "retrievals",
+        *(c.split("=", 1)[1] for c in blocks + runs),
+        *(f"by {c.split('=', 1)[1]}" for c in backbones),
+        *(f"gain: {c.split('=', 1)[1]}" for c in blocks + runs),
+        "gain: all",
+        *([] if rule.open else ["granted writers"]),
+    ]
+    lines = [
+        f"## {s.run.name}",
+        "",
+        f"{f['backbone']}, k = {f['k']}, {f['pool']} pool, retriever {s.run.retriever_label}, fill {s.fill}%; "
+        f"{s.count(ALL, ALL)} retrievals. Gain ({metric_label(s.metric)}): {gain}.",
+        "",
+        *(
+            []
+            if rule.open
+            else [
+                f"Access rule: {rule.describe()}. Its grants are the last column; "
+                "`withheld` marks those writers in the heatmap (their seeds stay where `seed` "
+                "is granted).",
+                "",
+            ]
+        ),
+        f"![sharing heatmap]({stem}.png) (all counts, shares and gains: [{stem}.csv]({stem}.csv))",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     for row in s.rows:
-        cells = [str(s.count(row, ALL)), *(_share(s, row, c) for c in blocks + runs + backbones),
-                 *(_gain(s, row, c) for c in [*blocks, *runs, ALL]),
-                 *([] if rule.open else ["" if row == ALL else rule.text(row)])]
+        cells = [
+            str(s.count(row, ALL)),
+            *(_share(s, row, c) for c in blocks + runs + backbones),
+            *(_gain(s, row, c) for c in [*blocks, *runs, ALL]),
+            *([] if rule.open else ["" if row == ALL else rule.text(row)]),
+        ]
         lines.append(f"| {'**all**' if row == ALL else _row_label(s, row)} | " + " | ".join(cells) + " |")
     if f"run={OTHER_RUN}" in runs:
         by_run = ", ".join(f"`{name}` {n}" for name, n in sorted(s.other_runs.get(ALL, Counter()).items()))
@@ -381,13 +468,24 @@ def write_sharing(runs: Sequence[Run], out: Path, metric: str, fill: Optional[in
         s = sharing_matrix(run, writers, find_baseline(run, runs, metric, at), metric, at)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{run.name}.csv").write_text(sharing_csv(s), encoding="utf-8")
-        heatmap(s, f"Who helped whom: {run.name} ({run.fields['backbone']}, k = {run.fields['k']}, "
-                   f"{run.fields['pool']} pool, fill {at}%)").savefig(folder / f"{run.name}.png", dpi=120)
+        heatmap(
+            s,
+            f"Who helped whom: {run.name} ({run.fields['backbone']}, k = {run.fields['k']}, "
+            f"{run.fields['pool']} pool, fill {at}%)",
+        ).savefig(folder / f"{run.name}.png", dpi=120)
         sections.append(sharing_markdown(s, run.name))
     if not sections and not not_drawn:
         return ""
-    text = "\n".join(["# Who helped whom", "", DEFINITIONS, "", *sections,
-                      *(["## Not drawn", "", *not_drawn, ""] if not_drawn else [])])
+    text = "\n".join(
+        [
+            "# Who helped whom",
+            "",
+            DEFINITIONS,
+            "",
+            *sections,
+            *(["## Not drawn", "", *not_drawn, ""] if not_drawn else []),
+        ]
+    )
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sharing.md").write_text(text, encoding="utf-8")
     return f"Sharing matrices (who retrieved whose memories, and the gain against k = 0): {FOLDER}/sharing.md"

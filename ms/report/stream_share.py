@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ms.common.stats import Estimate, interval_text, mean_ci
 from ms.report.render import markdown_grid
 from ms.report.runs import Run
 from ms.report.sharing import ALL, csv_number
 from ms.report.writers import stream_written
-from ms.common.stats import Estimate, interval_text, mean_ci
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +71,13 @@ def write_stream_share(runs: Sequence[Run], out: Path) -> dict[str, str]:
     for suffix in (".md", ".csv"):  # a rerun into the same --out must not keep an old one
         (out / f"{STREAM_SHARE}{suffix}").unlink(missing_ok=True)
     sections, lines = [], {}
-    table = [["run", "fill", "agent", "stream_retrievals", "retrievals", "share", "share_ci_lo", "share_ci_hi",
-              "questions"]]
+    table = [
+        ["run", "fill", "agent", "stream_retrievals", "retrievals", "share", "share_ci_lo", "share_ci_hi", "questions"]
+    ]
     for run in runs:
-        if len(run.fills) < 2 or not any(r.get("retrieved") for rows in (run.predictions or {}).values()
-                                         for r in rows.values()):
+        if len(run.fills) < 2 or not any(
+            r.get("retrieved") for rows in (run.predictions or {}).values() for r in rows.values()
+        ):
             continue
         found = stream_written(run.path, run.fields["backbone"])
         if found is None:
@@ -85,21 +87,41 @@ def write_stream_share(runs: Sequence[Run], out: Path) -> dict[str, str]:
         fills = [f for f in shares if shares[f]]
         agents = list(dict.fromkeys(a for f in fills for a in shares[f]))
         grid = [[a, *(shares[f][a].text() if a in shares[f] else "–" for f in fills)] for a in agents]
-        sections += [f"## {run.name}", "", f"Stream-written memories read from `{found[1]}`.", "",
-                     markdown_grid(["agent", *(f"{f}% fill" for f in fills)], grid, 1), ""]
-        table += [[run.name, f, a, s.stream, s.retrievals, *(csv_number(x) for x in (e.mean, e.lo, e.hi)), e.n]
-                  for f in fills for a, s in shares[f].items() for e in [s.per_question]]
-        lines[run.name] = ("Share of each top k written by the stream (all agents): "
-                           + ", ".join(f"{f}% fill {shares[f][ALL].text()}" for f in fills)
-                           + f"; per agent: [{STREAM_SHARE}.md]({STREAM_SHARE}.md)")
+        sections += [
+            f"## {run.name}",
+            "",
+            f"Stream-written memories read from `{found[1]}`.",
+            "",
+            markdown_grid(["agent", *(f"{f}% fill" for f in fills)], grid, 1),
+            "",
+        ]
+        table += [
+            [run.name, f, a, s.stream, s.retrievals, *(csv_number(x) for x in (e.mean, e.lo, e.hi)), e.n]
+            for f in fills
+            for a, s in shares[f].items()
+            for e in [s.per_question]
+        ]
+        lines[run.name] = (
+            "Share of each top k written by the stream (all agents): "
+            + ", ".join(f"{f}% fill {shares[f][ALL].text()}" for f in fills)
+            + f"; per agent: [{STREAM_SHARE}.md]({STREAM_SHARE}.md)"
+        )
     if lines:
-        (out / f"{STREAM_SHARE}.md").write_text("\n".join([
-            "# Stream memories in each top k (H3)", "",
-            "Per fill and retrieving agent, the share of a test question's retrieved memories (`retrieved` in "
-            "predictions.jsonl, k per question) that the stream wrote rather than the data's seed pairs: the mean "
-            "over q test questions, with a 95% bootstrap CI over questions (a question's k retrievals are not "
-            "independent). Does the pool the stream grows take over the top k as it grows?", "", *sections]),
-            encoding="utf-8")
+        (out / f"{STREAM_SHARE}.md").write_text(
+            "\n".join(
+                [
+                    "# Stream memories in each top k (H3)",
+                    "",
+                    "Per fill and retrieving agent, the share of a test question's retrieved memories (`retrieved` in "
+                    "predictions.jsonl, k per question) that the stream wrote rather than the data's seed pairs: the mean "
+                    "over q test questions, with a 95% bootstrap CI over questions (a question's k retrievals are not "
+                    "independent). Does the pool the stream grows take over the top k as it grows?",
+                    "",
+                    *sections,
+                ]
+            ),
+            encoding="utf-8",
+        )
         with (out / f"{STREAM_SHARE}.csv").open("w", newline="", encoding="utf-8") as f:
             csv.writer(f, lineterminator="\n").writerows(table)
     return lines

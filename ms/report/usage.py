@@ -39,8 +39,14 @@ def _without_roles(report: dict) -> bool:
 
 def _cells(u: dict) -> list[str]:
     cost = u.get("cost")
-    return [str(u["calls"]), str(u["cache_hits"]), str(u["prompt_tokens"]), str(u["completion_tokens"]),
-            f"{u['backend_seconds']:.1f}", "-" if cost is None else f"{cost:.4f}"]
+    return [
+        str(u["calls"]),
+        str(u["cache_hits"]),
+        str(u["prompt_tokens"]),
+        str(u["completion_tokens"]),
+        f"{u['backend_seconds']:.1f}",
+        "-" if cost is None else f"{cost:.4f}",
+    ]
 
 
 def write_usage(runs: Sequence[Run], out: Path) -> str:
@@ -48,31 +54,53 @@ def write_usage(runs: Sequence[Run], out: Path) -> str:
     reports = {r.name: u for r in runs if (u := _usage(r)) is not None}
     per_role = {name: by_role(u) for name, u in reports.items()}
     unpriced = [name for name, u in reports.items() if u.get("cost") is None]
-    roles = {role: Usage.total(Usage(**{k: v for k, v in rows[role].items() if k != "cost"})
-                               for rows in per_role.values()).as_dict() for role in ROWS}
+    roles = {
+        role: Usage.total(
+            Usage(**{k: v for k, v in rows[role].items() if k != "cost"}) for rows in per_role.values()
+        ).as_dict()
+        for role in ROWS
+    }
     for role in roles:
         costs = [rows[role]["cost"] for rows in per_role.values()]
         roles[role]["cost"] = sum(costs) if costs and None not in costs else None
     total = Usage.total(Usage(**u["total"]) for u in reports.values()).as_dict()
     total["cost"] = sum(u["cost"] for u in reports.values()) if reports and not unpriced else None
 
-    head = ("| | calls | cache hits | prompt tokens | completion tokens | backend s | est. cost |\n"
-            "|---|---|---|---|---|---|---|")
-    role_rows = [f"| {role} | " + " | ".join(_cells(u)) + " |" for role, u in roles.items()
-                 if u["calls"] or u["cache_hits"]]
+    head = (
+        "| | calls | cache hits | prompt tokens | completion tokens | backend s | est. cost |\n"
+        "|---|---|---|---|---|---|---|"
+    )
+    role_rows = [
+        f"| {role} | " + " | ".join(_cells(u)) + " |" for role, u in roles.items() if u["calls"] or u["cache_hits"]
+    ]
     roleless = sum(map(_without_roles, reports.values()))
-    summary = [f"LLM usage of {len(reports)} of {len(runs)} runs"
-               + (f" ({roleless} written before usage was kept per role: their calls count under `{OTHER}`)"
-                  if roleless else "")
-               + ". Calls reached the backend; cache hits did not, and cost nothing. The cost is the "
-               "backbone configs' `price` times the tokens"
-               + (f"; it is left out because {len(unpriced)} run(s) have an unpriced backbone" if unpriced else "")
-               + ". Per run: [usage.md](usage.md), [usage.csv](usage.csv).\n",
-               head, *role_rows, "| **sweep total** | " + " | ".join(_cells(total)) + " |"]
-    per_run = [f"| `{name}` | " + " | ".join(_cells(dict(u["total"], cost=u.get("cost")))) + " |"
-               for name, u in reports.items()]
-    (out / "usage.md").write_text("# LLM usage\n\n" + "\n".join(summary) + "\n\n## Per run\n\n"
-                                  + "\n".join([head.replace("| |", "| run |", 1), *per_run]) + "\n", encoding="utf-8")
+    summary = [
+        f"LLM usage of {len(reports)} of {len(runs)} runs"
+        + (
+            f" ({roleless} written before usage was kept per role: their calls count under `{OTHER}`)"
+            if roleless
+            else ""
+        )
+        + ". Calls reached the backend; cache hits did not, and cost nothing. The cost is the "
+        "backbone configs' `price` times the tokens"
+        + (f"; it is left out because {len(unpriced)} run(s) have an unpriced backbone" if unpriced else "")
+        + ". Per run: [usage.md](usage.md), [usage.csv](usage.csv).\n",
+        head,
+        *role_rows,
+        "| **sweep total** | " + " | ".join(_cells(total)) + " |",
+    ]
+    per_run = [
+        f"| `{name}` | " + " | ".join(_cells(dict(u["total"], cost=u.get("cost")))) + " |"
+        for name, u in reports.items()
+    ]
+    (out / "usage.md").write_text(
+        "# LLM usage\n\n"
+        + "\n".join(summary)
+        + "\n\n## Per run\n\n"
+        + "\n".join([head.replace("| |", "| run |", 1), *per_run])
+        + "\n",
+        encoding="utf-8",
+    )
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["run", "role", *FIELDS])

@@ -22,8 +22,8 @@ from typing import Iterator, Optional
 import yaml
 
 from ms.agents import default_agents
-from ms.config.files import DECISIONS_FILE, METRICS_FILE, POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
 from ms.common.errors import UserError
+from ms.config.files import DECISIONS_FILE, METRICS_FILE, POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
 from ms.report.forgotten import gone_rows, removal_reasons
 from ms.report.pool_server import server_rows
 from ms.report.runs import read_jsonl
@@ -74,8 +74,10 @@ def agent_backbones(config: dict, default: str) -> dict[str, str]:
     """agent -> the backbone it ran on: its own `agents.<name>.backbone`, else the run's."""
     fallback = str((config.get("backbone") or {}).get("name") or default)
     entries = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-    return defaultdict(lambda: fallback, {a: str(e["backbone"]) for a, e in entries.items()
-                                          if isinstance(e, dict) and e.get("backbone")})
+    return defaultdict(
+        lambda: fallback,
+        {a: str(e["backbone"]) for a, e in entries.items() if isinstance(e, dict) and e.get("backbone")},
+    )
 
 
 def poison_writer(run_dir: Path) -> Optional[str]:
@@ -127,8 +129,10 @@ def pool_copy(path: Path) -> Iterator[sqlite3.Connection]:
             finally:
                 conn.close()
         except sqlite3.DatabaseError as error:
-            raise UserError(f"cannot read the pool {path} ({error}): restore it, or remove it to draw no "
-                            f"sharing matrix for this run") from error
+            raise UserError(
+                f"cannot read the pool {path} ({error}): restore it, or remove it to draw no "
+                f"sharing matrix for this run"
+            ) from error
 
 
 def _pool_rows(path: Path) -> tuple[list[dict], dict[int, str]]:
@@ -137,8 +141,11 @@ def _pool_rows(path: Path) -> tuple[list[dict], dict[int, str]]:
         columns = {r["name"] for r in conn.execute("PRAGMA table_info(memories)")}
         backbone = "m.backbone" if "backbone" in columns else "NULL AS backbone"
         # Pools of schema 1 recorded no runs (neither the column nor the runs table).
-        runs = ("m.run_id, r.label AS run FROM memories m LEFT JOIN runs r ON r.run_id = m.run_id"
-                if "run_id" in columns else "NULL AS run_id, NULL AS run FROM memories m")
+        runs = (
+            "m.run_id, r.label AS run FROM memories m LEFT JOIN runs r ON r.run_id = m.run_id"
+            if "run_id" in columns
+            else "NULL AS run_id, NULL AS run FROM memories m"
+        )
         rows = [dict(r) for r in conn.execute(f"SELECT m.id, m.agent, m.domain, m.origin, {backbone}, {runs}")]
         return rows, removal_reasons(conn)
 
@@ -159,8 +166,14 @@ def _with_gone(run_dir: Path, config: dict, rows: list[dict], removed: dict[int,
             table = _csv_rows(recorded)
         except UserError as error:  # the pool file is the record here: a bad copy beside it only costs the gone ones
             log.warning("%s; memories no longer in the pool are described without it", error)
-    return rows + gone_rows({int(r["id"]) for r in rows}, table, read_jsonl(decisions) if decisions.is_file() else [],
-                            removed, _domains(config).get, own_run_id(run_dir))
+    return rows + gone_rows(
+        {int(r["id"]) for r in rows},
+        table,
+        read_jsonl(decisions) if decisions.is_file() else [],
+        removed,
+        _domains(config).get,
+        own_run_id(run_dir),
+    )
 
 
 def _csv_rows(path: Path) -> list[dict]:
@@ -168,8 +181,9 @@ def _csv_rows(path: Path) -> list[dict]:
         reader = csv.DictReader(f)
         missing = [c for c in WRITER_COLUMNS if c not in (reader.fieldnames or ())]
         if missing:
-            raise UserError(f"{path} lacks the column(s) {', '.join(missing)}; a writers table has "
-                            f"{', '.join(WRITER_COLUMNS)}")
+            raise UserError(
+                f"{path} lacks the column(s) {', '.join(missing)}; a writers table has {', '.join(WRITER_COLUMNS)}"
+            )
         rows = list(reader)
     for line, row in enumerate(rows, 2):
         try:
@@ -183,8 +197,11 @@ def writers_source(run_dir: Path) -> Optional[Path]:
     """Where the run's memories are recorded in files: its pool file (in its folder, or `pool.path`
     when it shared one), else the exported memories.csv; None where there is neither."""
     shared = (run_config(run_dir).get("pool") or {}).get("path")
-    candidates = [run_dir / POOL_FILENAME, *([Path(shared), run_dir / shared] if shared else []),
-                  run_dir / WRITERS_FILE]
+    candidates = [
+        run_dir / POOL_FILENAME,
+        *([Path(shared), run_dir / shared] if shared else []),
+        run_dir / WRITERS_FILE,
+    ]
     return next((p for p in candidates if p.is_file()), None)
 
 
@@ -205,10 +222,18 @@ def read_writers(run_dir: Path, run_backbone: str = "") -> Optional[dict[int, Wr
     backbones = agent_backbones(config, run_backbone)
     poisoner = poison_writer(run_dir)
     # The runs table records each run's folder as a path; its name is what ms-report calls the run.
-    return {int(r["id"]): Writer(r["agent"], r["domain"], r["origin"], _backbone(r, backbones, poisoner),
-                                 r.get("run_id") or None, Path(r["run"]).name if r.get("run") else None,
-                                 r.get(FORGOTTEN_COLUMN) or None)
-            for r in rows}
+    return {
+        int(r["id"]): Writer(
+            r["agent"],
+            r["domain"],
+            r["origin"],
+            _backbone(r, backbones, poisoner),
+            r.get("run_id") or None,
+            Path(r["run"]).name if r.get("run") else None,
+            r.get(FORGOTTEN_COLUMN) or None,
+        )
+        for r in rows
+    }
 
 
 def stream_written(run_dir: Path, run_backbone: str = "") -> Optional[tuple[set[int], str]]:
@@ -218,8 +243,10 @@ def stream_written(run_dir: Path, run_backbone: str = "") -> Optional[tuple[set[
     writers = read_writers(run_dir, run_backbone)
     if writers is not None:
         source = writers_source(run_dir)
-        return ({i for i, w in writers.items() if w.origin not in UNWRITTEN},
-                source.name if source else "the PostgreSQL pool")
+        return (
+            {i for i, w in writers.items() if w.origin not in UNWRITTEN},
+            source.name if source else "the PostgreSQL pool",
+        )
     path = run_dir / DECISIONS_FILE
     if not path.is_file():
         return None
@@ -230,14 +257,27 @@ def export_writers(run_dir: Path, out: Path) -> int:
     """Write the run's writers table (WRITER_COLUMNS, backbones resolved) to `out`; returns its rows."""
     writers = read_writers(run_dir)
     if writers is None:
-        raise UserError(f"{run_dir} holds no {POOL_FILENAME} (nor names one by pool.path, nor kept its pool on "
-                        f"PostgreSQL): no writers to export")
+        raise UserError(
+            f"{run_dir} holds no {POOL_FILENAME} (nor names one by pool.path, nor kept its pool on "
+            f"PostgreSQL): no writers to export"
+        )
     # Memories that left the pool after the run keep their row, with why, so that a published copy still
     # says who wrote what the run retrieved (the column only where some memory left).
     gone = any(w.forgotten for w in writers.values())
     with out.open("w", newline="", encoding="utf-8") as f:
         table = csv.writer(f)
         table.writerow(WRITER_COLUMNS + RUN_COLUMNS + ((FORGOTTEN_COLUMN,) if gone else ()))
-        table.writerows((i, w.agent, w.domain, w.origin, w.backbone, w.run_id or "", w.run or "",
-                         *((w.forgotten or "",) if gone else ())) for i, w in sorted(writers.items()))
+        table.writerows(
+            (
+                i,
+                w.agent,
+                w.domain,
+                w.origin,
+                w.backbone,
+                w.run_id or "",
+                w.run or "",
+                *((w.forgotten or "",) if gone else ()),
+            )
+            for i, w in sorted(writers.items())
+        )
     return len(writers)

@@ -12,8 +12,9 @@ from ms.pool import Pool
 from ms.retrieval.base import Built, Retriever
 
 
-def build_retriever(cfg, pool: Pool, name: str | None = None, learned: bool | None = None,
-                    clock: Callable[[], int] | None = None) -> Built:
+def build_retriever(
+    cfg, pool: Pool, name: str | None = None, learned: bool | None = None, clock: Callable[[], int] | None = None
+) -> Built:
     """The retriever `cfg.name` names (ms.config.parts.RETRIEVERS), by its class's `build`. `cfg` is a
     RetrieverConfig; `name`, when given, replaces its name, and `learned` its `learn` (an encoder that
     is never trained needs no refresh policy). `clock` gives the composite its current pool step; the

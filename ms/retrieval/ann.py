@@ -127,8 +127,9 @@ class ScopeGraph:
             fresh = np.flatnonzero(encoded & snap.searchable[:rows] & ~self._in_graph[:rows])
             if fresh.size:
                 with _threads(self._faiss, fresh.size):
-                    self._index.add_with_ids(np.ascontiguousarray(vectors[fresh], dtype=np.float32),
-                                             fresh.astype(np.int64))
+                    self._index.add_with_ids(
+                        np.ascontiguousarray(vectors[fresh], dtype=np.float32), fresh.astype(np.int64)
+                    )
                 self._in_graph[fresh] = True
                 self.added += fresh.size
             self._writes = writes
@@ -149,8 +150,13 @@ class ScopeGraph:
             return 0
         flat = self._faiss.downcast_index(self._index.index)
         links = flat.hnsw
-        return (flat.ntotal * flat.storage.sa_code_size() + links.neighbors.size() * 4
-                + links.levels.size() * 4 + links.offsets.size() * 8 + self._index.id_map.size() * 8)
+        return (
+            flat.ntotal * flat.storage.sa_code_size()
+            + links.neighbors.size() * 4
+            + links.levels.size() * 4
+            + links.offsets.size() * 8
+            + self._index.id_map.size() * 8
+        )
 
     def _selector_of(self, mask: np.ndarray):
         """(bits, selector) keeping the positions `mask` marks: faiss reads bit i of the bitmap as
@@ -183,6 +189,5 @@ class ScopeGraph:
             return [np.zeros(0, dtype=np.int64) for _ in queries]
         params = self._params if visible is None else self._reader_params(visible)
         with _threads(self._faiss, len(queries)):
-            _, labels = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), take,
-                                           params=params)
+            _, labels = self._index.search(np.ascontiguousarray(queries, dtype=np.float32), take, params=params)
         return [row[row >= 0] for row in labels]  # -1: fewer than `take` found

@@ -13,8 +13,8 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar, NamedTuple, Optional, Sequence
 
-from ms.pool.access import Reader
 from ms.pool import Memory, Pool
+from ms.pool.access import Reader
 from ms.retrieval.snapshot import ScopeSnapshot, snapshot
 
 _WORD = re.compile(r"[\u3400-\u9fff]|[^\W_]+", re.UNICODE)  # CJK one character per token, else words
@@ -72,11 +72,13 @@ class Retriever(ABC):
         return snap.searchable_count - snap.visible(reader)[1]
 
     @abstractmethod
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
-                 reader: Reader | None = None) -> list[Memory]:
+    def retrieve(
+        self, query: str, scope: str, k: int, exclude: Sequence[int] = (), reader: Reader | None = None
+    ) -> list[Memory]:
         """The k best memories of `scope` for `query`, best first, never one whose id is in `exclude`
         nor one `reader`'s access rule withholds."""
 
-    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int,
-                       reader: Reader | None = None) -> list[list[Memory]]:
+    def retrieve_batch(
+        self, queries: Sequence[str], scope: str, k: int, reader: Reader | None = None
+    ) -> list[list[Memory]]:
         return [self.retrieve(q, scope, k, reader=reader) for q in queries]

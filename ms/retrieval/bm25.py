@@ -25,8 +25,8 @@ from typing import Sequence
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from ms.pool.access import Reader
 from ms.pool import Memory
+from ms.pool.access import Reader
 from ms.retrieval.base import Retriever, memory_text, tokenize
 from ms.retrieval.snapshot import ScopeSnapshot
 
@@ -94,8 +94,9 @@ class InvertedIndex:
                 post.freqs.append(freq)
                 ids.append(t)
             if len(self.df) < len(self.postings):
-                self.df = np.concatenate([self.df, np.zeros(max(len(self.postings) - len(self.df), len(self.df)),
-                                                            dtype=np.int64)])
+                self.df = np.concatenate(
+                    [self.df, np.zeros(max(len(self.postings) - len(self.df), len(self.df)), dtype=np.int64)]
+                )
             self.doc_terms[position] = np.array(ids, dtype=np.int64)
             self.doc_len[position] = len(terms)
         self.df[self.doc_terms[position]] += 1
@@ -173,7 +174,7 @@ class BM25Retriever(Retriever):
             index = InvertedIndex()
         if generation != snap.generation:
             index.grow(len(snap))
-            for position in np.flatnonzero(snap.searchable != index.active[:len(snap)]):
+            for position in np.flatnonzero(snap.searchable != index.active[: len(snap)]):
                 if snap.searchable[position]:
                     known = index.indexed(position)
                     index.activate(int(position), None if known else document_terms(snap.memories[position]))
@@ -182,8 +183,9 @@ class BM25Retriever(Retriever):
             self._indexes[scope] = (index, snap.generation)
         return snap, index
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
-                 reader: Reader | None = None) -> list[Memory]:
+    def retrieve(
+        self, query: str, scope: str, k: int, exclude: Sequence[int] = (), reader: Reader | None = None
+    ) -> list[Memory]:
         snap, index = self.index(scope)
         if k <= 0 or index.n_active == 0:
             return []
@@ -192,7 +194,7 @@ class BM25Retriever(Retriever):
         scores[banned] = -np.inf
         visible = snap.visible(reader)[0]
         if visible is not None:
-            scores[:len(visible)][~visible] = -np.inf
+            scores[: len(visible)][~visible] = -np.inf
         return [snap.memories[i] for i in top_positions(scores, k)]
 
 
@@ -212,8 +214,9 @@ class RankBM25Retriever(Retriever):
             cached = self._index[scope] = (ids, memories, bm25)
         return cached[1], cached[2]
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
-                 reader: Reader | None = None) -> list[Memory]:
+    def retrieve(
+        self, query: str, scope: str, k: int, exclude: Sequence[int] = (), reader: Reader | None = None
+    ) -> list[Memory]:
         memories, bm25 = self._scope_index(scope)
         if k <= 0 or bm25 is None:
             return []
@@ -221,8 +224,11 @@ class RankBM25Retriever(Retriever):
         banned = set(exclude)
         # Stable sort: ties keep pool order, so results are reproducible.
         order = np.argsort(-scores, kind="stable")
-        return [memories[i] for i in order
-                if memories[i].id not in banned and (reader is None or reader.allows(memories[i]))][:k]
+        return [
+            memories[i]
+            for i in order
+            if memories[i].id not in banned and (reader is None or reader.allows(memories[i]))
+        ][:k]
 
     def scores(self, query: str, scope: str) -> tuple[list[Memory], np.ndarray]:
         """Every searchable memory with its score, for comparing the two paths."""

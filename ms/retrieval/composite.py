@@ -19,12 +19,12 @@ from typing import Callable, Sequence, Union
 
 import torch
 
-from ms.pool.access import Reader
-from ms.pool import Memory
-from ms.retrieval.base import Built, Retriever, memory_text
-from ms.retrieval.dense import DenseRetriever
 from ms.config.fields import require
 from ms.config.schema import CompositeConfig
+from ms.pool import Memory
+from ms.pool.access import Reader
+from ms.retrieval.base import Built, Retriever, memory_text
+from ms.retrieval.dense import DenseRetriever
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,9 @@ class CompositeRetriever(Retriever):
         dense = DenseRetriever.build(cfg, pool, learned=learned, clock=clock)
         return Built(cls(dense.retriever, cfg.composite, current_step=clock or 0, mark=False), dense.trainable)
 
-    def __init__(self, dense: DenseRetriever, cfg: CompositeConfig | None = None, current_step: Step = 0,
-                 mark: bool = True):
+    def __init__(
+        self, dense: DenseRetriever, cfg: CompositeConfig | None = None, current_step: Step = 0, mark: bool = True
+    ):
         super().__init__(dense.pool)
         self.cfg = cfg = cfg or CompositeConfig()
         require(cfg, CompositeConfig, "retriever.composite")
@@ -92,8 +93,9 @@ class CompositeRetriever(Retriever):
         # A memory touched "after now" (a caller that set current_step late) is as fresh as it gets.
         return (now - torch.tensor(touched, dtype=torch.float64)).clamp(min=0)
 
-    def rank(self, queries: Sequence[str], scope: str, k: int, exclude: Sequence[int] = (),
-             reader: Reader | None = None) -> list[list[Ranked]]:
+    def rank(
+        self, queries: Sequence[str], scope: str, k: int, exclude: Sequence[int] = (), reader: Reader | None = None
+    ) -> list[list[Ranked]]:
         """Per query, the dense top-max(candidates, k) memories of `scope` that `reader` may retrieve
         (its access rule applies in the dense search, before the candidates are taken), best
         composite score first."""
@@ -102,8 +104,9 @@ class CompositeRetriever(Retriever):
         cfg = self.cfg
         banned = set(exclude)
         want = max(cfg.candidates, k)
-        snap, positions, cosines = self.dense.nearest(self.dense.query_vectors(queries), scope, want + len(banned),
-                                                   reader)
+        snap, positions, cosines = self.dense.nearest(
+            self.dense.query_vectors(queries), scope, want + len(banned), reader
+        )
         ranked = []
         # Only the dense candidates are re-ranked, so importance and recency are computed for them alone.
         for top, cos in zip(positions, cosines):
@@ -111,27 +114,40 @@ class CompositeRetriever(Retriever):
             memories = [snap.memories[top[j]] for j in keep]
             cos = cos[keep].to(torch.float64)
             recency = cfg.decay ** self._ages(memories)
-            importance = torch.tensor([m.importance_or(cfg.default_importance) for m in memories],
-                                      dtype=torch.float64)
+            importance = torch.tensor([m.importance_or(cfg.default_importance) for m in memories], dtype=torch.float64)
             totals = cfg.importance_weight * importance + cfg.recency_weight * recency
             utility = torch.tensor([utility_term(m, cfg.utility_scale) for m in memories], dtype=torch.float64)
             totals = totals + cfg.similarity_weight * cos.clamp(0, 1) + cfg.utility_weight * utility
             # Stable sort: equal totals keep the dense order.
             order = sorted(range(len(memories)), key=lambda i: -totals[i].item())
-            ranked.append([Ranked(memories[i], cos[i].item(), recency[i].item(), importance[i].item(),
-                                  utility[i].item(), totals[i].item()) for i in order])
+            ranked.append(
+                [
+                    Ranked(
+                        memories[i],
+                        cos[i].item(),
+                        recency[i].item(),
+                        importance[i].item(),
+                        utility[i].item(),
+                        totals[i].item(),
+                    )
+                    for i in order
+                ]
+            )
         return ranked
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
-                 reader: Reader | None = None) -> list[Memory]:
+    def retrieve(
+        self, query: str, scope: str, k: int, exclude: Sequence[int] = (), reader: Reader | None = None
+    ) -> list[Memory]:
         return self._retrieve([query], scope, k, exclude, reader)[0]
 
-    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int,
-                       reader: Reader | None = None) -> list[list[Memory]]:
+    def retrieve_batch(
+        self, queries: Sequence[str], scope: str, k: int, reader: Reader | None = None
+    ) -> list[list[Memory]]:
         return self._retrieve(queries, scope, k, (), reader)
 
-    def _retrieve(self, queries: Sequence[str], scope: str, k: int, exclude: Sequence[int],
-                  reader: Reader | None) -> list[list[Memory]]:
+    def _retrieve(
+        self, queries: Sequence[str], scope: str, k: int, exclude: Sequence[int], reader: Reader | None
+    ) -> list[list[Memory]]:
         if k <= 0:
             return [[] for _ in queries]
         ranked = self.rank(queries, scope, k, exclude, reader)
@@ -154,7 +170,9 @@ def format_ranking(rows: Sequence[Ranked], width: int = 60) -> str:
     lines = [f"{'#':>3} {'id':>6} {'total':>6} {'cos':>6} {'recency':>7} {'import':>6} {'utility':>7}  content"]
     for rank, row in enumerate(rows, 1):
         text = " ".join(memory_text(row.memory).split())
-        text = text if len(text) <= width else text[:width - 3] + "..."
-        lines.append(f"{rank:>3} {row.memory.id:>6} {row.total:6.3f} {row.cosine:6.3f} {row.recency:7.3f} "
-                     f"{row.importance:6.3f} {row.utility:7.3f}  {text}")
+        text = text if len(text) <= width else text[: width - 3] + "..."
+        lines.append(
+            f"{rank:>3} {row.memory.id:>6} {row.total:6.3f} {row.cosine:6.3f} {row.recency:7.3f} "
+            f"{row.importance:6.3f} {row.utility:7.3f}  {text}"
+        )
     return "\n".join(lines)

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
-from ms.pool.access import Reader
 from ms.config.schema import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
 from ms.pool import Memory
+from ms.pool.access import Reader
 from ms.retrieval.base import Built, Retriever, memory_text
 from ms.retrieval.encoder import Encoder
 from ms.retrieval.snapshot import ScopeSnapshot
@@ -74,19 +74,36 @@ class DenseRetriever(Retriever):
             from ms.retrieval.ann import require_faiss
 
             require_faiss()
-        dense = cls(pool, Encoder(cfg.encoder), refresh, cfg.refresh_every, cfg.refresh_budget,
-                    index=cfg.index, ann_min_size=cfg.ann_min_size, ann_ef=cfg.ann_ef)
+        dense = cls(
+            pool,
+            Encoder(cfg.encoder),
+            refresh,
+            cfg.refresh_every,
+            cfg.refresh_budget,
+            index=cfg.index,
+            ann_min_size=cfg.ann_min_size,
+            ann_ef=cfg.ann_ef,
+        )
         return Built(dense, dense if learned else None)
 
-    def __init__(self, pool, encoder: Encoder, refresh: str = "full", refresh_every: int = 1,
-                 refresh_budget: int = 1000, index: str = "exact", ann_min_size: int = ANN_MIN_SIZE,
-                 ann_ef: int = ANN_EF):
+    def __init__(
+        self,
+        pool,
+        encoder: Encoder,
+        refresh: str = "full",
+        refresh_every: int = 1,
+        refresh_budget: int = 1000,
+        index: str = "exact",
+        ann_min_size: int = ANN_MIN_SIZE,
+        ann_ef: int = ANN_EF,
+    ):
         super().__init__(pool)
         if index not in INDEXES:
             raise ValueError(f"unknown retriever.index '{index}'; choose one of {', '.join(INDEXES)}")
         if ann_min_size < 1 or ann_ef < 1:
-            raise ValueError(f"retriever.ann_min_size and retriever.ann_ef must be at least 1, "
-                             f"got {ann_min_size} and {ann_ef}")
+            raise ValueError(
+                f"retriever.ann_min_size and retriever.ann_ef must be at least 1, got {ann_min_size} and {ann_ef}"
+            )
         if index == "ann":
             from ms.retrieval.ann import require_faiss
 
@@ -219,15 +236,16 @@ class DenseRetriever(Retriever):
         """[Q, len(snapshot)] cosines, -inf off the searchable positions, or off `visible` (a
         reader's mask, searchable ones only) where given."""
         snap = index.snapshot
-        cosines = query_vectors.to(index.vectors.dtype) @ index.vectors[:len(snap)].T
+        cosines = query_vectors.to(index.vectors.dtype) @ index.vectors[: len(snap)].T
         if visible is not None:
             cosines.masked_fill_(~torch.from_numpy(visible), float("-inf"))
         elif snap.searchable_count < len(snap):
             cosines.masked_fill_(~torch.from_numpy(snap.searchable), float("-inf"))
         return cosines
 
-    def scores(self, query_vectors: torch.Tensor, scope: str,
-               reader: Reader | None = None) -> tuple[ScopeSnapshot, torch.Tensor]:
+    def scores(
+        self, query_vectors: torch.Tensor, scope: str, reader: Reader | None = None
+    ) -> tuple[ScopeSnapshot, torch.Tensor]:
         """Cosine of each query with each snapshot position: [Q, len(snapshot)], -inf wherever the
         memory is not searchable (short-term, consolidated or deleted) or `reader`'s rule withholds
         it. Always exact."""
@@ -238,8 +256,9 @@ class DenseRetriever(Retriever):
             return snap, torch.full((len(query_vectors), len(snap)), float("-inf"))
         return snap, self._cosines(query_vectors, index, visible)
 
-    def nearest(self, query_vectors: torch.Tensor, scope: str, take: int,
-                reader: Reader | None = None) -> tuple[ScopeSnapshot, list[list[int]], list[torch.Tensor]]:
+    def nearest(
+        self, query_vectors: torch.Tensor, scope: str, take: int, reader: Reader | None = None
+    ) -> tuple[ScopeSnapshot, list[list[int]], list[torch.Tensor]]:
         """Per query vector, the snapshot positions of the `take` most similar searchable memories
         that `reader` may retrieve, best first, and their cosines: by exact search, or by the scope's
         ANN graph, whose candidates are then scored exactly and sorted again, so both paths report
@@ -271,8 +290,9 @@ class DenseRetriever(Retriever):
             cosines.append(torch.from_numpy(cos[order]))
         return snap, positions, cosines
 
-    def search(self, query_vectors: torch.Tensor, scope: str, k: int, exclude: Sequence[int] = (),
-               reader: Reader | None = None) -> list[list[Memory]]:
+    def search(
+        self, query_vectors: torch.Tensor, scope: str, k: int, exclude: Sequence[int] = (), reader: Reader | None = None
+    ) -> list[list[Memory]]:
         """Per query vector, the k most similar searchable memories `reader` may retrieve, never one
         in `exclude`."""
         if k <= 0:
@@ -282,8 +302,9 @@ class DenseRetriever(Retriever):
         found = [[snap.memories[i] for i in row] for row in positions]
         return [[m for m in row if m.id not in banned][:k] for row in found] if banned else found
 
-    def similarities(self, queries: Sequence[str], scope: str,
-                     reader: Reader | None = None) -> tuple[list[Memory], torch.Tensor]:
+    def similarities(
+        self, queries: Sequence[str], scope: str, reader: Reader | None = None
+    ) -> tuple[list[Memory], torch.Tensor]:
         """Cosine of every query with every searchable memory `reader` may retrieve: ([M] memories,
         [Q, M] scores)."""
         if not self.snapshot(scope).visible(reader)[1]:
@@ -293,14 +314,16 @@ class DenseRetriever(Retriever):
         positions = snap.searchable_positions() if visible is None else np.flatnonzero(visible)
         return [snap.memories[i] for i in positions], cosines[:, torch.from_numpy(positions)]
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
-                 reader: Reader | None = None) -> list[Memory]:
+    def retrieve(
+        self, query: str, scope: str, k: int, exclude: Sequence[int] = (), reader: Reader | None = None
+    ) -> list[Memory]:
         if k <= 0 or not self.snapshot(scope).searchable_count:
             return []
         return self.search(self.query_vectors([query]), scope, k, exclude, reader)[0]
 
-    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int,
-                       reader: Reader | None = None) -> list[list[Memory]]:
+    def retrieve_batch(
+        self, queries: Sequence[str], scope: str, k: int, reader: Reader | None = None
+    ) -> list[list[Memory]]:
         if k <= 0 or not self.snapshot(scope).searchable_count:
             return [[] for _ in queries]
         return self.search(self.query_vectors(queries), scope, k, reader=reader)

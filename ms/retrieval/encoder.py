@@ -41,8 +41,9 @@ class Encoder(nn.Module):
         self.to(self.device).eval()
 
     def forward(self, texts: Sequence[str]) -> torch.Tensor:
-        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
-                               return_tensors="pt").to(self.device)
+        batch = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+        ).to(self.device)
         hidden = self.net(**batch).last_hidden_state
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
@@ -53,6 +54,6 @@ class Encoder(nn.Module):
         """Embeddings of many texts at once, on the CPU, without gradients."""
         was_training = self.training
         self.eval()
-        parts = [self(texts[i:i + batch_size]).cpu() for i in range(0, len(texts), batch_size)]
+        parts = [self(texts[i : i + batch_size]).cpu() for i in range(0, len(texts), batch_size)]
         self.train(was_training)
         return torch.cat(parts) if parts else torch.empty(0, self.net.config.hidden_size)

@@ -18,16 +18,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ms.pool.access import Reader
-from ms.llm.base import LM, Message
-from ms.pool import Memory, Pool
-from ms.retrieval.base import Retriever, memory_text
-from ms.retrieval.encoder import Encoder
 from ms.config.fields import require
 from ms.config.parts import POLICIES
 from ms.config.schema import MemoryConfig, StmLtmConfig
+from ms.llm.base import LM, Message
+from ms.pool import Memory, Pool
+from ms.pool.access import Reader
+from ms.retrieval.base import Retriever, memory_text
+from ms.retrieval.encoder import Encoder
 
 log = logging.getLogger(__name__)
+
 
 @dataclass
 class Consolidation:
@@ -49,8 +50,9 @@ IMPORTANCE_PROMPT = (
     "Reply with one number between 0 and 1 only."
 )
 
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?|\.\d+)\s*(%|/\s*10\b|/\s*100\b|out of 10\b|out of 100\b)?",
-                     re.IGNORECASE)
+_NUMBER = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?|\.\d+)\s*(%|/\s*10\b|/\s*100\b|out of 10\b|out of 100\b)?", re.IGNORECASE
+)
 
 
 def parse_importance(text: str | None) -> float | None:
@@ -91,8 +93,10 @@ _ANSWER_ONLY = re.compile(r"answer\s*:\s*(?P<answer>.*)", re.IGNORECASE | re.DOT
 
 def summary_prompt(agent: str, group: Sequence[Memory]) -> list[Message]:
     pairs = "\n\n".join(f"Pair {i}\nQuestion: {m.question}\nAnswer: {m.answer}" for i, m in enumerate(group, 1))
-    return [{"role": "system", "content": SUMMARY_SYSTEM},
-            {"role": "user", "content": SUMMARY_USER.format(agent=agent, pairs=pairs)}]
+    return [
+        {"role": "system", "content": SUMMARY_SYSTEM},
+        {"role": "user", "content": SUMMARY_USER.format(agent=agent, pairs=pairs)},
+    ]
 
 
 def parse_summary(reply: str, fallback_question: str) -> tuple[str, str] | None:
@@ -107,6 +111,7 @@ def parse_summary(reply: str, fallback_question: str) -> tuple[str, str] | None:
 
 
 # ---- policies --------------------------------------------------------------------------------
+
 
 class PlainPolicy:
     """Admitted pairs go straight to long-term memory; nothing to consolidate."""
@@ -168,8 +173,9 @@ class StmLtmPolicy:
             with self.lm.acting_as("importance"):
                 replies = self.lm.generate(prompts, max_new_tokens=self.cfg.importance_tokens, temperature=0.0)
         except Exception as error:  # a rating is not worth losing the memory over
-            log.warning("importance rating failed (%s); using %g for %d items", error,
-                        self.cfg.default_importance, len(items))
+            log.warning(
+                "importance rating failed (%s); using %g for %d items", error, self.cfg.default_importance, len(items)
+            )
             return [self.cfg.default_importance] * len(items)
         values = [parse_importance(r) for r in replies]
         return [self.cfg.default_importance if v is None else v for v in values]
@@ -183,8 +189,11 @@ class StmLtmPolicy:
         for scope in self.pool.scopes():
             for m in self.pool.memories(scope, tier="short", include_consolidated=False):
                 stores.setdefault((scope, m.agent), []).append(m)
-        return {key: items for key, items in stores.items()
-                if len(items) >= self.cfg.capacity or step - min(m.added_step for m in items) >= self.cfg.interval}
+        return {
+            key: items
+            for key, items in stores.items()
+            if len(items) >= self.cfg.capacity or step - min(m.added_step for m in items) >= self.cfg.interval
+        }
 
     def group(self, items: Sequence[Memory]) -> list[list[Memory]]:
         """Greedy complete-linkage groups: an item joins the first group it is similar to in full,
@@ -220,13 +229,23 @@ class StmLtmPolicy:
         to_summarize = [(scope, agent, g) for scope, agent, g in groups if len(g) > 1]
         try:
             with self.lm.acting_as("summarize"):
-                replies = self.lm.generate([summary_prompt(agent, g) for _, agent, g in to_summarize],
-                                           max_new_tokens=self.cfg.summary_tokens, temperature=0.0) if to_summarize else []
+                replies = (
+                    self.lm.generate(
+                        [summary_prompt(agent, g) for _, agent, g in to_summarize],
+                        max_new_tokens=self.cfg.summary_tokens,
+                        temperature=0.0,
+                    )
+                    if to_summarize
+                    else []
+                )
         except Exception as error:
             # Nothing has changed yet, so the stores stay as they are and are due again next step.
             done.deferred = [m.id for items in due.values() for m in items]
-            log.warning("consolidation deferred: summary call failed (%s); %d short-term items wait for the "
-                        "next step", error, len(done.deferred))
+            log.warning(
+                "consolidation deferred: summary call failed (%s); %d short-term items wait for the next step",
+                error,
+                len(done.deferred),
+            )
             return done
         for (scope, agent, group), reply in zip(to_summarize, replies):
             summary_id = self._store_summary(scope, agent, group, reply, step)
@@ -249,16 +268,29 @@ class StmLtmPolicy:
         lead = group[importance.index(max(importance))]
         parsed = parse_summary(reply, fallback_question=lead.question)
         if parsed is None:
-            log.warning("summary of %d %s items had no answer; moving them to long-term memory as they are",
-                        len(group), agent)
+            log.warning(
+                "summary of %d %s items had no answer; moving them to long-term memory as they are", len(group), agent
+            )
             return None
         question, answer = parsed
         # A summary stands for all its sources, so it is as important as the most important of them.
-        [summary_id] = self.pool.add([{
-            "scope": scope, "agent": agent, "domain": lead.domain, "question": question, "answer": answer,
-            "origin": "summary", "importance": max(importance), "tier": "long", "sources": [m.id for m in group],
-            "backbone": self.lm.name,  # the summarizer wrote it
-        }], step)
+        [summary_id] = self.pool.add(
+            [
+                {
+                    "scope": scope,
+                    "agent": agent,
+                    "domain": lead.domain,
+                    "question": question,
+                    "answer": answer,
+                    "origin": "summary",
+                    "importance": max(importance),
+                    "tier": "long",
+                    "sources": [m.id for m in group],
+                    "backbone": self.lm.name,  # the summarizer wrote it
+                }
+            ],
+            step,
+        )
         return summary_id
 
     def _move(self, group: list[Memory], done: Consolidation) -> None:
@@ -273,8 +305,11 @@ class StmLtmPolicy:
         retrieve. An item qualifies by cosine >= threshold, or by importance > importance_override
         at any cosine; an item pulled in by importance ranks by its importance where that beats its
         cosine, so an urgent memory is not buried under merely similar ones."""
-        items = [m for m in self.pool.memories(scope, tier="short", include_consolidated=False)
-                 if reader is None or reader.allows(m)]
+        items = [
+            m
+            for m in self.pool.memories(scope, tier="short", include_consolidated=False)
+            if reader is None or reader.allows(m)
+        ]
         if not items:
             return [[] for _ in queries]
         cosines = self.encoder.encode(list(queries)) @ self.encoder.encode([memory_text(m) for m in items]).T
@@ -282,7 +317,9 @@ class StmLtmPolicy:
         found = []
         for row in cosines.tolist():
             relevance = [max(c, imp) if imp > self.cfg.importance_override else c for c, imp in zip(row, importance)]
-            keep = [i for i, c in enumerate(row) if c >= self.cfg.threshold or importance[i] > self.cfg.importance_override]
+            keep = [
+                i for i, c in enumerate(row) if c >= self.cfg.threshold or importance[i] > self.cfg.importance_override
+            ]
             keep.sort(key=lambda i: -relevance[i])
             found.append([items[i] for i in keep])
         return found
@@ -302,21 +339,23 @@ class StmLtmRetriever(Retriever):
     def state(self, scope: str) -> dict[str, int]:
         return self.inner.state(scope)
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
-                 reader: Reader | None = None) -> list[Memory]:
+    def retrieve(
+        self, query: str, scope: str, k: int, exclude: Sequence[int] = (), reader: Reader | None = None
+    ) -> list[Memory]:
         if k <= 0:
             return []
         banned = set(exclude)
         short = [m for m in self.policy.short_term([query], scope, reader)[0] if m.id not in banned]
         return _merge(short, self.inner.retrieve(query, scope, k, exclude, reader), k)
 
-    def retrieve_batch(self, queries: Sequence[str], scope: str, k: int,
-                       reader: Reader | None = None) -> list[list[Memory]]:
+    def retrieve_batch(
+        self, queries: Sequence[str], scope: str, k: int, reader: Reader | None = None
+    ) -> list[list[Memory]]:
         if k <= 0:
             return [[] for _ in queries]
         shorts = self.policy.short_term(queries, scope, reader)
         longs = self.inner.retrieve_batch(queries, scope, k, reader)
-        return [_merge(s, l, k) for s, l in zip(shorts, longs)]
+        return [_merge(short, long, k) for short, long in zip(shorts, longs)]
 
 
 def _merge(short: list[Memory], long: list[Memory], k: int) -> list[Memory]:
@@ -329,8 +368,7 @@ def _merge(short: list[Memory], long: list[Memory], k: int) -> list[Memory]:
     return merged[:k]
 
 
-def build_policy(cfg: MemoryConfig, pool: Pool, lm: LM,
-                 encoder: Callable[[], Encoder]) -> PlainPolicy | StmLtmPolicy:
+def build_policy(cfg: MemoryConfig, pool: Pool, lm: LM, encoder: Callable[[], Encoder]) -> PlainPolicy | StmLtmPolicy:
     """The policy memory.policy names (ms.config.parts.POLICIES); `encoder` is called only when the
     policy needs one. An unknown name is a ValueError (UnknownPart) listing the choices."""
     return POLICIES.load(cfg.policy).build(cfg, pool, lm, encoder)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from ms.pool.access import Reader
 from ms.pool import Memory
+from ms.pool.access import Reader
 from ms.retrieval.base import Built, Retriever
 
 
@@ -19,8 +19,9 @@ class RandomRetriever(Retriever):
         super().__init__(pool)
         self.rng = random.Random(seed)
 
-    def retrieve(self, query: str, scope: str, k: int, exclude: Sequence[int] = (),
-                 reader: Reader | None = None) -> list[Memory]:
+    def retrieve(
+        self, query: str, scope: str, k: int, exclude: Sequence[int] = (), reader: Reader | None = None
+    ) -> list[Memory]:
         banned = set(exclude)
         candidates = [m for m in self.searchable(scope) if m.id not in banned and (reader is None or reader.allows(m))]
         return self.rng.sample(candidates, min(k, len(candidates))) if k > 0 else []

@@ -22,8 +22,8 @@ import weakref
 
 import numpy as np
 
-from ms.pool.access import Reader
 from ms.pool import Memory, Pool
+from ms.pool.access import Reader
 
 
 def is_searchable(memory: Memory) -> bool:
@@ -102,9 +102,9 @@ class ScopeSnapshot:
                 return cached[1], cached[2]
             granted = self._granted.get(key, np.zeros(0, dtype=bool))
             if len(granted) < len(self.memories):
-                fresh = [m is not None and reader.allows(m) for m in self.memories[len(granted):]]
+                fresh = [m is not None and reader.allows(m) for m in self.memories[len(granted) :]]
                 granted = self._granted[key] = np.concatenate([granted, np.array(fresh, dtype=bool)])
-            mask = self.searchable & granted[:len(self.searchable)]
+            mask = self.searchable & granted[: len(self.searchable)]
             count = int(mask.sum())
             self._visible[key] = (self.generation, mask, count)
             return mask, count

@@ -21,16 +21,17 @@ from typing import Callable, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
-from ms.pool.access import Reader
 from ms.agents import Agent, PromptTemplate, chat, default_agents
 from ms.config.schema import LABEL_METHODS, TrainConfig
 from ms.llm import LM
 from ms.pool import Memory
+from ms.pool.access import Reader
 from ms.retrieval.base import memory_text
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
 
 log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class LabelledPair:
@@ -61,13 +62,22 @@ def parse_probability(text: str) -> float | None:
 class Labeller:
     """p_i = P(not Y | one-shot prompt from (x_i, y_i), X), for every candidate in one batched call."""
 
-    def __init__(self, lm: LM, template: PromptTemplate, method: str = "likelihood", prompt: str | None = None,
-                 agents: Mapping[str, Agent] | None = None):
+    def __init__(
+        self,
+        lm: LM,
+        template: PromptTemplate,
+        method: str = "likelihood",
+        prompt: str | None = None,
+        agents: Mapping[str, Agent] | None = None,
+    ):
         if method not in LABEL_METHODS:
             raise ValueError(f"train.label_method must be 'likelihood' or 'verbalized', not '{method}'")
         if method == "likelihood" and not lm.scores_text:
-            log.warning("backbone provider '%s' cannot score given text; memory train labels candidates "
-                        "with the verbalized probability instead", lm.provider)
+            log.warning(
+                "backbone provider '%s' cannot score given text; memory train labels candidates "
+                "with the verbalized probability instead",
+                lm.provider,
+            )
             method = "verbalized"
         self.lm = lm
         self.template = template
@@ -88,13 +98,22 @@ class Labeller:
     def mean_logprobs(self, jobs: Sequence[tuple[str, str, str, Memory | None]]) -> list[float]:
         """Mean log-prob per token of each Y given X, with the candidate memory as the one shot
         (None: zero-shot)."""
-        contexts = [self.lm.chat_context(chat(self.agents[agent], self.template.render(
-            x, [] if m is None else [{"question": m.question, "answer": m.answer}]), self.template.system))
-            for agent, x, _, m in jobs]
+        contexts = [
+            self.lm.chat_context(
+                chat(
+                    self.agents[agent],
+                    self.template.render(x, [] if m is None else [{"question": m.question, "answer": m.answer}]),
+                    self.template.system,
+                )
+            )
+            for agent, x, _, m in jobs
+        ]
         scored = self.lm.loglikelihood(contexts, [y for _, _, y, _ in jobs])
         return [total / max(n, 1) for total, n in scored]
 
-    def one_shot_effects(self, jobs: Sequence[tuple[str, str, str, Memory]], p_not: Sequence[float]) -> dict[int, list[float]]:
+    def one_shot_effects(
+        self, jobs: Sequence[tuple[str, str, str, Memory]], p_not: Sequence[float]
+    ) -> dict[int, list[float]]:
         """What the labels show of each candidate's utility: the mean log-prob per token of Y with the
         candidate as the one shot, minus Y's at zero shots (one more pass per distinct (X, Y), under
         `label`). The first term is log(1 - p_not), so the labels' own passes are not repeated."""
@@ -108,8 +127,12 @@ class Labeller:
         return out
 
     def _verbalized(self, jobs) -> list[float]:
-        prompts = [self.prompt.format(example=self.template.example.format(question=m.question, answer=m.answer),
-                                            query=x, answer=y) for _, x, y, m in jobs]
+        prompts = [
+            self.prompt.format(
+                example=self.template.example.format(question=m.question, answer=m.answer), query=x, answer=y
+            )
+            for _, x, y, m in jobs
+        ]
         replies = self.lm.generate(prompts, max_new_tokens=8)
         # An unreadable reply says nothing about the candidate: 0.5 sorts it to the middle.
         return [1.0 - p if (p := parse_probability(r)) is not None else 0.5 for r in replies]
@@ -126,8 +149,14 @@ class RetrieverTrainer:
     """Keeps the encoder, the (s, b) head, the optimizer and a replay buffer in memory for the
     life of the pool."""
 
-    def __init__(self, cfg: TrainConfig, dense: DenseRetriever, miner: BM25Retriever, labeller: Labeller,
-                 reader: Optional[Callable[[str], Reader]] = None):
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        dense: DenseRetriever,
+        miner: BM25Retriever,
+        labeller: Labeller,
+        reader: Optional[Callable[[str], Reader]] = None,
+    ):
         self.cfg = cfg
         self.reader = reader or Reader  # agent -> the reader its access rule makes it (default: open)
         self.dense = dense
@@ -144,16 +173,20 @@ class RetrieverTrainer:
         self.labeller = labeller
         self.scale = nn.Parameter(torch.tensor(cfg.init_scale, device=dense.encoder.device))
         self.bias = nn.Parameter(torch.tensor(cfg.init_bias, device=dense.encoder.device))
-        self.optimizer = torch.optim.AdamW([
-            # The encoder that is trained: the shared one, or the query tower alone (retriever.refresh).
-            {"params": dense.query_encoder.parameters(), "lr": cfg.lr},
-            {"params": [self.scale, self.bias], "lr": cfg.head_lr, "weight_decay": 0.0},
-        ])
+        self.optimizer = torch.optim.AdamW(
+            [
+                # The encoder that is trained: the shared one, or the query tower alone (retriever.refresh).
+                {"params": dense.query_encoder.parameters(), "lr": cfg.lr},
+                {"params": [self.scale, self.bias], "lr": cfg.head_lr, "weight_decay": 0.0},
+            ]
+        )
         self.replay: list[LabelledPair] = []
         self.rng = random.Random(cfg.seed)
         self.losses: list[float] = []
 
-    def label(self, accepted: Sequence[tuple[str, str, str, str, int]]) -> tuple[list[LabelledPair], dict[int, list[float]]]:
+    def label(
+        self, accepted: Sequence[tuple[str, str, str, str, int]]
+    ) -> tuple[list[LabelledPair], dict[int, list[float]]]:
         """accepted: (agent, scope, X, Y, memory id of the new pair). The labelled pairs, and with
         train.utility_from_labels the utility each candidate showed (memory id -> values)."""
         jobs, owners = [], []
@@ -188,13 +221,14 @@ class RetrieverTrainer:
         encoder.train()
         for _ in range(self.cfg.steps):
             loss = nn.functional.binary_cross_entropy_with_logits(
-                self.logits([p.query for p in batch], [p.memory for p in batch]), targets)
+                self.logits([p.query for p in batch], [p.memory for p in batch]), targets
+            )
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
         encoder.eval()
         self.replay.extend(pairs)
-        del self.replay[:-self.cfg.replay_size]
+        del self.replay[: -self.cfg.replay_size]
         self.dense.encoder_changed()
         self.losses.append(loss.item())
         return loss.item()
@@ -212,5 +246,12 @@ class RetrieverTrainer:
         folder.mkdir(parents=True, exist_ok=True)
         self.dense.query_encoder.net.save_pretrained(folder)  # under query_tower, memories use the untrained encoder
         self.dense.query_encoder.tokenizer.save_pretrained(folder)
-        torch.save({"scale": self.scale.detach().cpu(), "bias": self.bias.detach().cpu(),
-                    "losses": self.losses, "refresh": self.dense.refresh}, folder / "head.pt")
+        torch.save(
+            {
+                "scale": self.scale.detach().cpu(),
+                "bias": self.bias.detach().cpu(),
+                "losses": self.losses,
+                "refresh": self.dense.refresh,
+            },
+            folder / "head.pt",
+        )

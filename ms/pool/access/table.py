@@ -21,8 +21,8 @@ from typing import Any, Iterator, Optional, Sequence
 
 import yaml
 
-from ms.pool.access.base import ALL, SEED, AccessRule, Reader
 from ms.common.errors import UserError
+from ms.pool.access.base import ALL, SEED, AccessRule, Reader
 
 KEYS = ("grants", "default", "learned")
 Grants = Optional[frozenset[str]]  # None: every writer
@@ -75,8 +75,9 @@ def read_rule_file(path: str | Path) -> RuleFile:
     found = {k.value: (k, v) for k, v in root.value}
     unknown = [k for k in found if k not in KEYS]
     if unknown:
-        raise RuleFileError(f"{_at(path, found[unknown[0]][0])}: unknown key {unknown[0]!r}; a rule file has "
-                            f"{', '.join(KEYS)}")
+        raise RuleFileError(
+            f"{_at(path, found[unknown[0]][0])}: unknown key {unknown[0]!r}; a rule file has {', '.join(KEYS)}"
+        )
     if "grants" not in found or not isinstance(found["grants"][1], yaml.MappingNode):
         raise RuleFileError(f"{path}: `grants:` must map each reader to its writers")
     grants: dict[str, Grants] = {}
@@ -102,27 +103,40 @@ def rule_file_problems(rule: RuleFile, agents: Sequence[str], running: Sequence[
     known = set(agents)
     for reader, writers in rule.grants.items():
         if reader not in known:
-            yield (f"{rule.path} line {rule.lines[reader]}: reader {reader} is no configured agent; the agents are: "
-                   f"{', '.join(agents)}")
+            yield (
+                f"{rule.path} line {rule.lines[reader]}: reader {reader} is no configured agent; the agents are: "
+                f"{', '.join(agents)}"
+            )
         for writer in sorted(writers or ()):
             if writer not in known and writer != SEED:
-                yield (f"{rule.path} line {rule.lines[f'{reader}/{writer}']}: writer {writer} (granted to {reader}) "
-                       f"is no configured agent nor {SEED}; the agents are: {', '.join(agents)}")
+                yield (
+                    f"{rule.path} line {rule.lines[f'{reader}/{writer}']}: writer {writer} (granted to {reader}) "
+                    f"is no configured agent nor {SEED}; the agents are: {', '.join(agents)}"
+                )
     for writer in sorted(rule.default or ()):
         if writer not in known and writer != SEED:
             yield f"{rule.path} line {rule.lines[f'default/{writer}']}: writer {writer} is no configured agent nor {SEED}"
     missing = [a for a in running if a not in rule.grants]
     if missing and not rule.has_default:
-        yield (f"{rule.path}: no grants for {', '.join(missing)}, which run; list them under grants:, or add "
-               f"default: [...] for every reader the table does not list")
+        yield (
+            f"{rule.path}: no grants for {', '.join(missing)}, which run; list them under grants:, or add "
+            f"default: [...] for every reader the table does not list"
+        )
 
 
 def _listed(writers: Grants) -> Any:
     return ALL if writers is None else sorted(writers)
 
 
-def write_rule_file(path: str | Path, grants: dict[str, Grants], *, default: Optional[Grants] = None,
-                    has_default: bool = False, learned: Optional[dict] = None, comment: str = "") -> Path:
+def write_rule_file(
+    path: str | Path,
+    grants: dict[str, Grants],
+    *,
+    default: Optional[Grants] = None,
+    has_default: bool = False,
+    learned: Optional[dict] = None,
+    comment: str = "",
+) -> Path:
     """Write a rule file the `access` group loads (access=rule access.file=PATH); `comment` heads it."""
     path = Path(path)
     body: dict[str, Any] = {"grants": {r: _listed(w) for r, w in grants.items()}}
@@ -148,8 +162,10 @@ class RuleFileAccess(AccessRule):
     @classmethod
     def problems(cls, cfg, agents: Sequence[str], running: Sequence[str], plan: bool = False) -> Iterator[str]:
         if not cfg.file:
-            yield ("invalid setting access.file: access=rule reads its grants from a rule file: access.file=PATH "
-                   "(README, \"Access rules\"; ms-data learn-access writes one)")
+            yield (
+                "invalid setting access.file: access=rule reads its grants from a rule file: access.file=PATH "
+                '(README, "Access rules"; ms-data learn-access writes one)'
+            )
             return
         if not Path(cfg.file).is_file():
             if not plan:  # a plan calls no model and reads no grants: the file may be learned later
@@ -174,7 +190,12 @@ class RuleFileAccess(AccessRule):
 
     def record(self) -> dict:
         rule = self.rule
-        return {"access": {"rule": "rule", "file": str(rule.path), "grants": self.grants(),
-                           **({"default": None if rule.default is None else sorted(rule.default)}
-                              if rule.has_default else {}),
-                           **({"learned": rule.learned} if rule.learned is not None else {})}}
+        return {
+            "access": {
+                "rule": "rule",
+                "file": str(rule.path),
+                "grants": self.grants(),
+                **({"default": None if rule.default is None else sorted(rule.default)} if rule.has_default else {}),
+                **({"learned": rule.learned} if rule.learned is not None else {}),
+            }
+        }

@@ -20,15 +20,23 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ms.agents import agents_from, default_agents, seed_memories
-from ms.loop.cell import data_fingerprint
+from ms.common.errors import UserError
 from ms.config.files import DECISIONS_FILE, POOL_FILENAME
 from ms.config.schema import DataConfig
 from ms.data import load_splits
-from ms.common.errors import UserError
+from ms.loop.cell import data_fingerprint
 from ms.pool import Pool
 from ms.report.runs import Run, read_jsonl
-from ms.report.writers import (POISONER, Writer, agent_backbones, poison_writer, pool_copy, read_writers, run_config,
-                               writers_source)
+from ms.report.writers import (
+    POISONER,
+    Writer,
+    agent_backbones,
+    poison_writer,
+    pool_copy,
+    read_writers,
+    run_config,
+    writers_source,
+)
 
 REPO = Path(__file__).resolve().parents[3]  # a relative data.dir is the repository's (runs start there)
 
@@ -51,7 +59,7 @@ def decisions_of(run: Run) -> list[dict]:
 def _data_dir(data: dict) -> Optional[Path]:
     """The run's data folder: as recorded, else (relative) under the current folder, else the repository."""
     recorded = Path(str(data.get("dir") or "data"))
-    for candidate in ([recorded] if recorded.is_absolute() else [Path.cwd() / recorded, REPO / recorded]):
+    for candidate in [recorded] if recorded.is_absolute() else [Path.cwd() / recorded, REPO / recorded]:
         if candidate.is_dir():
             return candidate
     return None
@@ -71,8 +79,9 @@ def rebuild_seeds(run: Run) -> tuple[dict[int, dict], Optional[str]]:
         return {}, f"its data folder {data.get('dir')} is not on this machine{hint}"
     known = set(DataConfig.__dataclass_fields__) - {"created_by"}  # only a hint, and it may interpolate ${data.dir}
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(DataConfig),
-                              {**{k: v for k, v in data.items() if k in known}, "dir": str(folder)})
+        cfg = OmegaConf.merge(
+            OmegaConf.structured(DataConfig), {**{k: v for k, v in data.items() if k in known}, "dir": str(folder)}
+        )
         entries = config.get("agents")
         agents = agents_from(entries) if isinstance(entries, dict) and entries else default_agents()
         splits = load_splits(cfg, agents)
@@ -86,8 +95,10 @@ def rebuild_seeds(run: Run) -> tuple[dict[int, dict], Optional[str]]:
         ids = pool.add(items, step=0)  # as the run seeded its own pool (ms.loop.pipeline: seed_pool)
     seeded = run.metrics.get("stream", {}).get("seeded")
     if seeded is not None and seeded != sum(i is not None for i in ids):
-        return {}, (f"seeding from {folder} adds {sum(i is not None for i in ids)} memories, the run added "
-                    f"{seeded} (its pool was shared, or already held seeds)")
+        return {}, (
+            f"seeding from {folder} adds {sum(i is not None for i in ids)} memories, the run added "
+            f"{seeded} (its pool was shared, or already held seeds)"
+        )
     return {i: item for i, item in zip(ids, items) if i is not None}, None
 
 
@@ -99,10 +110,17 @@ def _pool_records(path: Path) -> dict[int, dict]:
 def _record(memory_id: int, w: Optional[Writer], row: Optional[dict]) -> dict:
     """What the site shows of one memory; `row` holds whatever else is known (texts, step, score)."""
     row = row or {}
-    out = {"agent": w.agent if w else row.get("agent"), "domain": w.domain if w else row.get("domain"),
-           "origin": w.origin if w else row.get("origin"), "backbone": w.backbone if w else row.get("backbone"),
-           "run_id": w.run_id if w else row.get("run_id"), "writing_run": w.run if w else None,
-           "step": row.get("added_step"), "score": row.get("score"), "scope": row.get("scope")}
+    out = {
+        "agent": w.agent if w else row.get("agent"),
+        "domain": w.domain if w else row.get("domain"),
+        "origin": w.origin if w else row.get("origin"),
+        "backbone": w.backbone if w else row.get("backbone"),
+        "run_id": w.run_id if w else row.get("run_id"),
+        "writing_run": w.run if w else None,
+        "step": row.get("added_step"),
+        "score": row.get("score"),
+        "scope": row.get("scope"),
+    }
     if row.get("question") is not None:
         out |= {"question": row["question"], "answer": row["answer"]}
     if row.get("utility_n"):
@@ -116,8 +134,9 @@ def _record(memory_id: int, w: Optional[Writer], row: Optional[dict]) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _gone_texts(run: Run, gone: list[int], writers: dict[int, Writer],
-                stream: dict[int, dict]) -> tuple[dict[int, dict], list[str]]:
+def _gone_texts(
+    run: Run, gone: list[int], writers: dict[int, Writer], stream: dict[int, dict]
+) -> tuple[dict[int, dict], list[str]]:
     """The texts of memories that left the pool file: the stream's from decisions.jsonl, the seeds rebuilt
     from the run's data (checked against who the run's files say wrote each); and what stays missing."""
     texts = {i: stream[i] for i in gone if i in stream}
@@ -127,8 +146,10 @@ def _gone_texts(run: Run, gone: list[int], writers: dict[int, Writer],
         rebuilt, why = rebuild_seeds(run)
         wrong = [i for i in seeds if i in rebuilt and rebuilt[i]["agent"] != writers[i].agent]
         if why or wrong:
-            missing.append(f"seed texts of memories no longer in the pool: "
-                           f"{why or f'the rebuilt seeds are numbered otherwise (id {wrong[0]})'}")
+            missing.append(
+                f"seed texts of memories no longer in the pool: "
+                f"{why or f'the rebuilt seeds are numbered otherwise (id {wrong[0]})'}"
+            )
         else:
             texts |= {i: {**rebuilt[i], "added_step": 0} for i in seeds if i in rebuilt}
     return texts, missing
@@ -140,10 +161,19 @@ def run_memories(run: Run) -> Memories:
     writers = read_writers(run.path, backbone) or {}
     source = writers_source(run.path)
     decisions = [d for d in decisions_of(run) if d.get("memory_id") is not None]
-    stream = {int(d["memory_id"]): {"question": d.get("question"), "answer": d.get("answer"),
-                                    "agent": d.get("writer") or d.get("agent"), "asked_by": d.get("agent"),
-                                    "added_step": d.get("step"), "score": d.get("score"), "origin": "stream",
-                                    "scope": d.get("scope")} for d in decisions}
+    stream = {
+        int(d["memory_id"]): {
+            "question": d.get("question"),
+            "answer": d.get("answer"),
+            "agent": d.get("writer") or d.get("agent"),
+            "asked_by": d.get("agent"),
+            "added_step": d.get("step"),
+            "score": d.get("score"),
+            "origin": "stream",
+            "scope": d.get("scope"),
+        }
+        for d in decisions
+    }
     if source is not None and source.name == POOL_FILENAME:
         rows = _pool_records(source)
         gone = sorted(set(writers) - set(rows))  # read_writers adds only those the run's files record as gone
@@ -151,15 +181,21 @@ def run_memories(run: Run) -> Memories:
         records = {i: _record(i, writers.get(i), rows.get(i) or texts.get(i)) for i in sorted({*rows, *gone})}
         where = f"texts from the run's pool file ({source.name})"
         if gone:
-            told = [f"{n} from {how}" for n, how in ((sum(i in stream for i in texts), DECISIONS_FILE),
-                                                       (sum(i not in stream for i in texts), "the run's data, rebuilt"))
-                    if n]
-            where += (f"; {len(gone)} memories no longer in it, marked as removed (texts: "
-                      f"{', '.join(told) or 'none'})")
+            told = [
+                f"{n} from {how}"
+                for n, how in (
+                    (sum(i in stream for i in texts), DECISIONS_FILE),
+                    (sum(i not in stream for i in texts), "the run's data, rebuilt"),
+                )
+                if n
+            ]
+            where += f"; {len(gone)} memories no longer in it, marked as removed (texts: {', '.join(told) or 'none'})"
             untold = [i for i in gone if "question" not in records[i]]
             if untold:
-                missing.append(f"{len(untold)} memories no longer in the pool have no text in the run's files "
-                               f"(ids {_span(untold)})")
+                missing.append(
+                    f"{len(untold)} memories no longer in the pool have no text in the run's files "
+                    f"(ids {_span(untold)})"
+                )
         return Memories(records, where, missing, writers)
     seeds, why = rebuild_seeds(run)
     missing = [f"seed texts: {why}"] if why else []
@@ -172,23 +208,38 @@ def run_memories(run: Run) -> Memories:
                 break
     else:  # no writers table: who wrote each memory is what the rebuild and decisions.jsonl say
         entries = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-        domain = {a: (e or {}).get("domain") for a, e in entries.items()} or {a.name: a.domain for a in
-                                                                              default_agents().values()}
+        domain = {a: (e or {}).get("domain") for a, e in entries.items()} or {
+            a.name: a.domain for a in default_agents().values()
+        }
         backbones = agent_backbones(config, backbone)
         poisoner = poison_writer(run.path)
         # A poisoner's pair is stored in the domain of the agent whose question it answered, and no backbone wrote it.
-        writers = {**{i: Writer(s["agent"], s["domain"], "seed", "seed") for i, s in seeds.items()},
-                   **{i: Writer(s["agent"], domain.get(s["asked_by"]) or "", "stream",
-                                POISONER if s["agent"] == poisoner else backbones[s["agent"]])
-                      for i, s in stream.items()}}
+        writers = {
+            **{i: Writer(s["agent"], s["domain"], "seed", "seed") for i, s in seeds.items()},
+            **{
+                i: Writer(
+                    s["agent"],
+                    domain.get(s["asked_by"]) or "",
+                    "stream",
+                    POISONER if s["agent"] == poisoner else backbones[s["agent"]],
+                )
+                for i, s in stream.items()
+            },
+        }
     rows = {**{i: {**s, "added_step": 0} for i, s in seeds.items()}, **stream}
     ids = sorted(set(writers) | set(rows))
     records = {i: _record(i, writers.get(i), rows.get(i)) for i in ids}
     unknown = [i for i in ids if "question" not in records[i]]
     if unknown:
         missing.append(f"{len(unknown)} memories have no text in the run's files (ids {_span(unknown)})")
-    parts = [p for p, ok in (("seed texts rebuilt from the run's data and config", seeds),
-                             (f"stream texts from {DECISIONS_FILE}", stream)) if ok]
+    parts = [
+        p
+        for p, ok in (
+            ("seed texts rebuilt from the run's data and config", seeds),
+            (f"stream texts from {DECISIONS_FILE}", stream),
+        )
+        if ok
+    ]
     return Memories(records, "; ".join(parts) or "no texts: the run kept no pool file", missing, writers)
 
 

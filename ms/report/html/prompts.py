@@ -9,8 +9,8 @@ from string import Formatter
 from typing import Optional, Union
 
 from ms.agents import agents_from, default_agents
-from ms.config.schema import PromptConfig
 from ms.common.errors import UserError
+from ms.config.schema import PromptConfig
 
 Part = Union[str, dict]  # literal text, or {"field": name}
 FIELDS = {"example": {"question", "answer"}, "with_examples": {"examples", "query"}, "zero_shot": {"query"}}
@@ -26,8 +26,10 @@ def template_parts(text: str, allowed: set[str]) -> list[Part]:
         if name is None:
             continue
         if spec or conversion or name not in allowed:
-            raise ValueError(f"the prompt template field {{{name}{'!' + conversion if conversion else ''}"
-                             f"{':' + spec if spec else ''}}} is not one the site renders")
+            raise ValueError(
+                f"the prompt template field {{{name}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} is not one the site renders"
+            )
         parts.append({"field": name})
     return parts
 
@@ -45,5 +47,9 @@ def prompt_spec(config: dict) -> tuple[Optional[dict], Optional[str]]:
         agents = agents_from(entries) if isinstance(entries, dict) and entries else default_agents()
     except UserError as error:
         return None, f"the run's agents cannot be read: {error}"
-    return {**parts, "separator": str(template["separator"]), "system": bool(template["system"]),
-            "instructions": {name: a.instruction for name, a in agents.items()}}, None
+    return {
+        **parts,
+        "separator": str(template["separator"]),
+        "system": bool(template["system"]),
+        "instructions": {name: a.instruction for name, a in agents.items()},
+    }, None

@@ -10,11 +10,11 @@ from collections import defaultdict
 from typing import Optional, Sequence
 
 from ms.report.baseline import find_baseline
+from ms.report.grants import Grants
 from ms.report.html.memories import Memories, decisions_of, run_memories
 from ms.report.html.prompts import prompt_spec
-from ms.report.runs import Item, Run
-from ms.report.grants import Grants
 from ms.report.poison import poison_of
+from ms.report.runs import Item, Run
 from ms.report.sharing import ALL, Sharing, sharing_matrix, sharing_notes
 from ms.report.writers import run_config
 
@@ -23,8 +23,24 @@ log = logging.getLogger(__name__)
 # A prediction row's fields that are no value of the question (every other number is shown beside the metrics).
 ROW_FIELDS = {"agent", "test_id", "k", "fill", "question", "reference", "retrieved", "answer"}
 # `writer`: set on a poisoning writer's pairs, whose `agent` is the victim whose question it answered.
-DECISION_FIELDS = ("step", "agent", "writer", "scope", "question", "answer", "score", "accepted", "reason", "read",
-                   "mass", "utility", "memory_id", "pool_size", "retriever_version", "index_staleness")
+DECISION_FIELDS = (
+    "step",
+    "agent",
+    "writer",
+    "scope",
+    "question",
+    "answer",
+    "score",
+    "accepted",
+    "reason",
+    "read",
+    "mass",
+    "utility",
+    "memory_id",
+    "pool_size",
+    "retriever_version",
+    "index_staleness",
+)
 
 
 def _number(value) -> bool:
@@ -42,8 +58,11 @@ def _questions(run: Run) -> tuple[list[list[str]], dict[Item, int], dict[str, li
             if item not in index:
                 index[item] = len(tests)
                 tests.append([item[0], item[1], row.get("question") or "", row.get("reference") or ""])
-            entry = {"t": index[item], "r": [int(i) for i in row.get("retrieved") or []],
-                     "m": {k: v for k, v in row.items() if k not in ROW_FIELDS and _number(v)}}
+            entry = {
+                "t": index[item],
+                "r": [int(i) for i in row.get("retrieved") or []],
+                "m": {k: v for k, v in row.items() if k not in ROW_FIELDS and _number(v)},
+            }
             if row.get("answer") is not None:
                 entry["a"] = row["answer"]
             first = tests[index[item]]
@@ -71,8 +90,9 @@ def _decisions(run: Run) -> list[dict]:
     return [{k: d[k] for k in DECISION_FIELDS if d.get(k) is not None} for d in decisions_of(run)]
 
 
-def _sharing(run: Run, runs: Sequence[Run], memories: Memories, metric: str, fill: Optional[int],
-             index: dict[Item, int]) -> dict:
+def _sharing(
+    run: Run, runs: Sequence[Run], memories: Memories, metric: str, fill: Optional[int], index: dict[Item, int]
+) -> dict:
     """The run's sharing matrix as ms.report.sharing draws it, each cell with its retrievals; or why there is none."""
     at = run.last_fill if fill is None else fill
     rows = (run.predictions or {}).get(at, {})
@@ -82,8 +102,12 @@ def _sharing(run: Run, runs: Sequence[Run], memories: Memories, metric: str, fil
         return {"missing": f"no file of the run's folder says who wrote the retrieved memories ({memories.source})"}
     # As sharing.md draws it: a memory whose writer no file records counts under its own column, said in the notes.
     s = sharing_matrix(run, memories.writers, find_baseline(run, runs, metric, at), metric, at)
-    return {"fill": at, "metric": metric, "notes": sharing_notes(s),
-            **_cells(s, _cell_memories(run, memories, metric, at), index)}
+    return {
+        "fill": at,
+        "metric": metric,
+        "notes": sharing_notes(s),
+        **_cells(s, _cell_memories(run, memories, metric, at), index),
+    }
 
 
 def _cell_memories(run: Run, memories: Memories, metric: str, at: int) -> dict[tuple[str, str], dict[Item, list[int]]]:
@@ -94,8 +118,9 @@ def _cell_memories(run: Run, memories: Memories, metric: str, at: int) -> dict[t
     out: dict[tuple[str, str], dict[Item, list[int]]] = defaultdict(lambda: defaultdict(list))
     for rank in range(max(len(r.get("retrieved") or []) for r in rows.values())):
         view = copy.copy(run)
-        view.__dict__["predictions"] = {at: {item: {**r, "retrieved": (r.get("retrieved") or [])[rank:rank + 1]}
-                                             for item, r in rows.items()}}
+        view.__dict__["predictions"] = {
+            at: {item: {**r, "retrieved": (r.get("retrieved") or [])[rank : rank + 1]} for item, r in rows.items()}
+        }
         for key, items in sharing_matrix(view, memories.writers, None, metric, at).weights.items():
             for item in items:
                 out[key][item].append(int(rows[item]["retrieved"][rank]))
@@ -112,19 +137,35 @@ def _cells(s: Sharing, memory_ids: dict[tuple[str, str], dict[Item, list[int]]],
             est = s.estimate(row, column)
             counts.setdefault(row, {})[column] = n
             gains.setdefault(row, {})[column] = [est.mean, est.lo, est.hi, est.n]
-            cells.setdefault(row, {})[column] = [[index[item], ids] for item, ids in
-                                                 sorted(memory_ids[row, column].items(), key=lambda kv: index[kv[0]])]
-    return {"rows": s.rows, "columns": s.columns, "all": ALL, "counts": counts, "gains": gains, "cells": cells,
-            "baseline": s.baseline.run.name if s.baseline else None, "paired": len(s.gain),
-            "domains": s.domains, "backbone_of": s.backbone_of}
+            cells.setdefault(row, {})[column] = [
+                [index[item], ids] for item, ids in sorted(memory_ids[row, column].items(), key=lambda kv: index[kv[0]])
+            ]
+    return {
+        "rows": s.rows,
+        "columns": s.columns,
+        "all": ALL,
+        "counts": counts,
+        "gains": gains,
+        "cells": cells,
+        "baseline": s.baseline.run.name if s.baseline else None,
+        "paired": len(s.gain),
+        "domains": s.domains,
+        "backbone_of": s.backbone_of,
+    }
 
 
 def rule_and_poisoner(run: Run) -> dict:
     """The access rule the run retrieved under and its poisoning writer, in words, for the run's header."""
     poison = poison_of(run)
-    return {"access": Grants.of(run.fields).describe(),
-            "poison": (f"poison={poison.get('kind')}: writer `{poison.get('writer')}` answering the questions of "
-                       f"{poison.get('victim')}" if poison else "no poisoning writer")}
+    return {
+        "access": Grants.of(run.fields).describe(),
+        "poison": (
+            f"poison={poison.get('kind')}: writer `{poison.get('writer')}` answering the questions of "
+            f"{poison.get('victim')}"
+            if poison
+            else "no poisoning writer"
+        ),
+    }
 
 
 def run_data(run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[int] = None) -> dict:
@@ -135,11 +176,25 @@ def run_data(run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[
         # k = 0 reads no memory: its pool's seeds would only weigh on the page
         memories = Memories({}, "none shown: at k = 0 no test question read the pool", [], memories.writers)
     prompt, prompt_missing = prompt_spec(run_config(run.path))
-    data = {"name": run.name, "fields": run.fields, "gate": run.gate, "retriever": run.retriever_label,
-            "memory": run.memory, "fills": run.fills, "measured": run.measured, "tests": tests, "rows": rows,
-            "prompt": prompt, "prompt_missing": prompt_missing, "memories": memories.records,
-            "memory_source": memories.source, "memory_missing": memories.missing, "decisions": _decisions(run),
-            "baseline": _baseline(run, runs, index), **rule_and_poisoner(run)}
+    data = {
+        "name": run.name,
+        "fields": run.fields,
+        "gate": run.gate,
+        "retriever": run.retriever_label,
+        "memory": run.memory,
+        "fills": run.fills,
+        "measured": run.measured,
+        "tests": tests,
+        "rows": rows,
+        "prompt": prompt,
+        "prompt_missing": prompt_missing,
+        "memories": memories.records,
+        "memory_source": memories.source,
+        "memory_missing": memories.missing,
+        "decisions": _decisions(run),
+        "baseline": _baseline(run, runs, index),
+        **rule_and_poisoner(run),
+    }
     if run.predictions is None:
         data["no_predictions"] = "this run's folder holds no predictions.jsonl (runs from before it was written)"
     else:
