@@ -174,7 +174,7 @@ def test_a_schema_2_pool_gains_the_backbone_column_in_place(tmp_path):
             step=1,
         )
     with sqlite3.connect(path) as old:  # back to schema 2, as files written before backbones were recorded
-        for column in ("backbone", "utility", "utility_n"):
+        for column in ("backbone", "utility", "utility_n", "retired_step"):
             old.execute(f"ALTER TABLE memories DROP COLUMN {column}")
         old.execute("PRAGMA user_version = 2")
     with Pool(path) as pool:
@@ -196,7 +196,7 @@ def test_a_schema_2_pool_gains_the_backbone_column_in_place(tmp_path):
         assert added > kept and pool.get([added])[0].backbone == "smollm2"
         assert pool.count_by("backbone") == {None: 1, "smollm2": 1}
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
 
 
 # ---- end to end on real models ---------------------------------------------------------------

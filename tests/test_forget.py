@@ -122,14 +122,14 @@ def test_a_removed_summary_gives_back_what_it_folded_in(where):
 def test_a_schema_4_pool_gains_the_removals_table_in_place(where):
     with where.open(run_id="old") as pool:
         kept, doomed = pool.add([item(question="kept", agent="haiku"), item(question="doomed")], step=1)
-    _set_schema(where, 4, "DROP TABLE removals")
+    _set_schema(where, 4, "DROP TABLE removals", "ALTER TABLE memories DROP COLUMN retired_step")
     assert _schema_of(where) == 4
     with where.open() as pool:
         assert pool.get([kept])[0].question == "kept"  # ids and rows untouched
         done = pool.forget("agent", "limerick", command="ms-data forget x --agent limerick")
         assert done.ids == [doomed] and done.record_id == 1
         assert pool.add([item(question="new")], step=2)[0] > doomed
-    assert _schema_of(where) == SCHEMA_VERSION == 5
+    assert _schema_of(where) == SCHEMA_VERSION == 6
 
 
 def _found(retrievers, k: int = 5) -> list[set[str]]:

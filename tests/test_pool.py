@@ -252,7 +252,7 @@ def test_a_schema_1_pool_is_migrated_in_place(tmp_path):
         [added] = pool.add(items("new", 1), step=1)
         assert added > 7 and pool.get([added])[0].run_id == "new"
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
 
 
 def test_the_change_log_keeps_one_row_per_memory_and_readers_behind_still_see_every_change(tmp_path):
@@ -319,7 +319,13 @@ def test_a_schema_3_pool_gains_the_utility_columns_in_place(where):
     with where.open() as pool:
         [kept] = pool.add([item()], step=1)
     # SQLite before 3.35 cannot drop columns; this one can, and so a schema-3 table is rebuilt here.
-    _set_schema(where, 3, "ALTER TABLE memories DROP COLUMN utility", "ALTER TABLE memories DROP COLUMN utility_n")
+    _set_schema(
+        where,
+        3,
+        "ALTER TABLE memories DROP COLUMN utility",
+        "ALTER TABLE memories DROP COLUMN utility_n",
+        "ALTER TABLE memories DROP COLUMN retired_step",
+    )
     with where.open() as pool:
         assert (pool.get([kept])[0].utility, pool.get([kept])[0].utility_n) == (None, 0)
         pool.record_utility({kept: [0.5, 1.5]})

@@ -178,7 +178,7 @@ def test_a_schema_3_pool_gains_utility_columns_in_place(tmp_path):
         [updated] = pool.get([12])
         assert (updated.utility, updated.utility_n) == (pytest.approx(0.4), 3)
     with sqlite3.connect(path) as check:
-        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
 
 
 def test_a_backbone_without_likelihoods_is_refused_before_anything_loads():

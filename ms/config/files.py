@@ -10,6 +10,7 @@ from typing import Optional
 METRICS_FILE = "metrics.json"  # the run's summary; "complete": true once it finished
 PREDICTIONS_FILE = "predictions.jsonl"  # one row per test question per fill
 DECISIONS_FILE = "decisions.jsonl"  # one row per gated stream pair
+RETIREMENTS_FILE = "retirements.jsonl"  # one row per memory retired (memory.retire_below), at its step
 QUALITY_FILE = "quality.jsonl"  # ms-data gate-quality: each decision's answer scored against its reference
 USAGE_FILE = "llm_usage.json"  # LLM calls, tokens and cost per backbone and role
 FAILED_FILE = "failed.json"  # why an attempt that had begun stopped; removed when the run is resumed

@@ -189,6 +189,16 @@ class MemoryConfig:
     # saw, retrieved examples included (the authors' code; protocol=paper).
     question: str = setting("query", choices=("query", "prompt"))
     stm_ltm: StmLtmConfig = field(default_factory=StmLtmConfig)
+    # Retirement (ms.pool.retirement): after each stream step, a memory the stream wrote (an admitted
+    # pair, or a summary of some) whose mean measured utility (nats per token, the pool's `utility`) is
+    # below retire_below over at least retire_after measurements is retired: kept in the pool, marked,
+    # and never retrieved again. Seeds are never retired. The measurements are those a run already
+    # makes: gate=utility or both, and train.utility_from_labels; without them nothing is retired.
+    # None: no memory is ever retired.
+    retire_below: Optional[float] = None
+    # Measurements a memory needs before it can be retired. 6: the 3 probe deltas a utility-gated pair
+    # records at its own admission (gate.probes), and as many measured after it.
+    retire_after: int = setting(6, ge=1)
 
 
 @dataclass

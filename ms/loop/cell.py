@@ -40,7 +40,15 @@ NOT_IDENTITY = (
 DATA_KEY = "data (the examples read)"
 # Settings added since runs began recording their cell, with the value every run before them ran
 # with: a finished run whose record lacks one ran with that value, and resumes as the same cell.
-ADDED_SINCE = {"access.name": "open", "access.file": None, "poison.name": "none", "scorer.defence": "none"}
+ADDED_SINCE = {
+    "access.name": "open",
+    "access.file": None,
+    "poison.name": "none",
+    "scorer.defence": "none",
+    # no memory retired (ms.pool.retirement); retire_after is then not read: any value reproduces those runs
+    "memory.retire_below": None,
+    "memory.retire_after": 6,
+}
 # Groups whose option named here reads none of the group's other settings: under it they are no part of
 # the cell (poison=none writes nothing, whichever victim an experiment file names for its poisoned cells).
 IDLE_OPTIONS = {"poison": "none"}

@@ -71,6 +71,8 @@ class Settings:
     pool_mode: str
     memory_policy: str
     save_retriever: bool
+    retire_below: Optional[float] = None  # memory.retire_below: None, nothing is retired
+    retire_after: int = 6  # memory.retire_after: measurements a memory needs before it can be retired
 
 
 @dataclass
@@ -139,6 +141,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         pool_mode=cfg.pool.mode,
         memory_policy=cfg.memory.policy,
         save_retriever=cfg.retriever.save,
+        retire_below=cfg.memory.retire_below,
+        retire_after=cfg.memory.retire_after,
     )
     template = PromptTemplate(**cfg.prompt)
     names = validate_metrics(cfg.eval.metrics)
@@ -204,6 +208,17 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
             ),
         ),
     )
+    if cfg.memory.retire_below is not None and not (
+        gate_cls.measures_utility or (trainer is not None and cfg.train.utility_from_labels)
+    ):
+        # Not refused: on a shared pool (pool.path) other runs' measurements count too.
+        log.warning(
+            "memory.retire_below=%s: this run measures no utility (gate=%s; no memory-train labels with "
+            "train.utility_from_labels=true), so it retires only what its pool already holds measurements of; "
+            "gate=utility or gate=both measure them",
+            cfg.memory.retire_below,
+            cfg.gate.name,
+        )
     # Taken before the stream runs: the code and files the run started with.
     test_name = test_retriever_name(cfg)
     encoders = encoder_models(cfg, names)
@@ -236,6 +251,12 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         **(
             {"grader": cfg.scorer.backbone, "threshold": cfg.scorer.threshold}
             if cfg.scorer.backbone not in (None, cfg.backbone.name)
+            else {}
+        ),
+        # only where measured memories are retired, so runs without it stay one condition with older runs
+        **(
+            {"retire": {"below": cfg.memory.retire_below, "after": cfg.memory.retire_after}}
+            if cfg.memory.retire_below is not None
             else {}
         ),
         # only where some agent runs on a backbone other than the default

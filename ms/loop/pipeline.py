@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from ms.agents import agents_from, chat, seed_memories
-from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, USAGE_FILE
+from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, RETIREMENTS_FILE, USAGE_FILE
 from ms.data import Example, load_splits
 from ms.gates.replay import Candidate, effects
 from ms.gates.scorer import append_decisions
@@ -72,6 +72,7 @@ class Experiment:
         self.metrics = parts.metrics
         self.stream_k = self.settings.stream_k
         self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred
+        self.retired: Counter = Counter()  # memories retired (memory.retire_below), by writer
 
     @property
     def step(self) -> int:
@@ -196,6 +197,7 @@ class Experiment:
             )
         for what, ids_ in asdict(self.memory.maybe_consolidate(self.step)).items():
             self.consolidated[what] += len(ids_)
+        self.retire()
         pool_sizes = {scope: self.pool.count(scope) for scope in {q.scope for q in queries}}
         append_decisions(
             self.out / DECISIONS_FILE,
@@ -220,6 +222,23 @@ class Experiment:
             rejected=sum(not d.accepted for d in decisions[own:]),
         )
         return decisions[:own]
+
+    def retire(self) -> None:
+        """memory.retire_below: retire the memories of the run's scopes that the measurements so far
+        (this step's included) show to hurt, each recorded in retirements.jsonl. It reads numbers the
+        pool already holds: no model call. Off (None), it does nothing at all."""
+        below = self.settings.retire_below
+        if below is None:
+            return
+        scopes = {self.scope(a) for a in self.splits}
+        retired = self.pool.retire(below=below, after=self.settings.retire_after, step=self.step, scopes=scopes)
+        if retired:
+            with (self.out / RETIREMENTS_FILE).open("a", encoding="utf-8") as f:
+                f.writelines(
+                    json.dumps({**r.as_dict(), "below": below, "after": self.settings.retire_after}) + "\n"
+                    for r in retired
+                )
+        self.retired.update(r.agent for r in retired)
 
     def evaluate(self, fill: int) -> list[dict]:
         """One row per test question: what was retrieved, and every metric of the run."""
@@ -337,7 +356,12 @@ class Experiment:
                     else {}
                 ),
             },
-            "memory": {"policy": self.settings.memory_policy, "consolidation": dict(self.consolidated)},
+            "memory": {
+                "policy": self.settings.memory_policy,
+                "consolidation": dict(self.consolidated),
+                # only where memory.retire_below is set: the memories retired, by writer
+                **({"retired": dict(self.retired)} if self.settings.retire_below is not None else {}),
+            },
             "usage": usage,
             "provenance": self.parts.provenance,
             "wall_seconds": round(time.perf_counter() - started, 1),

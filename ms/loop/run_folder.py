@@ -21,6 +21,7 @@ from ms.config.files import (
     METRICS_FILE,
     POOL_FILENAME,
     PREDICTIONS_FILE,
+    RETIREMENTS_FILE,
     RUN_ID_FILE,
     USAGE_FILE,
 )
@@ -49,7 +50,7 @@ def completed(out_dir: Path) -> dict | None:
 def clear_partial(out_dir: Path, pool_cfg) -> None:
     """Remove what an interrupted run left here, so a redo starts from an empty pool: its files, and
     its pool's where the pool (`pool_cfg`, a PoolConfig) lives in the run's folder."""
-    names = [PREDICTIONS_FILE, DECISIONS_FILE, USAGE_FILE, FAILED_FILE]
+    names = [PREDICTIONS_FILE, DECISIONS_FILE, RETIREMENTS_FILE, USAGE_FILE, FAILED_FILE]
     names += POOL_BACKENDS.load(pool_cfg.backend).run_files(pool_cfg)
     for name in names:
         (out_dir / name).unlink(missing_ok=True)

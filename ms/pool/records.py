@@ -49,6 +49,9 @@ class Memory:
     # (ms.gates.replay), over utility_n measurements; None until first measured.
     utility: float | None = None
     utility_n: int = 0
+    # The pool step at which its measured utility retired it (ms.pool.retirement); None: never. A
+    # retired memory stays in the pool, readable by id, and no search returns it.
+    retired_step: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

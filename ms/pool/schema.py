@@ -17,7 +17,9 @@ from ms.common.errors import UserError
 #    and how many measurements it averages.
 # 5: the removals table, one audit record per `ms-data forget` (what was removed, when, how many, by
 #    which command). A new table alone: an older pool gains it in place when opened.
-SCHEMA_VERSION = 5
+# 6: memories record the step they were retired at (retired_step; NULL: never), for a measured utility
+#    below memory.retire_below (ms.pool.retirement): kept in the pool, never retrieved again.
+SCHEMA_VERSION = 6
 
 # The columns after `id`, in Memory's order. TEXT, REAL and INTEGER are what each backend renders.
 MEMORY_COLUMNS = (
@@ -41,10 +43,11 @@ MEMORY_COLUMNS = (
     ("backbone", "TEXT"),
     ("utility", "REAL"),
     ("utility_n", "INTEGER NOT NULL DEFAULT 0"),
+    ("retired_step", "INTEGER"),
 )
 # Columns a schema version added to the table of the version before it: ADD COLUMN in place, ids
 # and rows untouched, older memories reading NULL (or the default).
-ADDED_IN = {3: ("backbone",), 4: ("utility", "utility_n")}
+ADDED_IN = {3: ("backbone",), 4: ("utility", "utility_n"), 6: ("retired_step",)}
 # The oldest schema that column additions alone bring up to date.
 OLDEST_ALTERABLE = min(ADDED_IN) - 1
 _TYPES = dict(MEMORY_COLUMNS)

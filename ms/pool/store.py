@@ -22,6 +22,7 @@ from ms.pool.records import (
     row_for_insert,
 )
 from ms.pool.removal import Removal, removals, remove
+from ms.pool.retirement import RETIRABLE, Retired, retire
 
 
 class Pool:
@@ -85,7 +86,14 @@ class Pool:
             raise KeyError(f"no memories with ids {missing}")
         return [by_id[i] for i in ids]
 
-    def memories(self, scope: str, *, tier: str | None = None, include_consolidated: bool = True) -> list[Memory]:
+    def memories(
+        self,
+        scope: str,
+        *,
+        tier: str | None = None,
+        include_consolidated: bool = True,
+        include_retired: bool = True,
+    ) -> list[Memory]:
         """A scope's memories, oldest first."""
         sql = f"SELECT {COLUMNS} FROM memories WHERE scope = ?"
         params: list[Any] = [scope]
@@ -94,6 +102,8 @@ class Pool:
             params.append(check_mutable("tier", tier))
         if not include_consolidated:
             sql += " AND consolidated = 0"
+        if not include_retired:
+            sql += " AND retired_step IS NULL"
         return [memory_from_row(row) for row in self._read(sql + " ORDER BY id", params)]
 
     def ids(self, scope: str) -> list[int]:
@@ -204,6 +214,14 @@ class Pool:
                 " utility_n = utility_n + ? WHERE id = ?",
                 rows,
             )
+
+    def retire(
+        self, *, below: float, after: int, step: int, scopes: Iterable[str], origins: Iterable[str] = RETIRABLE
+    ) -> list[Retired]:
+        """Retire the memories of `scopes` measured to hurt: mean utility below `below` over at least
+        `after` measurements, origin in `origins` (ms.pool.retirement). They stay in the pool, marked
+        with `step`; no search returns them again, in this process or any other."""
+        return retire(self._db, below=below, after=after, step=step, scopes=scopes, origins=origins)
 
     def version(self, scope: str) -> int:
         """Largest id in `scope` (0 when empty). Ids only grow, so a cache of embeddings built at

@@ -55,7 +55,8 @@ SELECTION_RULE = (
     "(or none recorded), the more recently finished one (metrics.json time) is kept. "
     "Tables 1-2 and Figure 4 use only conditions with retriever=dense and plain memory (memory=plain, or no "
     "memory field: runs from before it existed), read under access=open (runs under an access rule are compared "
-    "in access.md). When several of those claim the same (backbone, k, pool) "
+    "in access.md), and with no memory retired (memory.retire_below unset). When several of those claim the "
+    "same (backbone, k, pool) "
     "cell, one gated by the rubric (the paper's gate) beats one gated otherwise, then one with memory train on "
     "(learned) beats a frozen one, then the most recently finished one wins. "
     "Every other run is listed under 'Other runs' in runs.md, and retriever/memory variants of a cell are "
@@ -303,6 +304,7 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
             and c.memory == TABLE_MEMORY
             and not c.fields.get("access")
             and not c.fields.get("poison")
+            and not c.fields.get("retire")
         )
 
     chosen: dict[Cell, Condition] = {}
@@ -320,6 +322,10 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
                 why_not[run.name] = "access=rule (the tables read under access=open; see access.md)"
             elif c.fields.get("poison"):
                 why_not[run.name] = "a poisoning writer wrote into its pool (the tables read clean runs; see poison.md)"
+            elif c.fields.get("retire"):
+                why_not[run.name] = (
+                    "memory.retire_below retired memories (the tables read runs that keep what they admit)"
+                )
             elif chosen[c.cell] is not c:
                 why_not[run.name] = f"its cell is taken by {chosen[c.cell].name}"
     return chosen, why_not

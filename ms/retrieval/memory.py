@@ -187,7 +187,8 @@ class StmLtmPolicy:
         `interval` steps. Read from the pool, so a failed consolidation is simply due again."""
         stores: dict[tuple[str, str], list[Memory]] = {}
         for scope in self.pool.scopes():
-            for m in self.pool.memories(scope, tier="short", include_consolidated=False):
+            # A retired item leaves its store: summarized, its content would come back in the summary.
+            for m in self.pool.memories(scope, tier="short", include_consolidated=False, include_retired=False):
                 stores.setdefault((scope, m.agent), []).append(m)
         return {
             key: items
@@ -307,7 +308,7 @@ class StmLtmPolicy:
         cosine, so an urgent memory is not buried under merely similar ones."""
         items = [
             m
-            for m in self.pool.memories(scope, tier="short", include_consolidated=False)
+            for m in self.pool.memories(scope, tier="short", include_consolidated=False, include_retired=False)
             if reader is None or reader.allows(m)
         ]
         if not items:

@@ -2,7 +2,7 @@
 
 Ids only grow (the pool never reuses one) and a memory's content never changes, so catching up means reading the memories
 with an id above the last one seen, plus the rows the pool's change log names (tier,
-consolidation, importance and retrieval times change in place; rows may be deleted). While the
+consolidation, importance, retirement and retrieval times change in place; rows may be deleted). While the
 file's change token stands still nothing is read at all, so a search between writes costs no SQL,
 and a write by another process sharing the file is seen on the next search.
 
@@ -27,9 +27,10 @@ from ms.pool.access import Reader
 
 
 def is_searchable(memory: Memory) -> bool:
-    """What a search may return: long-term memories that were not folded into a summary. Under
-    the plain policy that is every memory; short-term memory is searched by its own policy."""
-    return memory.tier == "long" and not memory.consolidated
+    """What a search may return: long-term memories that were not folded into a summary nor retired
+    (ms.pool.retirement). Under the plain policy that is every memory not retired; short-term memory
+    is searched by its own policy."""
+    return memory.tier == "long" and not memory.consolidated and memory.retired_step is None
 
 
 class ScopeSnapshot:

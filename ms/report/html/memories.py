@@ -127,6 +127,8 @@ def _record(memory_id: int, w: Optional[Writer], row: Optional[dict]) -> dict:
         out["pool_utility"] = {"mean": row.get("utility"), "n": row["utility_n"]}
     if row.get("consolidated"):
         out["consolidated"] = True
+    if row.get("retired_step") is not None:  # retired for its measured utility (memory.retire_below)
+        out["retired_step"] = row["retired_step"]
     if w is not None and w.forgotten:
         out["forgotten"] = w.forgotten
     if w is not None and w.poisoner:  # the site says so instead of naming a backbone

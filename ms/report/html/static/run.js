@@ -68,6 +68,7 @@
                  ["utility", d && d.utility ? MS.signed(d.utility.u, 3) : (m.pool_utility ? MS.signed(m.pool_utility.mean, 3) : "–")],
                  ["seed", seed ? "yes" : "no"]];
     if (m.forgotten) facts.push(["in the pool", "no longer: " + m.forgotten]);
+    if (m.retired_step !== undefined) facts.push(["retired", "at step " + m.retired_step + " (measured utility below memory.retire_below; no longer retrieved)"]);
     var text = MS.textOf(run, id);
     return h("div", {class: "memory" + (highlight ? " highlight" : "") + (seed ? " seed" : "") + (m.forgotten ? " forgotten" : ""),
                      "data-memory": id},
