@@ -6,9 +6,11 @@ accounting and progress reporting are the real ones) whose backend is a script.
     FakeLM(default="ok", fail=True)                raises BackendError while `fail` is set
     FakeLM(probabilities={"80": 0.3})              a fixed next-token distribution over options
     FakeLM(scores=lambda context, text: (lp, n))   scores given text (`loglikelihood`)
+    FakeLM(samples=lambda chat, seed: reply)       samples (`LM.sample`): each reply from its chat and its seed
 
 What reached it is recorded: `chats` (every chat sent to generate, in order), `batches` (the size
-of each generate call) and `scored` (every (context, continuation) pair sent to loglikelihood).
+of each generate call), `scored` (every (context, continuation) pair sent to loglikelihood) and
+`sampled` (every (chat, seed) a sample was drawn for).
 A reply counts one token per word, as a provider reports its tokens. A prompt that no key matches,
 with no default, and any prompt that two keys match, fail the test rather than pass it by accident.
 """
@@ -37,6 +39,7 @@ class FakeLM(LM):
         fail: bool | BaseException = False,
         probabilities: Optional[Mapping[str | int, float]] = None,
         scores: Optional[Callable[[str, str], tuple[float, int]]] = None,
+        samples: Optional[Callable[[list[Message], int], str]] = None,
         model: str = "fake",
         provider: Optional[str] = None,
         **lm_options,
@@ -45,7 +48,8 @@ class FakeLM(LM):
         a prompt fails the test); `retry`: the same for second tries, falling back to `replies`;
         `fail`: True (or the exception to raise) makes every backend call fail until it is cleared;
         `probabilities`: option -> probability, for `option_probabilities` (options not named get 0);
-        `scores`: (context, continuation) -> (sum of log-probs, tokens), for `loglikelihood`.
+        `scores`: (context, continuation) -> (sum of log-probs, tokens), for `loglikelihood`;
+        `samples`: (chat, seed) -> reply, for `sample` (None: a sample is the chat's `replies` reply).
         `provider`, `model` and `lm_options` (cache, max_new_tokens, temperature, stop) as an LM's."""
         super().__init__(model, **lm_options)
         if provider is not None:
@@ -59,6 +63,8 @@ class FakeLM(LM):
         self.chats: list[list[Message]] = []
         self.batches: list[int] = []
         self.scored: list[tuple[str, str]] = []
+        self.samples = samples
+        self.sampled: list[tuple[list[Message], int]] = []
         self._given: list[tuple[list[Message], str]] = []  # (chat, reply): to tell a second try
 
     # ---- the script ---------------------------------------------------------------------------
@@ -107,6 +113,13 @@ class FakeLM(LM):
         self.usage.prompt_tokens += sum(len(m["content"].split()) for chat in chats for m in chat)
         self.usage.completion_tokens += sum(len(r.split()) for r in replies)
         return replies
+
+    def _sample(self, chats, seeds, *, max_new_tokens, temperature, stop):
+        if self.samples is None:
+            return super()._sample(chats, seeds, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop)
+        self.sampled += zip(chats, seeds)
+        self._check()
+        return [self.samples(chat, seed) for chat, seed in zip(chats, seeds)]
 
     def _loglikelihood(self, contexts, continuations):
         if self.scores is None:

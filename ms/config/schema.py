@@ -57,6 +57,10 @@ DEFENCES = ("none", "quote", "strip", "reject")
 # (admit every pair) and random (a coin, or the counts of a finished run per agent and micro-batch).
 # What the stream writes as each new pair's answer: the backbone's answer, or the dataset's reference.
 STREAM_ANSWERS = ("model", "reference")
+# stream.best_of > 1: what picks the answer that goes to the gate among the agent's samples (ms.loop.best_of):
+# grader: the rubric scorer's score of each (ms.gates.scorer) | likelihood: the answering model's own mean
+# log-prob per token of each, given the prompt it answered.
+SELECTORS = ("grader", "likelihood")
 RUBRIC_TOTAL = 100  # a rubric's points add up to this
 # ref_logprob: mean log-probability per token of the reference answer given exactly the agent's
 # prompt (EPR and LLM-R's demonstration utility): one forward pass, no decoding. Nats per token.
@@ -128,6 +132,9 @@ class EvalConfig:
     # bertscore needs generated answers; ref_logprob alone skips generation and BERTScore entirely.
     # ref_logprob is measured only on backbones that score given text (absent elsewhere, never 0).
     metrics: list[str] = setting(factory=lambda: list(DEFAULT_METRICS), choices=METRICS, nonempty=True)
+    # false: a stream-only run, to screen admission cheaply: the pool grows and decisions.jsonl is written
+    # as ever (fills still cut the stream's micro-batches), but no test question is answered or scored.
+    enabled: bool = True
     model: Optional[str] = None  # None: the packaged MiniLM; or e.g. roberta-large, microsoft/deberta-xlarge-mnli
     num_layers: Optional[int] = setting(None, ge=1)  # None: MINILM_LAYERS for MiniLM, bert-score's own table otherwise
     batch_size: int = setting(32, ge=1)
@@ -254,6 +261,15 @@ class StreamConfig:
     # answer goes to the gate instead and nothing is generated for the stream (a question without
     # one is skipped and counted).
     answers: str = setting("model", choices=STREAM_ANSWERS)
+    # Best-of-n writing: the agent samples n answers at `temperature` and `select` keeps one; only that
+    # one goes to the gate. 1: today's single greedy answer (temperature and select are then not read).
+    best_of: int = setting(1, ge=1)
+    temperature: float = setting(0.7, gt=0.0)  # sample i of a prompt is seeded by (prompt, run seed, i)
+    select: str = setting("grader", choices=SELECTORS)
+
+    def problems(self):
+        if self.best_of > 1 and self.answers == "reference":
+            yield "best_of", "stream.answers=reference generates no answers to choose among; use stream.answers=model"
 
 
 # ---- the whole ----
@@ -436,6 +452,7 @@ __all__ = [
     "RUBRIC_TOTAL",
     "RetrieverConfig",
     "ScorerConfig",
+    "SELECTORS",
     "STREAM_ANSWERS",
     "StmLtmConfig",
     "StreamConfig",

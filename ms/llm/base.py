@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from ms.common.errors import UserError
 from ms.llm.cache import ResponseCache, request_key
+from ms.llm.sampling import sample_params, sample_seed
 
 Message = dict[str, str]
 PAIR_MARKER = "\x00pair\x00"  # stands for text that differs between prompts; in no template or prompt
@@ -209,6 +210,43 @@ class LM(ABC):
         cacheable = self.cache is not None and params["temperature"] == 0
         return self._cached("generate", chats, params, cacheable, lambda todo: self._generate(todo, **params))
 
+    def sample(
+        self,
+        prompts: Sequence[Prompt],
+        n: int,
+        *,
+        temperature: float,
+        seed: int,
+        max_new_tokens: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> list[list[str]]:
+        """n replies to each prompt, sampled at `temperature` (> 0). Sample i of a prompt is drawn with its
+        own random stream, seeded by (prompt, seed, i) (`sample_seed`), so it does not depend on the other
+        requests of the call; and it is cached under (prompt, seed, i), so a resumed run, a control and a
+        re-run on a warm cache see the same samples. All n x len(prompts) requests go as one backend call."""
+        if temperature <= 0:
+            raise ValueError(f"sampling needs a temperature above 0, got {temperature}")
+        params = generate_params(
+            self.defaults["max_new_tokens"] if max_new_tokens is None else max_new_tokens,
+            temperature,
+            self.defaults["stop"] if stop is None else stop,
+        )
+        chats = [as_messages(p) for p in prompts]
+        requests = [(chat, i) for chat in chats for i in range(n)]
+        keys = [
+            cache_key("generate", self.provider, self._key_model("generate"), sample_params(params, seed, i), chat)
+            for chat, i in requests
+        ]
+        replies = self._cached(
+            "generate",
+            requests,
+            params,
+            self.cache is not None,
+            lambda todo: self._sample([c for c, _ in todo], [sample_seed(c, seed, i) for c, i in todo], **params),
+            keys=keys,
+        )
+        return [replies[j * n : (j + 1) * n] for j in range(len(chats))]
+
     def loglikelihood(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[tuple[float, int]]:
         """Teacher-forced (sum of log-probs, number of tokens) of each continuation given its context."""
         if len(contexts) != len(continuations):
@@ -292,6 +330,14 @@ class LM(ABC):
         self, chats: list[list[Message]], *, max_new_tokens: int, temperature: float, stop: list[str]
     ) -> list[str]: ...
 
+    def _sample(
+        self, chats: list[list[Message]], seeds: list[int], *, max_new_tokens: int, temperature: float, stop: list[str]
+    ) -> list[str]:
+        """One sampled reply per chat, drawn with its own seed. A provider that cannot seed its sampling
+        (an API's) draws as `_generate` does: the same prompt may then get other samples from a fresh
+        cache, though a warm one still replays the first."""
+        return self._generate(chats, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop)
+
     def _loglikelihood(self, contexts: list[str], continuations: list[str]) -> list[tuple[float, int]]:
         raise LoglikelihoodUnsupported(
             f"provider '{self.provider}' cannot score given text (no token log-probs); "
@@ -305,8 +351,13 @@ class LM(ABC):
 
     # ---- internals --------------------------------------------------------------------------
 
-    def _cached(self, kind: str, requests: list[Any], params: dict[str, Any], cacheable: bool, compute):
-        keys = [cache_key(kind, self.provider, self._key_model(kind), params, r) for r in requests]
+    def _cached(
+        self, kind: str, requests: list[Any], params: dict[str, Any], cacheable: bool, compute, keys=None
+    ) -> list[Any]:
+        """`compute` the requests the cache does not hold (their `keys`, where given, else made from `params`
+        and each request), and keep what it returns."""
+        if keys is None:
+            keys = [cache_key(kind, self.provider, self._key_model(kind), params, r) for r in requests]
         found = self.cache.get_many(keys) if cacheable else {}
         if cacheable:
             # A request repeated within one call is computed once; its repeats count as cache hits,

@@ -25,6 +25,7 @@ from ms.llm.local import (
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
 from ms.llm.prompt_format import prompt_format as make_prompt_format
+from ms.llm.sampling import seeded_sampler
 
 log = logging.getLogger(__name__)
 
@@ -247,13 +248,40 @@ class HFLM(LM):
         if self.generator is not None and temperature == 0:
             return self._engine_generate(encoded, max_new_tokens, stop)
         # Sampling (temperature > 0) stays here: the engines decode greedily only.
-        # Similar lengths share a batch, so little compute goes to padding.
+        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        return self._transformers_generate(encoded, max_new_tokens, stop, lambda batch: sampling)
+
+    @torch.inference_mode()
+    def _sample(
+        self, chats: list[list[Message]], seeds: list[int], *, max_new_tokens: int, temperature: float, stop: list[str]
+    ) -> list[str]:
+        # On transformers whatever the engine (the engines decode greedily only); each row draws from its own
+        # generator (ms.llm.sampling), so a sample does not depend on the rest of its batch.
+        from transformers import LogitsProcessorList
+
+        encoded = [self._encode(self.chat_context(c))[-self.max_length :] for c in chats]
+        return self._transformers_generate(
+            encoded,
+            max_new_tokens,
+            [*stop, *self.prompt_format.stop],
+            lambda batch: {
+                "do_sample": False,
+                "logits_processor": LogitsProcessorList(
+                    [seeded_sampler([seeds[i] for i in batch], temperature, self.device)]
+                ),
+            },
+        )
+
+    def _transformers_generate(
+        self, encoded: list[list[int]], max_new_tokens: int, stop: list[str], decoding: Callable[[list[int]], dict]
+    ) -> list[str]:
+        """Replies decoded by transformers, `decoding(batch)` giving generate's arguments for the requests
+        `batch` (their indices). Similar lengths share a batch, so little compute goes to padding."""
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         out: list[str] = [""] * len(encoded)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             ids, mask, _ = self._left_padded([encoded[i] for i in batch])
-            sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             generated = self.net.generate(
                 input_ids=ids,
                 attention_mask=mask,
@@ -261,7 +289,7 @@ class HFLM(LM):
                 pad_token_id=self.tokenizer.pad_token_id,
                 top_p=None,
                 top_k=None,
-                **sampling,
+                **decoding(batch),
             )
             new_tokens = generated[:, ids.shape[1] :]
             for row, i in enumerate(batch):

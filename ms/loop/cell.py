@@ -45,6 +45,8 @@ ADDED_SINCE = {
     "access.file": None,
     "poison.name": "none",
     "scorer.defence": "none",
+    "eval.enabled": True,
+    "stream.best_of": 1,
     # no memory retired (ms.pool.retirement); retire_after is then not read: any value reproduces those runs
     "memory.retire_below": None,
     "memory.retire_after": 6,
@@ -52,6 +54,10 @@ ADDED_SINCE = {
 # Groups whose option named here reads none of the group's other settings: under it they are no part of
 # the cell (poison=none writes nothing, whichever victim an experiment file names for its poisoned cells).
 IDLE_OPTIONS = {"poison": "none"}
+# Settings read only while another holds some other value: (switch, value) -> the settings it leaves unread,
+# then no part of the cell (a stream of single greedy answers samples nothing; a stream-only run evaluates
+# nothing), so that runs made before they existed, and runs that differ in them alone, stay one cell.
+IDLE_WHEN = {("stream.best_of", 1): ("stream.temperature", "stream.select"), ("eval.enabled", False): ("eval",)}
 
 
 def flat(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -75,11 +81,15 @@ def identity(cfg: DictConfig | Mapping, *, data_dir: bool = False) -> dict[str, 
     skipped = [s for s in NOT_IDENTITY if not (data_dir and s == "data.dir")]
     settings = flat(tree)
     idle = [group for group, option in IDLE_OPTIONS.items() if settings.get(f"{group}.name") == option]
+    unread = [
+        (switch, key) for (switch, value), keys in IDLE_WHEN.items() if settings.get(switch) == value for key in keys
+    ]
     return {
         k: v
         for k, v in settings.items()
         if not any(k == skip or k.startswith(skip + ".") for skip in skipped)
         and not any(k.startswith(group + ".") and k != f"{group}.name" for group in idle)
+        and not any((k == key or k.startswith(key + ".")) and k != switch for switch, key in unread)
     }
 
 

@@ -27,6 +27,7 @@ from ms.gates.replay import UtilityMeter
 from ms.gates.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
 from ms.llm import LM
 from ms.llm.backbones import Backbones, build_backbones
+from ms.loop.best_of import BestOf, build_best_of
 from ms.loop.cell import data_fingerprint
 from ms.loop.cell import record as cell_record
 from ms.loop.inputs import encoder_models, test_retriever_name
@@ -71,6 +72,7 @@ class Settings:
     pool_mode: str
     memory_policy: str
     save_retriever: bool
+    evaluate: bool = True  # eval.enabled: false for a stream-only run (no test question is answered)
     retire_below: Optional[float] = None  # memory.retire_below: None, nothing is retired
     retire_after: int = 6  # memory.retire_after: measurements a memory needs before it can be retired
 
@@ -100,6 +102,7 @@ class Parts:
     described: dict = field(default_factory=dict)  # metrics.json's record of what produced each metric
     provenance: dict = field(default_factory=dict)
     cell: dict = field(default_factory=dict)
+    best_of: Optional[BestOf] = None  # stream.best_of > 1: n sampled answers, one kept (ms.loop.best_of)
 
 
 def measurable(names: list[str], agent_backbone: dict[str, str], backbones: dict[str, LM]) -> list[str]:
@@ -141,11 +144,12 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         pool_mode=cfg.pool.mode,
         memory_policy=cfg.memory.policy,
         save_retriever=cfg.retriever.save,
+        evaluate=cfg.eval.enabled,
         retire_below=cfg.memory.retire_below,
         retire_after=cfg.memory.retire_after,
     )
     template = PromptTemplate(**cfg.prompt)
-    names = validate_metrics(cfg.eval.metrics)
+    names = validate_metrics(cfg.eval.metrics) if cfg.eval.enabled else []  # a stream-only run measures nothing
     agents = agents_from(cfg.agents)
     splits = load_splits(cfg.data, agents)
     access = build_access(cfg.access, list(cfg.agents))  # before any model loads: a bad rule file fails fast
@@ -241,6 +245,13 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         "scorer_read": scorer.read,
         # only where the gate is not the rubric, so rubric runs stay one condition with older runs
         **gate_cls.record(cfg.gate),
+        # only where the stream samples n answers and keeps one, or evaluates nothing: other runs stay as they were
+        **(
+            {"best_of": cfg.stream.best_of, "select": cfg.stream.select, "temperature": cfg.stream.temperature}
+            if cfg.stream.best_of > 1
+            else {}
+        ),
+        **({"evaluated": False} if not cfg.eval.enabled else {}),
         # only where the stream wrote references, so model-written runs stay one condition
         **({"stream_answers": cfg.stream.answers} if cfg.stream.answers != "model" else {}),
         # only where a rule withholds something, so open runs stay one condition with older runs
@@ -285,5 +296,6 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         record,
         described,
         provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch),
-        cell_record(cfg, data_fingerprint(splits)),
-    )  # what a resumed sweep must match
+        cell_record(cfg, data_fingerprint(splits)),  # what a resumed sweep must match
+        best_of=build_best_of(cfg.stream, cfg.seed, scorer, lambda a: rubric_for(agents[a], cfg.pool.mode).name),
+    )

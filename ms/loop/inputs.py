@@ -155,6 +155,9 @@ def files_read(cfg: DictConfig) -> dict[str, Path]:
     if "rubric" in GATES.load(cfg.gate.name).checked_by:
         for ref in sorted({rubric_ref(agent, cfg.pool.mode) for agent in agents.values()}):
             files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
+    if cfg.stream.get("best_of", 1) > 1 and cfg.stream.get("select") == "grader":  # best-of-n grades with them too
+        for ref in sorted({rubric_ref(agent, cfg.pool.mode) for agent in agents.values()}):
+            files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
     if cfg.access.get("file"):
         files["access.file"] = Path(cfg.access.file)
     if cfg.gate.get("match"):
@@ -162,7 +165,8 @@ def files_read(cfg: DictConfig) -> dict[str, Path]:
     for name, backbone in backbones_used(cfg).items():
         for file_name, path in model_files(backbone).items():
             files[f"model {name}: {file_name}"] = path
-    for role, model in sorted(encoder_models(cfg, list(cfg.eval.metrics)).items()):
+    measured = list(cfg.eval.metrics) if cfg.eval.get("enabled", True) else []  # a stream-only run measures nothing
+    for role, model in sorted(encoder_models(cfg, measured).items()):
         for file_name, path in encoder_files(model).items():
             files[f"encoder {role}: {file_name}"] = path
     return files

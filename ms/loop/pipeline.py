@@ -146,18 +146,24 @@ class Experiment:
     def stream_batch(self, queries: Sequence[Query]) -> list:
         self.parts.clock.step += 1
         prompts = self.prompts(queries, self.stream_k, mark=True)[0]
-        # stream.answers=reference: the dataset's reference goes to the gate, and nothing is generated.
-        answers = (
-            [q.example.answer for q in queries]
-            if self.settings.stream_answers == "reference"
-            else self.answer(queries, prompts, "answer")
-        )
         # memory.question=prompt, as the authors' code: the question a new memory stores (and the
         # scorer grades, and memory train mines with) is the whole prompt the agent saw.
         asked = [
             p[-1]["content"] if self.settings.memory_question == "prompt" else q.example.question
             for q, p in zip(queries, prompts)
         ]
+        # stream.answers=reference: the dataset's reference goes to the gate, and nothing is generated;
+        # stream.best_of > 1: n sampled answers, of which the selector's best goes (ms.loop.best_of).
+        best_of, chosen = self.parts.best_of, [{}] * len(queries)
+        if self.settings.stream_answers == "reference":
+            answers = [q.example.answer for q in queries]
+        elif best_of is not None:
+            choices = best_of.choose(
+                [q.agent for q in queries], prompts, asked, lambda role, call: self.by_backbone(queries, role, call)
+            )
+            answers, chosen = [c.answer for c in choices], [c.record(best_of.selector.name) for c in choices]
+        else:
+            answers = self.answer(queries, prompts, "answer")
         used = {q.scope: self.retriever.state(q.scope) for q in queries}  # before this step trains it
         # A poisoning writer's pairs (ms.data.poison): the victim's questions of this batch, judged by the
         # same gate as the victim's own (its rubric, its prompts), stored under the poisoner's name. Its
@@ -210,8 +216,9 @@ class Experiment:
                     "scope": q.scope,
                     **used[q.scope],
                     **({"writer": w} if w else {}),
+                    **more,  # best-of-n: every candidate, its score and the one kept
                 }
-                for q, memory_id, w in zip(queries, memory_ids, writers)
+                for q, memory_id, w, more in zip(queries, memory_ids, writers, [*chosen, *[{}] * len(poison)])
             ],
         )
         release_freed_memory()  # what answering, grading, labelling and the train step freed
@@ -321,11 +328,12 @@ class Experiment:
                     bar.update(len(batch))
                     bar.set_postfix(pool=self.pool.count(), accepted=sum(accepted.values()))
                     continue
-                rows = self.evaluate(fill)
-                bar.unpause()  # the stream's elapsed time and rate leave out the evaluation
-                with (self.out / PREDICTIONS_FILE).open("a", encoding="utf-8") as f:
-                    f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-                by_fill[str(fill)] = summarize(rows, [key for m in self.metrics for key in m.keys])
+                if self.settings.evaluate:  # eval.enabled=false: a stream-only run answers no test question
+                    rows = self.evaluate(fill)
+                    bar.unpause()  # the stream's elapsed time and rate leave out the evaluation
+                    with (self.out / PREDICTIONS_FILE).open("a", encoding="utf-8") as f:
+                        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+                    by_fill[str(fill)] = summarize(rows, [key for m in self.metrics for key in m.keys])
                 pool_sizes[str(fill)] = self.pool.count_by("agent")
         if self.trainer is not None and self.settings.save_retriever:
             self.trainer.save(self.out / "retriever")

@@ -12,6 +12,8 @@ def format_table(metrics: dict) -> str:
     """Per agent, at the last fill: each metric's mean with its 95% CI, and the headline metric's n; the headline metric
     at every fill; the gate's accepted/rejected/unscored counts; and the LLM usage per role."""
     fills = list(metrics["fills"])
+    if not fills:  # a stream-only run (eval.enabled=false): what the gate did, and what it cost
+        return _stream_only(metrics)
     last = metrics["fills"][fills[-1]]
     present = [m for m in last["overall"] if m not in SUMMARY_FIELDS]  # the metric keys the run recorded
     headline = present[0] if present else None
@@ -61,6 +63,21 @@ def format_table(metrics: dict) -> str:
 
 
 SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.metrics.evaluate.summarize)
+
+
+def _stream_only(metrics: dict) -> str:
+    run, stream = metrics["run"], metrics["stream"]
+    counts = [stream["accepted"], stream["rejected"], stream.get("unscored_by_agent", {})]
+    agents = list(dict.fromkeys(a for c in counts for a in c))
+    lines = [
+        f"k={run['k']}, pool={run['pool']}, retriever={run['retriever']}, backbone={run['backbone']}; "
+        "stream only (eval.enabled=false): no test question answered",
+        f"{'agent':<11} | accepted/rejected/unscored",
+    ]
+    lines += [f"{a:<11} | " + "/".join(str(c.get(a, 0)) for c in counts) for a in agents]
+    lines.append(f"{'overall':<11} | " + "/".join(str(sum(c.values())) for c in counts))
+    usage = metrics.get("usage") or {}
+    return "\n".join(lines + (["", format_usage(usage)] if "backbones" in usage else []))
 
 
 def _unit(key: str) -> str:

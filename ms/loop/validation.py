@@ -124,6 +124,7 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
         yield damaged_cache_message(Path(cfg.cache_dir) / CACHE_FILENAME, "file is not a database")
     if not unknown:
         yield from _unmeasurable_metrics(cfg, running)
+        yield from _stream_problems(cfg, running)
     if cfg.gate.name in GATES:  # the gate checks its own settings (ms.gates)
         yield from GATES.load(cfg.gate.name).problems(cfg.gate, _RunningBackbones(cfg, [] if unknown else running))
     if cfg.access.name in ACCESS_RULES:  # the access rule checks its own settings and file (ms.pool.access)
@@ -218,6 +219,19 @@ class _RunningBackbones:
             (name, provider, _whose(agents, self.running))
             for (name, provider), agents in _blind(self.cfg, self.running, what).items()
         ]
+
+
+def _stream_problems(cfg: DictConfig, running: list[str]) -> Iterator[str]:
+    """Best-of-n by likelihood scores each candidate on its writer's backbone; and a stream-only run at k=0
+    would do nothing at all (zero-shot runs skip the stream: ms.loop.schedule.skips_stream)."""
+    if cfg.stream.best_of > 1 and cfg.stream.select == "likelihood":
+        for (_, provider), agents in _blind(cfg, running, "scores_text").items():
+            yield (
+                f"invalid setting stream.select=likelihood: provider '{provider}' cannot score given text"
+                f"{_whose(agents, running)}; use stream.select=grader"
+            )
+    if not cfg.eval.enabled and cfg.k == 0:
+        yield "invalid setting eval.enabled=false: at k=0 the stream is skipped too, so the run would do nothing"
 
 
 def _unmeasurable_metrics(cfg: DictConfig, running: list[str]) -> Iterator[str]:

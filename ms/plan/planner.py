@@ -35,6 +35,7 @@ from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
 from ms.loop.schedule import batches, interleave, learns, skips_stream, stream_k
 from ms.metrics.evaluate import validate_metrics
+from ms.plan.best_of import best_of_note, planned_best_of
 from ms.plan.gate import acceptance, grading_tokens, reads_probabilities
 from ms.plan.measured import Measured, plan_from_warnings, planned_settings
 from ms.plan.rows import Row, RunPlan
@@ -266,7 +267,8 @@ class _Planner:
         step = 0
         for _, part in batches(len(stream), cfg.fills, cfg.micro_batch, not skips_stream(cfg.k)):
             if part is None:
-                self.evaluate(pool)
+                if cfg.eval.enabled:  # a stream-only run answers no test question
+                    self.evaluate(pool)
                 continue
             step += 1
             self.stream_step(stream[part], pool, stores, step)
@@ -278,8 +280,13 @@ class _Planner:
         for e in batch:
             a, kk = e.agent, min(k, pool[self.scope[e.agent]])
             user = self.user_prompt(a, e.question, kk)
+            # memory.question=prompt: the pair's question is the whole prompt the agent saw
+            question = user if cfg.memory.question == "prompt" else tokens(e.question)
             if cfg.stream.answers == "reference":  # the reference is the answer: nothing is generated
                 reply = tokens(e.answer)
+            elif cfg.stream.best_of > 1:  # n samples and the selector's calls on each (ms.plan.best_of)
+                reply = self.reply(a, self.backbone(self.agents[a].backbone).generation.max_new_tokens)
+                planned_best_of(self, a, e.question, kk, self.system(a) + user + PER_MESSAGE, question, reply)
             else:
                 reply = self.reply(a, self.backbone(self.agents[a].backbone).generation.max_new_tokens)
                 self.generated(
@@ -290,8 +297,6 @@ class _Planner:
                     self.system(a) + user + PER_MESSAGE,
                     reply,
                 )
-            # memory.question=prompt: the pair's question is the whole prompt the agent saw
-            question = user if cfg.memory.question == "prompt" else tokens(e.question)
             asked.append((e, question, reply))
             self.gate.planned_calls(cfg.gate, self, a, question, reply, pool[self.scope[a]])
         for p in self.poisoner.pairs(batch):  # a poisoning writer's pairs: the same gate judges them as the victim's
@@ -378,7 +383,7 @@ def plan_run(cfg: DictConfig, accept: Optional[float | Measured] = None, probe: 
         f"backbone={cfg.backbone.name}; {len(planner.splits)} agents, fills {list(cfg.fills)}, "
         f"micro_batch {cfg.micro_batch}"
     )
-    notes = [planner.accept_note]
+    notes = [planner.accept_note, *best_of_note(cfg)]
     if isinstance(accept, Measured):  # plan_from: why its measured rates might not hold here, a line each
         planned = planned_settings(cfg, list(planner.splits))
         notes += plan_from_warnings(accept, planned, rows, planner.runs_locally)

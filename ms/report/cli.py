@@ -11,13 +11,12 @@ from typing import Optional, Sequence
 
 from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
 from ms.common.stats import MIN_CI_N
-from ms.config.files import DECISIONS_FILE
 from ms.metrics.base import metric_of_key
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
 from ms.report.access_compare import write_access
 from ms.report.claims import claims_csv, claims_grid, claims_markdown, comparisons, test_all, untested
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
-from ms.report.figures import change_by_gate, figure4, pool_growth, save_figure
+from ms.report.figures import change_by_gate, figure4, save_figure
 from ms.report.gates import by_gate, change_since_first_fill
 from ms.report.pages import runs_markdown, summary_markdown
 from ms.report.paper import PaperTables, load_paper_tables
@@ -25,7 +24,8 @@ from ms.report.poison import write_poison
 from ms.report.quality import write_quality
 from ms.report.records import record_warnings, records_markdown
 from ms.report.render import to_csv, to_latex, to_markdown
-from ms.report.runs import Run, find_runs, in_known_order, metric_label, read_jsonl, slug
+from ms.report.runs import Run, find_runs, in_known_order, metric_label, slug
+from ms.report.screens import screens_markdown, write_growth, write_screens_report
 from ms.report.sharing import write_sharing
 from ms.report.stream_share import write_stream_share
 from ms.report.tables import table1, table2
@@ -106,6 +106,12 @@ def write_report(
     `html`: also the browsable site of the same numbers into that folder (ms.report.html)."""
     paper = paper or load_paper_tables()
     runs, skipped = find_runs(roots)
+    # Stream-only runs (eval.enabled=false) answered no test question: they join only what reads decisions.
+    runs, screens = [r for r in runs if r.evaluated], [r for r in runs if not r.evaluated]
+    if screens and not runs:
+        if html is not None:
+            log.warning("no site: every run is stream-only, with no test score to show")
+        return write_screens_report(roots, out, screens, skipped)
     given, metric = metric, chosen_metric(runs, metric, roots)
     if given is None:
         log.info("metric: %s, the first the runs measured (--metric picks another)", metric)
@@ -169,28 +175,15 @@ def write_report(
             fig, out, f"figure4_gates_{slug(backbone)}"
         )
 
-    growth = {}
-    for run in runs:
-        path = run.path / DECISIONS_FILE
-        decisions = read_jsonl(path) if path.exists() else []
-        if not decisions:
-            log.warning("no pool-growth plot for %s: %s missing or empty", run.name, path)
-            continue
-        f = run.fields
-        png = f"pool_growth_{run.name}.png"
-        pool_growth(
-            decisions,
-            f"Pool growth: {run.name}\n{f['backbone']}, k = {f['k']}, pool {f['pool']}, retriever {f.get('retriever')}",
-        ).savefig(out / png, dpi=120)
-        growth[run.name] = png
+    growth = write_growth([*runs, *screens], out)
 
     (out / "runs.md").write_text(runs_markdown(runs, why_not, paper, metric, skipped), encoding="utf-8")
     sharing = write_sharing(runs, out, metric, sharing_fill)
     stream_shares = write_stream_share(runs, out)
-    quality = write_quality(runs, out)
+    quality = write_quality([*runs, *screens], out)
     access = write_access(runs, out, metric)  # every run under an access rule, against its open twin where given
     poison = write_poison(runs, out, metric)  # runs with a poisoning writer, against their clean runs
-    usage = write_usage(runs, out)
+    usage = write_usage([*runs, *screens], out)
     summary = out / "summary.md"
     summary.write_text(
         summary_markdown(
@@ -207,6 +200,7 @@ def write_report(
             ablation,
             stream_shares,
         )
+        + (f"\n{screens_markdown(screens)}" if screens else "")
         + (f"\n{sharing}\n" if sharing else "")
         + (f"\n{quality}" if quality else "")
         + (f"\n{access}\n" if access else "")

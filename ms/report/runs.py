@@ -144,6 +144,11 @@ class Run:
         return (self.metrics.get("memory") or {}).get("consolidation") or None
 
     @property
+    def evaluated(self) -> bool:
+        """False for a stream-only run (eval.enabled=false): it grew a pool and answered no test question."""
+        return self.fields.get("evaluated", True) is not False
+
+    @property
     def fills(self) -> list[int]:
         return sorted(int(f) for f in self.metrics["fills"])
 
@@ -215,7 +220,9 @@ def _read_metrics(folder: Path) -> tuple[Optional[dict], str]:
         return None, f"unreadable metrics.json ({e})"
     if not isinstance(metrics, dict) or metrics.get("complete") is not True:
         return None, "metrics.json does not say complete: true"
-    if not {"backbone", "k", "pool"} <= set(metrics.get("run") or {}) or not metrics.get("fills"):
+    fields = metrics.get("run") or {}
+    # a stream-only run (eval.enabled=false) has no fill results, and says so
+    if not {"backbone", "k", "pool"} <= set(fields) or not (metrics.get("fills") or fields.get("evaluated") is False):
         return None, "metrics.json lacks its run fields (backbone, k, pool) or fill results"
     return metrics, ""
 
