@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-REPO = Path(__file__).resolve().parent.parent
+from timing import REPO, percentile
+
 BACKENDS = ("sqlite", "postgres")
 
 
@@ -81,7 +82,7 @@ def open_pool(backend: str, target: str):
     return Pool(target)
 
 
-def catch_up(backend: str, target: str, dense, scope: str, batch: int, repeats: int, percentile) -> dict:
+def catch_up(backend: str, target: str, dense, scope: str, batch: int, repeats: int) -> dict:
     """Another process adds `batch` memories (one transaction) and says so; then this process's
     DenseRetriever.index(scope), as the next search runs it, is timed: the change token read, the
     new rows read, the snapshot extended and their (synthetic) vectors made. Also timed: the same

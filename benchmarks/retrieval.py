@@ -46,32 +46,13 @@ import time
 from pathlib import Path
 
 from bench_pool import BACKENDS, bench_target, catch_up, given_dsn, open_pool, server_settings, throwaway_server
+from timing import BATCH, REPO, SCOPE, K, percentile, timed_ms
 
-REPO = Path(__file__).resolve().parent.parent
-BATCH = 32  # memories per Pool.add: the stream's micro_batch
-K = 10
-SCOPE = "bench"
 NOTE = (
     "memory embeddings are synthetic random unit vectors (dim 384); memory texts are data/*.jsonl "
     "examples cycled with a variant number; refresh_s_per_step = memories re-encoded per step, counted "
     "on this index, x encode_s_per_memory measured with the packaged MiniLM"
 )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-def timed_ms(call, repeats: int, warmup: int = 5) -> list[float]:
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1000)
-    return times
 
 
 def memory_items(size: int) -> list[dict]:
@@ -196,7 +177,7 @@ def measure(size: int, args) -> dict:
             reference = round(percentile(timed_ms(lambda: mine(rank_bm25), 20, 1), 50), 3)
         out["bm25_reference_mine_p50_ms"] = reference
         # Last: the other process's memories would change every measurement after it.
-        out.update(catch_up(args.backend, target, dense, SCOPE, args.catchup_batch, args.catchup_repeats, percentile))
+        out.update(catch_up(args.backend, target, dense, SCOPE, args.catchup_batch, args.catchup_repeats))
         out.update(backend=args.backend, server=server_settings(target) if args.backend == "postgres" else None)
         out["rss_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
     out.update(

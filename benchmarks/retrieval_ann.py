@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 from ann_vectors import CLUSTERS, LATENT, NOISE, SPREAD, exact_top, recall_at, structured_vectors
-from retrieval import BATCH, REPO, SCOPE, K, percentile, timed_ms
+from timing import BATCH, REPO, SCOPE, K, percentile, timed_ms
 
 FILL = 10_000  # memories per Pool.add while filling the pool, one transaction each
 NOTE = (

@@ -27,7 +27,9 @@ from typing import Optional
 from ms.common.errors import UserError
 from ms.common.stats import Estimate, interval_text, mean_ci
 
-REFERENCE_GATE = "gate=all+reference"
+# The gates of the curves, as claims.csv's gate_a names them (ms.report.runs.Run.gate): the rubric's, and
+# every pair admitted with the stream writing its reference answers.
+RUBRIC_GATE, REFERENCE_GATE = "rubric", "all+reference"
 
 
 @dataclass(frozen=True)
@@ -65,21 +67,22 @@ class Row:
         return f"{self.estimate:+.3f}{interval_text(self.lo, self.hi, self.n, signed=True)}, p = {self.p:.4f}, n = {self.n}"
 
 
-def claim_row(folder: Path, claim: str, comparison: str, gate: Optional[str]) -> Optional[Row]:
-    """The ref_logprob row of `claim` whose comparison starts with `comparison`, under the rubric gate
-    (a setting that names no gate) or under `gate`; None where the report has none."""
+def claim_row(folder: Path, claim: str, comparison: str, gate: str = RUBRIC_GATE) -> Optional[Row]:
+    """The ref_logprob row of `claim` whose comparison starts with `comparison` and whose a side grew its
+    pool under `gate` (claims.csv's gate_a); None where the report has none."""
     path = folder / "claims.csv"
     if not path.is_file():
         raise UserError(f"{path}: no claims.csv (publish the sweep first)")
     with path.open(newline="") as f:
-        for r in csv.DictReader(f):
-            setting = r["setting"].split(", ")
-            gates = [s for s in setting if s.startswith("gate=")]
+        rows = csv.DictReader(f)
+        if "gate_a" not in (rows.fieldnames or []):
+            raise UserError(f"{path}: no gate_a column (drawn before ms-report wrote it): redraw it with ms-report")
+        for r in rows:
             if (
                 r["claim"] == claim
                 and r["metric"] == "ref_logprob"
                 and r["comparison"].startswith(comparison)
-                and gates == ([gate] if gate else [])
+                and r["gate_a"] == gate
             ):
                 return Row(
                     float(r["estimate"]), float(r["ci_lo"]), float(r["ci_hi"]), float(r["p"]), int(r["n"]), r["verdict"]
@@ -117,8 +120,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     table = []
     for fam in sorted(args.family, key=lambda f: f.millions):
-        a = claim_row(fam.claim_a, "a", "k=3 vs k=0", None)
-        c = claim_row(fam.claim_c, "c", "fill 100%", None)
+        a = claim_row(fam.claim_a, "a", "k = 3 against k = 0")
+        c = claim_row(fam.claim_c, "c", "fill 100%")
         ref = claim_row(fam.reference, "c", "fill 100%", REFERENCE_GATE) if fam.reference else None
         every, admitted = stream_quality(rubric_run(fam.claim_c))
         table.append((fam, a, c, ref, every, admitted))

@@ -158,5 +158,5 @@ def test_report_warns_on_a_different_engine_between_paired_runs(tmp_path, caplog
     with_record(make_run(tmp_path, "k=3", backbone="smollm2", k=3, base=0.3), other)
     warnings, _ = report_warnings(tmp_path, caplog)
     assert warnings == [
-        "runs paired in claim (a) k=3 vs k=0 differ in backbone smollm2 engine: llama.cpp in k=3, hf in k=0"
+        "runs paired in claim (a) k = 3 against k = 0 differ in backbone smollm2 engine: llama.cpp in k=3, hf in k=0"
     ]

@@ -340,8 +340,13 @@ def test_figures_are_written(report):
 def test_other_runs_listed_with_their_fields(report):
     text = (report / "runs.md").read_text()
     in_tables, others = text.split("## Other runs")[0], text.split("## Other runs")[1].split("## Skipped")[0]
-    assert "backbone=smollm2,retriever=bm25" in others and "retriever=bm25 (the tables use dense only)" in others
+    assert "backbone=smollm2,retriever=bm25" in others
+    assert "BM25 retriever (the tables use the dense retriever only)" in others
     assert "backbone=smollm2,k=3" in in_tables and "Table 1, Table 2, Figure 4" in in_tables
+    # each run's condition in words beside its folder's name
+    assert (
+        "| backbone=smollm2,k=3 | smollm2 · k = 3 · Domain pool · learned dense retriever · plain memory" in in_tables
+    )
 
 
 def test_learned_dense_run_wins_its_cell(tmp_path):
@@ -540,15 +545,16 @@ def ablation_sweep(tmp_path_factory) -> Path:
 def test_ablation_rows_in_order_with_the_runs_numbers(ablation_sweep):
     rows = read_csv(ablation_sweep / "report" / "ablation.csv")
     k3 = [(r["retriever"], r["memory"], r["run"]) for r in rows if (r["k"], r["pool"]) == ("3", "domain")]
+    plain, stm = "plain memory", "short- and long-term memory"
     assert k3 == [
-        ("random", "plain", "random"),
-        ("bm25", "plain", "bm25"),
-        ("bm25", "stm_ltm", "bm25-stm"),
-        ("dense-frozen", "plain", "dense-frozen"),
-        ("dense-learned", "plain", "dense"),
-        ("dense-learned", "stm_ltm", "dense-stm"),
-        ("composite-frozen", "stm_ltm", "composite-frozen-stm"),
-        ("composite", "plain", "composite"),
+        ("random retriever", plain, "random"),
+        ("BM25 retriever", plain, "bm25"),
+        ("BM25 retriever", stm, "bm25-stm"),
+        ("frozen dense retriever", plain, "dense-frozen"),
+        ("learned dense retriever", plain, "dense"),
+        ("learned dense retriever", stm, "dense-stm"),
+        ("frozen composite retriever", stm, "composite-frozen-stm"),
+        ("learned composite retriever", plain, "composite"),
     ]
     agents = [*load_paper_tables().agents, "overall"]
     assert list(rows[0])[6:] == [
@@ -575,7 +581,7 @@ def test_ablation_markdown_has_a_headed_table_per_cell(ablation_sweep):
     header = next(line for line in single.splitlines() if line.startswith("| retriever"))
     assert header == "| retriever | memory | run | limerick | sonnet | overall | accepted |"  # only agents present
     assert "dense-stm consolidation: summaries 2, summarized 6, moved 3, deferred 1." in text
-    dense = next(line for line in single.splitlines() if line.startswith("| dense-learned"))
+    dense = next(line for line in single.splitlines() if line.startswith("| learned dense retriever"))
     assert dense.count(" [") == 3  # limerick, sonnet and overall, each with its CI
     assert "smollm2, k = 2, domain pool" in text.split("Not tabled")[1]
     summary = (ablation_sweep / "report" / "summary.md").read_text()
@@ -586,7 +592,7 @@ def test_stm_ltm_dense_runs_stay_out_of_the_tables(ablation_sweep, tmp_path):
     runs = find_runs([ablation_sweep])[0]
     chosen, why_not = select(runs)
     assert chosen[("smollm2", 3, "domain")].name == "dense"  # learned, plain (no memory field)
-    assert "memory=stm_ltm" in why_not["dense-stm"]
+    assert why_not["dense-stm"].startswith("short- and long-term memory (the tables use plain memory only")
     rows = {r["agent"]: r for r in read_csv(ablation_sweep / "report" / "table1.csv")}
     assert all(
         float(rows[a]["3-shot smollm2 ours"]) == mean_ci(predicted(ablation_sweep / "dense", agent=a)).mean

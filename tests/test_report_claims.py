@@ -58,12 +58,15 @@ def effect_report(tmp_path_factory) -> Path:
 def test_a_big_effect_supports_claim_a(effect_report):
     rows = claim_rows(effect_report, "a")
     for metric in ("P", "ref_logprob"):
-        row = rows[("k=3 vs k=0", metric)]
+        row = rows[("k = 3 against k = 0", metric)]
         assert row["verdict"] == "supported" and row["n"] == "180" and row["agent_wins"] == "9/9"
         assert float(row["estimate"]) == pytest.approx(0.2) and 0 < float(row["ci_lo"]) < 0.2 < float(row["ci_hi"])
         assert float(row["p"]) < 0.05 and (row["runs_a"], row["runs_b"]) == ("k=3", "k=0")
-    assert ("k=1 vs k=0", "P") in rows and ("k=1 vs k=0", "ref_logprob") not in rows  # not measured: no row
-    fills = claim_rows(effect_report, "c")[("fill 100% vs 20%", "P")]  # k = 3 values do not change with fill
+    assert ("k = 1 against k = 0", "P") in rows and (
+        "k = 1 against k = 0",
+        "ref_logprob",
+    ) not in rows  # not measured: no row
+    fills = claim_rows(effect_report, "c")[("fill 100% against 20%", "P")]  # k = 3 values do not change with fill
     assert fills["verdict"] == "inconclusive" and float(fills["estimate"]) == 0
     text = (effect_report / "claims.md").read_text()
     assert (
@@ -84,8 +87,8 @@ def test_no_effect_leaves_claim_a_inconclusive(tmp_path):
     make_run(tmp_path, "k=3", backbone="smollm2", k=3, questions=20, predict=k3)
     write_report([tmp_path], tmp_path / "report")
     rows = claim_rows(tmp_path / "report", "a")
-    assert list(rows) == [("k=3 vs k=0", "P")]  # no ref_logprob in these runs: no row for it
-    row = rows[("k=3 vs k=0", "P")]
+    assert list(rows) == [("k = 3 against k = 0", "P")]  # no ref_logprob in these runs: no row for it
+    row = rows[("k = 3 against k = 0", "P")]
     assert row["verdict"] == "inconclusive" and float(row["ci_lo"]) < 0 < float(row["ci_hi"])
 
 
@@ -98,8 +101,8 @@ def test_a_broken_pairing_changes_the_claims_interval(effect_report, tmp_path):
     make_run(tmp_path, "k=0", backbone="smollm2", k=0, questions=20, predict=k0)
     make_run(tmp_path, "k=3", backbone="smollm2", k=3, questions=20, predict=lambda a, q, f: k3(a, int(order[q]), f))
     write_report([tmp_path], tmp_path / "report")
-    paired_row = claim_rows(effect_report, "a")[("k=3 vs k=0", "P")]
-    broken = claim_rows(tmp_path / "report", "a")[("k=3 vs k=0", "P")]
+    paired_row = claim_rows(effect_report, "a")[("k = 3 against k = 0", "P")]
+    broken = claim_rows(tmp_path / "report", "a")[("k = 3 against k = 0", "P")]
     assert float(broken["estimate"]) == pytest.approx(float(paired_row["estimate"]))
     width = {name: float(r["ci_hi"]) - float(r["ci_lo"]) for name, r in (("paired", paired_row), ("broken", broken))}
     assert width["broken"] > 2 * width["paired"], width
@@ -131,12 +134,12 @@ def test_gates_are_compared_paired_and_each_gate_gets_its_growth_claim(tmp_path)
         predict=lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill),
     )
     write_report([tmp_path], tmp_path / "report")
-    row = claim_rows(tmp_path / "report", "e")[("gate=utility vs rubric", "P")]
+    row = claim_rows(tmp_path / "report", "e")[("utility gate against rubric gate", "P")]
     assert row["verdict"] == "supported" and float(row["estimate"]) == pytest.approx(0.2)
     assert (row["runs_a"], row["runs_b"]) == ("gate=utility", "gate=rubric") and row["n"] == "180"
     growth = [r for r in read_csv(tmp_path / "report" / "claims.csv") if r["claim"] == "c" and r["metric"] == "P"]
     by_run = {r["runs_a"]: r for r in growth}
-    assert set(by_run) == {"gate=rubric", "gate=utility"} and "gate=utility" in by_run["gate=utility"]["setting"]
+    assert set(by_run) == {"gate=rubric", "gate=utility"} and "utility gate" in by_run["gate=utility"]["setting"]
     assert by_run["gate=rubric"]["verdict"] == "inconclusive" and by_run["gate=utility"]["verdict"] == "supported"
     table = {r["agent"]: r for r in read_csv(tmp_path / "report" / "table1.csv")}
     rubric_means = metrics_of(tmp_path, "gate=rubric")["fills"]["100"]["per_agent"]
@@ -157,7 +160,7 @@ def test_runs_graded_by_another_backbone_are_their_own_condition_and_claims_pair
     rows = [
         r
         for r in read_csv(tmp_path / "report" / "claims.csv")
-        if r["claim"] == "a" and r["comparison"] == "k=3 vs k=0" and r["metric"] == "P"
+        if r["claim"] == "a" and r["comparison"] == "k = 3 against k = 0" and r["metric"] == "P"
     ]
     by_run = {(r["runs_a"], r["runs_b"]): r for r in rows}
     assert set(by_run) == {("grader=smollm2,k=3", "grader=smollm2,k=0"), ("grader=gemma3,k=3", "grader=gemma3,k=0")}
@@ -224,7 +227,7 @@ def test_the_controls_pair_with_what_they_control_for(tmp_path):
     assert not [r for r in rows if r["claim"] == "e"]
     [g] = [r for r in rows if r["claim"] == "g" and r["metric"] == "P"]
     assert (g["comparison"], g["runs_a"], g["runs_b"]) == (
-        "gate=rubric vs random matched to it",
+        "rubric gate against a random gate matched to it",
         "gate=rubric",
         "gate=random",
     )
@@ -251,7 +254,7 @@ def test_runs_of_other_data_or_other_agents_are_never_paired(tmp_path):
         fingerprinted(make_run(sweep, "k=0", backbone="smollm2", k=0, questions=20, predict=k0), "aaa")
         fingerprinted(make_run(sweep, "k=3", backbone="smollm2", k=3, questions=20, predict=k3), data)
         write_report([sweep], sweep / "report")
-    assert claim_rows(tmp_path / "same" / "report", "a")[("k=3 vs k=0", "P")]["verdict"] == "supported"
+    assert claim_rows(tmp_path / "same" / "report", "a")[("k = 3 against k = 0", "P")]["verdict"] == "supported"
     assert not claim_rows(tmp_path / "other" / "report", "a")
 
     agents = tmp_path / "agents"
@@ -349,11 +352,11 @@ def test_a_run_under_an_access_rule_is_never_an_open_runs_opponent(tmp_path, rec
     assert "rule" not in domain_vs_single["setting"]
     k_rows = {(a, b): row["setting"] for (claim, a, b), row in found.items() if claim == "a"}
     assert k_rows == {
-        ("single", "k=0,single"): "smollm2, single pool, dense-learned, plain memory",
+        ("single", "k=0,single"): "smollm2 · Single pool · learned dense retriever · plain memory · rubric gate",
         (
             "single,rule",
             "k=0,single,rule",
-        ): "smollm2, single pool, dense-learned, plain memory, access=rule (half1.yaml)",
+        ): "smollm2 · Single pool · learned dense retriever · plain memory · rubric gate · access rule half1",
     }
     claims_md = (tmp_path / "report" / "claims.md").read_text()
     assert "Which runs are paired: two conditions only where their cells" in claims_md
@@ -372,7 +375,7 @@ def test_runs_pair_across_keys_that_cannot_change_a_value_and_say_so_but_not_acr
     [(claim, a, b)] = [key for key in found if key[0] == "a"]
     assert (a, b) == ("k=3", "k=0") and float(found[claim, a, b]["estimate"]) == pytest.approx(0.2)
     assert found[claim, a, b]["setting"] == (
-        "smollm2, domain pool, dense-learned, plain memory; the runs also differ "
+        "smollm2 · Domain pool · learned dense retriever · plain memory · rubric gate; the runs also differ "
         "in fills, which cannot change a paired value"
     )
 

@@ -216,6 +216,9 @@ def test_the_site_opens_from_file_and_a_question_shows_what_its_backbone_got(sit
     open_page(browser, folder, "", "front")
     assert [e.text for e in by(browser, "table.claims td:first-child")] == ["(a)", "(a)"]  # k=3 vs k=0, two metrics
     assert len(by(browser, "a.run-link")) == 2 and by(browser, "table.sharing a.cell-link")
+    # under the claims and the runs, how many of their runs were recorded dirty or carry no record
+    assert [p.text.split(", of which")[0] for p in by(browser, "p.note.records")] == ["runs: 2", "runs: 2"]
+    assert "k = 3 · Single pool · random retriever · plain memory · all gate" in browser.find_element("id", "runs").text
     browser.save_screenshot(str(tmp_path / "front.png"))
     assert (tmp_path / "front.png").stat().st_size > 10_000
 
@@ -277,6 +280,11 @@ def test_a_sharing_cell_links_to_the_retrievals_behind_it(site, browser):
 def test_a_claim_shows_two_runs_side_by_side(site, browser):
     folder, _ = site
     open_page(browser, folder, "claim/0", "claim")
+    # each side said in words, its run folders in the link's title
+    named = browser.find_element("css selector", "p.sides-named").text
+    a, b = named.split("; b: ")
+    assert a.startswith("a: ") and "· k = 3 · Single pool · random retriever" in a and "· k = 0 ·" in b
+    assert a.endswith("at 100% fill") and "k=3" not in named  # words, not the run folders' names
     pairs = by(browser, "a.pair-link")
     assert len(pairs) == 9
     test_id = pairs[0].text

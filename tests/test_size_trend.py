@@ -33,6 +33,8 @@ FIELDS = [
     "runs_b",
     "fill_a",
     "fill_b",
+    "gate_a",
+    "gate_b",
 ]
 
 
@@ -41,13 +43,13 @@ def claims(folder: Path, rows: list[tuple]) -> Path:
     with (folder / "claims.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(FIELDS)
-        for claim, comparison, setting, metric, estimate in rows:
+        for claim, comparison, gate, metric, estimate in rows:
             w.writerow(
                 [
                     claim,
                     "text",
                     comparison,
-                    setting,
+                    "the setting in words",
                     metric,
                     estimate,
                     estimate - 0.01,
@@ -60,30 +62,31 @@ def claims(folder: Path, rows: list[tuple]) -> Path:
                     "y",
                     100,
                     27,
+                    gate,
+                    gate,
                 ]
             )
     return folder
 
 
 def test_rows_are_picked_by_claim_comparison_metric_and_gate(tmp_path):
-    base = "q, k=3, domain pool, dense-learned, plain memory"
     folder = claims(
         tmp_path / "r",
         [
-            ("a", "k=1 vs k=0", "q, domain pool", "ref_logprob", 0.1),
-            ("a", "k=3 vs k=0", "q, domain pool", "P", 0.9),
-            ("a", "k=3 vs k=0", "q, domain pool", "ref_logprob", 0.3),
-            ("c", "fill 100% vs 27%", base + ", gate=all+reference", "ref_logprob", 0.02),
-            ("c", "fill 100% vs 27%", base + ", gate=random~rubric", "ref_logprob", -0.5),
-            ("c", "fill 100% vs 27%", base, "ref_logprob", -0.04),
+            ("a", "k = 1 against k = 0", "rubric", "ref_logprob", 0.1),
+            ("a", "k = 3 against k = 0", "rubric", "P", 0.9),
+            ("a", "k = 3 against k = 0", "rubric", "ref_logprob", 0.3),
+            ("c", "fill 100% against 27%", "all+reference", "ref_logprob", 0.02),
+            ("c", "fill 100% against 27%", "random~rubric", "ref_logprob", -0.5),
+            ("c", "fill 100% against 27%", "rubric", "ref_logprob", -0.04),
         ],
     )
-    assert size_trend.claim_row(folder, "a", "k=3 vs k=0", None).estimate == 0.3
-    assert size_trend.claim_row(folder, "c", "fill 100%", None).estimate == -0.04
-    assert size_trend.claim_row(folder, "c", "fill 100%", "gate=all+reference").estimate == 0.02
-    assert size_trend.claim_row(folder, "c", "fill 100%", "gate=utility") is None
+    assert size_trend.claim_row(folder, "a", "k = 3 against k = 0").estimate == 0.3
+    assert size_trend.claim_row(folder, "c", "fill 100%").estimate == -0.04
+    assert size_trend.claim_row(folder, "c", "fill 100%", "all+reference").estimate == 0.02
+    assert size_trend.claim_row(folder, "c", "fill 100%", "utility") is None
     with pytest.raises(UserError, match="no claims.csv"):
-        size_trend.claim_row(tmp_path / "missing", "a", "k=3 vs k=0", None)
+        size_trend.claim_row(tmp_path / "missing", "a", "k = 3 against k = 0")
 
 
 def test_stream_quality_counts_every_scored_answer_and_the_admitted_apart(tmp_path):

@@ -1,13 +1,18 @@
 """The import structure: no circle among ms's modules, function-level imports included (the layers
 contract in pyproject.toml, run by `make test` as `lint-imports`, says which direction each goes;
-ARCHITECTURE.md names the layers)."""
+ARCHITECTURE.md names the layers); none among the scripts of benchmarks/ and experiments/ either, which
+also stay small and keep to their own folder. And the report names no registered option in a
+comparison or a dict key: it says options through its table of labels (ms.report.labels)."""
 
 from __future__ import annotations
 
+import ast
 import sys
 from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
 
 import grimp
+import pytest
 
 
 def import_circle(package: str) -> list[str] | None:
@@ -96,3 +101,118 @@ def test_a_package_re_exporting_a_submodule_that_does_not_import_it_back_is_no_c
         assert import_circle("exported") is None
     finally:
         _forget("exported")
+
+
+# ---- the scripts beside ms: benchmarks/ and experiments/ -------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT_FOLDERS = ("benchmarks", "experiments")
+# A script beside ms is read whole by whoever runs it: past this, split it (ms's modules keep to the same size).
+MAX_SCRIPT_LINES = 350
+
+
+def imported_names(source: str) -> set[str]:
+    """The top-level names of every module the source imports, inside functions too."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def script_circle(folder: Path) -> list[str] | None:
+    """A circle of imports among a folder's scripts (each run with its own folder on sys.path, so a
+    sibling is imported by its bare name), or None."""
+    scripts = {path.stem: path for path in folder.glob("*.py")}
+    edges = {name: imported_names(path.read_text(encoding="utf-8")) & scripts.keys() for name, path in scripts.items()}
+    try:
+        TopologicalSorter(edges).prepare()
+    except CycleError as circle:
+        return list(circle.args[1])
+    return None
+
+
+@pytest.mark.parametrize("folder", SCRIPT_FOLDERS)
+def test_no_script_beside_ms_takes_part_in_an_import_circle(folder):
+    circle = script_circle(REPO / folder)
+    assert circle is None, f"import circle in {folder}/: {' -> '.join(circle)}"
+
+
+def test_a_circle_among_scripts_is_found_through_a_function_level_import(tmp_path):
+    (tmp_path / "low.py").write_text("def f():\n    import high\n    return high\n")
+    (tmp_path / "high.py").write_text("from low import f\n")
+    (tmp_path / "other.py").write_text("import json\nfrom low import f\n")
+    assert sorted(set(script_circle(tmp_path))) == ["high", "low"]
+    (tmp_path / "low.py").write_text("def f():\n    return 1\n")
+    assert script_circle(tmp_path) is None
+
+
+@pytest.mark.parametrize("folder", SCRIPT_FOLDERS)
+def test_scripts_beside_ms_stay_small_and_import_neither_each_other_nor_the_tests(folder):
+    others = {p.stem for f in SCRIPT_FOLDERS if f != folder for p in (REPO / f).glob("*.py")}
+    for path in sorted((REPO / folder).glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= MAX_SCRIPT_LINES, f"{folder}/{path.name}: split it"
+        # benchmarks may compose a run's config as the tests do (tests/conftest.py); nothing else of theirs
+        crossed = imported_names(text) & (others | {p.stem for p in (REPO / "tests").glob("test_*.py")})
+        assert not crossed, f"{folder}/{path.name} imports {', '.join(sorted(crossed))} from another folder"
+
+
+# ---- the report says options through its table of labels -------------------------------------------
+
+
+def option_names() -> set[str]:
+    """Every option of every registry (ms.config.parts)."""
+    from ms.config import parts
+
+    return {name for kind in parts.__all__ for name in getattr(parts, kind)}
+
+
+def spelled_options(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of each string constant equal to an option's name that the source compares with
+    (==, !=, in, ... also among a tuple, list or set compared with), matches in a case, or uses as a
+    dict key (a literal's, or dict(name=...)'s)."""
+
+    def named(node) -> list[ast.Constant]:
+        elements = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return [e for e in elements if isinstance(e, ast.Constant) and e.value in names]
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            found += [(c.lineno, c.value) for operand in (node.left, *node.comparators) for c in named(operand)]
+        elif isinstance(node, ast.Dict):
+            found += [(c.lineno, c.value) for key in node.keys if key is not None for c in named(key)]
+        elif isinstance(node, ast.MatchValue):
+            found += [(c.lineno, c.value) for c in named(node.value)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+            found += [(node.lineno, k.arg) for k in node.keywords if k.arg in names]
+    return found
+
+
+def test_the_report_compares_no_field_with_an_option_name():
+    """ms/report says which option a run used through one table (ms.report.labels), keyed by registry:
+    no if-chain on option names, no dict keyed by them. Not yet ms/loop or ms/plan: they still ask
+    `provider == "hf"` and `memory.policy == "plain"`, which needs the parts to say it (ms/llm, ms/retrieval)."""
+    names = option_names()
+    found = {
+        f"{path.relative_to(REPO)}:{line}: {name!r}": None
+        for path in sorted((REPO / "ms" / "report").rglob("*.py"))
+        for line, name in spelled_options(path.read_text(encoding="utf-8"), names)
+    }
+    assert not found, "an option spelled out (say it through ms.report.labels): " + "; ".join(found)
+
+
+def test_spelled_options_are_found_where_they_hide():
+    names = {"rubric", "dense", "open"}
+    source = (
+        'if gate == "rubric":\n    pass\n'
+        'x = name in ("bm25", "dense")\n'
+        'y = {"open": 1, "other": 2}\n'
+        "z = dict(rubric=1)\n"
+        'match gate:\n    case "rubric":\n        pass\n'
+        'ok = {"rubric"}\nlabel = Label("dense", "dense retriever")\nw = gate.startswith("open")\n'
+    )
+    assert spelled_options(source, names) == [(1, "rubric"), (3, "dense"), (4, "open"), (5, "rubric"), (7, "rubric")]

@@ -11,9 +11,11 @@ ablation.md/.csv (when the runs hold more than one retriever/memory combination)
 retrieved whose memories, per run), stream_share.md/.csv (the share of each top k the stream wrote, per
 fill), quality.md/.csv (where runs hold the quality.jsonl `ms-data gate-quality` writes) and summary.md.
 
-Modules: runs (run folders and their cells), conditions (seed replicates, which conditions may be
-paired, which run speaks for a cell), paper (the published numbers), tables and render (Tables 1-2 and
-their formats), ablation, claims, figures, pages (runs.md, summary.md), writers, pool_server, baseline
+Modules: runs (run folders and their cells, a condition in words), labels (what the report calls each
+registered option: one table keyed by registry), conditions (seed replicates, which run speaks for a
+cell), pairing (which conditions may be paired), paper (the published numbers), tables and render
+(Tables 1-2 and their formats), ablation, claims and claim_files (claims.md, claims.csv), figures, pages
+(runs.md, summary.md), records (the run records: warnings, dirty and missing counts), writers, pool_server, baseline
 and sharing (who helped whom; writers reads a pool file, memories.csv or, through pool_server, a
 PostgreSQL pool; baseline pairs each run with a k = 0 run; export writes memories.csv), quality (gated
 answers against the references), cli (write_report, main) and html (the browsable site of --html).

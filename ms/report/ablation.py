@@ -9,21 +9,20 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ms.config.parts import POLICIES
 from ms.report.conditions import FIGURE4_K, Condition, Score
+from ms.report.labels import rank, words
 from ms.report.render import estimate_header, estimate_row, markdown_grid, value_text
 from ms.report.runs import Cell, metric_label
 from ms.report.tables import order, uncertainty_notes
 
 ABLATION_INDEX = ("retriever", "memory", "run")
-# Ablation rows, in this order; a label or policy not listed here follows, sorted.
-RETRIEVER_LABELS = ("random", "bm25", "dense-frozen", "dense-learned", "composite-frozen", "composite")
-MEMORY_POLICIES = ("plain", "stm_ltm")
 
 
 @dataclass
 class AblationRow:
-    retriever: str  # Run.retriever_label
-    memory: str
+    retriever: str  # Run.retriever_words
+    memory: str  # the memory policy in words
     condition: Condition
 
     @property
@@ -35,7 +34,7 @@ class AblationRow:
 class Ablation:
     cell: Cell
     agents: list[str]  # the paper's order, only agents some row has
-    rows: list[AblationRow]  # RETRIEVER_LABELS order, then MEMORY_POLICIES order
+    rows: list[AblationRow]  # the retrievers' order, then the memory policies' (ms.report.labels)
     scores: list[dict[str, Score]]  # per row: agent -> score, and 'overall'
     notes: list[str] = field(default_factory=list)
     show_n: bool = False
@@ -44,10 +43,6 @@ class Ablation:
     def title(self) -> str:
         backbone, k, pool = self.cell
         return f"{backbone}, k = {k}, {pool} pool"
-
-
-def _rank_of(value: str, preferred: Sequence[str]) -> tuple[int, str]:
-    return (preferred.index(value), "") if value in preferred else (len(preferred), value)
 
 
 def _accepted(c: Condition, missing: str) -> str:
@@ -77,14 +72,17 @@ def ablation_tables(
             single.append(cell)
             continue
         rows, notes = [], []
-        for retriever, memory in sorted(
-            combos, key=lambda c: (_rank_of(c[0], RETRIEVER_LABELS), _rank_of(c[1], MEMORY_POLICIES))
-        ):
+
+        def ablation_order(combo: tuple[str, str]) -> tuple:
+            """The table of labels' order: the baselines' retrievers first, each frozen before learned."""
+            return combos[combo][0].first.retriever_rank, rank(POLICIES, combo[1]), combo
+
+        for retriever, memory in sorted(combos, key=ablation_order):
             newest, *older = sorted(combos[(retriever, memory)], key=lambda c: (c.finished, c.name), reverse=True)
-            rows.append(AblationRow(retriever, memory, newest))
+            rows.append(AblationRow(newest.first.retriever_words, words(POLICIES, {"memory": memory}), newest))
             if older:
                 notes.append(
-                    f"{retriever} / {memory}: {newest.name} is the most recent of "
+                    f"{rows[-1].retriever} / {rows[-1].memory}: {newest.name} is the most recent of "
                     f"{1 + len(older)} conditions; not shown: {', '.join(c.name for c in older)}."
                 )
             if newest.last_fill != 100:
@@ -110,8 +108,8 @@ def ablation_markdown(tables: Sequence[Ablation], metric: str, single: Sequence[
     h = "#" * level
     out = [
         f"{h} Ablation: retriever x memory policy ({metric_label(metric)})\n",
-        f"Runs of the same backbone, k and pool, one row per retriever (random, bm25, dense-frozen, "
-        f"dense-learned, composite; -frozen = no memory train) and memory policy (plain, stm_ltm). Scores are "
+        f"Runs of the same backbone, k and pool, one row per retriever (frozen: no memory train; learned: "
+        f"memory train on) and memory policy. Scores are "
         f"{metric_label(metric)} at each run's last memory fill, with their 95% CI; 'accepted' counts the stream "
         f"questions whose answers the gate admitted to the pool (one count per seed replicate).\n",
     ]

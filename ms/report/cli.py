@@ -14,7 +14,8 @@ from ms.common.stats import MIN_CI_N
 from ms.metrics.base import metric_of_key
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
 from ms.report.access_compare import write_access
-from ms.report.claims import claims_csv, claims_grid, claims_markdown, comparisons, test_all, untested
+from ms.report.claim_files import claims_csv, claims_grid, claims_markdown, untested
+from ms.report.claims import comparisons, test_all
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
 from ms.report.figures import change_by_gate, figure4, save_figure
 from ms.report.gates import by_gate, change_since_first_fill

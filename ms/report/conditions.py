@@ -1,7 +1,6 @@
 """Conditions: runs whose cells (their recorded settings, ms.loop.cell) differ in the seed alone are
-replicates of one condition and are pooled per test question. Which conditions may be paired: their
-cells differ in the keys a comparison varies and, besides, only in keys that cannot change a paired
-question's value (NOT_COMPARED). Also which condition speaks for each table cell."""
+replicates of one condition and are pooled per test question; which conditions may be paired is
+ms.report.pairing's. Also which condition speaks for each table cell."""
 
 from __future__ import annotations
 
@@ -9,43 +8,19 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 from ms.common.stats import Estimate, mean_ci
-from ms.loop.schedule import batches
+from ms.config.parts import ACCESS_RULES, POLICIES
+from ms.report.labels import said, words
+from ms.report.pairing import REPLICATE_SEEDS, runs_pairable, under
 from ms.report.paper import PaperTables
 from ms.report.runs import Cell, Item, Run
 
 FIGURE4_K, FIGURE4_POOL = 3, "domain"  # the paper's Figure 4 setting
-TABLE_RETRIEVER, TABLE_MEMORY = "dense", "plain"
-
-# The seeds that make replicates: runs whose cells differ in these alone are one condition, run again.
-# data.split_seed is none of them (another split asks other test questions), nor are train.seed and
-# retriever.seed (a sweep over replicates varies `seed`; a run that changed another seed is another setting).
-REPLICATE_SEEDS = ("seed",)
-
-# The one list of cell keys that cannot change a paired question's value: a comparison pairs two
-# conditions whose cells differ in the keys it varies and, besides those, only in these (and says which).
-# A key names itself and every key below it. The record's resume-only keys (inputs, code_sha256, dtypes)
-# are not settings, and the report never reads them as such; they are named here so that no one pairs by them.
-NOT_COMPARED = {
-    # A micro-batch never crosses a fill, so other fills can cut the stream into other batches: they are
-    # passed over only where both runs took the same batches, or one grew no pool (same_batches).
-    "fills": "which fills were evaluated, where the stream was taken in the same micro-batches",
-    "gate.match": "the path of the decisions a random gate matched (the gate it matched is in the run's gate label)",
-    "backbone.timeout_s": "an API call's timeout",
-    "backbone.max_retries": "an API call's retries",
-    "backbone.backoff_s": "the wait between an API call's retries",
-    "backbone.max_retry_wait_s": "the longest wait between an API call's retries",
-    "backbone.max_concurrency": "API calls in flight at once",
-    "backbone.batch_size": "prompts scored or decoded together",
-    "eval.batch_size": "answers scored together by BERTScore",
-    "eval.metrics": "which metrics were measured (a claim compares a metric both sides measured)",
-    "accept_code_change": "whether a resume accepted other code (the numbers are the finished run's)",
-    "inputs": "the record's hashes of the files a run read, compared on resume only",
-    "code_sha256": "the record's hash of the code, compared on resume only",
-    "dtypes": "the record's resolved dtypes, compared on resume only",
-}
+# The paper's setting, which Tables 1-2 and Figure 4 read: its retriever and memory policy, and the gate
+# that speaks for a cell before any other (registered options: ms.report.labels says them in words).
+TABLE_RETRIEVER, TABLE_MEMORY, TABLE_GATE = "dense", "plain", "rubric"
 
 SELECTION_RULE = (
     "A run is identified by its cell record: metrics.json `cell.config`, or, for runs that predate it, the "
@@ -64,55 +39,10 @@ SELECTION_RULE = (
 )
 
 
-def under(key: str, names: Iterable[str]) -> bool:
-    """Whether the dotted key is one of the names or lies below one (gate.probes is under gate)."""
-    return any(key == name or key.startswith(name + ".") for name in names)
-
-
-def cell_differences(a: Run, b: Run) -> list[str]:
-    """The cell keys in which two runs differ, over the keys both cells hold (a key one lacks was added
-    after that run: the value it ran with is not known), the replicate seeds left out. A run whose cell
-    cannot be read at all (no record, no saved config) shows no differences: its run fields must tell."""
-    sa, sb = a.settings or {}, b.settings or {}
-    return sorted(k for k in sa.keys() & sb.keys() if sa[k] != sb[k] and not under(k, REPLICATE_SEEDS))
-
-
-def stream_batches(run: Run) -> Optional[list[tuple[int, int]]]:
-    """The stream's micro-batches as the run took them (ms.loop.schedule.batches: its fills and
-    micro_batch cut them), as (start, end) positions; [] for a run that grew no pool (k = 0 skips the
-    stream), None where the stream's length or the micro-batch size is not recorded."""
-    n = (run.metrics.get("stream") or {}).get("questions")
-    settings = run.settings or {}
-    micro_batch = settings.get("micro_batch")
-    if n is not None and int(n) == 0:
-        return []
-    if n is None or micro_batch is None:
-        return None
-    return [
-        (part.start, part.stop)
-        for _, part in batches(int(n), settings.get("fills") or run.fills, int(micro_batch))
-        if part is not None
-    ]
-
-
-def same_batches(a: Run, b: Run) -> bool:
-    """Whether two runs' fills could change neither's values: one grew no pool, or both took the
-    stream in the same micro-batches."""
-    sa, sb = stream_batches(a), stream_batches(b)
-    return sa == [] or sb == [] or (sa is not None and sa == sb)
-
-
 def pairable(a: "Condition", b: "Condition", varied: Sequence[str] = ()) -> Optional[list[str]]:
-    """Where two conditions may be paired by a comparison that varies the keys `varied`: the keys
-    outside `varied` in which their cells differ, all of them NOT_COMPARED ones ([] where none). None
-    where they may not: their cells differ elsewhere, or in fills that cut the stream into other
-    micro-batches, or both recorded the examples they read and those differ."""
-    if a.data and b.data and a.data != b.data:
-        return None
-    other = [k for k in cell_differences(a.first, b.first) if not under(k, varied)]
-    if "fills" in other and not same_batches(a.first, b.first):
-        return None
-    return other if all(under(k, NOT_COMPARED) for k in other) else None
+    """Where two conditions may be paired by a comparison that varies the keys `varied` (ms.report.pairing:
+    replicates share their cells but the seed, so their first runs speak for them)."""
+    return runs_pairable(a.first, b.first, varied)
 
 
 @dataclass(frozen=True)
@@ -175,6 +105,14 @@ class Condition:
     @property
     def gate(self) -> str:
         return self.first.gate
+
+    @property
+    def gate_words(self) -> str:
+        return self.first.gate_words
+
+    def words(self, omit: Sequence[str] = ()) -> str:
+        """The condition in words (Run.words), without the parts named in `omit`."""
+        return self.first.words(omit)
 
     @property
     def grader(self) -> str:
@@ -296,7 +234,7 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
     """The condition that speaks for each cell (SELECTION_RULE), and why each other run does not."""
 
     def rank(c: Condition):
-        return c.gate == "rubric", bool(c.fields.get("learned")), c.finished, c.name
+        return c.gate == TABLE_GATE, bool(c.fields.get("learned")), c.finished, c.name
 
     def eligible(c: Condition) -> bool:
         return (
@@ -305,8 +243,10 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
             and not c.fields.get("access")
             and not c.fields.get("poison")
             and not c.fields.get("retire")
+            and not c.fields.get("best_of")
         )
 
+    table_memory, open_access = words(POLICIES, {"memory": TABLE_MEMORY}), words(ACCESS_RULES, {})
     chosen: dict[Cell, Condition] = {}
     for c in conds:
         if eligible(c) and (c.cell not in chosen or rank(c) > rank(chosen[c.cell])):
@@ -315,16 +255,24 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
     for c in conds:
         for run in c.runs:
             if c.fields.get("retriever") != TABLE_RETRIEVER:
-                why_not[run.name] = f"retriever={c.fields.get('retriever')} (the tables use dense only)"
+                why_not[run.name] = f"{c.first.retriever_words} (the tables use the {TABLE_RETRIEVER} retriever only)"
             elif c.memory != TABLE_MEMORY:
-                why_not[run.name] = f"memory={c.memory} (the tables use plain memory only; see ablation.md)"
+                why_not[run.name] = (
+                    f"{words(POLICIES, {'memory': c.memory})} (the tables use {table_memory} only; see ablation.md)"
+                )
             elif c.fields.get("access"):
-                why_not[run.name] = "access=rule (the tables read under access=open; see access.md)"
+                why_not[run.name] = (
+                    f"{said(ACCESS_RULES, {'access': c.first.access})} (the tables read under {open_access}; see access.md)"
+                )
             elif c.fields.get("poison"):
                 why_not[run.name] = "a poisoning writer wrote into its pool (the tables read clean runs; see poison.md)"
             elif c.fields.get("retire"):
                 why_not[run.name] = (
                     "memory.retire_below retired memories (the tables read runs that keep what they admit)"
+                )
+            elif c.fields.get("best_of"):
+                why_not[run.name] = (
+                    f"its stream kept the best of {c.fields['best_of']} sampled answers (the tables read greedy streams)"
                 )
             elif chosen[c.cell] is not c:
                 why_not[run.name] = f"its cell is taken by {chosen[c.cell].name}"

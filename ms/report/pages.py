@@ -7,6 +7,7 @@ from typing import Optional, Sequence
 
 from ms.report.conditions import FIGURE4_K, SELECTION_RULE, Condition, used_in
 from ms.report.paper import PaperTables
+from ms.report.records import record_counts
 from ms.report.render import Table, markdown_grid, to_markdown, value_text
 from ms.report.runs import Run, Skipped, metric_label
 
@@ -23,13 +24,15 @@ def _overall(run: Run, metric: str) -> str:
 def runs_markdown(
     runs: Sequence[Run], why_not: dict[str, str], paper: PaperTables, metric: str, skipped: Sequence[Skipped]
 ) -> str:
-    """Every run with all its run fields and overall score; the ones in the tables first."""
+    """Every run, its condition in words, all its run fields and overall score; the ones in the tables
+    first. Under each table, how many of its runs were recorded dirty or carry no run record."""
     keys = list(dict.fromkeys(k for r in runs for k in r.fields))
-    header = ["run", *keys, "overrides", "last fill", f"overall {metric} [95% CI]", "used in"]
+    header = ["run", "condition", *keys, "overrides", "last fill", f"overall {metric} [95% CI]", "used in"]
 
     def row(run: Run, use: str) -> list[str]:
         return [
             run.name,
+            run.words(),
             *(_field_text(run.fields.get(k, "")) for k in keys),
             " ".join(run.overrides),
             f"{run.last_fill}%",
@@ -42,6 +45,7 @@ def runs_markdown(
     parts = ["# Runs\n", SELECTION_RULE + "\n", f"## Runs in the tables ({len(in_tables)})\n"]
     parts.append(
         markdown_grid(header, [row(r, ", ".join(used_in(r.cell, paper))) for r in in_tables], len(header))
+        + f"\n\n{record_counts(in_tables)}"
         if in_tables
         else "None."
     )
@@ -50,6 +54,7 @@ def runs_markdown(
         markdown_grid(
             header, [row(r, why_not.get(r.name, "no table shows this k and pool")) for r in others], len(header)
         )
+        + f"\n\n{record_counts(others)}"
         if others
         else "None."
     )
@@ -92,12 +97,11 @@ def summary_markdown(
             else f"used in {', '.join(used_in(r.cell, paper)) or 'no table (none shows this k and pool)'}"
         )
         out.append(
-            f"- `{r.name}`: backbone {r.fields['backbone']}, k={r.cell[1]}, pool {r.cell[2]}, "
-            f"retriever {r.retriever_label}, memory {r.memory}"
-            + ("" if r.seed is None else f", seed {r.seed}")
-            + f"; overall {metric} "
+            f"- `{r.name}`: {r.words()}" + ("" if r.seed is None else f", seed {r.seed}") + f"; overall {metric} "
             f"{_overall(r, metric)} at {r.last_fill}% fill; {use}"
         )
+    if runs:
+        out.append(f"\n{record_counts(runs)}")
     if skipped:
         out.append("\n### Skipped (incomplete cells)\n")
         out += [f"- `{s.path}`: {s.reason}" for s in skipped]

@@ -24,7 +24,9 @@ from matplotlib.figure import Figure
 
 from ms.common.stats import MIN_CI_N, Estimate, mean_ci
 from ms.config.files import DECISIONS_FILE
+from ms.config.parts import ACCESS_RULES
 from ms.report.figures import new_figure, save_figure
+from ms.report.labels import option
 from ms.report.render import markdown_grid
 from ms.report.runs import Run, metric_label, read_jsonl
 from ms.report.writers import read_writers
@@ -161,7 +163,7 @@ def poison_markdown(found: Sequence[Spread], metric: str) -> str:
                 s.poison.get("kind"),
                 s.poison.get("victim"),
                 s.run.gate,
-                "rule" if s.run.fields.get("access") else "open",
+                option(ACCESS_RULES, s.run.fields),
                 "–" if s.asked is None else s.asked,
                 "–" if s.admitted is None else s.admitted,
                 _share(s.retrievals[VICTIM]),
@@ -244,7 +246,7 @@ def poison_csv(found: Sequence[Spread]) -> str:
 
 
 def _label(s: Spread) -> str:
-    access = "rule" if s.run.fields.get("access") else "open"
+    access = option(ACCESS_RULES, s.run.fields)
     return f"{s.poison.get('kind')}, gate={s.run.gate}, {access}" + ("" if s.clean else "\n(no clean run)")
 
 

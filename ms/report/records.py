@@ -53,6 +53,16 @@ def record_warnings(pairs: Iterable[Pair]) -> list[str]:
     return list(lines.values())
 
 
+def record_counts(runs: Sequence[Run]) -> str:
+    """The line under a table of runs: how many it shows, how many of them recorded a tree that differed
+    from their commit (provenance `dirty: true`) and how many carry no run record at all (written before
+    metrics.json had one), e.g. "runs: 6, of which 2 recorded dirty, 1 without a run record"."""
+    shown = list({run.name: run for run in runs}.values())  # a run a table names twice counts once
+    dirty = sum((record_of(run) or {}).get("dirty") is True for run in shown)
+    lacking = sum(record_of(run) is None for run in shown)
+    return f"runs: {len(shown)}, of which {dirty} recorded dirty, {lacking} without a run record"
+
+
 def records_markdown(warnings: Sequence[str], runs: Sequence[Run]) -> str:
     """summary.md's section: every warning, and which runs carry no record."""
     lacking = [r.name for r in runs if record_of(r) is None]

@@ -15,9 +15,11 @@ from typing import Optional, Sequence
 import yaml
 
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
+from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, RETRIEVERS
 from ms.loop.cell import ADDED_SINCE, stored
 from ms.loop.run_folder import failure
 from ms.metrics.base import metric_keys, metric_of_key
+from ms.report.labels import answers_words, gate_key, option, pool_words, rank, retriever_key, said, words
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +27,9 @@ Cell = tuple[str, int, str]  # (backbone, k, pool)
 Item = tuple[str, str]  # (agent, test_id): one test question, the unit every CI resamples
 
 SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.metrics.evaluate.summarize)
+SEPARATOR = " · "  # between the parts of a condition in words (Run.words)
+# The parts of a condition in words, in the order Run.words says them: the names its `omit` takes.
+DESCRIBED = ("backbone", "k", "pool", "retriever", "memory", "gate", "answers", "access", "poison", "grader")
 
 
 def metric_label(metric: str) -> str:
@@ -98,30 +103,70 @@ class Run:
 
     @property
     def memory(self) -> str:
-        """The memory policy; runs from before the field existed used plain memory."""
+        """The memory policy; runs from before the field existed name none (ms.report.labels says which they used)."""
         policy = self.fields.get("memory") or (self.metrics.get("memory") or {}).get("policy")
-        return str(policy or "plain")
+        return str(option(POLICIES, {"memory": policy}))
 
     @property
     def retriever_label(self) -> str:
-        """random, bm25, dense-frozen/dense-learned, composite-frozen/composite (learned), or the raw name."""
-        name = str(self.fields.get("retriever"))
-        learned = bool(self.fields.get("learned"))
-        if name == "dense":
-            return "dense-learned" if learned else "dense-frozen"
-        if name == "composite":
-            return "composite" if learned else "composite-frozen"
-        return name
+        """The test questions' retriever, short, and whether memory train learned it ("dense-learned", "bm25"):
+        one per condition, as the report groups and orders conditions by it."""
+        return retriever_key(self.fields)
+
+    @property
+    def retriever_words(self) -> str:
+        """The test questions' retriever in words: "learned dense retriever", "BM25 retriever"."""
+        return words(RETRIEVERS, self.fields)
+
+    @property
+    def retriever_rank(self) -> tuple:
+        """The ablation's order of retrievers (ms.report.labels), a frozen one before its learned one."""
+        return *rank(RETRIEVERS, self.fields.get("retriever")), bool(self.fields.get("learned"))
 
     @property
     def gate(self) -> str:
-        """What admitted the stream's pairs; runs record it only where it is not the rubric. A random
-        control is named by what it matched (or its rate), a reference-written stream by its answers."""
-        gate = str(self.fields.get("gate") or "rubric")
-        if gate == "random":
-            matched = self.fields.get("matched_gate")
-            gate = f"random~{matched}" if matched else f"random@{self.fields.get('rate')}"
-        return gate + ("+reference" if self.fields.get("stream_answers") == "reference" else "")
+        """What admitted the stream's pairs, short (gate_key): one per condition, as the report groups,
+        orders and pairs conditions by it."""
+        return gate_key(self.fields)
+
+    @property
+    def gate_words(self) -> str:
+        """The gate in words, and what the stream wrote where it was not the model's answers."""
+        return SEPARATOR.join(p for p in (words(GATES, self.fields), answers_words(self.fields)) if p)
+
+    @property
+    def access(self) -> dict:
+        """The access rule the pool was read under, {"rule", "file"}, as the run recorded it (metrics.json
+        `run.access`) or, for a run without the field, as its cell names it; {} where neither names one."""
+        recorded, settings = self.fields.get("access") or {}, self.settings or {}
+        rule = recorded.get("rule") or settings.get("access.name")
+        file = recorded.get("file") or settings.get("access.file")
+        return {k: v for k, v in (("rule", rule), ("file", file)) if v}
+
+    @property
+    def access_key(self) -> str:
+        """The access rule, short, and the file it came from: one per condition, as `gate` is."""
+        name, file = option(ACCESS_RULES, {"access": self.access}), self.access.get("file")
+        return f"access={name} ({Path(str(file)).name})" if file else str(name)
+
+    def words(self, omit: Sequence[str] = ()) -> str:
+        """The run's condition in words, e.g. "smollm2 · k = 3 · Domain pool · learned dense retriever · plain
+        memory · rubric gate", without the parts named in `omit` (DESCRIBED: what a comparison varies)."""
+        f = self.fields
+        parts = {
+            "backbone": f["backbone"],
+            "k": f"k = {f['k']}",
+            "pool": pool_words(f["pool"]),
+            "retriever": self.retriever_words,
+            "memory": words(POLICIES, {"memory": self.memory}),
+            "gate": words(GATES, f),
+            "answers": answers_words(f),
+            "access": said(ACCESS_RULES, {"access": self.access}),
+            "poison": said(POISONS, f),
+            "grader": None if self.grader == f["backbone"] else f"graded by {self.grader}",
+        }
+        assert set(parts) == set(DESCRIBED)
+        return SEPARATOR.join(text for part, text in parts.items() if text and part not in omit)
 
     @property
     def data(self) -> Optional[str]:

@@ -24,7 +24,9 @@ import yaml
 from ms.agents import default_agents
 from ms.common.errors import UserError
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
+from ms.config.parts import POISONS, POOL_BACKENDS
 from ms.report.forgotten import gone_rows, removal_reasons
+from ms.report.labels import on_server, option, unrecorded
 from ms.report.pool_server import server_rows
 from ms.report.runs import read_jsonl
 
@@ -91,7 +93,7 @@ def poison_writer(run_dir: Path) -> Optional[str]:
     if isinstance(recorded, dict) and recorded.get("writer"):
         return str(recorded["writer"])
     configured = run_config(run_dir).get("poison")
-    if isinstance(configured, dict) and configured.get("name") not in (None, "none"):
+    if isinstance(configured, dict) and configured.get("name") not in (None, unrecorded(POISONS)):
         return str(configured.get("writer") or "poison")
     return None
 
@@ -215,7 +217,7 @@ def read_writers(run_dir: Path, run_backbone: str = "") -> Optional[dict[int, Wr
         rows = _csv_rows(source)
     elif source is not None:
         rows = _with_gone(run_dir, config, *_pool_rows(source))
-    elif (config.get("pool") or {}).get("backend") == "postgres":  # a published memories.csv comes first
+    elif on_server(option(POOL_BACKENDS, config)):  # a published memories.csv comes first
         rows = server_rows(run_dir, config)
     else:
         return None

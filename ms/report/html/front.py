@@ -8,9 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ms.config.parts import POLICIES
+from ms.report.claim_files import claim_runs
 from ms.report.claims import CLAIMS, ClaimRow, higher_is_better
 from ms.report.conditions import SELECTION_RULE, Condition, used_in
+from ms.report.labels import words
 from ms.report.paper import PaperTables
+from ms.report.records import record_counts
 from ms.report.render import DIFF, Table, value_text
 from ms.report.runs import Run, Skipped, metric_label, metric_words
 
@@ -33,7 +37,7 @@ class ReportParts:
 
 
 def _side(c: Condition, fill: int, index: dict[str, int]) -> dict:
-    return {"runs": [r.name for r in c.runs], "run": index[c.first.name], "fill": fill}
+    return {"runs": [r.name for r in c.runs], "run": index[c.first.name], "fill": fill, "words": c.words()}
 
 
 def claim_data(row: ClaimRow, index: dict[str, int]) -> dict:
@@ -90,9 +94,10 @@ def run_entry(run: Run, parts: ReportParts) -> dict:
         "backbone": f["backbone"],
         "k": f["k"],
         "pool": f["pool"],
-        "retriever": run.retriever_label,
-        "memory": run.memory,
-        "gate": run.gate,
+        "words": run.words(),
+        "retriever": run.retriever_words,
+        "memory": words(POLICIES, {"memory": run.memory}),
+        "gate": run.gate_words,
         "seed": run.seed,
         "last_fill": run.last_fill,
         "fills": run.fills,
@@ -120,6 +125,8 @@ def front_data(parts: ReportParts, figure_files: dict[str, str]) -> dict:
         },
         "selection_rule": SELECTION_RULE,
         "claims": [claim_data(row, index) for row in parts.claim_rows],
+        "claim_records": record_counts(claim_runs(parts.claim_rows)),
+        "run_records": record_counts(parts.runs),
         "claim_rules": {c.id: {"text": c.text, "how": c.how} for c in CLAIMS.values()},
         "untested": list(parts.untested),
         "tables": [table_data(t) for t in parts.tables.values()],

@@ -143,7 +143,7 @@ def _cells(s: Sharing, memory_ids: dict[tuple[str, str], dict[Item, list[int]]],
     return {
         "rows": s.rows,
         "columns": s.columns,
-        "all": ALL,
+        "everyone": ALL,  # the column of all writers
         "counts": counts,
         "gains": gains,
         "cells": cells,
@@ -179,8 +179,9 @@ def run_data(run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[
     data = {
         "name": run.name,
         "fields": run.fields,
-        "gate": run.gate,
-        "retriever": run.retriever_label,
+        "words": run.words(),
+        "gate": run.gate_words,
+        "retriever": run.retriever_words,
         "memory": run.memory,
         "fills": run.fills,
         "measured": run.measured,

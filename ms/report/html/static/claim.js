@@ -8,15 +8,17 @@
   // a − b as the claim counts it: b − a where lower is better, so above 0 always says a is better.
   function diff(c, p) { return c.higher_is_better ? p[2] - p[3] : p[3] - p[2]; }
 
-  function sideName(side) { return side.runs.join(" + ") + " at " + side.fill + "%"; }
+  // A side in words (its condition, at its fill); its run folders are the link's title.
+  function sideName(side) { return side.words + " at " + side.fill + "% fill"; }
 
   function header(c) {
     return h("div", {},
       h("h1", {}, "(" + c.claim + ") " + c.text),
-      h("p", {}, c.label + "; " + c.setting + "; " + MS.metricLabel(c.metric) + ": a − b = " + MS.ci(c.estimate, c.lo, c.hi, 4) +
+      h("p", {}, c.label + " · " + c.setting + "; " + MS.metricLabel(c.metric) + ": a − b = " + MS.ci(c.estimate, c.lo, c.hi, 4) +
         ", p = " + (c.p === null ? "–" : c.p.toPrecision(3)) + ", n = " + c.n + ", agents ahead " + c.wins + "/" + c.agents + ": ",
         h("span", {class: "verdict " + c.verdict}, c.verdict)),
-      h("p", {}, "a: ", MS.link(sideName(c.a), MS.route("run", c.a.run)), "; b: ", MS.link(sideName(c.b), MS.route("run", c.b.run))),
+      h("p", {class: "sides-named"}, "a: ", MS.link(sideName(c.a), MS.route("run", c.a.run), {title: c.a.runs.join(" + ")}),
+        "; b: ", MS.link(sideName(c.b), MS.route("run", c.b.run), {title: c.b.runs.join(" + ")})),
       c.replicates > 1 ? MS.note("The claim averages each question over seed replicates; the side-by-side view shows the first run of each side.") : null,
       c.higher_is_better ? null : MS.note(MS.metricLabel(c.metric) + " is better lower: each difference is b − a."));
   }

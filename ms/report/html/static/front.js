@@ -17,8 +17,9 @@
       MS.note("Each row: the mean paired difference a − b over the test questions both runs measured (a better " +
               "where above 0), its 95% bootstrap CI, a sign-flip permutation p and the verdict at alpha = 0.05. " +
               "'per question' lists the pairs the mean is taken over, and shows each question's two runs side by side."),
-      site.claims.length ? MS.table(["claim", "comparison", "setting", "metric", "a − b [95% CI]", "p", "n",
-                                     "agents ahead", "verdict", ""], rows, {class: "claims"})
+      site.claims.length ? [MS.table(["claim", "comparison", "setting", "metric", "a − b [95% CI]", "p", "n",
+                                      "agents ahead", "verdict", ""], rows, {class: "claims"}),
+                            h("p", {class: "note records"}, site.claim_records)]
                          : MS.note("No claim could be tested on these runs."),
       site.untested.length ? h("ul", {class: "untested"}, site.untested.map(function (t) { return h("li", {}, "not tested here: " + t); })) : null,
       h("details", {}, h("summary", {}, "How each claim is tested"),
@@ -48,18 +49,18 @@
   MS.sharingTable = function (runIndex, s) {
     var blocks = [], columns = s.columns;
     columns.forEach(function (c) {
-      var block = c === s.all ? "" : c.split("=")[0];
+      var block = c === s.everyone ? "" : c.split("=")[0];
       if (!blocks.length || blocks[blocks.length - 1].name !== block) blocks.push({name: block, n: 0});
       blocks[blocks.length - 1].n += 1;
     });
     var top = h("tr", {}, h("th", {}, ""), blocks.map(function (b) { return h("th", {colspan: b.n, class: "block"}, b.name || "all"); }));
     var names = h("tr", {}, h("th", {}, "retrieving agent"), columns.map(function (c) {
-      return h("th", {}, c === s.all ? "all" : c.slice(c.indexOf("=") + 1));
+      return h("th", {}, c === s.everyone ? "all" : c.slice(c.indexOf("=") + 1));
     }));
     var body = s.rows.map(function (row) {
       var counts = (s.counts || {})[row] || {}, gains = (s.gains || {})[row] || {};
-      var label = row === s.all ? "all" : row + (s.backbone_of && s.backbone_of[row] ? " (" + s.backbone_of[row] + ")" : "");
-      return h("tr", {class: row === s.all ? "total" : ""}, h("th", {}, label), columns.map(function (c) {
+      var label = row === s.everyone ? "all" : row + (s.backbone_of && s.backbone_of[row] ? " (" + s.backbone_of[row] + ")" : "");
+      return h("tr", {class: row === s.everyone ? "total" : ""}, h("th", {}, label), columns.map(function (c) {
         var n = counts[c];
         if (!n) return h("td", {class: "empty"}, "·");
         var g = gains[c] || [];
@@ -93,14 +94,14 @@
 
   function runsSection(site) {
     var rows = site.runs.map(function (r, i) {
-      return h("tr", {}, h("td", {}, MS.link(r.name, MS.route("run", i), {class: "run-link"})), h("td", {}, r.backbone),
-        h("td", {class: "num"}, r.k), h("td", {}, r.pool), h("td", {}, r.retriever), h("td", {}, r.memory), h("td", {}, r.gate),
+      return h("tr", {}, h("td", {}, MS.link(r.name, MS.route("run", i), {class: "run-link"})), h("td", {class: "condition"}, r.words),
         h("td", {}, r.seed === null ? "–" : r.seed), h("td", {}, r.fills.join(", ")), h("td", {class: "num"}, r.overall), h("td", {}, r.use));
     });
     return h("section", {id: "runs"}, h("h2", {}, "Runs (" + site.runs.length + " complete, " + site.skipped.length + " skipped)"),
       MS.note(site.selection_rule),
-      h("div", {class: "scroll"}, MS.table(["run", "backbone", "k", "pool", "retriever", "memory", "gate", "seed", "fills (%)",
+      h("div", {class: "scroll"}, MS.table(["run", "condition", "seed", "fills (%)",
                                             "overall " + MS.metricLabel(site.metric) + " [95% CI]", "in the tables?"], rows)),
+      h("p", {class: "note records"}, site.run_records),
       site.skipped.length ? h("ul", {}, site.skipped.map(function (s) { return h("li", {}, "skipped " + s.path + ": " + s.reason); })) : null);
   }
 

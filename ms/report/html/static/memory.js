@@ -144,7 +144,7 @@
       });
       var n = weights.reduce(function (a, b) { return a + b; }, 0), g = ((site.sharing[i] || {}).gains || {})[row] || {};
       return h("div", {}, MS.runHeader(run, i, ""),
-        h("h2", {class: "cell-title"}, "Retrievals by " + (row === s.all ? "all agents" : row) + " of memories of " + (column === s.all ? "any writer" : column)),
+        h("h2", {class: "cell-title"}, "Retrievals by " + (row === s.everyone ? "all agents" : row) + " of memories of " + (column === s.everyone ? "any writer" : column)),
         MS.note(cells.reduce(function (a, c) { return a + c[1].length; }, 0) + " retrievals in " + cells.length + " test questions at " + f +
                 "% fill. " + (s.baseline ? "Mean gain in " + MS.metricLabel(s.metric) + " against k = 0 (each question weighted by its memories " +
                 "in the cell): " + (n ? MS.signed(gains.reduce(function (a, b) { return a + b; }, 0) / n, 3) : "–") + "; the matrix's, with its 95% CI: " +

@@ -119,8 +119,7 @@
                                 ["gate decisions (" + run.decisions.length + ")", MS.route("run", i, "decisions")]];
     return h("div", {},
       h("h1", {}, run.name),
-      MS.note(f.backbone + ", k = " + f.k + ", " + f.pool + " pool, retriever " + run.retriever + ", memory " + run.memory +
-              ", gate " + run.gate + (f.seed === undefined ? "" : ", seed " + f.seed) + "; fills " + run.fills.join(", ") + "%"),
+      MS.note(run.words + (f.seed === undefined ? "" : ", seed " + f.seed) + "; fills " + run.fills.join(", ") + "%"),
       h("p", {class: "note rule"}, "Access: " + run.access + ". Poisoner: " + run.poison + "."),
       MS.note("Memory texts: " + run.memory_source + "."), run.memory_missing.map(function (m) { return h("p", {class: "note missing"}, "Missing: " + m); }),
       run.prompt ? null : h("p", {class: "note missing"}, "Prompts: " + run.prompt_missing),
