@@ -63,6 +63,10 @@ BACKBONES = ", ".join(sorted(p.stem for p in (REPO / "conf" / "backbone").glob("
             "random (did you mean retriever=dense_frozen?)",
         ),
         (["k=three"], "invalid setting k=three: must be an integer"),
+        (
+            ["gate=all", "gate.probes=2"],  # a key of another gate's own settings (ms.gates.settings)
+            "unknown key gate.probes under gate=all: a setting of gate=utility and gate=both only; gate=all has name",
+        ),
         (["fills=[20,half]"], "invalid setting fills[1]=half: must be an integer"),
         (["backbone=ms_backbone_schema"], f"unknown backbone=ms_backbone_schema: choose one of {BACKBONES}"),
         (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),

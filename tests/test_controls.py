@@ -82,12 +82,17 @@ def test_matched_random_refuses_a_stream_that_is_not_the_matched_runs(tmp_path):
 
 
 def test_gate_match_must_name_a_finished_run_and_only_random_reads_it(tmp_path):
+    from ms.cli.compose import jobs
+    from ms.common.errors import UserError
     from ms.loop.validation import problems
 
     found = problems(compose_config(["gate=random", f"gate.match={tmp_path}"]))
     assert any("gate.match" in p and "decisions.jsonl" in p for p in found), found
-    found = problems(compose_config(["gate=all", f"gate.match={tmp_path}"]))
-    assert any("gate.match" in p and "gate=random only" in p for p in found), found
+    with pytest.raises(UserError) as refused:  # gate=all declares no match: refused as it is composed
+        jobs(["gate=all", f"gate.match={tmp_path}"], multirun=False)
+    assert (
+        str(refused.value) == "unknown key gate.match under gate=all: a setting of gate=random only; gate=all has name"
+    )
 
 
 def test_plan_mode_counts_no_grading_for_the_controls():

@@ -171,12 +171,20 @@ def test_the_reference_lists_every_group_and_option_under_conf():
         assert f"`{option}`" in page, option
 
 
+def option_keys() -> set[str]:
+    """Every settable key of each group option's own settings (ms.config.options: gate=random's gate.rate)."""
+    from ms.config.options import owned
+
+    return {f"{group}.{f.name}" for group, _, kind in owned() for f in dataclasses.fields(kind)}
+
+
 def test_the_reference_lists_every_setting_of_the_schema_with_its_choices():
     page = markdown()
-    keys = schema_keys()
+    keys = schema_keys() | option_keys()
     assert {
         "k",
         "gate.rate",
+        "gate.decide_on",
         "scorer.defence",
         "backbone.dtype",
         "accept_code_change",
@@ -190,6 +198,12 @@ def test_the_reference_lists_every_setting_of_the_schema_with_its_choices():
     assert "one of none, quote, strip, reject" in row
     row = next(line for line in page.splitlines() if line.startswith("| `backbone.dtype` |"))
     assert "one of auto, float32, float16, bfloat16" in row
+    # each gate's own settings under its option, after the section every gate shares
+    assert page.index("### `gate` {#settings-gate}") < page.index(
+        "### `gate` under `gate=utility` {#settings-gate-utility}"
+    )
+    utility = page.split("{#settings-gate-utility}")[1].split("\n### ")[0]
+    assert "| `gate.decide_on` | str | `mean` | one of mean, lower |" in utility and "gate.rate" not in utility
 
 
 def test_the_reference_lists_every_registered_part():
@@ -219,6 +233,7 @@ def test_a_part_registered_from_outside_ms_and_its_config_folder_join_the_refere
     assert "| `toy` | `toy_parts.gate:ToyGate` |" in page
     assert "| `ref_words` | `toy_parts.metric:RefWords` |" in page
     assert "#### `gate=toy`" in page and "A toy gate from outside ms" in page
+    assert "### `gate` under `gate=toy`" in page and "| `gate.ratio` | float | `3.0` | &gt; 0 |" in page
     row = next(line for line in page.splitlines() if line.startswith("| `gate.name` |"))
     assert "one of rubric, utility, both, all, random, toy" in row
 

@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+from omegaconf import OmegaConf
 
 from ms.config.parts import ACCESS_RULES, ENGINES, GATES, METRICS, POLICIES, POOL_BACKENDS, PROVIDERS, RETRIEVERS
 from ms.config.registry import DuplicatePart, Registry, UnknownPart
@@ -85,7 +86,7 @@ def test_installed_entry_points_join_a_registry_and_may_not_repeat_a_name(tmp_pa
 # ---- a toy gate and a toy metric, from outside ms ----------------------------------------------
 
 TOY_GATE = '''
-"""gate=toy: admits a pair whose answer has at most as many words as its question has times three."""
+"""gate=toy: admits a pair whose answer has at most gate.ratio words per word of its question."""
 
 from ms.gates.base import Acceptance, Gate, decision
 
@@ -93,28 +94,42 @@ from ms.gates.base import Acceptance, Gate, decision
 class ToyGate(Gate):
     name = "toy"
 
+    def __init__(self, ratio):
+        self.ratio = ratio
+
     @classmethod
     def build(cls, cfg, parts):
-        return cls()
+        return cls(cfg.ratio)
 
     def judge(self, candidates):
-        return [decision(c, len(c.answer.split()) <= 3 * len(c.question.split()), "toy: short enough", "toy")
-                for c in candidates]
-
-    @classmethod
-    def problems(cls, cfg, backbones):
-        if cfg.rate == 0:
-            yield "invalid setting gate.rate=0: the toy gate reads it as its share of the plan, and 0 plans nothing"
+        return [
+            decision(c, len(c.answer.split()) <= self.ratio * len(c.question.split()),
+                     f"toy: at most {self.ratio:g} words per question word", "toy")
+            for c in candidates
+        ]
 
     @classmethod
     def acceptance(cls, cfg, plan):
-        return Acceptance(float(cfg.rate), f"{cfg.rate:.2f} of stream pairs admitted, as the toy gate assumes",
-                          assumed=False)
+        return Acceptance(min(1.0, cfg.ratio / 6), f"{min(1.0, cfg.ratio / 6):.2f} of stream pairs admitted, "
+                          f"as the toy gate assumes at ratio {cfg.ratio:g}", assumed=False)
 
     @classmethod
     def record(cls, cfg):
-        return {"gate": cfg.name, "toy": True}
+        return {"gate": cfg.name, "toy_ratio": cfg.ratio}
 '''
+
+# The toy gate's own settings, in a light module of their own: the schema of gate=toy.
+TOY_SETTINGS = """
+from dataclasses import dataclass
+
+from ms.config.fields import setting
+from ms.config.schema import GateConfig
+
+
+@dataclass
+class ToySettings(GateConfig):
+    ratio: float = setting(3.0, gt=0.0)  # answer words allowed per word of the question
+"""
 
 TOY_METRIC = '''
 """eval.metrics=[ref_words]: the reference answer's length in words; needs nothing of a backbone."""
@@ -137,23 +152,27 @@ class RefWords(Metric):
 TOY_INIT = """
 from ms.config.parts import GATES, METRICS
 
-GATES.register("toy", "toy_parts.gate:ToyGate")
+GATES.register("toy", "toy_parts.gate:ToyGate", settings="toy_parts.settings:ToySettings")
 METRICS.register("ref_words", "toy_parts.metric:RefWords")
 """
 
 
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
-    """A package toy_parts (toy_parts/gate.py, toy_parts/metric.py, and the __init__ that registers
-    them) on sys.path, and a config folder with gate/toy.yaml and experiment/toy.yaml (the metric's
-    setting) that Hydra searches as ms-run's --config-dir does. Both names are withdrawn afterwards."""
+    """A package toy_parts (toy_parts/gate.py, its settings toy_parts/settings.py, toy_parts/metric.py,
+    and the __init__ that registers them) on sys.path, and a config folder with gate/toy.yaml (typed by
+    the toy's settings) and experiment/toy.yaml (the metric's setting) that Hydra searches as ms-run's
+    --config-dir does. Both names are withdrawn afterwards."""
     package = tmp_path / "plugins" / "toy_parts"
     package.mkdir(parents=True)
-    for name, text in (("__init__", TOY_INIT), ("gate", TOY_GATE), ("metric", TOY_METRIC)):
+    for name, text in (("__init__", TOY_INIT), ("gate", TOY_GATE), ("settings", TOY_SETTINGS), ("metric", TOY_METRIC)):
         (package / f"{name}.py").write_text(textwrap.dedent(text))
     conf = tmp_path / "conf"
     (conf / "gate").mkdir(parents=True)
-    (conf / "gate" / "toy.yaml").write_text("# A toy gate from outside ms (tests/test_registry.py).\nname: toy\n")
+    (conf / "gate" / "toy.yaml").write_text(
+        "# A toy gate from outside ms (tests/test_registry.py).\n"
+        "defaults:\n  - /ms_gate_toy@_here_\n  - _self_\nname: toy\nratio: 3.0\n"
+    )
     (conf / "experiment").mkdir()
     (conf / "experiment" / "toy.yaml").write_text("# @package _global_\neval:\n  metrics: [ref_logprob, ref_words]\n")
     monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
@@ -188,27 +207,60 @@ def composed(conf, overrides):
 
 
 def test_a_toy_gate_and_metric_are_validated_and_planned_through_the_registries(toy):
-    from ms.config.schema import GateConfig
     from ms.loop.validation import problems
     from ms.plan.planner import plan_run
 
     cfg = composed(toy, TINY)
     assert cfg.gate.name == "toy" and list(cfg.eval.metrics) == ["ref_logprob", "ref_words"]
+    assert OmegaConf.get_type(cfg.gate) is GATES.settings("toy") and GATES.settings("toy").__name__ == "ToySettings"
     assert problems(cfg) == []
-    assert problems(composed(toy, [*TINY, "gate.rate=0"])) == [
-        "invalid setting gate.rate=0: the toy gate reads it as its share of the plan, and 0 plans nothing"
-    ]
     assert any(
         "eval.metrics" in p and "ref_wordz" in p and "ref_words" in p
         for p in problems(composed(toy, [*TINY, "eval.metrics=[ref_wordz]"]))
     )
-    assert GATES.load("toy").record(GateConfig(name="toy")) == {"gate": "toy", "toy": True}
 
     plan = plan_run(cfg)
     rows = {r.role: r for r in plan.rows}
     assert rows["score"].calls == 0  # the toy gate asks no grader
     assert rows["evaluate"].calls == 2 and rows["answer"].calls == 2  # ref_logprob at two fills; ref_words: none
-    assert "as the toy gate assumes" in plan.notes[0]
+    assert "as the toy gate assumes at ratio 3" in plan.notes[0]
+
+
+def test_a_toy_gates_own_setting_is_checked_and_reaches_the_gate_alone(toy):
+    """gate.ratio, declared by the toy's settings module and set in its yaml: its limit and type are
+    checked in one line, another gate refuses it, and the toy gate alone reads it."""
+    from ms.common.errors import UserError
+    from ms.gates.replay import Candidate
+    from ms.loop.cell import flat
+    from ms.loop.validation import problems
+    from ms.plan.planner import plan_run
+
+    assert problems(composed(toy, [*TINY, "gate.ratio=0"])) == [
+        "invalid setting gate.ratio=0.0: must be greater than 0"
+    ]
+    for overrides, says in (
+        (["gate.ratio=lots"], "invalid setting gate.ratio=lots under gate=toy: must be a number"),
+        (
+            ["gate.rate=0.5"],
+            "unknown key gate.rate under gate=toy: a setting of gate=random only; gate=toy has name, ratio",
+        ),
+        (
+            ["gate=rubric", "gate.ratio=2"],
+            "unknown key gate.ratio under gate=rubric: a setting of gate=toy only; gate=rubric has name",
+        ),
+    ):
+        with pytest.raises(UserError) as refused:
+            composed(toy, [*TINY, *overrides])
+        assert str(refused.value) == says
+
+    cfg = composed(toy, [*TINY, "gate.ratio=2"])
+    settings = {k: v for k, v in OmegaConf.to_container(cfg).items() if k != "hydra"}
+    assert [k for k in flat(settings) if k.endswith("ratio")] == ["gate.ratio"]  # in the toy's section alone
+    assert "as the toy gate assumes at ratio 2" in plan_run(cfg).notes[0]
+    gate = GATES.load("toy").build(cfg.gate, None)
+    assert gate.ratio == 2 and GATES.load("toy").record(cfg.gate) == {"gate": "toy", "toy_ratio": 2.0}
+    [short, long] = gate.judge([Candidate("riddle", "logic", "two words", w) for w in ("a b c d", "a b c d e")])
+    assert short.accepted and not long.accepted and short.reason == "toy: at most 2 words per question word"
 
 
 @pytest.mark.slow
@@ -218,12 +270,14 @@ def test_a_tiny_run_with_the_toy_gate_and_metric_records_them_and_the_report_rea
 
     cfg = composed(toy, [*TINY, f"cache_dir={models_cache}"])
     metrics = run(cfg, tmp_path / "run")
-    assert metrics["run"]["gate"] == "toy" and metrics["run"]["toy"] is True
+    assert metrics["run"]["gate"] == "toy" and metrics["run"]["toy_ratio"] == 3.0
     assert metrics["run"]["metrics"] == ["ref_logprob", "ref_words"] and metrics["bertscore"] is None
     overall = metrics["fills"]["100"]["overall"]
     assert list(overall) == ["n", "ci", "ref_logprob", "ref_words"] and overall["n"]["ref_words"] == 1
     decisions = [json.loads(line) for line in (tmp_path / "run" / "decisions.jsonl").open()]
-    assert decisions and all(d["read"] == "toy" and d["reason"] == "toy: short enough" for d in decisions)
+    assert decisions and all(
+        d["read"] == "toy" and d["reason"] == "toy: at most 3 words per question word" for d in decisions
+    )
     predictions = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").open()]
     assert all(isinstance(p["ref_words"], int) and "ref_logprob" in p and "answer" not in p for p in predictions)
 

@@ -216,3 +216,19 @@ def test_spelled_options_are_found_where_they_hide():
         'ok = {"rubric"}\nlabel = Label("dense", "dense retriever")\nw = gate.startswith("open")\n'
     )
     assert spelled_options(source, names) == [(1, "rubric"), (3, "dense"), (4, "open"), (5, "rubric"), (7, "rubric")]
+
+
+def test_the_shared_gate_section_declares_nothing_but_the_gates_name():
+    """Each gate owns its settings (ms.gates.settings, one dataclass per gate extending GateConfig): the
+    section every gate shares (ms.config.schema.GateConfig) holds `name` alone, so no gate's setting is
+    offered, or read, under another gate."""
+    import ast
+    from pathlib import Path
+
+    import ms.config.schema
+
+    tree = ast.parse(Path(ms.config.schema.__file__).read_text(encoding="utf-8"))
+    [shared] = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "GateConfig"]
+    fields = [s.target.id for s in shared.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+    methods = [s.name for s in shared.body if isinstance(s, ast.FunctionDef)]
+    assert fields == ["name"] and methods == [], (fields, methods)

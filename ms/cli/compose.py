@@ -34,12 +34,22 @@ def _joined(prefix: str, key: Any) -> str:
     return f"{prefix}.{key}" if prefix else str(key)
 
 
-def _unknown_key(full_key: str, known: Sequence[str]) -> str:
+def _unknown_key(full_key: str, known: Sequence[str], node: Any = None) -> str:
+    """The line for a key its section does not declare; `node`: that section, which, where it is an
+    option's own (gate=rubric's), has the line name the option and the options that do read the key."""
+    from ms.config.options import option_of, readers
+
     parent, _, key = full_key.rpartition(".")
+    option = option_of(parent, node)
+    owner = f"{parent}={option[1]}" if option else parent or "the config"
+    under = f" under {owner}" if option else ""
+    elsewhere = [f"{parent}={name}" for name in readers(parent, key) if name != option[1]] if option else []
+    if elsewhere:
+        return f"unknown key {full_key}{under}: a setting of {' and '.join(elsewhere)} only; {owner} has {', '.join(known)}"
     close = _nearest(key, known)
     if close is not None:
-        return f"unknown key {full_key}: did you mean {_joined(parent, close)}?"
-    return f"unknown key {full_key}: {parent or 'the config'} has {', '.join(known)}"
+        return f"unknown key {full_key}{under}: did you mean {_joined(parent, close)}?"
+    return f"unknown key {full_key}{under}: {owner} has {', '.join(known)}"
 
 
 # (one, several): what a key of this type takes, and what a list of them holds
@@ -75,6 +85,15 @@ def _expected(error) -> Optional[str]:
     return _described(item[-1]) if item else None
 
 
+def _under(error) -> str:
+    """' under gate=utility' where the key of a ValidationError is an option's own setting, else ''."""
+    from ms.config.options import option_of
+
+    parent = error.full_key.rpartition(".")[0]
+    option = option_of(parent, error.parent_node) if parent else None
+    return f" under {parent}={option[1]}" if option else ""
+
+
 def explain(error: Exception) -> str:
     """One line for an error Hydra or OmegaConf raised while composing a config."""
     from hydra.errors import MissingConfigException
@@ -92,11 +111,11 @@ def explain(error: Exception) -> str:
     where = str(error).split(": ", 1)[0] + ": " if str(error).startswith("In '") else ""
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
         known = [k for k in (cause.parent_node or {}) if k != HYDRA_KEY or cause.full_key.startswith(HYDRA_KEY)]
-        return where + _unknown_key(cause.full_key, known)
+        return where + _unknown_key(cause.full_key, known, cause.parent_node)
     if isinstance(cause, ValidationError) and cause.full_key:
         expected = _expected(cause)
         if expected is not None:
-            return f"{where}invalid setting {cause.full_key}={cause.value}: must be {expected}"
+            return f"{where}invalid setting {cause.full_key}={cause.value}{_under(cause)}: must be {expected}"
     return one_line(str(error) if cause is error else f"{error}: {cause}")
 
 
@@ -108,7 +127,7 @@ def outside_schema(node: DictConfig, prefix: str = "") -> Iterator[str]:
         if not prefix and key == HYDRA_KEY:
             continue
         if declared is not None and key not in declared:
-            yield _unknown_key(_joined(prefix, key), declared) + " (a +key= override cannot add a setting)"
+            yield _unknown_key(_joined(prefix, key), declared, node) + " (a +key= override cannot add a setting)"
         elif not OmegaConf.is_missing(node, key) and isinstance(child := node.get(key), DictConfig):
             yield from outside_schema(child, _joined(prefix, key))
 
@@ -132,6 +151,9 @@ def jobs(overrides: list[str], multirun: bool, config_dir: Optional[str] = None)
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from ms.config.store import register
+
+    register()  # the options' settings as registered now, a part registered in-process included
     searched = [f"hydra.searchpath=[file://{Path(config_dir).resolve()}]"] if config_dir else []
 
     def composed(job: list[str]) -> DictConfig:
@@ -166,8 +188,10 @@ def compose_checked(overrides, check: bool = True, plan: bool = False):
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
+    from ms.config.store import register
     from ms.loop.validation import validate
 
+    register()
     with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
         try:
             cfg = compose("config", overrides=list(overrides))

@@ -29,6 +29,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.gates.check_pooled import Scored, pooled_report
     from ms.gates.check_utility import utility_of_jobs
     from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
+    from ms.gates.settings import UtilitySettings
     from ms.llm.backbones import Backbones, build_backbones
     from ms.llm.usage import format_usage, save_usage
     from ms.loop.schedule import stream_k
@@ -43,6 +44,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
     backbones = build_backbones(catalog, [*(backbone_of.values() if utility else []), cfg.scorer.backbone])
     shots = stream_k(cfg.k, cfg.stream_k)
+    probes = UtilitySettings.probes_of(cfg.gate)  # the config's gate's where it measures utility, else the default
     seconds, decisions, utilities, scorer = {}, None, None, None
     if rubric:
         refs = {agent: rubric_ref(agents[agent], cfg.pool.mode) for agent in splits}
@@ -62,7 +64,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
                 retriever=cfg.retriever,
                 pool_mode=cfg.pool.mode,
                 template=PromptTemplate(**cfg.prompt),
-                probes=cfg.gate.probes,
+                probes=probes,
                 shots=shots,
             )
         seconds["utility"] = time.perf_counter() - started
@@ -87,7 +89,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         )
     if utility:
         header += (
-            f"\nutility: u over m = {cfg.gate.probes} probes from a {cfg.pool.mode} pool of every seed pair, "
+            f"\nutility: u over m = {probes} probes from a {cfg.pool.mode} pool of every seed pair, "
             f"retriever {cfg.retriever.name} as shipped, {shots} shot(s)"
         )
     header += "\nwall time: " + ", ".join(f"{part} {s:.0f} s" for part, s in seconds.items())

@@ -1,7 +1,8 @@
 """The config layer, at the bottom of ms: every config dataclass and choice (`schema`), the fields'
 declared limits (`fields`), where the configs live (`store`), and a run folder's file names
-(`files`), and the registered parts, by name (`registry`, `parts`). It imports no other part of ms and no torch, so a bad setting is reported before any
-heavy import."""
+(`files`), and the registered parts, by name (`registry`, `parts`; `options`: the groups whose options
+declare their own settings, each loaded by name from its part's light settings module). It imports no
+other part of ms and no torch, so a bad setting is reported before any heavy import."""
 
 from ms.config.fields import Check, setting
 from ms.config.schema import (

@@ -14,7 +14,8 @@ from ms.config.registry import Registry
 
 # What admits a new pair: each a ms.gates.base.Gate (conf/gate/<name>.yaml). rubric: the LLM grades the
 # pair against its rubric; utility: it joins when it helps its nearest memories' answers (ms.gates.replay);
-# both: rubric, then utility; all and random: admission controls that judge nothing.
+# both: rubric, then utility; all and random: admission controls that judge nothing. Each declares its own
+# settings (ms.gates.settings), the schema its conf/gate file is checked against (ms.config.options).
 GATES = Registry(
     "gate",
     {
@@ -25,6 +26,13 @@ GATES = Registry(
         "random": "ms.gates.random:RandomGate",
     },
     key="gate",
+    settings={
+        "rubric": "ms.gates.settings:RubricSettings",
+        "utility": "ms.gates.settings:UtilitySettings",
+        "both": "ms.gates.settings:BothSettings",
+        "all": "ms.gates.settings:AllSettings",
+        "random": "ms.gates.settings:RandomSettings",
+    },
 )
 
 # What evaluation measures on each test question: each a ms.metrics.base.Metric (eval.metrics).

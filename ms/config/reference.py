@@ -26,6 +26,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 from ms.config import parts
 from ms.config.fields import CHECK, Check
+from ms.config.options import OWNED, owned
 from ms.config.registry import Registry
 from ms.config.schema import Config
 from ms.config.store import CONF_DIR
@@ -106,6 +107,7 @@ class Section:
     kind: type
     comment: str
     settings: list[Setting]
+    option: str = ""  # the group's option whose own settings these are (gate=utility's), "" for the schema's
 
 
 def _dataclass_in(hint: Any) -> Optional[type]:
@@ -205,6 +207,40 @@ def sections(root: type = Config) -> list[Section]:
             walk(inner, path, note)
 
     walk(root, "", "")
+    if root is Config:  # each option's own settings right after the section its group shares
+        for section in option_sections()[::-1]:
+            at = next(i for i, shared in enumerate(found) if shared.key == section.key and not shared.option)
+            found.insert(at + 1, section)
+    return found
+
+
+def option_sections() -> list[Section]:
+    """Each option's own settings (ms.config.options: the gate's), past what its group's options share."""
+    found = []
+    for group, option, kind in owned():
+        shared = {f.name for f in dataclasses.fields(OWNED[group][1])}
+        hints, notes = typing.get_type_hints(kind), field_comments_up(kind)
+        settings = [
+            Setting(
+                f"{group}.{f.name}",
+                _type_name(hints[f.name]),
+                _default(f),
+                allowed(f.metadata.get(CHECK)),
+                notes.get(f.name, ""),
+            )
+            for f in dataclasses.fields(kind)
+            if f.name not in shared
+        ]
+        found.append(Section(group, kind, _docstring(kind), settings, f"{group}={option}"))
+    return found
+
+
+def field_comments_up(kind: type) -> dict[str, str]:
+    """`field_comments` of `kind` and of the dataclasses it extends, its own first."""
+    found: dict[str, str] = {}
+    for base in kind.__mro__:
+        if dataclasses.is_dataclass(base):
+            found = {**field_comments(base), **found}
     return found
 
 
@@ -346,7 +382,11 @@ def _group_section(
         yield f"#### `{group}={option.name}`{mark} {{#{_anchor(group + ' ' + option.name)} .option}}"
         yield ""
         yield from comment_markdown(option.comment) if option.comment else ["No comment in its file.", ""]
-        yield f"File: {where}."
+        yield f"File: {where}." + (
+            f" Its settings: [`{group}` under `{group}={option.name}`](#{_anchor(f'settings {group}={option.name}')})."
+            if group in OWNED and option.name in OWNED[group][0]
+            else ""
+        )
         yield ""
         body = option.body.splitlines()
         if body:
@@ -395,10 +435,19 @@ def markdown(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> str:
     ]
     for section in schema:
         title = f"`{section.key}`" if section.key else "Top level"
-        out.append(f"### {title} {{#{_anchor('settings ' + (section.key or 'top level'))}}}")
+        if section.option:
+            title += f" under `{section.option}`"
+        out.append(f"### {title} {{#{_anchor('settings ' + (section.option or section.key or 'top level'))}}}")
         out.append("")
         setters = [group for group, listed in found.items() if listed and listed[0].package == section.key]
-        if setters:
+        if section.option:
+            has = "Its settings besides" if section.settings else "It has no setting besides"
+            out += [
+                (text(section.comment) + " " if section.comment else "")
+                + f"{has} `{section.key}.name`; any other key is refused under `{section.option}`.",
+                "",
+            ]
+        elif setters:
             # A group's section: its options are listed from its files, never from a comment that names them.
             doc = _docstring(section.kind)
             by = "; ".join(f"[`{g}`](#group-{_anchor(g)}) ({', '.join(o.name for o in found[g])})" for g in setters)

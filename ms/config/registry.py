@@ -33,6 +33,7 @@ import importlib
 from typing import Any, Iterator, Optional
 
 ENTRY_POINT_PREFIX = "ms."  # group of a kind's entry points: "ms." + the kind, spaces as underscores
+SETTINGS_SUFFIX = "_settings"  # the group of their settings' entry points: the kind's group + this
 
 
 class UnknownPart(ValueError):
@@ -44,16 +45,25 @@ class DuplicatePart(ValueError):
 
 
 class Registry:
-    def __init__(self, kind: str, table: dict[str, str], *, key: Optional[str] = None):
+    def __init__(
+        self,
+        kind: str,
+        table: dict[str, str],
+        *,
+        key: Optional[str] = None,
+        settings: Optional[dict[str, str]] = None,
+    ):
         """`kind`: what the entries are, in words ("gate", "pool backend"); `table`: name -> "module:attribute";
-        `key`: the setting that names one (for messages; default: the kind)."""
+        `key`: the setting that names one (for messages; default: the kind); `settings`: name -> the
+        "module:attribute" of the dataclass of that entry's own settings, where it has some."""
         self.kind = kind
         self.key = key or kind
         self.group = ENTRY_POINT_PREFIX + kind.replace(" ", "_")
         self._table: dict[str, str] = {}
+        self._settings: dict[str, str] = {}
         self._plugins_read = False
         for name, target in table.items():
-            self.register(name, target)
+            self.register(name, target, settings=(settings or {}).get(name))
 
     # ---- the names ------------------------------------------------------------------------------
 
@@ -90,31 +100,39 @@ class Registry:
 
     # ---- changing and loading -------------------------------------------------------------------
 
-    def register(self, name: str, target: str) -> None:
-        """Add `name`, implemented at `target` ("module:attribute"); a name already registered is refused."""
+    def register(self, name: str, target: str, settings: Optional[str] = None) -> None:
+        """Add `name`, implemented at `target` ("module:attribute"), with its own settings' dataclass at
+        `settings` where it has some; a name already registered is refused."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"a {self.kind}'s name must be a non-empty string, not {name!r}")
-        module, _, attribute = target.partition(":")
-        if not module or not attribute:
-            raise ValueError(f"{self.kind} '{name}': the target must be 'module:attribute', not {target!r}")
+        for where in filter(None, (target, settings)):
+            module, _, attribute = where.partition(":")
+            if not module or not attribute:
+                raise ValueError(f"{self.kind} '{name}': a target must be 'module:attribute', not {where!r}")
         if name in self._table:
             raise DuplicatePart(
                 f"a {self.kind} named '{name}' is registered already ({self._table[name]}); {target} needs another name"
             )
         self._table[name] = target
+        if settings:
+            self._settings[name] = settings
 
     def unregister(self, name: str) -> None:
         """Withdraw `name` (a test's toy part, or a plugin taking its entry back); unknown names are refused."""
         self.target(name)
         del self._table[name]
+        self._settings.pop(name, None)
 
     def load(self, name: str) -> Any:
         """The implementation of `name` (a class or factory), imported now."""
-        module, _, attribute = self.target(name).partition(":")
-        found: Any = importlib.import_module(module)
-        for part in attribute.split("."):
-            found = getattr(found, part)
-        return found
+        return _resolve(self.target(name))
+
+    def settings(self, name: str) -> Optional[type]:
+        """The dataclass of `name`'s own settings, imported now (a light module: no torch), or None
+        where it declares none; UnknownPart for a name not registered."""
+        self.target(name)
+        found = self._settings.get(name)
+        return _resolve(found) if found else None
 
     def loaded(self) -> dict[str, Any]:
         """name -> implementation, every entry imported (for what asks each variant, e.g. the gate check)."""
@@ -127,6 +145,17 @@ class Registry:
         self._plugins_read = True
         for point in _entry_points(self.group):
             self.register(point.name, point.value)
+        for point in _entry_points(self.group + SETTINGS_SUFFIX):  # a settings entry of no registered part: unread
+            if point.name in self._table:
+                self._settings.setdefault(point.name, point.value)
+
+
+def _resolve(target: str) -> Any:
+    module, _, attribute = target.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in attribute.split("."):
+        found = getattr(found, part)
+    return found
 
 
 def _entry_points(group: str) -> list:

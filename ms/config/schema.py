@@ -234,25 +234,15 @@ class CompositeConfig:
 
 @dataclass
 class GateConfig:
+    """What every gate's settings share: its name. Each registered gate declares the rest in a dataclass of
+    its own that extends this one (ms.gates.settings), the schema of its option in the `gate` group
+    (ms.config.options): a key another gate reads (gate.rate under gate=rubric) is refused at composition."""
+
     # A registered gate (GATES; ms.gates, one module each): rubric: an LLM grades the pair (ms.gates.scorer) |
     # utility: admit the pair when it raises the likelihood of its nearest memories' answers as an
     # in-context example (ms.gates.replay) | both: rubric first, then utility on what the rubric admits |
-    # all, random: admission controls. A gate reads this section only; settings of a gate of its own
-    # beyond these fields would need fields here.
+    # all, random: admission controls.
     name: str = setting("rubric", choices=GATES)
-    # Admit when the mean change in log-prob per token over the probes exceeds this (nats per token).
-    # 0 means "helps on average", kept after the gate check (results/README.md, "The gates").
-    utility_threshold: float = 0.0
-    probes: int = setting(3, ge=1)  # m: the candidate's nearest memories it is replayed on
-    # gate=random: each candidate is admitted with this probability, drawn from the run's seed ...
-    rate: float = setting(0.5, ge=0.0, le=1.0)
-    # ... or, given a finished run's folder, exactly as many per agent and micro-batch as it admitted,
-    # the pairs chosen at random: a control that admits as much as the gate it controls for.
-    match: Optional[str] = None
-
-    def problems(self):
-        if self.match is not None and self.name != "random":
-            yield "match", f"is read by gate=random only, not gate={self.name}"
 
 
 @dataclass

@@ -9,6 +9,8 @@ validation, plan mode, the run record and the gate check ask the gate itself, ne
 - all, random: admission controls that judge nothing, so that a gate's effect can be told from the
   effect of admitting more or less.
 
-A new gate is one module here (or in any package) and one conf/gate/<name>.yaml; its name joins
-GATES by a table entry, an entry point, or `GATES.register` (ms.config.registry says which when).
+A new gate is one module here (or in any package), its settings (a dataclass extending
+ms.config.GateConfig in a light module: ms.gates.settings holds the built-in gates') and one
+conf/gate/<name>.yaml typed by them; its name joins GATES by a table entry, an entry point, or
+`GATES.register` (ms.config.registry says which when).
 """

@@ -1,12 +1,13 @@
 """What every gate is (`Gate`), and what each side of ms hands it: the composition root the built
 parts (`GateParts`), the validation a view of the run's backbones (`Backbones`), plan mode its
-planner (`GatePlan`). A gate reads its own config section (ms.config.GateConfig) and nothing else of
-the root config."""
+planner (`GatePlan`). A gate reads its own config section (its settings, ms.gates.settings) and nothing
+else of the root config; what it needs of the rest of the run, the composition root builds for it."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, NamedTuple, Optional, Protocol, Sequence
 
 from ms.gates.replay import Candidate, Utility, UtilityMeter
@@ -16,12 +17,13 @@ from ms.gates.scorer import Decision, Scorer
 @dataclass
 class GateParts:
     """What the composition root builds a gate from: the scorer (the rubric grader), each agent's
-    rubric name, a factory of the utility meter (called only by the gates that measure utility, since
-    it needs the run's retriever), and the run's seed (the random gate's coins)."""
+    rubric name, a factory of the utility meter given its probes, the gate's own setting (called only by
+    the gates that measure utility, since it needs the run's retriever), and the run's seed (the random
+    gate's coins)."""
 
     scorer: Optional[Scorer]
     rubric_of: Callable[[str], str]
-    meter: Callable[[], UtilityMeter]
+    meter: Callable[[int], UtilityMeter]
     seed: int = 0
 
 
@@ -97,6 +99,11 @@ class Gate(ABC):
     def record(cls, cfg) -> dict:
         """What metrics.json's run record keeps of it (a condition of ms-report)."""
         return {"gate": cfg.name}
+
+    @classmethod
+    def files_read(cls, cfg) -> dict[str, Path]:
+        """label -> each file its settings name that it reads (the cell record keeps their content)."""
+        return {}
 
     @classmethod
     def check_scores(

@@ -34,18 +34,18 @@ class BothGate(Gate):
     check_missing = 0.0
     check_ranks = True
 
-    def __init__(self, rubric: RubricGate, meter: UtilityMeter, threshold: float):
-        self.rubric, self.meter, self.threshold = rubric, meter, threshold
+    def __init__(self, rubric: RubricGate, meter: UtilityMeter, threshold: float, decide_on: str = "mean"):
+        self.rubric, self.meter, self.threshold, self.decide_on = rubric, meter, threshold, decide_on
 
     @classmethod
     def build(cls, cfg, parts: GateParts) -> "BothGate":
-        return cls(RubricGate.build(cfg, parts), parts.meter(), cfg.utility_threshold)
+        return cls(RubricGate.build(cfg, parts), parts.meter(cfg.probes), cfg.utility_threshold, cfg.decide_on)
 
     def judge(self, candidates: Sequence[Candidate]) -> list[Decision]:
         decisions = self.rubric.judge(candidates)
         passed = [i for i, d in enumerate(decisions) if d.accepted]
         for i, utility in zip(passed, self.meter.measure([candidates[i] for i in passed])):
-            accepted, reason = utility_verdict(utility, self.threshold)
+            accepted, reason = utility_verdict(utility, self.threshold, self.decide_on)
             decisions[i] = replace(
                 decisions[i], accepted=accepted, reason=f"{decisions[i].reason}; {reason}", utility=utility.as_dict()
             )

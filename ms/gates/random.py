@@ -97,6 +97,10 @@ class RandomGate(Gate):
         return Acceptance(float(cfg.rate), f"{cfg.rate:.2f} of stream pairs admitted: gate.rate", assumed=False)
 
     @classmethod
+    def files_read(cls, cfg) -> dict[str, Path]:
+        return {"gate.match's decisions": Path(cfg.match) / DECISIONS_FILE} if cfg.match else {}
+
+    @classmethod
     def record(cls, cfg) -> dict:
         return {
             "gate": cfg.name,

@@ -1,9 +1,11 @@
 """gate=utility: a pair joins the pool when it helps its nearest memories' answers as an example
-(ms.gates.replay): u > gate.utility_threshold, in nats per token, over gate.probes probes."""
+(ms.gates.replay): u > gate.utility_threshold, in nats per token, over gate.probes probes; with
+gate.decide_on=lower, the lower bound of u's interval over the probes must exceed it instead."""
 
 from __future__ import annotations
 
 import math
+from statistics import stdev
 from typing import Iterator, Optional, Sequence
 
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan
@@ -18,13 +20,37 @@ UTILITY_SAID = (
 )
 
 
-def utility_verdict(utility: Utility, threshold: float) -> tuple[bool, str]:
-    """Admitted or not, and why. A scope with nothing to probe admits: no memory is there to hurt."""
+def lower_bound(deltas: Sequence[float]) -> Optional[float]:
+    """The lower bound gate.decide_on=lower holds against the threshold: the mean delta less one standard
+    error (sample standard deviation / sqrt(m)) over the m probes; None with fewer than 2 (no spread).
+
+    One standard error rather than the other bounds at hand: the bootstrap interval a Utility keeps
+    (`lo`) cannot reach below the smallest delta, so with the default 3 probes it is hardly a bound; a
+    one-sided 95% t bound at 3 probes lies 2.92 standard errors below the mean and refuses nearly every
+    pair whose probes disagree at all. One standard error (the familiar one-standard-error rule;
+    one-sided about 79% under normality at 3 probes, 84% at many) refuses a pair whose help rests on one
+    probe against the others, is exact and deterministic, and needs no distribution's quantile."""
+    if len(deltas) < 2:
+        return None
+    return sum(deltas) / len(deltas) - stdev(deltas) / math.sqrt(len(deltas))
+
+
+def utility_verdict(utility: Utility, threshold: float, decide_on: str = "mean") -> tuple[bool, str]:
+    """Admitted or not, and why. A scope with nothing to probe admits: no memory is there to hurt.
+    `decide_on`: mean (u must exceed the threshold) or lower (u's lower bound must: `lower_bound`; with
+    one probe there is no spread, and u is judged)."""
     if utility.u is None:
         return True, "utility unmeasured: no memory in scope to probe with"
-    if utility.u > threshold:
-        return True, f"utility {utility.u:+.4f} > threshold {threshold:g}"
-    return False, f"utility {utility.u:+.4f} <= threshold {threshold:g}"
+    value, said = utility.u, f"utility {utility.u:+.4f}"
+    if decide_on == "lower":
+        bound = lower_bound(utility.deltas)
+        if bound is None:
+            said += " (one probe: no spread to bound, u judged)"
+        else:
+            value, said = bound, f"{said}, lower bound {bound:+.4f} (mean - 1 SE over {len(utility.deltas)} probes)"
+    if value > threshold:
+        return True, f"{said} > threshold {threshold:g}"
+    return False, f"{said} <= threshold {threshold:g}"
 
 
 def measuring_problems(cfg, backbones: Backbones) -> Iterator[str]:
@@ -38,7 +64,13 @@ def measuring_problems(cfg, backbones: Backbones) -> Iterator[str]:
 
 
 def utility_record(cfg) -> dict:
-    return {"gate": cfg.name, "utility_threshold": cfg.utility_threshold, "utility_probes": cfg.probes}
+    """decide_on only where it is lower, so mean runs stay one condition with runs made before it existed."""
+    return {
+        "gate": cfg.name,
+        "utility_threshold": cfg.utility_threshold,
+        "utility_probes": cfg.probes,
+        **({"utility_decide_on": cfg.decide_on} if cfg.decide_on != "mean" else {}),
+    }
 
 
 class UtilityGate(Gate):
@@ -47,17 +79,17 @@ class UtilityGate(Gate):
     checked_by = ("utility",)
     check_missing = math.inf  # the utility gate admits a pair it could not measure (nothing to probe)
 
-    def __init__(self, meter: UtilityMeter, threshold: float):
-        self.meter, self.threshold = meter, threshold
+    def __init__(self, meter: UtilityMeter, threshold: float, decide_on: str = "mean"):
+        self.meter, self.threshold, self.decide_on = meter, threshold, decide_on
 
     @classmethod
     def build(cls, cfg, parts: GateParts) -> "UtilityGate":
-        return cls(parts.meter(), cfg.utility_threshold)
+        return cls(parts.meter(cfg.probes), cfg.utility_threshold, cfg.decide_on)
 
     def judge(self, candidates: Sequence[Candidate]) -> list[Decision]:
         out = []
         for c, utility in zip(candidates, self.meter.measure(candidates)):
-            accepted, reason = utility_verdict(utility, self.threshold)
+            accepted, reason = utility_verdict(utility, self.threshold, self.decide_on)
             out.append(
                 Decision(
                     agent=c.agent,

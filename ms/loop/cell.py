@@ -21,6 +21,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from ms.common.errors import UserError
+from ms.config.options import OWNED, declared
 from ms.loop.inputs import CODE_KEY, changed_inputs, code_sha256, dtypes, inputs_record
 
 # Settings that cannot change a number: where things are kept, how they are shown, and the data
@@ -50,6 +51,7 @@ ADDED_SINCE = {
     # no memory retired (ms.pool.retirement); retire_after is then not read: any value reproduces those runs
     "memory.retire_below": None,
     "memory.retire_after": 6,
+    "gate.decide_on": "mean",  # kept only under the gates that declare it (declared_only)
 }
 # Groups whose option named here reads none of the group's other settings: under it they are no part of
 # the cell (poison=none writes nothing, whichever victim an experiment file names for its poisoned cells).
@@ -70,6 +72,25 @@ def flat(tree: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def declared_only(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` less each key of a section whose options own their settings (ms.config.options) that
+    the option named there does not declare: records from before each gate owned its settings hold every
+    gate's keys (gate.rate under gate=rubric), which that gate never read, and an added setting
+    (ADDED_SINCE) belongs only under the options that declare it."""
+    unread: set[str] = set()
+    for group in OWNED:
+        name = settings.get(f"{group}.name")
+        if name in OWNED[group][0]:
+            keep = declared(group, name)
+            unread |= {k for k in settings if k.startswith(group + ".") and k.split(".")[1] not in keep}
+    return {k: v for k, v in settings.items() if k not in unread}
+
+
+def with_added(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's recorded settings with those added since it ran, at the value it ran with (ADDED_SINCE)."""
+    return declared_only({**ADDED_SINCE, **settings})
+
+
 def identity(cfg: DictConfig | Mapping, *, data_dir: bool = False) -> dict[str, Any]:
     """The settings of a run that can change its numbers, flattened to dotted keys; `data_dir` keeps
     the data folder's path, the only clue to its data where a run recorded no fingerprint."""
@@ -86,7 +107,7 @@ def identity(cfg: DictConfig | Mapping, *, data_dir: bool = False) -> dict[str, 
     ]
     return {
         k: v
-        for k, v in settings.items()
+        for k, v in declared_only(settings).items()
         if not any(k == skip or k.startswith(skip + ".") for skip in skipped)
         and not any(k.startswith(group + ".") and k != f"{group}.name" for group in idle)
         and not any((k == key or k.startswith(key + ".")) and k != switch for switch, key in unread)
@@ -130,7 +151,7 @@ def stored(folder: Path, metrics: Mapping) -> tuple[Optional[dict], Optional[str
     (then without a fingerprint)."""
     cell = metrics.get("cell")
     if isinstance(cell, Mapping):
-        return {**ADDED_SINCE, **(cell.get("config") or {})}, cell.get("data_sha256"), True
+        return with_added(cell.get("config") or {}), cell.get("data_sha256"), True
     saved = folder / ".hydra" / "config.yaml"
     try:
         return identity(yaml.safe_load(saved.read_text(encoding="utf-8")) or {}, data_dir=True), None, False

@@ -200,12 +200,12 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
             scorer=scorer,
             rubric_of=lambda a: rubric_for(agents[a], cfg.pool.mode).name,
             seed=cfg.seed,
-            meter=lambda: UtilityMeter(
+            meter=lambda probes: UtilityMeter(  # the gate gives its own probes (gate.probes)
                 retriever.retrieve_batch,
                 lambda a: backbones[agent_backbone[a]],
                 agents,
                 template,
-                cfg.gate.probes,
+                probes,
                 settings.stream_k,
                 [e.question for s in splits.values() for e in s.test],
                 reader=access.reader,

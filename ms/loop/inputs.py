@@ -16,7 +16,6 @@ from typing import Any, Mapping, Optional
 
 from omegaconf import DictConfig
 
-from ms.config.files import DECISIONS_FILE
 from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
 from ms.llm.local import file_sha256
 
@@ -152,7 +151,8 @@ def files_read(cfg: DictConfig) -> dict[str, Path]:
 
     agents = running_agents(cfg)
     files: dict[str, Path] = {}
-    if "rubric" in GATES.load(cfg.gate.name).checked_by:
+    gate = GATES.load(cfg.gate.name)
+    if "rubric" in gate.checked_by:
         for ref in sorted({rubric_ref(agent, cfg.pool.mode) for agent in agents.values()}):
             files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
     if cfg.stream.get("best_of", 1) > 1 and cfg.stream.get("select") == "grader":  # best-of-n grades with them too
@@ -160,8 +160,7 @@ def files_read(cfg: DictConfig) -> dict[str, Path]:
             files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
     if cfg.access.get("file"):
         files["access.file"] = Path(cfg.access.file)
-    if cfg.gate.get("match"):
-        files["gate.match's decisions"] = Path(cfg.gate.match) / DECISIONS_FILE
+    files.update(gate.files_read(cfg.gate))  # the gate's own settings name them (gate.match)
     for name, backbone in backbones_used(cfg).items():
         for file_name, path in model_files(backbone).items():
             files[f"model {name}: {file_name}"] = path

@@ -24,6 +24,7 @@ from ms.agents import agent_problems, agents_from
 from ms.common.errors import UserError
 from ms.config.fields import CHECK
 from ms.config.files import not_sqlite, writable_folder
+from ms.config.options import OWNED, owned, schema_name, settings_of
 from ms.config.parts import ACCESS_RULES, GATES, METRICS, POISONS, POOL_BACKENDS
 from ms.gates.scorer import rubric_path
 from ms.llm.api import api_key_from_env
@@ -125,6 +126,7 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
     if not unknown:
         yield from _unmeasurable_metrics(cfg, running)
         yield from _stream_problems(cfg, running)
+    yield from _option_problems(cfg)
     if cfg.gate.name in GATES:  # the gate checks its own settings (ms.gates)
         yield from GATES.load(cfg.gate.name).problems(cfg.gate, _RunningBackbones(cfg, [] if unknown else running))
     if cfg.access.name in ACCESS_RULES:  # the access rule checks its own settings and file (ms.pool.access)
@@ -136,6 +138,24 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
         yield from POISONS.load(cfg.poison.name).problems(cfg.poison, agents_from(cfg.agents), running)
     if cfg.retriever.index == "ann" and (missing := ann_problem()):
         yield f"invalid setting retriever.index=ann: {missing}"
+
+
+def _option_problems(cfg: DictConfig) -> Iterator[str]:
+    """A section whose options own their settings (ms.config.options) must hold its named option's: a
+    `gate.name=utility` under gate=rubric would run the utility gate on the rubric's settings."""
+    for group in OWNED:
+        name = cfg[group].name
+        if name not in OWNED[group][0]:
+            continue  # reported with the name's choices
+        wanted, found = settings_of(group, name), OmegaConf.get_type(cfg[group])
+        if found is wanted:
+            continue
+        whose = [f"{group}={o}'s" for g, o, kind in owned() if g == group and kind is found and o != name]
+        yield (
+            f"invalid setting {group}.name={name}: the {group} section holds {whose[0] if whose else 'other'} "
+            f"settings, not {group}={name}'s; choose it with {group}={name}"
+            + ("" if whose else f", whose file names /{schema_name(group, name)}@_here_ first in its defaults list")
+        )
 
 
 def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:

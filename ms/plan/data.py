@@ -87,11 +87,13 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
     scope's seed pairs, less those that ask its question or carry one of its jobs' answers
     (ms.gates.check_utility withholds them)."""
     from ms.agents import PromptTemplate
+    from ms.gates.settings import UtilitySettings
     from ms.loop.schedule import stream_k
     from ms.plan.tokens import PER_MESSAGE, tokens
     from ms.pool import normalize_space, scope_for
 
     agents, template, shots = checked.agents, PromptTemplate(**cfg.prompt), max(1, stream_k(cfg.k, cfg.stream_k))
+    m = UtilitySettings.probes_of(cfg.gate)
     scope = {a: scope_for(agents[a].domain, cfg.pool.mode) for a in checked.splits}
     seeds: dict[str, list] = {}
     for a, parts in checked.splits.items():
@@ -108,7 +110,7 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
             for e in seeds[scope[agent]]
             if normalize_space(e.question) != question and normalize_space(e.answer) not in answers
         ]
-        probes = min(cfg.gate.probes, len(pool))
+        probes = min(m, len(pool))
         pair = fmean(tokens(template.example.format(question=e.question, answer=e.answer)) for e in pool) if pool else 0
         # A probe's prompt: the agent's instruction, the template, its shots, and the probe's pair to score.
         system = tokens(agents[agent].instruction) + PER_MESSAGE if template.system else 0.0
@@ -150,8 +152,10 @@ def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
         f"{len(jobs)} pairs to judge: {good} seed pairs of {len(checked.splits)} agents and their corrupted copies"
     ]
     if checked.utility:
+        from ms.gates.settings import UtilitySettings
+
         notes.append(
-            f"utility: 2 scored prompts per probe, up to gate.probes={cfg.gate.probes} probes per pair "
+            f"utility: 2 scored prompts per probe, up to gate.probes={UtilitySettings.probes_of(cfg.gate)} probes per pair "
             f"among its scope's seed pairs"
         )
     return _printed(f"plan for {out} (nothing is written): ms-data gate-check", rows, notes)

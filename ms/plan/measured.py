@@ -95,6 +95,7 @@ FROM_RUN_RECORD = {
     "match": "gate.match",
     "utility_threshold": "gate.utility_threshold",
     "utility_probes": "gate.probes",
+    "utility_decide_on": "gate.decide_on",
     "stream_answers": "stream.answers",
 }
 

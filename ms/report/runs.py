@@ -16,7 +16,7 @@ import yaml
 
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, RETRIEVERS
-from ms.loop.cell import ADDED_SINCE, stored
+from ms.loop.cell import stored, with_added
 from ms.loop.run_folder import failure
 from ms.metrics.base import metric_keys, metric_of_key
 from ms.report.labels import answers_words, gate_key, option, pool_words, rank, retriever_key, said, words
@@ -93,7 +93,7 @@ class Run:
         beside the run (.hydra/config.yaml), both read by ms.loop.cell.stored. A setting added since runs
         began recording their cell takes the value every earlier run ran with. None where neither is readable."""
         found, _, _ = stored(self.path, self.metrics)
-        return None if found is None else {**ADDED_SINCE, **found}
+        return None if found is None else with_added(found)
 
     @property
     def seed(self):

@@ -1,0 +1,77 @@
+"""Config groups whose options own their settings. The root schema (ms.config.schema.Config) types such a
+group's section by what every option shares (`gate`: GateConfig, its name alone); each option's own
+dataclass, which the part declares beside its code and its registry names (`Registry.settings`), is
+stored in Hydra's ConfigStore under `schema_name(group, option)`, and the option's file names it first
+in its defaults list:
+
+    # conf/gate/utility.yaml
+    defaults:
+      - /ms_gate_utility@_here_
+      - _self_
+
+so the composed section is typed by that option's dataclass: a key it does not declare (gate.rate under
+gate=rubric) or a value of the wrong type fails at composition, and ms.cli.compose says so in one line
+naming the option. An option whose part declares nothing gets the shared section.
+
+Stored at the top level rather than in the group, so that `ms-run --help` offers no schema as an option.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterator, Optional
+
+from ms.config.parts import GATES
+from ms.config.registry import Registry
+from ms.config.schema import GateConfig
+
+# group -> (the registry of its options, the section every option's settings extend)
+OWNED: dict[str, tuple[Registry, type]] = {"gate": (GATES, GateConfig)}
+
+
+def schema_name(group: str, option: str) -> str:
+    """The ConfigStore name of an option's settings, as its file's defaults list names it (after a '/')."""
+    return f"ms_{group.replace('/', '_')}_{option}"
+
+
+def settings_of(group: str, option: str) -> type:
+    """The dataclass of `option`'s settings: its part's own, else the group's shared section (also for a
+    name its registry does not hold, which validation reports)."""
+    registry, shared = OWNED[group]
+    own = registry.settings(option) if option in registry else None
+    return own or shared
+
+
+def declared(group: str, option: str) -> list[str]:
+    """The keys `option`'s section holds, `name` first."""
+    return [f.name for f in dataclasses.fields(settings_of(group, option))]
+
+
+def readers(group: str, key: str) -> list[str]:
+    """The options of `group` whose settings declare `key` (for the line that refuses it elsewhere)."""
+    return [option for option in OWNED[group][0] if key in declared(group, option)]
+
+
+def owned() -> Iterator[tuple[str, str, type]]:
+    """(group, option, its settings) for every registered option of every owned group."""
+    for group, (registry, _) in OWNED.items():
+        for option in registry:
+            yield group, option, settings_of(group, option)
+
+
+def option_of(key: str, node: Any) -> Optional[tuple[str, str]]:
+    """(group, option) when the dotted `key` is a group's own section (`gate`) and `node` is that
+    section as composed (its `name` says the option); else None."""
+    if key not in OWNED or node is None:
+        return None
+    try:
+        name = node.get("name")
+    except Exception:  # a section too broken to read its name: the plain message is all there is
+        return None
+    return (key, str(name)) if name is not None else None
+
+
+def register(store: Any) -> None:
+    """Store every option's settings in Hydra's ConfigStore `store`."""
+    for group, option, kind in owned():
+        store.store(name=schema_name(group, option), node=kind)

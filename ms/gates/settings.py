@@ -1,0 +1,71 @@
+"""Each gate's own settings: one dataclass per registered gate, extending the section every gate shares
+(ms.config.GateConfig: its name), registered as the schema of its option in the `gate` group
+(ms.config.options; conf/gate/<name>.yaml names it in its defaults list). A key one gate does not
+declare is refused at composition under that gate, in one line (ms.cli.compose), and its limits are
+checked before anything loads (ms.loop.validation).
+
+Light on purpose: it imports the config layer only, no torch, since composing a config loads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ms.config.fields import setting
+from ms.config.schema import GateConfig
+
+# What the utility gate compares with gate.utility_threshold (ms.gates.utility.utility_verdict): the mean
+# change over the probes, or the lower bound of its interval over them (the mean less one standard error).
+DECIDE_ON = ("mean", "lower")
+
+
+@dataclass
+class RubricSettings(GateConfig):
+    """gate=rubric: nothing of its own. The grader's settings are `scorer`'s, the defence included: the
+    scorer (ms.gates.scorer) reads them wherever it grades (this gate, `both`, ms-data gate-check and
+    cross-grade), so they stay one section of their own."""
+
+
+@dataclass
+class UtilitySettings(GateConfig):
+    """gate=utility: a pair joins when it helps its nearest memories' answers (ms.gates.replay)."""
+
+    # Admit when the change in log-prob per token over the probes exceeds this (nats per token). 0 means
+    # "helps on average", kept after the gate check (results/README.md, "The gates").
+    utility_threshold: float = 0.0
+    probes: int = setting(3, ge=1)  # m: the candidate's nearest memories it is replayed on
+    # What is held against utility_threshold: mean, the mean change over the probes (the gate as it always
+    # was) | lower, the lower bound of its interval over them: the mean less one standard error, so that a
+    # pair that helps one probe and hurts the others is refused (ms.gates.utility says why that bound).
+    decide_on: str = setting("mean", choices=DECIDE_ON)
+
+    @classmethod
+    def probes_of(cls, section: Any) -> int:
+        """m for a utility measurement under the gate section `section`: its own where its gate measures
+        utility (utility, both), else this gate's default (ms-data gate-check measures utility whichever
+        gate its config names)."""
+        probes = getattr(section, "probes", None)
+        return cls.probes if probes is None else int(probes)
+
+
+@dataclass
+class BothSettings(UtilitySettings):
+    """gate=both: the rubric, then utility on what it admits; the utility gate's settings (the rubric's
+    are the scorer's)."""
+
+
+@dataclass
+class AllSettings(GateConfig):
+    """gate=all: every pair joins; nothing to set."""
+
+
+@dataclass
+class RandomSettings(GateConfig):
+    """gate=random, an admission control that judges nothing."""
+
+    # Each candidate is admitted with this probability, drawn from the run's seed ...
+    rate: float = setting(0.5, ge=0.0, le=1.0)
+    # ... or, given a finished run's folder, exactly as many per agent and micro-batch as it admitted,
+    # the pairs chosen at random: a control that admits as much as the gate it controls for.
+    match: Optional[str] = None
