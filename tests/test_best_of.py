@@ -235,3 +235,35 @@ def test_a_best_of_two_screen_keeps_the_graders_best_writes_no_predictions_and_r
     (first / "quality.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     summary = write_report([tmp_path / "runs"], tmp_path / "report").read_text()
     assert "Stream-only runs (1)" in summary and (tmp_path / "report" / "quality.md").exists()
+
+
+# ---- ms-report ---------------------------------------------------------------------------------------
+
+
+def screen_run(folder):
+    """A stream-only run's folder as the loop leaves it: metrics.json without fill results, decisions.jsonl."""
+    folder.mkdir(parents=True)
+    run = {"backbone": "smollm2", "k": 3, "pool": "domain", "retriever": "dense", "evaluated": False}
+    stream = {"accepted": {"riddle": 1}, "rejected": {"riddle": 1}, "unscored_by_agent": {}}
+    (folder / "metrics.json").write_text(json.dumps({"complete": True, "run": run, "fills": {}, "stream": stream}))
+    decisions = [
+        {"agent": "riddle", "scope": "logic", "pool_size": 5 + i, "accepted": i == 0, "step": 1} for i in range(2)
+    ]
+    (folder / "decisions.jsonl").write_text("".join(json.dumps(d) + "\n" for d in decisions))
+
+
+def test_ms_report_lists_a_stream_only_run_apart_and_keeps_a_best_of_run_out_of_the_tables(tmp_path):
+    from test_report import make_run
+
+    from ms.report import find_runs, select, write_report
+
+    make_run(tmp_path / "runs", "greedy", backbone="smollm2")
+    make_run(tmp_path / "runs", "best_of", backbone="smollm2", fields={"best_of": 4, "select": "grader"})
+    screen_run(tmp_path / "runs" / "screen")
+    runs, skipped = find_runs([tmp_path / "runs"])
+    assert skipped == [] and [r.evaluated for r in runs] == [True, True, False]
+    chosen, why_not = select([r for r in runs if r.evaluated])
+    assert chosen[("smollm2", 3, "domain")].name == "greedy" and "best of 4" in why_not["best_of"]
+    summary = write_report([tmp_path / "runs"], tmp_path / "report").read_text()
+    assert "## Stream-only runs (1)" in summary and "| `screen` | rubric | 1 | 1 | 1 | 0 |" in summary
+    assert (tmp_path / "report" / "pool_growth_screen.png").exists()
