@@ -24,11 +24,11 @@ from scipy import stats
 
 from ms.common.errors import UserError
 from ms.common.stats import CONFIDENCE, SEED, Estimate, mean_ci
+from ms.data.grader_directed import GRADER_INSTRUCTION
 from ms.gates.check import (
     ALL,
     CORRUPTIONS,
     GOOD,
-    GRADER_INSTRUCTION,
     GRADER_POOL,
     GRADER_POOLED,
     KINDS,
