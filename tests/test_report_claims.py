@@ -401,3 +401,22 @@ def test_replicates_are_runs_whose_cells_differ_in_the_seed_alone(tmp_path):
     )
     conds, replaced = conditions(find_runs([tmp_path])[0])
     assert sorted(c.name for c in conds) == ["seed=0 + seed=1", "seed=2,split=1"] and not replaced
+
+
+def test_a_variant_whose_stream_is_cut_otherwise_still_gets_its_own_growth_claim(tmp_path):
+    """Claim (c) compares a run's last fill with its first, so a variant of the Figure 4 run under another
+    gate gets its row even where its fills cut the stream into other micro-batches (a reference-written
+    stream that skipped questions without a reference ends its batches elsewhere): it pairs with no other
+    run, but its growth is its own."""
+    sweep = tmp_path / "runs"
+    cell_run(sweep, "gate=rubric", effect=0.2)
+    cell_run(
+        sweep,
+        "gate=all,fills=50,100",
+        effect=0.2,
+        settings={"fills": [50, 100], "gate": {"name": "all"}, "stream": {"answers": "reference"}},
+        fields={"gate": "all", "stream_answers": "reference"},
+    )
+    write_report([sweep], tmp_path / "report")
+    growth = {a for claim, a, _ in pairs(tmp_path / "report") if claim == "c"}
+    assert growth == {"gate=rubric", "gate=all,fills=50,100"}

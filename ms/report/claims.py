@@ -232,7 +232,8 @@ def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> li
                 add(CLAIMS["g"], label, pair(group, CLAIMS["g"], gate=opponent), ("gate",), True)
     for (backbone, k, pool), chosen_c in sorted(chosen.items()):
         if (k, pool) == (FIGURE4_K, FIGURE4_POOL):  # its growth curve, and the same setting's under each other gate
-            out += [_growth(c) for c in gate_variants(conds, chosen_c).values()]
+            # (c) compares a run with itself, so a variant's fills need not cut its stream as the chosen run's do
+            out += [_growth(c) for c in gate_variants(conds, chosen_c, also_varied=("fills",)).values()]
     return sorted(out, key=lambda cmp: cmp.claim.id)
 
 

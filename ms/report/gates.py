@@ -16,15 +16,18 @@ from ms.report.runs import Cell
 GATE_KEYS = ("gate", "stream.answers")
 
 
-def gate_variants(conds: Sequence[Condition], chosen: Condition) -> dict[str, Condition]:
+def gate_variants(
+    conds: Sequence[Condition], chosen: Condition, also_varied: Sequence[str] = ()
+) -> dict[str, Condition]:
     """gate -> the condition of `chosen`'s setting (cell, retriever, memory) grown under that gate,
     with two or more fills: `chosen` itself for its own gate, the most recently finished elsewhere. A
-    variant's cell differs from `chosen`'s in GATE_KEYS alone, apart from NOT_COMPARED keys."""
+    variant's cell differs from `chosen`'s in GATE_KEYS (and `also_varied`) alone, apart from
+    NOT_COMPARED keys."""
     same = [
         c
         for c in sorted(conds, key=lambda c: (c.finished, c.name))
         if (c.cell, c.retriever_label, c.memory) == (chosen.cell, chosen.retriever_label, chosen.memory)
-        and pairable(chosen, c, GATE_KEYS) is not None
+        and pairable(chosen, c, (*GATE_KEYS, *also_varied)) is not None
     ]
     found = {c.gate: c for c in same} | {chosen.gate: chosen}
     return {gate: c for gate, c in sorted(found.items()) if len(c.fills) > 1}
