@@ -3,11 +3,13 @@ BERTScore F1 against the stream questions' references (each run's quality.jsonl,
 gate-quality RUN`). Markdown on stdout.
 
     python experiments/screen.py NAME=RUN [NAME=RUN ...] \
-        [--regrade NAME=RUN,CROSS_GRADE_CSV,GRADER,THRESHOLD ...]
+        [--regrade NAME=RUN,CROSS_GRADE_CSV,GRADER,THRESHOLD ...] [--utility-lower NAME=RUN ...]
 
 The first NAME=RUN is the baseline every other row is compared with. --regrade is a mechanism that only
 changes the grader: RUN's answers admitted where `ms-data cross-grade`'s score_GRADER column reaches
-THRESHOLD (the csv's rows are RUN's decisions in order). Per row: answers written, admitted (share), the
+THRESHOLD (the csv's rows are RUN's decisions in order). --utility-lower is the stricter utility test
+(gate.decide_on=lower) applied to a utility-gated RUN's recorded probe deltas, at its utility_threshold:
+what the lower bound would have admitted of the same answers. Per row: answers written, admitted (share), the
 mean F1 of all written, admitted and rejected answers (95% BCa CIs over answers), admitted minus rejected
 (does the gate choose?) and admitted minus the baseline's admitted (does the mechanism admit better
 answers?), both as differences of independent means with 95% bootstrap CIs (scipy.stats.bootstrap).
@@ -59,6 +61,28 @@ def regraded(spec: str) -> tuple[str, list[dict]]:
     return name, [r for r in out if r.get("F1") is not None]
 
 
+def utility_lower(spec: str) -> tuple[str, list[dict]]:
+    from omegaconf import OmegaConf
+
+    from ms.gates.replay import Utility
+    from ms.gates.utility import utility_verdict
+
+    name, _, run = spec.partition("=")
+    threshold = float(OmegaConf.load(Path(run) / ".hydra" / "config.yaml").gate.utility_threshold)
+    records = read_jsonl(Path(run) / QUALITY_FILE)
+    decisions = read_jsonl(Path(run) / "decisions.jsonl")
+    if len(decisions) != len(records):
+        raise SystemExit(f"{run}: {len(decisions)} decisions but {len(records)} rows in {QUALITY_FILE}")
+    out = []
+    for record, decision in zip(records, decisions):
+        if decision.get("utility") is None:  # decided before any measurement (gate=both's rubric refusal)
+            out.append(record)
+            continue
+        verdict = utility_verdict(Utility(**decision["utility"]), threshold, "lower")[0]
+        out.append({**record, "accepted": decision["accepted"] and verdict})
+    return name, [r for r in out if r.get("F1") is not None]
+
+
 def difference(a: list[float], b: list[float]) -> str:
     if len(a) < 2 or len(b) < 2:
         return "–"
@@ -77,6 +101,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="NAME=RUN; the first is the baseline")
     parser.add_argument("--regrade", action="append", default=[])
+    parser.add_argument("--utility-lower", action="append", default=[])
     args = parser.parse_args()
     rows = []
     for spec in args.runs:
@@ -85,6 +110,7 @@ def main() -> None:
             raise SystemExit(f"{spec!r}: write NAME=RUN")
         rows.append((name, answers(Path(run))))
     rows += [regraded(spec) for spec in args.regrade]
+    rows += [utility_lower(spec) for spec in args.utility_lower]
     base = [r["F1"] for r in rows[0][1] if r["accepted"]]
     print(
         "| mechanism | written | admitted | F1 written | F1 admitted | F1 rejected | admitted - rejected "
