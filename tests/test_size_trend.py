@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ms.common.errors import UserError
+from ms.report.claim_files import CSV_HEADER
 
 REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("size_trend", REPO / "experiments" / "size_trend.py")
@@ -16,33 +17,12 @@ size_trend = importlib.util.module_from_spec(spec)
 sys.modules["size_trend"] = size_trend  # dataclasses look their module up there
 spec.loader.exec_module(size_trend)
 
-FIELDS = [
-    "claim",
-    "claim_text",
-    "comparison",
-    "setting",
-    "metric",
-    "estimate",
-    "ci_lo",
-    "ci_hi",
-    "p",
-    "n",
-    "agent_wins",
-    "verdict",
-    "runs_a",
-    "runs_b",
-    "fill_a",
-    "fill_b",
-    "gate_a",
-    "gate_b",
-]
-
 
 def claims(folder: Path, rows: list[tuple]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "claims.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(FIELDS)
+        w.writerow(CSV_HEADER)
         for claim, comparison, gate, metric, estimate in rows:
             w.writerow(
                 [

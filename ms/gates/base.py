@@ -113,8 +113,8 @@ class Gate(ABC):
         raise NotImplementedError(f"gate {cls.name} is not checked by ms-data gate-check")
 
 
-def decision(c: Candidate, accepted: bool, reason: str, read: str) -> Decision:
-    """A decision that read no score (a control's, or one a measurement made)."""
+def decision(c: Candidate, accepted: bool, reason: str, read: str, utility: Optional[dict] = None) -> Decision:
+    """A decision that read no score (a control's, or one a measurement made, with what it measured)."""
     return Decision(
         agent=c.agent,
         question=c.question,
@@ -125,4 +125,5 @@ def decision(c: Candidate, accepted: bool, reason: str, read: str) -> Decision:
         attempts=0,
         raw="",
         read=read,
+        utility=utility,
     )

@@ -8,7 +8,7 @@ import math
 from statistics import stdev
 from typing import Iterator, Optional, Sequence
 
-from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan
+from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision
 from ms.gates.replay import Candidate, Utility, UtilityMeter
 from ms.gates.scorer import Decision
 
@@ -90,20 +90,7 @@ class UtilityGate(Gate):
         out = []
         for c, utility in zip(candidates, self.meter.measure(candidates)):
             accepted, reason = utility_verdict(utility, self.threshold, self.decide_on)
-            out.append(
-                Decision(
-                    agent=c.agent,
-                    question=c.question,
-                    answer=c.answer,
-                    score=None,
-                    accepted=accepted,
-                    reason=reason,
-                    attempts=0,
-                    raw="",
-                    read="utility",
-                    utility=utility.as_dict(),
-                )
-            )
+            out.append(decision(c, accepted, reason, "utility", utility.as_dict()))
         return out
 
     @classmethod
