@@ -22,6 +22,7 @@ from ms.llm.local import (
 from ms.llm.local import (
     models_dir as machine_models_dir,
 )
+from ms.llm.option_tree import OptionTree, cached_length, length_batches, stacked_cache, tree_inputs, tree_reach
 from ms.llm.options import OptionPaths
 from ms.llm.prefix_cache import PrefixCaches, shared_length
 from ms.llm.prompt_format import prompt_format as make_prompt_format
@@ -109,6 +110,9 @@ class HFLM(LM):
     scores_text = True
     reads_probabilities = True
     runs_locally = True
+    # Option probabilities of batch_size chats per forward pass (ms.llm.option_tree); False: one chat at
+    # a time, the path before batching, which tests and benchmarks/option_batching.py compare it with.
+    option_batching = True
 
     def __init__(
         self,
@@ -367,20 +371,86 @@ class HFLM(LM):
     ) -> list[list[float]]:
         paths = OptionPaths([self.tokenizer(o, add_special_tokens=False)["input_ids"] for o in options])
         prefixes = [self._encode(p) for p in shared_prefixes]
-        out = []
-        for chat in chats:
-            context = self._encode(self.chat_context(chat))[-self.max_length :]
-            logprobs = self._next_token_logprobs(context, paths.prefixes, shared_length(context, prefixes))
-            out.append(paths.probabilities(lambda prefix, token: float(logprobs[prefix][token])))
-            self.usage.prompt_tokens += len(context)
+        contexts = [self._encode(self.chat_context(chat))[-self.max_length :] for chat in chats]
+        shared = [shared_length(context, prefixes) for context in contexts]
+        tree = OptionTree(paths.prefixes)
+        reach = tree_reach(self.net.config) if self.option_batching else 0
+        batched = [i for i, c in enumerate(contexts) if len(c) + tree.depth <= reach]
+        out: list[list[float]] = [[]] * len(chats)
+        for i, read in zip(
+            batched, self._tree_logprobs([contexts[i] for i in batched], [shared[i] for i in batched], tree, paths)
+        ):
+            out[i] = paths.probabilities(read)
+        for i in sorted(set(range(len(chats))) - set(batched)):
+            logprobs = self._next_token_logprobs(contexts[i], paths.prefixes, shared[i])
+            out[i] = paths.probabilities(lambda prefix, token: float(logprobs[prefix][token]))
+            self._answered(1)
+        self.usage.prompt_tokens += sum(len(c) for c in contexts)
         return out
+
+    def _tree_logprobs(
+        self, contexts: list[list[int]], shared: list[int], tree: OptionTree, paths: OptionPaths
+    ) -> list[Callable[[tuple, int], float]]:
+        """`logprob(prefix, token)` for each context, up to batch_size contexts per forward pass
+        (ms.llm.option_tree): similar lengths of what is read after the shared prefix together, a batch
+        cut early rather than padded much (`length_batches`)."""
+        tokens = sorted({t for path in paths.paths for t in path})  # the only columns options read
+        column = {t: j for j, t in enumerate(tokens)}
+        out: list[Callable[[tuple, int], float]] = [None] * len(contexts)
+        for batch in length_batches([len(c) - n for c, n in zip(contexts, shared)], self.batch_size):
+            caches, cached = self._prefix_rows([contexts[i] for i in batch], [shared[i] for i in batch])
+            ids, positions, mask = tree_inputs(
+                [contexts[i][n:] for i, n in zip(batch, cached)],
+                cached,
+                tree,
+                self.tokenizer.pad_token_id,
+                self.net.dtype,
+            )
+            past = stacked_cache(caches, cached) if max(cached) else None
+            logits = self.net(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=positions.to(self.device),
+                past_key_values=past,
+                use_cache=past is not None,
+                logits_to_keep=len(tree) + 1,
+            ).logits
+            picked = torch.log_softmax(logits.float(), -1)[..., tokens].tolist()  # [rows, 1 + nodes, tokens]
+            del logits, past
+            for row, i in enumerate(batch):
+                table = picked[row]
+                out[i] = lambda prefix, token, table=table: table[tree.row_of(prefix)][column[token]]
+            self._answered(len(batch))
+        return out
+
+    def _prefix_rows(self, contexts: list[list[int]], shared: list[int]) -> tuple[list, list[int]]:
+        """Each context's shared-prefix cache (None: none) and the tokens it holds, 0 where a layer
+        kept fewer than the prefix's tokens (a sliding window): that row is read whole.
+
+        Kept with batching by measurement (benchmarks/option_batching.py, 64 grading pairs on SmolLM2):
+        stacking the rubric caches into each batch (a copy of about 46 kB per cached token and row in
+        float32) read them 2.0-2.1x faster than reading the rubric again in every row, in float32 and
+        bfloat16 alike; the rubric is over half of a grading chat's tokens."""
+        caches: dict[tuple[int, ...], object] = {}
+        rows, cached = [], []
+        for context, n in zip(contexts, shared):
+            key = tuple(context[:n])
+            if n and key not in caches:
+                cache = self.prefix_caches.copy_for(key, self._key_values)
+                caches[key] = cache if cached_length(cache) >= n else None
+            cache = caches.get(key) if n else None
+            rows.append(cache)
+            cached.append(n if cache is not None else 0)
+        return rows, cached
 
     def _next_token_logprobs(
         self, context: list[int], prefixes: list[tuple], shared: int = 0
     ) -> dict[tuple, torch.Tensor]:
-        """Next-token log-probs after context + each prefix: one pass over the context (over its part
-        after the first `shared` tokens, whose key-value cache is kept across calls), then one short
-        pass per prefix length that reuses the context's key-value cache."""
+        """Next-token log-probs after context + each prefix, one context at a time: one pass over the
+        context (over its part after the first `shared` tokens, whose key-value cache is kept across
+        calls), then one short pass per prefix length that reuses the context's key-value cache. The
+        path for contexts the tree pass cannot read exactly (`tree_reach`), and with
+        option_batching off."""
         ids = torch.tensor([context], device=self.device)
         if shared:
             cache = self.prefix_caches.copy_for(context[:shared], self._key_values)
