@@ -185,7 +185,12 @@ def experiment(tmp_path, splits, kind: str, grader: FakeLM, threshold: float = 5
     retriever = BM25Retriever(pool)
     parts = SimpleNamespace(
         settings=SimpleNamespace(
-            stream_k=2, k=2, stream_answers="reference", memory_question="query", pool_mode="single"
+            stream_k=2,
+            k=2,
+            stream_answers="reference",
+            memory_question="query",
+            pool_mode="single",
+            retire_below=None,
         ),
         agents=AGENTS,
         splits=splits,
@@ -204,6 +209,7 @@ def experiment(tmp_path, splits, kind: str, grader: FakeLM, threshold: float = 5
         poisoner=poisoner(kind, splits),
         clock=SimpleNamespace(step=0),
         record={},
+        best_of=None,
     )
     return Experiment(parts, out_dir=tmp_path)
 
