@@ -25,9 +25,8 @@ import numpy as np
 from scipy import stats
 
 from ms.common.stats import CONFIDENCE, RESAMPLES, SEED, mean_ci
+from ms.config.files import DECISIONS_FILE, QUALITY_FILE
 from ms.report.runs import read_jsonl
-
-QUALITY_FILE = "quality.jsonl"
 
 
 def answers(run: Path) -> list[dict]:
@@ -70,7 +69,7 @@ def utility_lower(spec: str) -> tuple[str, list[dict]]:
     name, _, run = spec.partition("=")
     threshold = float(OmegaConf.load(Path(run) / ".hydra" / "config.yaml").gate.utility_threshold)
     records = read_jsonl(Path(run) / QUALITY_FILE)
-    decisions = read_jsonl(Path(run) / "decisions.jsonl")
+    decisions = read_jsonl(Path(run) / DECISIONS_FILE)
     if len(decisions) != len(records):
         raise SystemExit(f"{run}: {len(decisions)} decisions but {len(records)} rows in {QUALITY_FILE}")
     out = []
