@@ -19,14 +19,22 @@ Stored at the top level rather than in the group, so that `ms-run --help` offers
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, NamedTuple, Optional
 
 from ms.config.parts import GATES
 from ms.config.registry import Registry
 from ms.config.schema import GateConfig
 
-# group -> (the registry of its options, the section every option's settings extend)
-OWNED: dict[str, tuple[Registry, type]] = {"gate": (GATES, GateConfig)}
+
+class Owned(NamedTuple):
+    """A group whose options own their settings."""
+
+    registry: Registry  # its options
+    shared: type  # the section every option's settings extend
+    selector: str = "name"  # the key of that section that names the option (memory.policy)
+
+
+OWNED: dict[str, Owned] = {"gate": Owned(GATES, GateConfig)}
 
 
 def schema_name(group: str, option: str) -> str:
@@ -37,35 +45,35 @@ def schema_name(group: str, option: str) -> str:
 def settings_of(group: str, option: str) -> type:
     """The dataclass of `option`'s settings: its part's own, else the group's shared section (also for a
     name its registry does not hold, which validation reports)."""
-    registry, shared = OWNED[group]
+    registry, shared, _ = OWNED[group]
     own = registry.settings(option) if option in registry else None
     return own or shared
 
 
 def declared(group: str, option: str) -> list[str]:
-    """The keys `option`'s section holds, `name` first."""
+    """The keys `option`'s section holds, its selector first."""
     return [f.name for f in dataclasses.fields(settings_of(group, option))]
 
 
 def readers(group: str, key: str) -> list[str]:
     """The options of `group` whose settings declare `key` (for the line that refuses it elsewhere)."""
-    return [option for option in OWNED[group][0] if key in declared(group, option)]
+    return [option for option in OWNED[group].registry if key in declared(group, option)]
 
 
 def owned() -> Iterator[tuple[str, str, type]]:
     """(group, option, its settings) for every registered option of every owned group."""
-    for group, (registry, _) in OWNED.items():
+    for group, (registry, _, _) in OWNED.items():
         for option in registry:
             yield group, option, settings_of(group, option)
 
 
 def option_of(key: str, node: Any) -> Optional[tuple[str, str]]:
     """(group, option) when the dotted `key` is a group's own section (`gate`) and `node` is that
-    section as composed (its `name` says the option); else None."""
+    section as composed (its selector names the option); else None."""
     if key not in OWNED or node is None:
         return None
     try:
-        name = node.get("name")
+        name = node.get(OWNED[key].selector)
     except Exception:  # a section too broken to read its name: the plain message is all there is
         return None
     return (key, str(name)) if name is not None else None

@@ -79,7 +79,7 @@ def declared_only(settings: Mapping[str, Any]) -> dict[str, Any]:
     (ADDED_SINCE) belongs only under the options that declare it."""
     unread: set[str] = set()
     for group in OWNED:
-        name = settings.get(f"{group}.name")
+        name = settings.get(f"{group}.{OWNED[group].selector}")
         if name in OWNED[group][0]:
             keep = declared(group, name)
             unread |= {k for k in settings if k.startswith(group + ".") and k.split(".")[1] not in keep}

@@ -43,6 +43,7 @@ from ms.retrieval.base import Retriever
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.encoder import Encoder
 from ms.retrieval.memory import build_policy
+from ms.retrieval.settings import DenseSettings
 from ms.retrieval.training import Labeller, RetrieverTrainer
 
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         memory_question=cfg.memory.question,
         pool_mode=cfg.pool.mode,
         memory_policy=cfg.memory.policy,
-        save_retriever=cfg.retriever.save,
+        save_retriever=DenseSettings.saves(cfg.retriever),
         evaluate=cfg.eval.enabled,
         retire_below=cfg.memory.retire_below,
         retire_after=cfg.memory.retire_after,
@@ -187,7 +188,7 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         trainer = RetrieverTrainer(cfg.train, trainable, BM25Retriever(pool), labeller, reader=access.reader)
     # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
     memory = build_policy(
-        cfg.memory, pool, backbones[cfg.backbone.name], encoder=lambda: Encoder(cfg.retriever.encoder)
+        cfg.memory, pool, backbones[cfg.backbone.name], encoder=lambda: Encoder(DenseSettings.encoder_of(cfg.retriever))
     )
     retriever = memory.wrap(retriever)
     at_test = cfg.retriever.at_test

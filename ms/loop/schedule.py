@@ -39,10 +39,10 @@ def skips_stream(k: int) -> bool:
 
 def learns(retriever_cfg) -> bool:
     """Whether memory train fine-tunes the retriever: only one its class says is trainable (an
-    encoder-backed one, ms.config.parts.RETRIEVERS), and only if asked."""
+    encoder-backed one, ms.config.parts.RETRIEVERS), and only if asked (`learn`, its own setting)."""
     from ms.config.parts import RETRIEVERS
 
-    return bool(retriever_cfg.learn) and RETRIEVERS.load(retriever_cfg.name).trainable
+    return RETRIEVERS.load(retriever_cfg.name).trainable and bool(retriever_cfg.learn)
 
 
 def batches(n: int, fills: Sequence[int], micro_batch: int, stream: bool = True) -> Iterator[tuple[int, slice | None]]:

@@ -28,6 +28,7 @@ from omegaconf import DictConfig
 from ms.agents import PromptTemplate, agents_from, chat
 from ms.config.parts import GATES, METRICS, POISONS
 from ms.data import load_splits
+from ms.data.poison_settings import PoisonerSettings
 from ms.gates.scorer import rubric_for
 from ms.llm import price_of, provider_class
 from ms.llm.backbones import Backbones
@@ -102,7 +103,8 @@ class _Planner:
         self.splits = load_splits(cfg.data, self.agents)
         self.template = PromptTemplate(**cfg.prompt)
         self.accept, self.accept_note = acceptance(cfg.gate, self, accept)
-        victim = self.agents.get(cfg.poison.victim) if cfg.poison.victim in self.splits else None
+        named = PoisonerSettings.victim_of(cfg.poison)  # poison=none names none
+        victim = self.agents.get(named) if named in self.splits else None
         self.poisoner = POISONS.load(cfg.poison.name).build(
             cfg.poison,
             self.agents,
