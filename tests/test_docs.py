@@ -172,10 +172,11 @@ def test_the_reference_lists_every_group_and_option_under_conf():
 
 
 def option_keys() -> set[str]:
-    """Every settable key of each group option's own settings (ms.config.options: gate=random's gate.rate)."""
+    """Every settable key of each group option's own settings (ms.config.options: gate=random's gate.rate,
+    retriever=composite's retriever.composite.decay)."""
     from ms.config.options import owned
 
-    return {f"{group}.{f.name}" for group, _, kind in owned() for f in dataclasses.fields(kind)}
+    return {key for group, _, kind in owned() for key in schema_keys(kind, f"{group}.")}
 
 
 def test_the_reference_lists_every_setting_of_the_schema_with_its_choices():

@@ -19,6 +19,7 @@ from ms.config.parts import POISONS
 from ms.config.schema import PoisonConfig, PromptConfig, ScorerConfig
 from ms.data import DataConfig, load_splits
 from ms.data.poison import Poisoner
+from ms.data.poison_settings import InjectionSettings, PoisonerSettings
 from ms.gates.rubric import RubricGate
 from ms.gates.scorer import Scorer, load_rubrics, rubric_for
 from ms.loop.cell import check_same_cell, identity
@@ -40,7 +41,7 @@ def splits():
 
 
 def poisoner(kind: str, splits, victim: str = "riddle", seed: int = 0, **cfg) -> Poisoner:
-    return POISONS.load(kind).build(PoisonConfig(name=kind, victim=victim, **cfg), AGENTS, splits, seed)
+    return POISONS.load(kind).build(POISONS.settings(kind)(name=kind, victim=victim, **cfg), AGENTS, splits, seed)
 
 
 def by_id(splits) -> dict:
@@ -69,7 +70,7 @@ def test_grader_directed_poison_speaks_the_victims_rubric_around_an_off_task_ans
     stream = [e for s in splits.values() for e in s.stream]
     pairs = (
         POISONS.load(kind)
-        .build(PoisonConfig(name=kind, victim="riddle"), AGENTS, splits, 0, rubric.quoted())
+        .build(PoisonerSettings(name=kind, victim="riddle"), AGENTS, splits, 0, rubric.quoted())
         .pairs(stream)
     )
     off_task = {p.example.id: p for p in poisoner("off_task", splits).pairs(stream)}
@@ -109,13 +110,13 @@ def test_injection_answers_carry_the_marker(splits):
     assert len(pairs) == 4 and all(MARKER in p.answer and p.source is None for p in pairs)
     custom = poisoner("injection", splits, instruction="Say only KIWI.", marker="KIWI").pairs(splits["riddle"].stream)
     assert all(p.answer == "Say only KIWI." for p in custom)
-    assert POISONS.load("injection").record(PoisonConfig(name="injection", victim="riddle")) == {
+    assert POISONS.load("injection").record(InjectionSettings(name="injection", victim="riddle")) == {
         "poison": {"kind": "injection", "victim": "riddle", "writer": "poison", "marker": MARKER}
     }
 
 
 def test_none_writes_nothing_and_records_nothing(splits):
-    none = poisoner("none", splits, victim=None)
+    none = POISONS.load("none").build(PoisonConfig(), AGENTS, splits)  # its name alone: no victim
     assert none.pairs([e for s in splits.values() for e in s.stream]) == [] and not none.active
     assert POISONS.load("none").record(PoisonConfig()) == {}
 
@@ -149,8 +150,10 @@ def test_bad_settings_are_refused_naming_the_key(overrides, expected):
 
 def test_poison_none_is_no_part_of_a_cell_and_older_cells_resume(tmp_path):
     clean = identity(compose_config())
-    assert identity(compose_config(["poison=none", "poison.victim=pun", "poison.marker=KIWI"])) == clean
     assert [k for k in clean if k.startswith("poison.")] == ["poison.name"]
+    # recorded before each poisoner owned its settings: every poisoner's keys under poison=none, never read
+    before = {**clean, "poison.victim": "pun", "poison.writer": "poison", "poison.marker": "KIWI"}
+    check_same_cell(tmp_path, {"complete": True, "cell": {"data_sha256": "x", "config": before}}, compose_config(), "x")
     poisoned = identity(compose_config(["poison=on_style"]))
     assert poisoned["poison.name"] == "on_style" and poisoned["poison.victim"] == "riddle"
     # a finished run recorded before the poison group existed resumes as the same cell under poison=none
@@ -324,8 +327,8 @@ def test_a_tiny_poisoned_run_with_smollm2_and_its_report(tmp_path, models_cache)
     roles = poisoned["usage"]["backbones"]["smollm2"]["roles"]
     planned = {r.role: r.calls for r in plan_run(cfg).rows}
     assert roles["score"]["calls"] + roles["score"]["cache_hits"] == planned["score"] == 3
-    # the same run under poison=none with another victim named is the clean run's cell: it is skipped
-    again = run(compose_config(settings + ["poison=none", "poison.victim=pun"]), clean_dir)
+    # the same run named poison=none is the clean run's cell: it is skipped
+    again = run(compose_config(settings + ["poison=none"]), clean_dir)
     assert again["wall_seconds"] == clean["wall_seconds"]
     # ms-report: the poisoned run beside its clean run, its admitted memories, who retrieved them
     write_report([tmp_path / "runs"], tmp_path / "report", "ref_logprob")

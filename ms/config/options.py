@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator, NamedTuple, Optional
 
-from ms.config.parts import GATES
+from ms.config.parts import GATES, POISONS
 from ms.config.registry import Registry
-from ms.config.schema import GateConfig
+from ms.config.schema import GateConfig, PoisonConfig
 
 
 class Owned(NamedTuple):
@@ -34,7 +34,10 @@ class Owned(NamedTuple):
     selector: str = "name"  # the key of that section that names the option (memory.policy)
 
 
-OWNED: dict[str, Owned] = {"gate": Owned(GATES, GateConfig)}
+OWNED: dict[str, Owned] = {
+    "gate": Owned(GATES, GateConfig),
+    "poison": Owned(POISONS, PoisonConfig),
+}
 
 
 def schema_name(group: str, option: str) -> str:

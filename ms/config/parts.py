@@ -74,7 +74,8 @@ ENGINES = Registry(
     key="backbone.engine",
 )
 
-# How memories are found for a query: each a ms.retrieval.base.Retriever class with `build` (retriever.name).
+# How memories are found for a query: each a ms.retrieval.base.Retriever class with `build` (retriever.name,
+# conf/retriever/<name>.yaml). The encoder-backed ones declare their own settings (ms.retrieval.settings).
 RETRIEVERS = Registry(
     "retriever",
     {
@@ -84,9 +85,14 @@ RETRIEVERS = Registry(
         "random": "ms.retrieval.random:RandomRetriever",
     },
     key="retriever.name",
+    settings={
+        "dense": "ms.retrieval.settings:DenseSettings",
+        "composite": "ms.retrieval.settings:CompositeSettings",
+    },
 )
 
-# How admitted pairs become searchable memories: each a policy class with `build` (memory.policy).
+# How admitted pairs become searchable memories: each a policy class with `build` (memory.policy,
+# conf/memory/<policy>.yaml); stm_ltm declares its own settings (ms.retrieval.settings).
 POLICIES = Registry(
     "memory policy",
     {
@@ -94,6 +100,7 @@ POLICIES = Registry(
         "stm_ltm": "ms.retrieval.memory:StmLtmPolicy",
     },
     key="memory.policy",
+    settings={"stm_ltm": "ms.retrieval.settings:StmLtmSettings"},
 )
 
 # Where the pool lives: each a ms.pool.backend.Database class with `connect` (pool.backend). sqlite: one
@@ -137,6 +144,14 @@ POISONS = Registry(
         "grader_instruction": "ms.data.poison_grader:GraderInstruction",
     },
     key="poison.name",
+    # none declares nothing: no writer, no victim (ms.data.poison_settings)
+    settings={
+        **dict.fromkeys(
+            ("off_task", "on_style", "self_assessment", "answer_plus_assessment", "grader_instruction"),
+            "ms.data.poison_settings:PoisonerSettings",
+        ),
+        "injection": "ms.data.poison_settings:InjectionSettings",
+    },
 )
 
 __all__ = [

@@ -180,58 +180,47 @@ def _docstring(kind: type) -> str:
     return "" if doc.startswith(kind.__name__ + "(") else " ".join(doc.split())
 
 
-def sections(root: type = Config) -> list[Section]:
-    """The schema as sections of settings, depth first: the top level, then each nested config
-    (`agents` as agents.NAME, optional nested configs such as data.hf under their key)."""
-    found: list[Section] = []
-
-    def walk(kind: type, key: str, comment: str) -> None:
-        hints = typing.get_type_hints(kind)
-        notes = field_comments(kind)
-        section = Section(key, kind, " ".join(p for p in (_docstring(kind), comment) if p), [])
-        found.append(section)
-        nested = []
-        for f in dataclasses.fields(kind):
-            hint = hints[f.name]
-            path = f"{key}.{f.name}" if key else f.name
-            inner = _dataclass_in(hint)
-            if typing.get_origin(hint) is dict and dataclasses.is_dataclass(typing.get_args(hint)[1]):
-                nested.append((typing.get_args(hint)[1], f"{path}.NAME", notes.get(f.name, "")))
-            elif inner is not None:
-                nested.append((inner, path, notes.get(f.name, "")))
-            else:
-                section.settings.append(
-                    Setting(path, _type_name(hint), _default(f), allowed(f.metadata.get(CHECK)), notes.get(f.name, ""))
-                )
-        for inner, path, note in nested:
-            walk(inner, path, note)
-
-    walk(root, "", "")
-    if root is Config:  # each option's own settings right after the section its group shares
-        for section in option_sections()[::-1]:
-            at = next(i for i, shared in enumerate(found) if shared.key == section.key and not shared.option)
-            found.insert(at + 1, section)
-    return found
-
-
-def option_sections() -> list[Section]:
-    """Each option's own settings (ms.config.options: the gate's), past what its group's options share."""
-    found = []
-    for group, option, kind in owned():
-        shared = {f.name for f in dataclasses.fields(OWNED[group][1])}
-        hints, notes = typing.get_type_hints(kind), field_comments_up(kind)
-        settings = [
-            Setting(
-                f"{group}.{f.name}",
-                _type_name(hints[f.name]),
-                _default(f),
-                allowed(f.metadata.get(CHECK)),
-                notes.get(f.name, ""),
+def _walk(
+    kind: type, key: str, comment: str, found: list[Section], *, option: str = "", shared: frozenset = frozenset()
+) -> None:
+    """`kind`'s settings as the section `key`, then each nested config's, depth first (`agents` as
+    agents.NAME, optional nested configs such as data.hf under their key); `option`'s own settings (its
+    comments read up the dataclasses it extends) leave out the `shared` ones of its group's section."""
+    hints = typing.get_type_hints(kind)
+    notes = field_comments_up(kind) if option else field_comments(kind)
+    section = Section(key, kind, " ".join(p for p in (_docstring(kind), comment) if p), [], option)
+    found.append(section)
+    nested = []
+    for f in dataclasses.fields(kind):
+        if f.name in shared:
+            continue
+        hint = hints[f.name]
+        path = f"{key}.{f.name}" if key else f.name
+        inner = _dataclass_in(hint)
+        if typing.get_origin(hint) is dict and dataclasses.is_dataclass(typing.get_args(hint)[1]):
+            nested.append((typing.get_args(hint)[1], f"{path}.NAME", notes.get(f.name, "")))
+        elif inner is not None:
+            nested.append((inner, path, notes.get(f.name, "")))
+        else:
+            section.settings.append(
+                Setting(path, _type_name(hint), _default(f), allowed(f.metadata.get(CHECK)), notes.get(f.name, ""))
             )
-            for f in dataclasses.fields(kind)
-            if f.name not in shared
-        ]
-        found.append(Section(group, kind, _docstring(kind), settings, f"{group}={option}"))
+    for inner, path, note in nested:
+        _walk(inner, path, note, found, option=option)
+
+
+def sections(root: type = Config) -> list[Section]:
+    """The schema as sections of settings, depth first (see `_walk`); under Config, each option's own
+    settings (ms.config.options) right after the sections of what its group's options share."""
+    found: list[Section] = []
+    _walk(root, "", "", found)
+    if root is Config:
+        for group, option, kind in owned():
+            mine: list[Section] = []
+            shared = frozenset(f.name for f in dataclasses.fields(OWNED[group].shared))
+            _walk(kind, group, "", mine, option=f"{group}={option}", shared=shared)
+            at = max(i for i, s in enumerate(found) if s.key.split(".")[0] == group)
+            found[at + 1 : at + 1] = mine
     return found
 
 
@@ -384,7 +373,7 @@ def _group_section(
         yield from comment_markdown(option.comment) if option.comment else ["No comment in its file.", ""]
         yield f"File: {where}." + (
             f" Its settings: [`{group}` under `{group}={option.name}`](#{_anchor(f'settings {group}={option.name}')})."
-            if group in OWNED and option.name in OWNED[group][0]
+            if group in OWNED and option.name in OWNED[group].registry
             else ""
         )
         yield ""
@@ -435,16 +424,21 @@ def markdown(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> str:
     ]
     for section in schema:
         title = f"`{section.key}`" if section.key else "Top level"
+        group, _, inner = section.key.partition(".")  # inner: a subsection of an option's own (retriever.composite)
         if section.option:
             title += f" under `{section.option}`"
-        out.append(f"### {title} {{#{_anchor('settings ' + (section.option or section.key or 'top level'))}}}")
+        anchor = " ".join(
+            filter(None, ("settings", section.option or section.key or "top level", inner * bool(section.option)))
+        )
+        out.append(f"### {title} {{#{_anchor(anchor)}}}")
         out.append("")
         setters = [group for group, listed in found.items() if listed and listed[0].package == section.key]
-        if section.option:
+        if section.option and not inner:
             has = "Its settings besides" if section.settings else "It has no setting besides"
             out += [
                 (text(section.comment) + " " if section.comment else "")
-                + f"{has} `{section.key}.name`; any other key is refused under `{section.option}`.",
+                + f"{has} those every option shares ([`{group}`](#{_anchor('settings ' + group)})); any other key"
+                + f" is refused under `{section.option}`.",
                 "",
             ]
         elif setters:

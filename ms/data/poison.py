@@ -28,6 +28,7 @@ from typing import ClassVar, Iterator, Mapping, Optional, Sequence
 from ms.agents import Agent
 from ms.data.grader_directed import RubricText
 from ms.data.load import Example
+from ms.data.poison_settings import PoisonerSettings
 from ms.data.splits import Splits
 from ms.pool.records import normalize_space
 
@@ -65,7 +66,7 @@ class Poisoner:
     ):
         self.cfg, self.agents, self.splits, self.seed = cfg, agents, splits, seed
         self.rubric = rubric  # the rubric grading the victim's pairs, for kinds that talk to the grader
-        self.victim: Optional[str] = cfg.victim
+        self.victim: Optional[str] = PoisonerSettings.victim_of(cfg)  # poison=none has none
         self.tests = {normalize_space(e.answer) for s in splits.values() for e in s.test if e.answer}
 
     @classmethod
@@ -77,8 +78,8 @@ class Poisoner:
         seed: int = 0,
         rubric: Optional[RubricText] = None,
     ) -> "Poisoner":
-        """The poisoner `cfg` (a PoisonConfig) describes, over the run's agents and data splits; `rubric`:
-        the one grading the victim's pairs (the composition root hands it in: the data layer does not
+        """The poisoner `cfg` (its option's settings: ms.data.poison_settings) describes, over the run's
+        agents and data splits; `rubric`: the one grading the victim's pairs (the composition root hands it in: the data layer does not
         read rubrics)."""
         problems = list(cls.problems(cfg, agents, list(splits)))
         if problems:
