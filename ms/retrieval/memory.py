@@ -117,6 +117,8 @@ class PlainPolicy:
     """Admitted pairs go straight to long-term memory; nothing to consolidate."""
 
     uses_encoder = False  # whether it runs an encoder of its own (the run's provenance records it)
+    # whether maybe_consolidate can do anything: plan mode counts its summary calls (ms.loop.schedule)
+    consolidates = False
 
     def __init__(self, pool: Pool):
         self.pool = pool
@@ -140,6 +142,7 @@ class StmLtmPolicy:
     thresholds are cosines of that encoder and lose their meaning if its weights move."""
 
     uses_encoder = True
+    consolidates = True
 
     def __init__(self, pool: Pool, lm: LM, encoder: Encoder, cfg: StmLtmConfig | None = None):
         self.cfg = cfg = cfg or StmLtmConfig()
