@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ms.gates.base import Acceptance, Gate, GateParts, GatePlan, decision
+from ms.gates.decisions import Decision
 from ms.gates.replay import Candidate
-from ms.gates.scorer import Decision
 
 
 class AllGate(Gate):

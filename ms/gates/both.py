@@ -6,9 +6,9 @@ from dataclasses import replace
 from typing import Iterator, Optional, Sequence
 
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan
+from ms.gates.decisions import Decision
 from ms.gates.replay import Candidate, Utility, UtilityMeter
 from ms.gates.rubric import RubricGate, rubric_acceptance
-from ms.gates.scorer import Decision
 from ms.gates.utility import (
     UTILITY_ACCEPT,
     UTILITY_SAID,

@@ -14,8 +14,8 @@ from typing import Iterator, Sequence
 from ms.common.errors import UserError
 from ms.config.files import DECISIONS_FILE, METRICS_FILE
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision
+from ms.gates.decisions import Decision
 from ms.gates.replay import Candidate
-from ms.gates.scorer import Decision
 
 
 def matched_counts(run_folder: str | Path) -> dict[int, dict[str, tuple[int, int]]]:

@@ -1,38 +1,37 @@
 """The gate in front of the shared pool: an LLM grades each new question-answer pair against a
 rubric, and only pairs scoring at or above a threshold become memories.
 
-Rubrics are data (conf/rubric/*.yaml, from the paper's appendix A.1). Where the backbone exposes
-token probabilities, the score is read without decoding, in the manner of G-Eval: the expected
-value of the grader's own distribution over the replies "0" to "100", so every pair gets a score.
-Elsewhere scores come back as free text, so `parse_score` reads a number out of whatever the grader
-says; a reply with no readable number gets one stricter retry, and a pair that still has none is
-rejected ("unscored"), never raised on.
+Rubrics are data (conf/rubric/*.yaml, from the paper's appendix A.1; read by ms.gates.rubrics). Where
+the backbone exposes token probabilities, the score is read without decoding, in the manner of G-Eval:
+the expected value of the grader's own distribution over the replies "0" to "100", so every pair gets
+a score. Elsewhere scores come back as free text, so `parse_score` (ms.gates.score_text) reads a number
+out of whatever the grader says; a reply with no readable number gets one stricter retry, and a pair
+that still has none is rejected ("unscored"), never raised on. What the gate decided on each pair is a
+`Decision` (ms.gates.decisions); scorer.defence screens answers that talk to their grader (ms.gates.screen).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import asdict, dataclass
-from functools import cache
-from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
-import yaml
-
-from ms.agents import SINGLE_SCOPE, Agent
-from ms.common.errors import UserError
 from ms.config.fields import require
-from ms.config.files import DECISIONS_FILE
 from ms.config.schema import RUBRIC_TOTAL, ScorerConfig
-from ms.config.store import CONF_DIR
-from ms.data.grader_directed import RubricText
+from ms.gates.decisions import READS_OF_A_GRADER, Decision, append_decisions  # noqa: F401 (re-exported)
+from ms.gates.rubrics import (  # noqa: F401 (re-exported: callers import the rubrics from here)
+    RUBRIC_DIR,
+    SINGLE_RUBRIC,
+    Criterion,
+    Rubric,
+    RubricNotFound,
+    load_rubric,
+    load_rubrics,
+    rubric_for,
+    rubric_path,
+    rubric_ref,
+)
+from ms.gates.score_text import parse_score
 from ms.gates.screen import flagged, stripped
 from ms.llm.base import LM, PAIR_MARKER, Message
-from ms.pool import scope_for
-
-RUBRIC_DIR = Path(CONF_DIR) / "rubric"
-SINGLE_RUBRIC = SINGLE_SCOPE  # the rubric files are named after the pool scopes they guard
 
 SYSTEM_PROMPT = (
     "You grade question-answer pairs before they are stored in a shared memory. Other AI agents "
@@ -61,205 +60,7 @@ QUOTED_USER_PROMPT = (
 )
 RETRY_PROMPT = "That reply had no score I could read. Reply with one integer from 0 to 100 and nothing else."
 
-
-# ---- rubrics --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Criterion:
-    name: str
-    points: int
-    rewards: str
-    parts: tuple[tuple[str, int], ...] = ()  # sub-scores the points split into
-    bands: tuple[tuple[str, str], ...] = ()  # (points range, what earns it), best band first
-    applies_to: tuple[str, ...] = ()  # agents the criterion is meant for; empty = every agent
-
-    def render(self) -> str:
-        scope = f", {' and '.join(self.applies_to)} only" if self.applies_to else ""
-        line = f"- {self.name} (0-{self.points} points{scope}): {self.rewards}"
-        if self.parts:
-            line += " [" + ", ".join(f"{part} {points}" for part, points in self.parts) + "]"
-        if self.bands:
-            line += "\n" + "\n".join(f"    {span}: {meaning}" for span, meaning in self.bands)
-        return line
-
-
-@dataclass(frozen=True)
-class Rubric:
-    name: str
-    title: str
-    source: str
-    criteria: tuple[Criterion, ...]
-
-    @property
-    def total(self) -> int:
-        return sum(c.points for c in self.criteria)
-
-    def render(self) -> str:
-        return "\n".join(c.render() for c in self.criteria)
-
-    def quoted(self) -> RubricText:
-        """What an answer that talks to its grader quotes of it (ms.data.grader_directed)."""
-        return RubricText(self.title, tuple((c.name, c.points) for c in self.criteria))
-
-    @classmethod
-    def from_file(cls, path: Path) -> "Rubric":
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        missing = [key for key in ("name", "title", "source", "criteria") if not data.get(key)]
-        if missing:
-            raise ValueError(f"rubric file {path} lacks {', '.join(missing)}")
-        criteria = tuple(
-            Criterion(
-                name=c["name"],
-                points=int(c["points"]),
-                rewards=c["rewards"],
-                parts=tuple((str(k), int(v)) for k, v in (c.get("parts") or {}).items()),
-                bands=tuple((str(k), str(v)) for k, v in (c.get("bands") or {}).items()),
-                applies_to=tuple(c.get("applies_to") or ()),
-            )
-            for c in data["criteria"]
-        )
-        rubric = cls(name=data["name"], title=data["title"], source=data["source"], criteria=criteria)
-        if rubric.total != RUBRIC_TOTAL:
-            raise ValueError(f"rubric file {path}: criteria points total {rubric.total}, expected {RUBRIC_TOTAL}")
-        for c in criteria:
-            if c.parts and sum(p for _, p in c.parts) != c.points:
-                raise ValueError(f"rubric file {path}: the parts of '{c.name}' do not add up to its {c.points} points")
-        return rubric
-
-
-class RubricNotFound(UserError, FileNotFoundError):
-    """A rubric that an agent or the pool mode asks for has no file."""
-
-
-def rubric_path(name: str, directory: Path = RUBRIC_DIR) -> Path:
-    """A rubric's file: `name` is a file's name in conf/rubric without .yaml, or a path to a .yaml file."""
-    return Path(name) if name.endswith((".yaml", ".yml")) else Path(directory) / f"{name}.yaml"
-
-
-@cache
-def load_rubric(name: str, directory: Path = RUBRIC_DIR) -> Rubric:
-    path = rubric_path(name, directory)
-    if not path.is_file():
-        known = sorted(p.stem for p in Path(directory).glob("*.yaml"))
-        raise RubricNotFound(f"no rubric '{name}' ({path}); the rubrics are: {', '.join(known)}")
-    return Rubric.from_file(path)
-
-
-def load_rubrics(names: Iterable[str] | None = None) -> dict[str, Rubric]:
-    """Rubrics by the name their file gives them; None: every file in conf/rubric."""
-    if names is None:
-        names = sorted(p.stem for p in RUBRIC_DIR.glob("*.yaml"))
-    return {rubric.name: rubric for rubric in map(load_rubric, names)}
-
-
-def rubric_ref(agent: Agent, pool_mode: str) -> str:
-    """The rubric (a conf/rubric name or a file's path) the agent's pairs are graded with. Domain
-    pools grade with the agent's rubric, by default its domain's; the single pool grades every agent
-    alike, with the single rubric. The scorer knows rubrics by the name their file gives them:
-    `rubric_for(...).name`."""
-    return SINGLE_RUBRIC if scope_for(agent.domain, pool_mode) == SINGLE_SCOPE else agent.rubric
-
-
-def rubric_for(agent: Agent, pool_mode: str) -> Rubric:
-    return load_rubric(rubric_ref(agent, pool_mode))
-
-
-# ---- reading a score out of free text -------------------------------------------------------
-
-_UNITS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen"
-).split()
-_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-_WORD_VALUES = {**{w: i for i, w in enumerate(_UNITS)}, **{w: 20 + 10 * i for i, w in enumerate(_TENS)}}
-_HUNDRED = r"(?:(?:one|a)[\s-]+)?hundred"
-# Alternatives are tried in order at each position, so "one hundred" wins over "one".
-_WORD_NUMBER = re.compile(
-    rf"\b(?:{_HUNDRED}|(?:{'|'.join(_TENS)})(?:[\s-]+(?:{'|'.join(_UNITS[1:10])}))?|(?:{'|'.join(_UNITS)}))\b",
-    re.IGNORECASE,
-)
-# A sign only counts at the start of a number, so the "-90" of "85-90" is not read as negative.
-_DIGIT_NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?!\w)")
-_DENOMINATOR_AFTER = re.compile(rf"\s*(?:/|out\s+of)\s*(100|10|{_HUNDRED}|ten)\b", re.IGNORECASE)
-_DENOMINATOR_BEFORE = re.compile(r"(?:/|out\s+of)\s*$", re.IGNORECASE)
-_LABEL_BEFORE = re.compile(
-    r"\b(?:score[sd]?|scoring|rating|rated?|grade[sd]?|give|giving|gave|assign(?:ed)?)\b[^\d.!?\n]{0,20}$",
-    re.IGNORECASE,
-)
-
-
-def _word_value(words: str) -> float:
-    parts = re.split(r"[\s-]+", words.lower())
-    if parts[-1] == "hundred":
-        return 100.0
-    return float(sum(_WORD_VALUES[p] for p in parts))
-
-
-def parse_score(text: str | None) -> int | None:
-    """The 0-100 score a grader's reply states, or None if it states none.
-
-    When several numbers appear, one written as a fraction ("85/100", "8 out of 10", scaled to
-    100) wins, then one right after a label such as "score:" or "I'd give it", then the first
-    number in digits, then the first in words. The denominator is never itself a candidate.
-    A chosen number outside 0-100 means a confused grader, so it reads as no score.
-    """
-    if not text:
-        return None
-    candidates = []  # (rank, position, value)
-    numbers = [(m, float(m.group())) for m in _DIGIT_NUMBER.finditer(text)]
-    words = [(m, _word_value(m.group())) for m in _WORD_NUMBER.finditer(text)]
-    for rank_if_plain, found in ((2, numbers), (3, words)):
-        for match, value in found:
-            before = text[max(0, match.start() - 40) : match.start()]
-            if _DENOMINATOR_BEFORE.search(before):
-                continue
-            fraction = _DENOMINATOR_AFTER.match(text, match.end())
-            if fraction:
-                denominator = fraction.group(1).lower()
-                rank, value = 0, value * (10 if denominator in ("10", "ten") else 1)
-            elif _LABEL_BEFORE.search(before):
-                rank = 1
-            else:
-                rank = rank_if_plain
-            candidates.append((rank, match.start(), value))
-    if not candidates:
-        return None
-    _, _, value = min(candidates, key=lambda c: c[:2])
-    return int(round(value)) if 0 <= value <= RUBRIC_TOTAL else None
-
-
-# ---- the gate -------------------------------------------------------------------------------
-
 SCORE_OPTIONS = [str(v) for v in range(RUBRIC_TOTAL + 1)]
-
-
-READS_OF_A_GRADER = ("probabilities", "text")  # Decision.read where a grader gave the score
-
-
-@dataclass
-class Decision:
-    agent: str
-    question: str
-    answer: str
-    score: Optional[float]  # 0-100; None: no score could be read (the pair is rejected, "unscored")
-    accepted: bool
-    reason: str
-    attempts: int  # grader calls made for this pair
-    raw: str  # text read: the grader's last reply; probability read: the most likely scores
-    rubric: str = ""
-    read: str = "text"  # how the score was read: probabilities | text
-    mass: Optional[float] = None  # probability read: the probability the reply starts with a score
-    # The utility gate's measurement (ms.gates.replay.Utility as a dict); None where no utility was measured.
-    utility: Optional[dict] = None
-
-    @property
-    def unscored(self) -> bool:
-        """Rejected because the rubric gate could read no score (the other gates never grade)."""
-        return self.score is None and self.utility is None and self.read in READS_OF_A_GRADER
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 class Scorer:
@@ -419,18 +220,3 @@ class Scorer:
             read=read,
             mass=None if mass is None else round(mass, 6),
         )
-
-
-def append_decisions(path: str | Path, decisions: Iterable[Decision], extra: Iterable[dict] | None = None) -> Path:
-    """Append one JSON line per decision; `path` is the file, or a run folder to hold decisions.jsonl.
-    `extra`, one dict per decision, adds the caller's fields (stream step, whether the pool took it)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / DECISIONS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    decisions = list(decisions)
-    extras = list(extra) if extra is not None else [{}] * len(decisions)
-    with path.open("a", encoding="utf-8") as f:
-        for decision, more in zip(decisions, extras, strict=True):
-            f.write(json.dumps({**decision.as_dict(), **more}, ensure_ascii=False) + "\n")
-    return path

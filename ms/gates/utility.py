@@ -9,8 +9,8 @@ from statistics import stdev
 from typing import Iterator, Optional, Sequence
 
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision
+from ms.gates.decisions import Decision
 from ms.gates.replay import Candidate, Utility, UtilityMeter
-from ms.gates.scorer import Decision
 
 # Nothing is known of utilities before they are measured: plan mode assumes half fall above the threshold.
 UTILITY_ACCEPT = 0.5
