@@ -25,16 +25,8 @@ from scipy import stats
 from ms.common.errors import UserError
 from ms.common.stats import CONFIDENCE, SEED, Estimate, mean_ci
 from ms.data.grader_directed import GRADER_INSTRUCTION
-from ms.gates.check import (
-    ALL,
-    CORRUPTIONS,
-    GOOD,
-    GRADER_POOL,
-    GRADER_POOLED,
-    KINDS,
-    auc,
-    auc_with_ci,
-)
+from ms.gates.check_auc import auc, auc_with_ci
+from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_POOL, GRADER_POOLED, KINDS
 
 DECISIONS = "gate_check_decisions.jsonl"
 GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **{k: (k,) for k in KINDS}}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from ms.agents import Agent, PromptTemplate, seed_memories
-from ms.gates.check import GOOD, Job
+from ms.gates.check_corruptions import GOOD, Job
 from ms.gates.replay import Candidate, Retrieve, Utility, UtilityMeter
 from ms.llm import LM
 from ms.pool import POOL_FILENAME, Memory, Pool, normalize_space, scope_for

@@ -1,0 +1,71 @@
+"""The pairs a gate check judges: each seed pair as it is (`good`) and its corrupted copies (the four
+ordinary corruptions, and where the rubric is handed in the grader-directed ones), with the names of
+the kinds and of the pools of kinds the check reports on."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+from ms.data import Example
+from ms.data.grader_directed import (
+    ANSWER_PLUS_ASSESSMENT,
+    SELF_ASSESSMENT,
+    RubricText,
+    grader_directed,
+)
+from ms.data.grader_directed import KINDS as GRADER_DIRECTED
+
+GOOD = "good"
+CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")
+ALL = "all"  # every ordinary corruption together
+GRADER_POOL = "grader-directed"  # the two that replace the answer's substance with a claim about it
+GRADER_POOLED = (SELF_ASSESSMENT, ANSWER_PLUS_ASSESSMENT)
+KINDS = (*CORRUPTIONS, *GRADER_DIRECTED)
+EMPTY_ANSWER = "N/A"
+
+
+class Job(NamedTuple):
+    """One pair to judge: a seed pair's question with its own answer (`kind` good) or a corrupted one."""
+
+    agent: str
+    kind: str
+    example: Example
+    answer: str
+
+
+def truncated(answer: str) -> str:
+    """The first line; an answer of one line keeps its first third of words, so it still changes."""
+    lines = answer.strip().splitlines()
+    if len(lines) > 1:
+        return lines[0]
+    words = answer.split()
+    return " ".join(words[: max(1, len(words) // 3)])
+
+
+def corrupted_copies(
+    seeds: dict[str, list[Example]], rubrics: Optional[dict[str, RubricText]] = None, seed: int = 0
+) -> list[Job]:
+    """Every seed pair as it is and in each corruption. The swapped answer comes from the next agent
+    in the list, so it is always another agent's; the other question's answer from the agent's next
+    seed pair, so it is always the same agent's (an agent with one pair has none to give). With
+    `rubrics` (agent -> the rubric grading its pairs), the grader-directed copies too, their wording
+    drawn by `seed` and the pair."""
+    agents = list(seeds)
+    out = []
+    for i, agent in enumerate(agents):
+        own = seeds[agent]
+        donor = seeds[agents[(i + 1) % len(agents)]] if len(agents) > 1 else []
+        for j, example in enumerate(own):
+            out.append(Job(agent, GOOD, example, example.answer))
+            if donor:
+                out.append(Job(agent, "swapped", example, donor[j % len(donor)].answer))
+            if len(own) > 1:
+                out.append(Job(agent, "other_question", example, own[(j + 1) % len(own)].answer))
+            out.append(Job(agent, "truncated", example, truncated(example.answer)))
+            out.append(Job(agent, "empty", example, EMPTY_ANSWER))
+            if rubrics:
+                out += [
+                    Job(agent, kind, example, grader_directed(kind, example.answer, rubrics[agent], seed, example.id))
+                    for kind in GRADER_DIRECTED
+                ]
+    return out
