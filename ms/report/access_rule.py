@@ -23,7 +23,7 @@ from typing import Iterable, Mapping, Optional
 from ms.common.stats import Estimate
 from ms.pool.access import SEED
 from ms.report.runs import Item
-from ms.report.sharing import weighted_mean_ci
+from ms.report.sharing_counts import weighted_mean_ci
 from ms.report.writers import UNWRITTEN, Writer
 
 HALVES = (0, 1)

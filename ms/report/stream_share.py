@@ -16,7 +16,8 @@ from typing import Sequence
 from ms.common.stats import Estimate, interval_text, mean_ci
 from ms.report.render import markdown_grid
 from ms.report.runs import Run
-from ms.report.sharing import ALL, csv_number
+from ms.report.sharing_counts import ALL
+from ms.report.sharing_text import csv_number
 from ms.report.writers import stream_written
 
 log = logging.getLogger(__name__)

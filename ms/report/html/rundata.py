@@ -15,7 +15,8 @@ from ms.report.html.memories import Memories, decisions_of, run_memories
 from ms.report.html.prompts import prompt_spec
 from ms.report.poison import poison_of
 from ms.report.runs import Item, Run
-from ms.report.sharing import ALL, Sharing, sharing_matrix, sharing_notes
+from ms.report.sharing_counts import ALL, Sharing, sharing_matrix
+from ms.report.sharing_text import sharing_notes
 from ms.report.writers import run_config
 
 log = logging.getLogger(__name__)
