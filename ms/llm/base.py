@@ -3,6 +3,9 @@
 Subclasses implement `_generate` and, where the backend can score given text, `_loglikelihood`.
 This class adds what every provider needs once: the response cache and per-run accounting, kept
 per role (what the call was for: see ROLES), so a run can say what each part of the loop cost.
+
+What a backend needs besides the interface lives beside it: its errors (ms.llm.errors), prompts and chats
+(ms.llm.messages), the counters per role (ms.llm.accounting) and the engines' packages (ms.llm.engine_packages).
 """
 
 from __future__ import annotations
@@ -10,60 +13,20 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence
 
-from ms.common.errors import UserError
+from ms.llm.accounting import OTHER, ROLES, Usage
 from ms.llm.cache import ResponseCache, request_key
+from ms.llm.engine_packages import (  # noqa: F401 (re-exported: callers import them from here)
+    ENGINE_PACKAGES,
+    LLAMA_BUILD,
+    engine_missing,
+    engine_package,
+    engine_problem,
+)
+from ms.llm.errors import BackendError, LoglikelihoodUnsupported
+from ms.llm.messages import PAIR_MARKER, Message, Prompt, as_messages, joined_contents, templated  # noqa: F401 (templated: re-exported)
 from ms.llm.sampling import sample_params, sample_seed
-
-Message = dict[str, str]
-PAIR_MARKER = "\x00pair\x00"  # stands for text that differs between prompts; in no template or prompt
-Prompt = Union[str, list[Message]]  # a user message, or a full chat
-
-
-class BackendError(UserError, RuntimeError):
-    """A backend failed for good (after retries) or is misconfigured: the message names the endpoint
-    or setting, so the CLIs report it as a user error."""
-
-
-class LoglikelihoodUnsupported(BackendError):
-    """The backend cannot score a given continuation; callers fall back to verbalized scoring."""
-
-
-def engine_package(module: str, engine: str, pip: str):
-    """The package a generation engine runs on, imported on first use; where it is not installed,
-    a one-line answer that names the setting, not a traceback."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as error:
-        raise BackendError(engine_missing(engine, pip)) from error
-
-
-# llama-cpp-python builds from source; a build for the build machine's own CPU crashed on CPUs with AMX
-# units, so the hint gives the flags the Makefile builds with (README, "Set-up").
-LLAMA_BUILD = 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" pip install --no-cache-dir'
-ENGINE_PACKAGES = {"llamacpp": ("llama_cpp", "llama-cpp-python>=0.3"), "ct2": ("ctranslate2", "ctranslate2>=4")}
-
-
-def engine_missing(engine: str, pip: str) -> str:
-    install = f"{LLAMA_BUILD} '{pip}'" if pip.startswith("llama-cpp") else f"pip install '{pip}'"
-    return (
-        f"backbone.engine={engine} needs {pip.split('>')[0]}, which is not installed "
-        f"({install}, or set backbone.engine=hf)"
-    )
-
-
-def engine_problem(engine: str) -> Optional[str]:
-    """Why `engine` cannot run here (its package is missing), found without importing it; None if it can."""
-    import importlib.util
-
-    module, pip = ENGINE_PACKAGES.get(engine.split("-")[0], (None, ""))
-    if module is None or importlib.util.find_spec(module) is not None:
-        return None
-    return engine_missing(engine, pip)
 
 
 def cache_key(kind: str, provider: str, model: str, params: dict[str, Any], request: Any) -> str:
@@ -73,51 +36,6 @@ def cache_key(kind: str, provider: str, model: str, params: dict[str, Any], requ
 
 def generate_params(max_new_tokens: int, temperature: float, stop: Sequence[str]) -> dict[str, Any]:
     return {"max_new_tokens": max_new_tokens, "temperature": temperature, "stop": list(stop)}
-
-
-def as_messages(prompt: Prompt) -> list[Message]:
-    return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
-
-
-def joined_contents(messages: Sequence[Message]) -> str:
-    """A chat as text for a model with no chat template: its messages' contents, one a line."""
-    return "\n".join(m["content"] for m in messages) + "\n"
-
-
-def templated(tokenizer, prompt: Prompt) -> str:
-    """A chat as the tokenizer's chat template renders it before the answer (joined where it has none)."""
-    if tokenizer is None or not tokenizer.chat_template:
-        return joined_contents(as_messages(prompt))
-    return tokenizer.apply_chat_template(as_messages(prompt), tokenize=False, add_generation_prompt=True)
-
-
-@dataclass
-class Usage:
-    calls: int = 0  # requests that reached the backend (a batch of n counts n)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_hits: int = 0
-    cache_misses: int = 0
-    backend_seconds: float = 0.0
-    retries: int = 0  # API requests sent again after a transient failure or an unusable reply
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def total(cls, parts: Iterable["Usage"]) -> "Usage":
-        out = cls()
-        for part in parts:
-            for name, value in asdict(part).items():
-                setattr(out, name, getattr(out, name) + value)
-        return out
-
-
-# What a call is for. Callers tag their calls with `lm.acting_as(role)`; a call made outside any
-# role counts under OTHER, so the roles always add up to the LM's total.
-# `utility` is the utility gate's replay of probe questions (ms.gates.replay).
-ROLES = ("answer", "score", "utility", "label", "summarize", "importance", "invert", "evaluate")
-OTHER = "other"
 
 
 class LM(ABC):
