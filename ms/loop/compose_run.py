@@ -1,7 +1,8 @@
 """The composition root of a run: `compose_run` is the one function that reads the root config and
 builds the run's parts, each from its own section or from parts built before it; the loop
 (ms.loop.pipeline.Experiment) then reads no config at all. What it builds, it builds in the order runs
-always have (torch's random state, seeded first, is drawn on as models load).
+always have (torch's random state, seeded first, is drawn on as models load). Before it, `open_run`
+checks the settings and the run folder: a folder that holds the same cell's complete run is left as it is.
 
 Which variant of a part a run gets is looked up by name in its registry (ms.config.parts), so a
 new gate, metric, retriever, memory policy, pool backend or provider is built here without a line
@@ -10,6 +11,7 @@ of this module changing.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,7 @@ import torch
 from omegaconf import DictConfig
 
 from ms.agents import Agent, PromptTemplate, agents_from
+from ms.config.files import METRICS_FILE
 from ms.config.parts import GATES, METRICS, POISONS
 from ms.data import load_splits
 from ms.data.poison import Poisoner
@@ -28,12 +31,13 @@ from ms.gates.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
 from ms.llm import LM
 from ms.llm.backbones import Backbones, build_backbones
 from ms.loop.best_of import BestOf, build_best_of
-from ms.loop.cell import data_fingerprint
+from ms.loop.cell import check_same_cell, data_fingerprint
 from ms.loop.cell import record as cell_record
 from ms.loop.inputs import encoder_models, test_retriever_name
 from ms.loop.provenance import provenance
-from ms.loop.run_folder import open_run_pool
-from ms.loop.schedule import stream_k
+from ms.loop.run_folder import clear_partial, completed, open_run_pool, write_atomic
+from ms.loop.schedule import Schedule, stream_k
+from ms.loop.validation import validate
 from ms.metrics.base import Metric
 from ms.metrics.evaluate import validate_metrics
 from ms.pool import Pool, scope_for
@@ -62,18 +66,15 @@ class Clock:
 
 @dataclass
 class Settings:
-    """What the loop itself reads of the config."""
+    """What the loop itself reads of the config, besides its schedule."""
 
     k: int  # memories per test question
     stream_k: int  # memories per stream question
-    fills: list[int]
-    micro_batch: int
     stream_answers: str  # stream.answers: model | reference
     memory_question: str  # memory.question: query | prompt
     pool_mode: str
     memory_policy: str
     save_retriever: bool
-    evaluate: bool = True  # eval.enabled: false for a stream-only run (no test question is answered)
     retire_below: Optional[float] = None  # memory.retire_below: None, nothing is retired
     retire_after: int = 6  # memory.retire_after: measurements a memory needs before it can be retired
 
@@ -83,6 +84,7 @@ class Parts:
     """A run's parts, built (`compose_run`), and what its metrics.json records of how they were made."""
 
     settings: Settings
+    schedule: Schedule  # the run's steps, in order, as its plan walks them too (ms.loop.schedule)
     clock: Clock
     agents: dict[str, Agent]
     splits: dict  # agent -> its data splits (ms.data)
@@ -90,7 +92,6 @@ class Parts:
     pool: Pool
     backbones: dict[str, LM]  # every backbone the run uses, by name, the default first
     agent_backbone: dict[str, str]  # agent -> the backbone it answers on
-    scorer: Scorer
     gate: Gate
     memory: Any  # the memory policy (ms.retrieval.memory)
     retriever: Retriever  # the stream's, wrapped by the memory policy
@@ -135,17 +136,15 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     """Every part of the run `cfg` (the root config) describes, with its pool in `out_dir`."""
     scope_for("literary", cfg.pool.mode)  # a bad pool mode fails here, before any model loads
     torch.manual_seed(cfg.seed)
+    schedule = Schedule.of(cfg)
     settings = Settings(
         k=cfg.k,
         stream_k=stream_k(cfg.k, cfg.stream_k),
-        fills=list(cfg.fills),
-        micro_batch=cfg.micro_batch,
         stream_answers=cfg.stream.answers,
         memory_question=cfg.memory.question,
         pool_mode=cfg.pool.mode,
         memory_policy=cfg.memory.policy,
         save_retriever=DenseSettings.saves(cfg.retriever),
-        evaluate=cfg.eval.enabled,
         retire_below=cfg.memory.retire_below,
         retire_after=cfg.memory.retire_after,
     )
@@ -175,7 +174,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         cfg.scorer,
     )
     clock = Clock()  # the composite ranks by age in stream steps: its clock is the loop's step
-    retriever, trainable = build_retriever(cfg.retriever, pool, clock=clock)
+    # Trained exactly where the schedule says memory train runs, as the run's plan counts it.
+    retriever, trainable = build_retriever(cfg.retriever, pool, learned=schedule.trains, clock=clock)
     trainer = None
     if trainable is not None:
         labeller = Labeller(
@@ -277,26 +277,46 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     described = {cls.record_key: None for cls in map(METRICS.load, METRICS) if cls.record_key}
     described.update({m.record_key: m.describe() for m in metrics if m.record_key})
     return Parts(
-        settings,
-        clock,
-        agents,
-        splits,
-        template,
-        pool,
-        backbones,
-        agent_backbone,
-        scorer,
-        gate,
-        memory,
-        retriever,
-        test_retriever,
-        access,
-        poisoner,
-        trainer,
-        metrics,
-        record,
-        described,
-        provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch),
-        cell_record(cfg, data_fingerprint(splits)),  # what a resumed sweep must match
+        settings=settings,
+        schedule=schedule,
+        clock=clock,
+        agents=agents,
+        splits=splits,
+        template=template,
+        pool=pool,
+        backbones=backbones,
+        agent_backbone=agent_backbone,
+        gate=gate,
+        memory=memory,
+        retriever=retriever,
+        test_retriever=test_retriever,
+        access=access,
+        poisoner=poisoner,
+        trainer=trainer,
+        metrics=metrics,
+        record=record,
+        described=described,
+        provenance=provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch),
+        cell=cell_record(cfg, data_fingerprint(splits)),  # what a resumed sweep must match
         best_of=build_best_of(cfg.stream, cfg.seed, scorer, lambda a: rubric_for(agents[a], cfg.pool.mode).name),
     )
+
+
+def open_run(cfg: DictConfig, out_dir: Path) -> Parts | dict:
+    """What running `cfg` into `out_dir` starts from, every setting checked first (before any model, pool
+    or cache opens): the metrics of the complete run the folder already holds, once shown to be `cfg`'s
+    cell (a UserError names what differs: ms.loop.cell), which is left as it is, so that re-running an
+    interrupted sweep redoes only its unfinished cells; else the run's parts, the folder cleared of an
+    interrupted run's files."""
+    validate(cfg)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    metrics = completed(out_dir)
+    if metrics is None:
+        clear_partial(out_dir, cfg.pool)
+        return compose_run(cfg, out_dir)
+    accepted = check_same_cell(out_dir, metrics, cfg, data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents))))
+    if accepted is not None:  # the run's numbers now stand for this code too: say so in the run itself
+        metrics["cell"]["accepted_code"] = [*metrics["cell"].get("accepted_code", []), accepted]
+        write_atomic(out_dir / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False))
+        log.info("%s: its numbers are accepted for this code (accept_code_change=true)", out_dir)
+    return metrics

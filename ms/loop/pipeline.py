@@ -1,7 +1,9 @@
 """One Hydra job: seed the pool, stream questions through the agents (retrieve k, answer, score,
-admit, train), and evaluate on the test split at every fill checkpoint.
+admit, train), and evaluate on the test split at every fill checkpoint, in the order of the run's
+schedule (ms.loop.schedule), which its plan walks too.
 
-`run(cfg, out_dir)` is a plain function: tests and sweeps call it without the CLI.
+`run(cfg, out_dir)` is a plain function: tests and sweeps call it without the CLI. It hands the config
+to the composition root (ms.loop.compose_run) and runs what that builds; nothing here reads the config.
 """
 
 from __future__ import annotations
@@ -19,19 +21,16 @@ from typing import Any, Callable, Sequence
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from ms.agents import agents_from, chat, seed_memories
+from ms.agents import chat, seed_memories
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, RETIREMENTS_FILE, USAGE_FILE
-from ms.data import Example, load_splits
+from ms.data import Example
 from ms.gates.replay import Candidate, effects
 from ms.gates.scorer import append_decisions
 from ms.llm import LM
 from ms.llm.usage import save_usage
-from ms.loop.cell import check_same_cell, data_fingerprint
-from ms.loop.compose_run import Parts, compose_run
+from ms.loop.compose_run import Parts, open_run
 from ms.loop.printout import format_table
-from ms.loop.run_folder import clear_partial, completed, write_atomic
-from ms.loop.schedule import batches, interleave, skips_stream
-from ms.loop.validation import validate
+from ms.loop.run_folder import write_atomic
 from ms.metrics.base import EvalBatch
 from ms.metrics.evaluate import summarize
 from ms.pool import Memory, scope_for
@@ -65,7 +64,7 @@ class Experiment:
         self.settings = parts.settings
         self.agents, self.splits, self.template = parts.agents, parts.splits, parts.template
         self.pool, self.backbones, self.agent_backbone = parts.pool, parts.backbones, parts.agent_backbone
-        self.scorer, self.gate, self.memory, self.trainer = parts.scorer, parts.gate, parts.memory, parts.trainer
+        self.gate, self.memory, self.trainer = parts.gate, parts.memory, parts.trainer
         self.retriever, self.test_retriever = parts.retriever, parts.test_retriever
         self.reader = parts.access.reader  # agent -> the writers its access rule grants it (ms.pool.access)
         self.poisoned: Counter = Counter()  # the poisoning writer's pairs (parts.poisoner): asked, accepted, rejected
@@ -169,7 +168,8 @@ class Experiment:
         # same gate as the victim's own (its rubric, its prompts), stored under the poisoner's name. Its
         # question is the plain question, under memory.question=prompt too (it retrieves nothing).
         poison = self.parts.poisoner.pairs([q.example for q in queries])
-        writers = [None] * len(queries) + [self.parts.poisoner.cfg.writer] * len(poison)
+        # poison=none declares no writer (ms.data.poison_settings): its name is read only where it wrote
+        writers = [None] * len(queries) + [self.parts.poisoner.cfg.writer for _ in poison]
         queries = [*queries, *(Query(p.victim, self.scope(p.victim), p.example) for p in poison)]
         asked, answers = [*asked, *(p.question for p in poison)], [*answers, *(p.answer for p in poison)]
         decisions = self.gate.judge([Candidate(q.agent, q.scope, x, a) for q, x, a in zip(queries, asked, answers)])
@@ -261,7 +261,7 @@ class Experiment:
             }
             for q in tests
         ]
-        batch = self.settings.micro_batch
+        batch = self.parts.schedule.micro_batch
         # The bar counts LM requests (an answer, a reference scored) as the backbones finish them,
         # so it moves within a micro-batch too: one micro-batch can take minutes on a CPU.
         scores_text = [self.backbones[self.agent_backbone[q.agent]].scores_text for q in tests]
@@ -300,41 +300,38 @@ class Experiment:
 
     def run(self) -> dict:
         started = time.perf_counter()
+        schedule = self.parts.schedule
         seeded = self.seed_pool()
-        stream = [
-            Query(e.agent, self.scope(e.agent), e) for e in interleave({a: s.stream for a, s in self.splits.items()})
-        ]
         # A reference-written stream skips the questions that have no reference, and counts them.
-        no_reference = Counter(q.agent for q in stream if not (q.example.answer or "").strip())
-        if self.settings.stream_answers == "reference" and no_reference:
-            stream = [q for q in stream if (q.example.answer or "").strip()]
+        examples, no_reference = schedule.stream({a: s.stream for a, s in self.splits.items()})
+        stream = [Query(e.agent, self.scope(e.agent), e) for e in examples]
+        if no_reference:
             log.info(
                 "stream.answers=reference: skipped %d stream questions without a reference (%s)",
                 sum(no_reference.values()),
                 ", ".join(f"{a} {n}" for a, n in sorted(no_reference.items())),
             )
-        skip_stream = skips_stream(self.settings.k)
-        if skip_stream:
+        if not schedule.streams:
             log.info("k=0: the stream is skipped (zero-shot answers do not read the pool)")
         accepted, rejected, unscored = Counter(), Counter(), Counter()
         by_fill, pool_sizes = {}, {}
-        with tqdm(total=len(stream), desc="stream", unit="question", disable=skip_stream) as bar:
-            for fill, part in batches(len(stream), self.settings.fills, self.settings.micro_batch, not skip_stream):
-                if part is not None:
-                    batch = stream[part]
+        with tqdm(total=len(stream), desc="stream", unit="question", disable=not schedule.streams) as bar:
+            for step in schedule.steps(len(stream)):
+                if step.questions is not None:
+                    batch = stream[step.questions]
                     for d in self.stream_batch(batch):
                         (accepted if d.accepted else rejected)[d.agent] += 1
                         unscored[d.agent] += d.unscored
                     bar.update(len(batch))
                     bar.set_postfix(pool=self.pool.count(), accepted=sum(accepted.values()))
-                    continue
-                if self.settings.evaluate:  # eval.enabled=false: a stream-only run answers no test question
-                    rows = self.evaluate(fill)
-                    bar.unpause()  # the stream's elapsed time and rate leave out the evaluation
-                    with (self.out / PREDICTIONS_FILE).open("a", encoding="utf-8") as f:
-                        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-                    by_fill[str(fill)] = summarize(rows, [key for m in self.metrics for key in m.keys])
-                pool_sizes[str(fill)] = self.pool.count_by("agent")
+                for fill in step.fills:
+                    if schedule.evaluates:  # a stream-only run answers no test question
+                        rows = self.evaluate(fill)
+                        bar.unpause()  # the stream's elapsed time and rate leave out the evaluation
+                        with (self.out / PREDICTIONS_FILE).open("a", encoding="utf-8") as f:
+                            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+                        by_fill[str(fill)] = summarize(rows, [key for m in self.metrics for key in m.keys])
+                    pool_sizes[str(fill)] = self.pool.count_by("agent")
         if self.trainer is not None and self.settings.save_retriever:
             self.trainer.save(self.out / "retriever")
         usage = save_usage(self.backbones.values(), self.out / USAGE_FILE)
@@ -345,7 +342,7 @@ class Experiment:
             **self.parts.described,
             "fills": by_fill,
             "stream": {
-                "questions": 0 if skip_stream else len(stream),
+                "questions": len(stream) if schedule.streams else 0,
                 "k": self.stream_k,
                 "seeded": seeded,
                 "answers": answers,
@@ -380,22 +377,14 @@ class Experiment:
 
 
 def run(cfg: DictConfig, out_dir: Path) -> dict:
-    """Run one configuration into out_dir. A folder that already holds a complete run is left as
-    it is, so re-running an interrupted sweep redoes only its unfinished cells."""
-    validate(cfg)  # every setting, before any model, pool or cache opens
-    out_dir.mkdir(parents=True, exist_ok=True)
-    metrics = completed(out_dir)
-    if metrics is not None:
-        accepted = check_same_cell(
-            out_dir, metrics, cfg, data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents)))
-        )
-        if accepted is not None:  # the run's numbers now stand for this code too: say so in the run itself
-            metrics["cell"]["accepted_code"] = [*metrics["cell"].get("accepted_code", []), accepted]
-            write_atomic(out_dir / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False))
-            log.info("%s: its numbers are accepted for this code (accept_code_change=true)", out_dir)
-        log.info("%s already holds a complete run of these settings and data; skipping it", out_dir)
+    """Run one configuration into out_dir, as the composition root opens it (ms.loop.compose_run.open_run):
+    a folder that already holds a complete run of it is left as it is, so re-running an interrupted
+    sweep redoes only its unfinished cells."""
+    opened = open_run(cfg, out_dir)
+    if isinstance(opened, Parts):
+        metrics = Experiment(opened, out_dir).run()
     else:
-        clear_partial(out_dir, cfg.pool)
-        metrics = Experiment(compose_run(cfg, out_dir), out_dir).run()
+        log.info("%s already holds a complete run of these settings and data; skipping it", out_dir)
+        metrics = opened
     print(format_table(metrics))
     return metrics

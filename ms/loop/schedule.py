@@ -1,9 +1,15 @@
 """The order of a run, shared by the run (ms.loop.pipeline) and its plan (ms.plan.planner), so the two cannot
-drift: which stream questions come in which batch, where each fill is evaluated, how many memories
-a stream question retrieves, and whether the retriever learns."""
+drift. A run seeds the pool, then walks its `Schedule`'s steps: each stream micro-batch retrieves,
+answers (its model, best-of-n, or the reference: `Schedule.answers`), is judged by the gate with the
+poisoning writer's pairs, is admitted, labels and trains the retriever (`trains`), is consolidated
+(`consolidates`) and retires what measured badly; after it, each fill checkpoint it completes is
+evaluated (`evaluates`). The run does that work, its plan counts the calls it takes: only what
+happens, in which order and at which step, is said here, once."""
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -56,3 +62,66 @@ def batches(n: int, fills: Sequence[int], micro_batch: int, stream: bool = True)
             yield fill, slice(done, end)
             done = end
         yield fill, None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a run: a stream micro-batch (`questions`, a slice of the stream; None where the step
+    only evaluates: a fill at the stream's start, or a stream skipped), after which the pool is at step
+    `number` (0: nothing streamed yet), then the fill checkpoints it completes, in order."""
+
+    number: int
+    questions: Optional[slice]
+    fills: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """What a run does, in which order, as its settings make it (`of`): the run and its plan both walk
+    `steps`, so a change here reaches both."""
+
+    fills: tuple[int, ...]  # percentages of the stream after which the test questions are evaluated
+    micro_batch: int  # stream questions a step takes (fewer where a fill falls first); test questions a batch
+    streams: bool  # false: the stream is skipped (`skips_stream`), every fill evaluated on the seeds alone
+    answers: str  # what the gate judges for a stream question: model (one answer), best_of (n, one kept), reference
+    trains: bool  # memory train labels candidates and trains the retriever on each step's admitted pairs
+    consolidates: bool  # the memory policy consolidates after each step (its class declares it)
+    evaluates: bool  # eval.enabled: false for a stream-only run, which answers no test question
+
+    @classmethod
+    def of(cls, cfg) -> "Schedule":
+        """The schedule of the run the root config `cfg` describes."""
+        from ms.config.parts import POLICIES
+
+        best_of = cfg.stream.answers == "model" and cfg.stream.best_of > 1
+        return cls(
+            fills=tuple(cfg.fills),
+            micro_batch=cfg.micro_batch,
+            streams=not skips_stream(cfg.k),
+            answers="best_of" if best_of else cfg.stream.answers,
+            trains=learns(cfg.retriever),
+            consolidates=POLICIES.load(cfg.memory.policy).consolidates,
+            evaluates=cfg.eval.enabled,
+        )
+
+    def stream(self, per_agent: dict[str, list[T]]) -> tuple[list[T], Counter]:
+        """The stream questions in the order the run takes them (`interleave`), and how many of each
+        agent's were skipped: a stream of references skips the questions that have none."""
+        stream = interleave(per_agent)
+        if self.answers != "reference":
+            return stream, Counter()
+        kept = [e for e in stream if (e.answer or "").strip()]
+        return kept, Counter(e.agent for e in stream if not (e.answer or "").strip())
+
+    def steps(self, n: int) -> Iterator[Step]:
+        """The run's steps over a stream of `n` questions, in order (`batches`, grouped by micro-batch)."""
+        number, questions, fills = 0, None, []
+        for fill, part in batches(n, self.fills, self.micro_batch, self.streams):
+            if part is None:
+                fills.append(fill)
+                continue
+            if questions is not None or fills:
+                yield Step(number, questions, tuple(fills))
+            number, questions, fills = number + 1, part, []
+        if questions is not None or fills:
+            yield Step(number, questions, tuple(fills))

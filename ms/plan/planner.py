@@ -34,7 +34,7 @@ from ms.llm import price_of, provider_class
 from ms.llm.backbones import Backbones
 from ms.llm.base import ROLES, cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
-from ms.loop.schedule import batches, interleave, learns, skips_stream, stream_k
+from ms.loop.schedule import Schedule, stream_k
 from ms.metrics.evaluate import validate_metrics
 from ms.plan.best_of import best_of_note, planned_best_of
 from ms.plan.gate import acceptance, grading_tokens, reads_probabilities
@@ -97,6 +97,7 @@ class _Planner:
         self.backbones = Backbones(cfg.backbone)
         self.scorer = cfg.scorer
         self.stream_k = stream_k(cfg.k, cfg.stream_k)
+        self.schedule = Schedule.of(cfg)  # the run's steps, which the plan walks as the run does
         self.gate = GATES.load(cfg.gate.name)
         self.metrics = [METRICS.load(name) for name in METRICS if name in validate_metrics(cfg.eval.metrics)]
         self.agents = agents_from(cfg.agents)
@@ -184,7 +185,7 @@ class _Planner:
         )
         # Exact only while every candidate has exactly m probes: the seeds alone hold them, and no
         # consolidation moves memories out of reach.
-        exact = exact and self.seeds[scope] >= probes and cfg.memory.policy == "plain"
+        exact = exact and self.seeds[scope] >= probes and not self.schedule.consolidates
         self.row("utility", self.agents[agent].backbone).add(
             share * 2 * probed, prompt, 0.0, exact=exact, cached_exact=not cfg.use_cache
         )
@@ -261,19 +262,15 @@ class _Planner:
         cfg = self.cfg
         for role in ROLES:  # every role shows, on the backbone it runs on
             self.row(role, {"score": cfg.scorer.backbone, "label": cfg.train.backbone}.get(role))
-        stream = interleave({a: s.stream for a, s in self.splits.items()})
-        if cfg.stream.answers == "reference":  # as the run: questions without a reference are skipped
-            stream = [e for e in stream if (e.answer or "").strip()]
+        stream, _ = self.schedule.stream({a: s.stream for a, s in self.splits.items()})
         pool = {scope: float(n) for scope, n in self.seeds.items()}
         stores: dict[str, list[tuple[int, float]]] = {}
-        step = 0
-        for _, part in batches(len(stream), cfg.fills, cfg.micro_batch, not skips_stream(cfg.k)):
-            if part is None:
-                if cfg.eval.enabled:  # a stream-only run answers no test question
+        for step in self.schedule.steps(len(stream)):
+            if step.questions is not None:
+                self.stream_step(stream[step.questions], pool, stores, step.number)
+            if self.schedule.evaluates:  # a stream-only run answers no test question
+                for _ in step.fills:
                     self.evaluate(pool)
-                continue
-            step += 1
-            self.stream_step(stream[part], pool, stores, step)
         return [r for r in self.rows.values()]
 
     def stream_step(self, batch: list, pool: dict[str, float], stores: dict, step: int) -> None:
@@ -284,9 +281,9 @@ class _Planner:
             user = self.user_prompt(a, e.question, kk)
             # memory.question=prompt: the pair's question is the whole prompt the agent saw
             question = user if cfg.memory.question == "prompt" else tokens(e.question)
-            if cfg.stream.answers == "reference":  # the reference is the answer: nothing is generated
+            if self.schedule.answers == "reference":  # the reference is the answer: nothing is generated
                 reply = tokens(e.answer)
-            elif cfg.stream.best_of > 1:  # n samples and the selector's calls on each (ms.plan.best_of)
+            elif self.schedule.answers == "best_of":  # n samples and the selector's calls on each (ms.plan.best_of)
                 reply = self.reply(a, self.backbone(self.agents[a].backbone).generation.max_new_tokens)
                 planned_best_of(self, a, e.question, kk, self.system(a) + user + PER_MESSAGE, question, reply)
             else:
@@ -309,10 +306,10 @@ class _Planner:
         for e, _, _ in asked:  # the batch is admitted at once, then memory train mines the pool
             pool[self.scope[e.agent]] += self.accept
         for e, question, reply in asked:
-            if learns(cfg.retriever):
+            if self.schedule.trains:
                 self.label(e.agent, question, reply, min(cfg.train.candidates, pool[self.scope[e.agent]] - 1))
             stores.setdefault(e.agent, []).append((step, self.accept))
-        if cfg.memory.policy == "stm_ltm":
+        if self.schedule.consolidates:
             self.consolidate(stores, step)
 
     def label(self, agent: str, question: float, reply: float, candidates: float) -> None:
