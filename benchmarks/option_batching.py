@@ -42,7 +42,7 @@ from conftest import compose_config  # noqa: E402
 from ms.agents import default_agents  # noqa: E402
 from ms.config import ScorerConfig  # noqa: E402
 from ms.gates.scorer import SCORE_OPTIONS, Scorer, load_rubrics  # noqa: E402
-from ms.llm import build_lm, hf, option_tree  # noqa: E402
+from ms.llm import build_lm, hf_scoring, option_tree  # noqa: E402
 
 WAYS = ("one_by_one", "batched", "batched_no_prefix", "batched_uncut")
 
@@ -72,7 +72,7 @@ def grade(lm, gate: Scorer, items, per_call: int, way: str) -> tuple[float, floa
     """(wall s, CPU s, context tokens, probabilities) of reading every pair's score distribution."""
     lm.option_batching = way != "one_by_one"
     slack = math.inf if way == "batched_uncut" else option_tree.PADDING_SLACK
-    hf.length_batches = functools.partial(option_tree.length_batches, slack=slack)
+    hf_scoring.length_batches = functools.partial(option_tree.length_batches, slack=slack)
     tokens, out = lm.usage.prompt_tokens, []
     wall, cpu = time.perf_counter(), time.process_time()
     for start in range(0, len(items), per_call):
