@@ -179,7 +179,7 @@ def poison_markdown(found: Sequence[Spread], metric: str) -> str:
         [
             "# A poisoned writer",
             "",
-            "Each run with a poisoning writer (`poison=off_task|on_style|injection`): the pairs it asked the gate to "
+            "Each run with a poisoning writer (any `poison=` option but `none`): the pairs it asked the gate to "
             "admit (one per stream question of its victim) and those admitted; the test questions' retrievals of its "
             "memories at the run's last fill (k per question), by the victim and by the other agents; for an "
             "injection, the agents' own stream answers that carry its marker; and the change in the metric against "
