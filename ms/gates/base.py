@@ -101,6 +101,12 @@ class Gate(ABC):
         return {"gate": cfg.name}
 
     @classmethod
+    def grades_with_rubrics(cls) -> bool:
+        """Whether it grades pairs against their agents' rubric files, which a run's record then keeps the
+        content of (ms.loop.inputs): where its check takes a grading."""
+        return "rubric" in cls.checked_by
+
+    @classmethod
     def files_read(cls, cfg) -> dict[str, Path]:
         """label -> each file its settings name that it reads (the cell record keeps their content)."""
         return {}

@@ -44,6 +44,14 @@ def provider_class(backbone) -> type[LM]:
     return cls.for_backbone(backbone)
 
 
+def offered_variant(provider: str, what: str) -> str | None:
+    """How a backbone of `provider` whose class cannot do `what` (a capability of LM: `scores_text`, ...)
+    could: the setting that picks a variant that can (LM.for_backbone), in the words the variant offers
+    it with (`offer`, as EchoLogprobsLM says it); None where no variant of the provider can."""
+    variants = PROVIDERS.load(provider).__subclasses__()
+    return next((v.offer for v in variants if getattr(v, what) is True and hasattr(v, "offer")), None)
+
+
 def _provider_lm(backbone, cache_dir: str | Path, use_response_cache: bool) -> LM:
     cache = ResponseCache(Path(cache_dir) / CACHE_FILENAME) if use_response_cache else None
     gen = backbone.generation

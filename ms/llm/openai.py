@@ -123,6 +123,8 @@ class EchoLogprobsLM(OpenAILM):
     scores_text = True
     reads_probabilities = True
     setting = "backbone.prompt_logprobs=echo"
+    # What validation offers an openai backbone that cannot do what this class can (ms.llm.offered_variant).
+    offer = setting + ", on a server that returns prompt log-probs"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -45,10 +45,11 @@ def code_sha256(package: Optional[Path] = None) -> str:
 
 
 def test_retriever_name(cfg: DictConfig) -> Optional[str]:
-    """The retriever the test questions use where it differs from the stream's (retriever.at_test):
-    the frozen dense retriever is the dense one, untrained."""
-    at_test = cfg.retriever.at_test
-    return "dense" if at_test == "dense_frozen" else at_test
+    """The retriever the test questions use where it differs from the stream's (retriever.at_test), as
+    the retrieval package names it."""
+    from ms.retrieval import at_test_retriever
+
+    return at_test_retriever(cfg.retriever.at_test)
 
 
 def encoder_models(cfg: DictConfig, metrics: list[str]) -> dict[str, Optional[str]]:
@@ -140,9 +141,15 @@ def backbones_used(cfg: DictConfig) -> dict[str, Any]:
 def dtypes(cfg: DictConfig) -> dict[str, str]:
     """name -> the float type each local transformers backbone resolves to here (backbone.dtype auto
     is float16 on a GPU, float32 on a CPU: the same settings, other numbers)."""
+    from ms.llm import provider_class
     from ms.llm.local import resolve_dtype
 
-    return {name: resolve_dtype(b.dtype, b.device) for name, b in backbones_used(cfg).items() if b.provider == "hf"}
+    # backbone.dtype is read where the model runs in this process (LM.runs_locally), by transformers
+    return {
+        name: resolve_dtype(b.dtype, b.device)
+        for name, b in backbones_used(cfg).items()
+        if provider_class(b).runs_locally
+    }
 
 
 def files_read(cfg: DictConfig) -> dict[str, Path]:
@@ -152,7 +159,7 @@ def files_read(cfg: DictConfig) -> dict[str, Path]:
     agents = running_agents(cfg)
     files: dict[str, Path] = {}
     gate = GATES.load(cfg.gate.name)
-    if "rubric" in gate.checked_by:
+    if gate.grades_with_rubrics():
         for ref in sorted({rubric_ref(agent, cfg.pool.mode) for agent in agents.values()}):
             files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
     if cfg.stream.get("best_of", 1) > 1 and cfg.stream.get("select") == "grader":  # best-of-n grades with them too

@@ -80,8 +80,9 @@ def backbone_record(backbone) -> dict[str, Any]:
         "model": backbone.model,
         "sha256": None,
     }
-    local = provider_class(backbone).local_weights(backbone)
-    if backbone.provider == "hf":
+    provider = provider_class(backbone)
+    local = provider.local_weights(backbone)
+    if provider.runs_locally:  # backbone.dtype is read by a model in this process
         from ms.llm.local import resolve_dtype
 
         out["dtype"] = resolve_dtype(backbone.dtype, backbone.device)  # auto resolved: the type that ran

@@ -27,6 +27,7 @@ from ms.config.files import not_sqlite, writable_folder
 from ms.config.options import OWNED, owned, schema_name, settings_of
 from ms.config.parts import ACCESS_RULES, GATES, METRICS, POISONS, POOL_BACKENDS
 from ms.gates.scorer import rubric_path
+from ms.llm import offered_variant
 from ms.llm.api import api_key_from_env
 from ms.llm.backbones import Backbones
 from ms.llm.base import engine_problem
@@ -194,8 +195,10 @@ def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
 
 def _missing_engine(backbone: DictConfig, prefix: str) -> Iterator[str]:
     """A local backbone's generation engine must be installed: found missing once the model has
-    loaded, it would stop a run whose folder is already made."""
-    if backbone.provider == "hf" and (missing := engine_problem(backbone.engine)):
+    loaded, it would stop a run whose folder is already made. Asked of the engine alone: the default
+    one, transformers, needs nothing more, and another is refused under a provider that does not run
+    it (BackboneConfig.problems); the provider's class is not loaded, as that would import torch."""
+    if missing := engine_problem(backbone.engine):
         yield prefix + missing
 
 
@@ -270,11 +273,8 @@ def _unmeasurable_metrics(cfg: DictConfig, running: list[str]) -> Iterator[str]:
         for (_, provider), agents in _blind(cfg, running, what).items():
             by_provider.setdefault(provider, []).extend(agents)
         for provider, agents in by_provider.items():
-            served = (
-                " (or backbone.prompt_logprobs=echo, on a server that returns prompt log-probs)"
-                if provider == "openai"
-                else ""
-            )
+            offer = offered_variant(provider, what)
+            served = f" (or {offer})" if offer else ""
             yield (
                 f"invalid setting eval.metrics={_shown(cfg.eval.metrics)}: provider '{provider}' cannot "
                 f"{words}{_whose(agents, running)}; use eval.metrics=[{others}]{served}"

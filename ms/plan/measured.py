@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from ms.common.errors import UserError
 from ms.config.files import USAGE_FILE
+from ms.gates.settings import UNRECORDED_GATE
 from ms.llm.usage import upgraded_usage
 from ms.loop.cell import identity, stored
 from ms.loop.run_folder import completed
@@ -122,7 +123,7 @@ def source_settings(run: Path, metrics: Mapping) -> Optional[dict]:
             settings["retriever.name"] = str(record["stream_retriever"]).split(" ")[0]
         if record.get("label_method"):
             settings["train.label_method"] = record["label_method"]
-        settings.setdefault("gate.name", "rubric")  # runs before other gates existed, and rubric runs since
+        settings.setdefault("gate.name", UNRECORDED_GATE)
         settings.setdefault("stream.answers", "model")
     if settings is not None and record.get("agents"):
         settings = {**settings, "agents": sorted(record["agents"])}

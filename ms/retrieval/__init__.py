@@ -25,9 +25,14 @@ def build_retriever(
     return RETRIEVERS.load(name).build(cfg, pool, learned=learned, clock=clock)
 
 
+def at_test_retriever(at_test: str | None) -> str | None:
+    """The registered retriever (RETRIEVERS) a `retriever.at_test` choice names: dense_frozen is the dense
+    one, its encoder as shipped (built untrained: build_test_retriever); None is none."""
+    return "dense" if at_test == "dense_frozen" else at_test
+
+
 def build_test_retriever(cfg, pool: Pool) -> Retriever:
-    """The retriever `retriever.at_test` names; dense_frozen is the encoder as shipped, untrained."""
+    """The retriever `retriever.at_test` names, untrained."""
     if cfg.at_test not in AT_TEST:
         raise ValueError(f"unknown retriever.at_test '{cfg.at_test}'; choose one of {', '.join(AT_TEST)}")
-    name = "dense" if cfg.at_test == "dense_frozen" else cfg.at_test
-    return build_retriever(cfg, pool, name=name, learned=False).retriever
+    return build_retriever(cfg, pool, name=at_test_retriever(cfg.at_test), learned=False).retriever
