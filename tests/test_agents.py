@@ -282,7 +282,7 @@ def test_two_agents_on_two_backbones_share_one_pool(tmp_path, models_cache, llam
 
     server, local = experiment.backbones["openai-compatible"], experiment.backbones["smollm2"]
     assert list(experiment.backbones) == ["openai-compatible", "smollm2"]  # each built once
-    assert experiment.scorer.lm is local and experiment.trainer.labeller.lm is local
+    assert experiment.gate.scorer.lm is local and experiment.trainer.labeller.lm is local
     assert metrics["run"]["label_method"] == "likelihood"  # the labeller's own backbone scores text
     assert metrics["run"]["agent_backbones"] == {"riddle": "openai-compatible", "pun": "smollm2"}
     # Each backbone answered its own agent's stream question, counted on its own counters.

@@ -80,7 +80,7 @@ def test_gemma_grades_smollm2s_answers_and_both_families_write_one_pool(tmp_path
 
     assert list(experiment.backbones) == ["smollm2", "gemma3"]
     gemma, smollm2 = experiment.backbones["gemma3"], experiment.backbones["smollm2"]
-    assert experiment.scorer.lm is gemma and experiment.trainer.labeller.lm is smollm2
+    assert experiment.gate.scorer.lm is gemma and experiment.trainer.labeller.lm is smollm2
     assert metrics["run"]["agent_backbones"] == {"limerick": "gemma3", "riddle": "smollm2"}
     assert (metrics["run"]["grader"], metrics["run"]["threshold"]) == ("gemma3", 0)  # ms-report keeps graders apart
     graded = gemma.usage_by_role["score"]
