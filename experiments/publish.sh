@@ -22,7 +22,7 @@ for cell in "$src"/*/; do
   out="$dst/runs/$(basename "$cell")"
   mkdir -p "$out/.hydra"
   # run_id: the id its memories carry, so the sharing matrix can tell its own memories from other runs'.
-  for f in metrics.json predictions.jsonl decisions.jsonl llm_usage.json run_id; do
+  for f in metrics.json predictions.jsonl decisions.jsonl retirements.jsonl llm_usage.json run_id; do
     [ -f "$cell/$f" ] && cp "$cell/$f" "$out/"
   done
   cp "$cell"/.hydra/config.yaml "$cell"/.hydra/overrides.yaml "$out/.hydra/"

@@ -16,6 +16,7 @@ from ms.config.files import DECISIONS_FILE, METRICS_FILE
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision
 from ms.gates.decisions import Decision
 from ms.gates.replay import Candidate
+from ms.gates.settings import UNRECORDED_GATE
 
 
 def matched_counts(run_folder: str | Path) -> dict[int, dict[str, tuple[int, int]]]:
@@ -48,7 +49,7 @@ def matched_gate(run_folder: str | Path) -> str:
         fields = json.loads((Path(run_folder) / METRICS_FILE).read_text(encoding="utf-8"))["run"]
     except (OSError, ValueError, KeyError, TypeError):
         return "unknown"
-    return str(fields.get("gate") or "rubric")
+    return str(fields.get("gate") or UNRECORDED_GATE)
 
 
 class RandomGate(Gate):
