@@ -92,10 +92,10 @@ def measure(size: int, args) -> dict:
     import psutil
     import torch
 
-    from ms.config.schema import REFRESH_POLICIES
     from ms.retrieval.bm25 import BM25Retriever, RankBM25Retriever
     from ms.retrieval.dense import DenseRetriever
     from ms.retrieval.encoder import Encoder
+    from ms.retrieval.settings import REFRESH_POLICIES
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -88,9 +88,9 @@ def answered(dense, queries) -> tuple[list[float], np.ndarray]:
 def measure(size: int, args) -> dict:
     import torch
 
-    from ms.config.schema import ANN_EF
     from ms.pool import Pool
     from ms.retrieval.dense import DenseRetriever
+    from ms.retrieval.settings import ANN_EF
 
     args.ann_ef = args.ann_ef or ANN_EF
 

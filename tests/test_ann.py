@@ -190,14 +190,14 @@ def test_without_faiss_index_ann_is_one_line_user_error(pool, monkeypatch):
     from conftest import compose_config
 
     from ms.common.errors import UserError
-    from ms.config.schema import RetrieverConfig
     from ms.loop.validation import problems
     from ms.retrieval import ann, build_retriever
+    from ms.retrieval.settings import DenseSettings
 
     monkeypatch.setitem(sys.modules, "faiss", None)  # what an import of a missing module meets
     monkeypatch.setattr(ann.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(UserError) as raised:
-        build_retriever(RetrieverConfig(index="ann"), pool)
+        build_retriever(DenseSettings(index="ann"), pool)
     assert "\n" not in str(raised.value) and "pip install 'ms[ann]'" in str(raised.value)
     # ms-run says so before it opens anything; with index=exact faiss is never asked for.
     assert [line for line in problems(compose_config(["retriever.index=ann"])) if "faiss" in line] == [

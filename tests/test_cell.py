@@ -139,3 +139,100 @@ def test_a_sweep_and_a_run_refuse_a_finished_folder_of_other_data_and_change_not
     code, err = ms_run(*TINY[1:], "data.agents=[riddle,pun]", f"data.dir={data}", "k=1")
     assert code == 2 and len(err) == 1 and "data.agents" in err[0] and str(single) in err[0]
     assert folder_state(single) == before
+
+
+# ---- runs recorded before the retrievers and memory policies owned their settings ----------------------
+
+# Every retriever's and every policy's keys, as each run's section held them before (at their defaults).
+OLD_RETRIEVER = {
+    "encoder": None,
+    "learn": True,
+    "at_test": None,
+    "refresh": "budget",
+    "refresh_every": 8,
+    "refresh_budget": 1000,
+    "index": "exact",
+    "ann_min_size": 50000,
+    "ann_ef": 128,
+    "seed": 0,
+    "composite": {
+        "importance_weight": 1.0,
+        "recency_weight": 1.0,
+        "similarity_weight": 1.0,
+        "utility_weight": 0.0,
+        "utility_scale": 0.05,
+        "candidates": 20,
+        "decay": 0.995,
+        "age_unit": "steps",
+        "default_importance": 0.5,
+        "debug": False,
+    },
+    "save": True,
+}
+OLD_MEMORY = {
+    "question": "query",
+    "stm_ltm": {
+        "capacity": 5,
+        "interval": 3,
+        "threshold": 0.5,
+        "importance_override": 0.8,
+        "group_similarity": 0.6,
+        "default_importance": 0.5,
+        "importance_tokens": 8,
+        "summary_tokens": 256,
+        "keep_above": None,
+    },
+    "retire_below": None,
+    "retire_after": 6,
+}
+OLD_SECTIONS = [("bm25", "plain"), ("random", "stm_ltm"), ("dense", "plain"), ("composite", "stm_ltm")]
+
+
+def old_tree(cfg, retriever: str, policy: str) -> dict:
+    """`cfg` as Hydra saved it before the move: every retriever's and policy's keys in both sections."""
+    from omegaconf import OmegaConf
+
+    tree = OmegaConf.to_container(cfg, resolve=True)
+    return {**tree, "retriever": {"name": retriever, **OLD_RETRIEVER}, "memory": {"policy": policy, **OLD_MEMORY}}
+
+
+def read_back(folder, metrics: dict, cfg) -> None:
+    """The run in `folder` resumes as `cfg`'s cell, and the report and plan_from read its settings as
+    `cfg`'s: none of another option's keys."""
+    from ms.plan.measured import source_settings
+    from ms.report.runs import Run
+
+    check_same_cell(folder, metrics, cfg, metrics.get("cell", {}).get("data_sha256"))
+    wanted = identity(cfg, data_dir="cell" not in metrics)  # a saved config is compared on its data's path too
+    assert Run("old", folder, metrics, [], 0.0).settings == wanted
+    found = source_settings(folder, metrics)
+    assert {k: v for k, v in found.items() if k in wanted} == {k: v for k, v in wanted.items() if k in found}
+    assert not {k for k in found if k.startswith(("retriever.", "memory."))} - set(wanted)
+
+
+@pytest.mark.parametrize("retriever, policy", OLD_SECTIONS)
+def test_an_old_cell_record_holding_every_retrievers_and_policys_keys_resumes(tmp_path, retriever, policy):
+    from ms.loop.cell import NOT_IDENTITY, flat, with_added
+
+    cfg = compose_config([f"retriever={retriever}", f"memory={policy}"])
+    tree = old_tree(cfg, retriever, policy)
+    old = {
+        k: v
+        for k, v in flat({"retriever": tree["retriever"], "memory": tree["memory"]}).items()
+        if not any(k == skip or k.startswith(skip + ".") for skip in NOT_IDENTITY)
+    }
+    config = {**{k: v for k, v in identity(cfg).items() if not k.startswith(("retriever.", "memory."))}, **old}
+    assert "retriever.encoder" in config and "memory.stm_ltm.capacity" in config
+    assert with_added(config) == identity(cfg)
+    read_back(tmp_path, {"complete": True, "cell": {"data_sha256": "aaa", "config": config}}, cfg)
+
+
+@pytest.mark.parametrize("retriever, policy", OLD_SECTIONS)
+def test_an_old_saved_config_holding_every_retrievers_and_policys_keys_still_resumes(tmp_path, retriever, policy):
+    cfg = compose_config([f"retriever={retriever}", f"memory={policy}"])
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(old_tree(cfg, retriever, policy)))
+    read_back(tmp_path, {"complete": True}, cfg)
+    other = compose_config([f"retriever={retriever}", f"memory={policy}", "seed=3"])
+    with pytest.raises(UserError, match=r"other settings \(seed\)"):
+        check_same_cell(tmp_path, {"complete": True}, other, None)

@@ -169,6 +169,10 @@ def test_the_reference_lists_every_group_and_option_under_conf():
         "hydra/callbacks=mlflow",
     ):
         assert f"`{option}`" in page, option
+    # a file whose selector names another option is typed by that option's settings, and links to them
+    assert "File: `conf/retriever/dense_frozen.yaml`. Its settings: [`retriever` under `retriever=dense`]" in page
+    stm_ltm = page.split("{#settings-memory-stm-ltm}")[1].split("\n### ")[0]
+    assert "Its settings besides those every option shares" in stm_ltm  # memory.stm_ltm, its own, nested
 
 
 def option_keys() -> set[str]:

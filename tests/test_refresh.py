@@ -10,13 +10,13 @@ import torch
 from conftest import compose_config
 from test_retrieval import FACTS
 
-from ms.config.schema import REFRESH_POLICIES
 from ms.loop.validation import problems
 from ms.pool import Pool
 from ms.retrieval import build_retriever
 from ms.retrieval.bm25 import BM25Retriever
 from ms.retrieval.dense import DenseRetriever
 from ms.retrieval.encoder import Encoder
+from ms.retrieval.settings import REFRESH_POLICIES
 from ms.retrieval.training import LabelledPair, RetrieverTrainer, TrainConfig
 
 MEMORIES = len(FACTS)

@@ -133,3 +133,29 @@ def test_k_zero_and_empty_scope_return_nothing(pool, encoder):
     for retriever in (BM25Retriever(pool), DenseRetriever(pool, encoder), RandomRetriever(pool)):
         assert retriever.retrieve("bread", "misc", 0) == []
         assert retriever.retrieve("bread", "nobody", 3) == []
+
+
+@pytest.mark.parametrize(
+    "overrides, built",
+    [
+        (["retriever=bm25", "retriever.at_test=dense_frozen"], DenseRetriever),  # dense's defaults: bm25 has none
+        (["retriever=composite", "retriever.at_test=random", "retriever.seed=4"], RandomRetriever),
+        (["retriever=random", "retriever.at_test=bm25"], BM25Retriever),
+    ],
+)
+def test_the_test_questions_retriever_is_built_whatever_the_streams_retriever_declares(pool, overrides, built):
+    """retriever.at_test under any retriever: built on the section where it holds that retriever's settings
+    (the shared seed), else on its own defaults (dense_frozen under bm25: the encoder as shipped, exact)."""
+    from conftest import compose_config
+
+    from ms.retrieval import build_retriever, build_test_retriever
+
+    cfg = compose_config(overrides)
+    retriever = build_test_retriever(cfg.retriever, pool)
+    assert type(retriever) is built
+    if built is DenseRetriever:
+        assert (retriever.refresh, retriever.index_kind) == ("full", "exact")
+    if built is RandomRetriever:
+        assert retriever.rng.random() == RandomRetriever(pool, seed=4).rng.random()
+    if cfg.retriever.name == "bm25":  # a section without `learn`: nothing to train
+        assert build_retriever(cfg.retriever, pool).trainable is None

@@ -4,9 +4,13 @@ summaries), and the airport case for both importance-aware retrievals, with the 
 from pathlib import Path
 
 import pytest
+from conftest import compose_config
 from fakes import FakeLM
 from omegaconf import OmegaConf
 
+from ms.cli.compose import jobs
+from ms.common.errors import UserError
+from ms.config.options import settings_of
 from ms.pool import Pool
 from ms.retrieval.composite import CompositeRetriever
 from ms.retrieval.dense import DenseRetriever
@@ -21,6 +25,7 @@ from ms.retrieval.memory import (
     parse_importance,
     parse_summary,
 )
+from ms.retrieval.settings import StmLtmSettings
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 
@@ -244,7 +249,7 @@ def test_build_policy(pool, encoder):
     assert memory.tier == "long"
     inner = DenseRetriever(pool, encoder)
     assert plain.wrap(inner) is inner and plain.maybe_consolidate(9).summaries == []
-    stm = build_policy(MemoryConfig(policy="stm_ltm"), pool, summarizer(), encoder=lambda: encoder)
+    stm = build_policy(StmLtmSettings(policy="stm_ltm"), pool, summarizer(), encoder=lambda: encoder)
     assert isinstance(stm, StmLtmPolicy) and isinstance(stm.wrap(inner), StmLtmRetriever)
     with pytest.raises(ValueError, match="plain, stm_ltm"):
         build_policy(MemoryConfig(policy="stm-ltm"), pool, summarizer(), encoder=lambda: encoder)
@@ -252,9 +257,26 @@ def test_build_policy(pool, encoder):
 
 @pytest.mark.parametrize("name", ["plain", "stm_ltm"])
 def test_config_files_match_the_dataclass(name):
+    """Each conf/memory file sets its policy's own settings (ms.config.options) at their defaults."""
+    kind = settings_of("memory", name)
     raw = OmegaConf.load(CONF / "memory" / f"{name}.yaml")
-    cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(MemoryConfig), raw))
-    assert cfg == MemoryConfig(policy=name)
+    raw.pop("defaults", None)  # the schema it names (/ms_memory_stm_ltm): `kind`
+    cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(kind), raw))
+    assert cfg == kind(policy=name)
+
+
+def test_the_stm_ltm_keys_reach_the_stm_ltm_policy_and_no_other(pool):
+    cfg = compose_config(["memory=stm_ltm", "memory.stm_ltm.capacity=2", "memory.stm_ltm.keep_above=0.1"])
+    assert OmegaConf.get_type(cfg.memory) is StmLtmSettings
+    policy = build_policy(cfg.memory, pool, summarizer(), encoder=lambda: None)  # the encoder is only kept
+    assert isinstance(policy, StmLtmPolicy)
+    assert (policy.cfg.capacity, policy.cfg.keep_above, policy.cfg.interval) == (2, 0.1, 3)
+    with pytest.raises(UserError) as refused:
+        jobs(["memory=plain", "memory.stm_ltm.capacity=2"], multirun=False)
+    assert str(refused.value) == (
+        "unknown key memory.stm_ltm under memory=plain: a setting of memory=stm_ltm only; memory=plain has "
+        "policy, question, retire_below, retire_after"
+    )
 
 
 # ---- the real backbone -------------------------------------------------------------------------

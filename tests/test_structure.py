@@ -258,8 +258,6 @@ def test_options_spelled_in_the_loop_and_plan_mode_are_found(tmp_path):
 NOT_YET_OWNED = {
     ("BackboneConfig", "hf"),  # dtype, engine, prompt_format, gguf_package
     ("BackboneConfig", "openai"),  # prompt_logprobs
-    ("MemoryConfig", "stm_ltm"),  # memory.stm_ltm
-    ("RetrieverConfig", "composite"),  # retriever.composite
     ("PoolConfig", "postgres"),  # dsn
     ("AccessConfig", "open"),  # file, read by access=rule
 }

@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator, NamedTuple, Optional
 
-from ms.config.parts import GATES, POISONS
+from ms.config.parts import GATES, POISONS, POLICIES, RETRIEVERS
 from ms.config.registry import Registry
-from ms.config.schema import GateConfig, PoisonConfig
+from ms.config.schema import GateConfig, MemoryConfig, PoisonConfig, RetrieverConfig
 
 
 class Owned(NamedTuple):
@@ -37,6 +37,8 @@ class Owned(NamedTuple):
 OWNED: dict[str, Owned] = {
     "gate": Owned(GATES, GateConfig),
     "poison": Owned(POISONS, PoisonConfig),
+    "retriever": Owned(RETRIEVERS, RetrieverConfig),
+    "memory": Owned(POLICIES, MemoryConfig, "policy"),
 }
 
 

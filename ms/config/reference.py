@@ -24,6 +24,8 @@ import typing
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
+import yaml
+
 from ms.config import parts
 from ms.config.fields import CHECK, Check
 from ms.config.options import OWNED, owned
@@ -347,6 +349,20 @@ def _anchor(words: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", words.lower()).strip("-")
 
 
+def _selected(group: str, option: Option) -> Optional[str]:
+    """The registered option whose settings type `option`'s file, where its group's options own theirs: the
+    one its selector names (retriever=dense_frozen's is dense), else the file's own name; None for none."""
+    if group not in OWNED:
+        return None
+    try:
+        body = yaml.safe_load(option.body)
+    except yaml.YAMLError:
+        body = None
+    name = body.get(OWNED[group].selector) if isinstance(body, dict) else None
+    name = option.name if name is None else str(name)
+    return name if name in OWNED[group].registry else None
+
+
 def _group_section(
     group: str, found: list[Option], default: Optional[str], conf_root: Path, schema_keys: set[str]
 ) -> Iterator[str]:
@@ -371,9 +387,10 @@ def _group_section(
         yield f"#### `{group}={option.name}`{mark} {{#{_anchor(group + ' ' + option.name)} .option}}"
         yield ""
         yield from comment_markdown(option.comment) if option.comment else ["No comment in its file.", ""]
+        selected = _selected(group, option)
         yield f"File: {where}." + (
-            f" Its settings: [`{group}` under `{group}={option.name}`](#{_anchor(f'settings {group}={option.name}')})."
-            if group in OWNED and option.name in OWNED[group].registry
+            f" Its settings: [`{group}` under `{group}={selected}`](#{_anchor(f'settings {group}={selected}')})."
+            if selected is not None
             else ""
         )
         yield ""
@@ -434,7 +451,9 @@ def markdown(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> str:
         out.append("")
         setters = [group for group, listed in found.items() if listed and listed[0].package == section.key]
         if section.option and not inner:
-            has = "Its settings besides" if section.settings else "It has no setting besides"
+            # its own settings: those of this section, or of one nested in it (memory=stm_ltm's memory.stm_ltm)
+            owns = section.settings or any(s.option == section.option and s.key != section.key for s in schema)
+            has = "Its settings besides" if owns else "It has no setting besides"
             out += [
                 (text(section.comment) + " " if section.comment else "")
                 + f"{has} those every option shares ([`{group}`](#{_anchor('settings ' + group)})); any other key"

@@ -34,19 +34,11 @@ POOL_MODES = ("domain", "single")
 # pool.dsn is read from this variable: ms-run moves a `pool.dsn=...` it is given there before Hydra
 # sees it, so the connection string never reaches a run folder's name, .hydra/ or a log.
 POOL_DSN_ENV = "MS_POOL_DSN"
-# RETRIEVERS (ms.config.parts): dense, composite, bm25, random.
+# RETRIEVERS (ms.config.parts): dense, composite, bm25, random; each one's own choices beside its settings
+# (ms.retrieval.settings).
 AT_TEST = ("bm25", "random", "dense_frozen")
-# How memory vectors follow a trained encoder (see ms.retrieval.dense): re-encoded after every step,
-# after every n steps, once a per-step budget of re-encoded memories covers the scope, or never,
-# because only a separate query encoder is trained.
-REFRESH_POLICIES = ("full", "every_n", "budget", "query_tower")
-# How a dense search finds its top k (ms.retrieval.dense): one exact matrix product over the scope,
-# or, in scopes of at least retriever.ann_min_size memories, an HNSW graph (ms.retrieval.ann).
-INDEXES = ("exact", "ann")
-ANN_MIN_SIZE, ANN_EF = 50_000, 128  # the defaults of retriever.ann_min_size and ann_ef: why, beside them
 LABEL_METHODS = ("likelihood", "verbalized")
 # POLICIES (ms.config.parts): plain, stm_ltm.
-AGE_UNITS = ("steps", "hours")
 READS = ("auto", "probabilities", "text")  # how the gate reads a grader's score
 # What the rubric gate does about answers that talk to their grader (ms.gates.scorer, ms.gates.screen):
 # none; quote (the pair shown as quoted data, claims inside it declared no evidence); strip (grader-directed
@@ -175,27 +167,18 @@ class TrainConfig:
 
 
 @dataclass
-class StmLtmConfig:
-    capacity: int = setting(5, ge=1)  # short-term items per agent before its store is consolidated
-    interval: int = setting(3, ge=1)  # steps an item may wait in short-term memory before consolidation
-    threshold: float = setting(0.5, ge=-1.0, le=1.0)  # cosine a short-term item needs to be retrieved for a query...
-    importance_override: float = setting(0.8, ge=0.0, le=1.0)  # ...unless its importance is above this
-    group_similarity: float = setting(0.6, ge=-1.0, le=1.0)  # cosine that puts short-term items in one group
-    default_importance: float = setting(0.5, ge=0.0, le=1.0)  # when the LLM's importance reply holds no number
-    importance_tokens: int = setting(8, ge=1)
-    summary_tokens: int = setting(256, ge=1)
-    # Items whose measured utility (ms.gates.replay) is above this move to long-term memory verbatim, never
-    # summarized; the rest are grouped lowest utility first. None: utility plays no part.
-    keep_above: Optional[float] = None
-
-
-@dataclass
 class MemoryConfig:
+    """What every memory policy's settings share. A policy with settings of its own declares them in a
+    dataclass that extends this one (ms.retrieval.settings: stm_ltm's), the schema of its option in the
+    `memory` group (ms.config.options): a key another policy reads (memory.stm_ltm under memory=plain) is
+    refused at composition."""
+
+    # A registered policy (POLICIES; ms.retrieval.memory): plain: admitted pairs go straight into the
+    # searchable pool | stm_ltm: a short-term store per agent, consolidated into long-term memory.
     policy: str = setting("plain", choices=POLICIES)
     # What a stream memory stores as its question: the query alone, or the whole prompt the agent
     # saw, retrieved examples included (the authors' code; protocol=paper).
     question: str = setting("query", choices=("query", "prompt"))
-    stm_ltm: StmLtmConfig = field(default_factory=StmLtmConfig)
     # Retirement (ms.pool.retirement): after each stream step, a memory the stream wrote (an admitted
     # pair, or a summary of some) whose mean measured utility (nats per token, the pool's `utility`) is
     # below retire_below over at least retire_after measurements is retired: kept in the pool, marked,
@@ -206,30 +189,6 @@ class MemoryConfig:
     # Measurements a memory needs before it can be retired. 6: the 3 probe deltas a utility-gated pair
     # records at its own admission (gate.probes), and as many measured after it.
     retire_after: int = setting(6, ge=1)
-
-
-@dataclass
-class CompositeConfig:
-    importance_weight: float = setting(1.0, ge=0.0)
-    recency_weight: float = setting(1.0, ge=0.0)
-    similarity_weight: float = setting(1.0, ge=0.0)
-    # A memory's measured utility (ms.gates.replay), as logistic(utility / utility_scale) in (0, 1); an
-    # unmeasured memory sits at 0.5. 0 leaves rankings as they were before utility was kept.
-    utility_weight: float = setting(0.0, ge=0.0)
-    utility_scale: float = setting(0.05, gt=0.0)  # nats per token that move the term from 0.5 to 0.73
-    candidates: int = setting(20, ge=1)  # dense top-N re-ranked per query (raised to k when k is larger)
-    decay: float = setting(0.995, gt=0.0, le=1.0)  # recency = decay ** age
-    age_unit: str = setting("steps", choices=AGE_UNITS)  # steps: pool steps (stream batches) | hours: wall-clock time
-    # Importance of a memory with neither a rubric score nor an LLM-assigned importance (seed pairs
-    # under the plain policy): the middle of the scale, so it neither outranks nor trails graded
-    # memories by default.
-    default_importance: float = setting(0.5, ge=0.0, le=1.0)
-    debug: bool = False  # log every query's candidate table (see `format_ranking`)
-
-    def problems(self):
-        """Cross-field limits (see ms.loop.validation): with every weight 0 all candidates tie."""
-        if self.importance_weight == self.recency_weight == self.similarity_weight == self.utility_weight == 0:
-            yield "similarity_weight", "the four weights are all 0; give at least one a positive weight"
 
 
 @dataclass
@@ -314,41 +273,27 @@ class PoisonConfig:
 
 @dataclass
 class RetrieverConfig:
+    """What every retriever's settings share: its name, the test questions' retriever, the seed of random
+    draws and whether the run keeps what it learned. A retriever with settings of its own declares them in
+    a dataclass that extends this one (ms.retrieval.settings: dense's encoder, composite's weights), the
+    schema of its option in the `retriever` group (ms.config.options): a key another retriever reads
+    (retriever.encoder under retriever=bm25) is refused at composition."""
+
+    # A registered retriever (RETRIEVERS; ms.retrieval): dense: a bi-encoder, fine-tuned by memory train |
+    # composite: dense candidates re-ranked by importance, recency and utility | bm25 | random.
     name: str = setting("dense", choices=RETRIEVERS)
-    encoder: Optional[str] = None  # None: the packaged all-MiniLM-L6-v2; or any HF encoder
-    learn: bool = True  # dense and composite: keep fine-tuning the encoder with memory train
     # Test questions retrieve with this instead (bm25 | random | dense_frozen), over the same pool the
     # stream grew: a retriever ablation that holds the pool fixed. None: the stream's retriever.
     at_test: Optional[str] = setting(None, choices=AT_TEST)
-    # How memory vectors follow memory train (dense, composite; see ms.retrieval.dense): full
-    # re-encodes the pool after every step; every_n after every `refresh_every` steps, using stale
-    # vectors meanwhile; budget once the steps since the last refresh x `refresh_budget` cover the
-    # scope (full while a scope holds <= refresh_budget memories, bounded cost per step beyond);
-    # query_tower trains a separate query encoder, so memory vectors never go stale.
-    # budget is the default: it is full at every pool size whose quality was measured
-    # (results/refresh_offline) and keeps a step's cost flat as the pool grows (results/benchmarks).
-    refresh: str = setting("budget", choices=REFRESH_POLICIES)
-    refresh_every: int = setting(8, ge=1)
-    refresh_budget: int = setting(1000, ge=1)  # memories re-encoded per training step, on average
-    # exact: one matrix product per search, exact at every size (about 15 ms per search at 100k on
-    # this 2-core CPU, linear in the scope). ann: an approximate HNSW graph (faiss-cpu, the `ann`
-    # extra) for scopes of at least ann_min_size searchable memories; smaller scopes stay exact.
-    index: str = setting("exact", choices=INDEXES)
-    # 50,000: below it an exact search costs under about 8 ms, a fifth of encoding the query with
-    # MiniLM here (about 40 ms), so an approximate one saves little and would give up exactness and
-    # the graph's memory and build time; above it exact search grows linearly (an estimated 150 ms
-    # at 1M, ten times the 100k figure).
-    ann_min_size: int = setting(ANN_MIN_SIZE, ge=1)
-    # HNSW search effort (faiss efSearch): candidates kept while walking the graph. 128 gave
-    # recall@10 0.999 at 100k structured vectors (0.997 at 64) in the library comparison, a margin
-    # for 1M (README, "Approximate index"; benchmarks/retrieval.py --index ann measures the frontier).
-    ann_ef: int = setting(ANN_EF, ge=1)
-    seed: int = 0
-    composite: CompositeConfig = field(default_factory=CompositeConfig)
-    # Keep the fine-tuned encoder in the run folder (retriever/, about 87 MB with MiniLM). Nothing in
-    # ms reads it back: tables, claims and figures come from the run's JSON files. On by default, as
-    # a lone run's trained retriever cannot be had without running it again; the *_offline sweeps
-    # turn it off (conf/experiment/offline.yaml).
+    seed: int = 0  # the random retriever's draws, whether it retrieves for the stream or at test (at_test)
+    # Keep what the retriever learned in the run folder (retriever/: the fine-tuned encoder, about 87 MB with
+    # MiniLM); a retriever that learns nothing keeps nothing. Nothing in ms reads it back: tables, claims and
+    # figures come from the run's JSON files. On by default, as a lone run's trained retriever cannot be had
+    # without running it again; the *_offline sweeps turn it off (conf/experiment/offline.yaml). Shared, not
+    # dense's own: it says what a run keeps rather than how its retriever retrieves, and an experiment that
+    # turns it off for all its cells must compose whichever retriever a cell picks (experiment=offline
+    # retriever=bm25). An experiment file cannot set a key for some retrievers only: Hydra expands the
+    # experiment's defaults list before the retriever group's, so it cannot name a config by that choice.
     save: bool = True
 
 
@@ -371,10 +316,10 @@ class Config:
     agents: dict[str, AgentConfig] = field(default_factory=dict)  # name -> entry (the `agents` group)
     data: DataConfig = field(default_factory=DataConfig)
     pool: PoolConfig = field(default_factory=PoolConfig)
-    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)  # the `retriever` group; options: RETRIEVERS
     access: AccessConfig = field(default_factory=AccessConfig)  # the `access` group; options: the ACCESS_RULES registry
     poison: PoisonConfig = field(default_factory=PoisonConfig)  # the `poison` group; options: the POISONS registry
-    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)  # the `memory` group; options: the POLICIES registry
     train: TrainConfig = field(default_factory=TrainConfig)
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
     gate: GateConfig = field(default_factory=GateConfig)  # the `gate` group; options: the GATES registry
@@ -399,14 +344,10 @@ class Config:
 
 __all__ = [
     "ACCESS_RULES",
-    "AGE_UNITS",
     "AccessConfig",
-    "ANN_EF",
-    "ANN_MIN_SIZE",
     "AT_TEST",
     "AgentConfig",
     "BackboneConfig",
-    "CompositeConfig",
     "Config",
     "DataConfig",
     "DEFAULT_METRICS",
@@ -419,7 +360,6 @@ __all__ = [
     "GateConfig",
     "GenerationConfig",
     "HFDataConfig",
-    "INDEXES",
     "LABEL_METHODS",
     "MemoryConfig",
     "POLICIES",
@@ -435,7 +375,6 @@ __all__ = [
     "PriceConfig",
     "PromptConfig",
     "READS",
-    "REFRESH_POLICIES",
     "REF_LOGPROB",
     "RETRIEVERS",
     "RUBRIC_TOTAL",
@@ -443,7 +382,6 @@ __all__ = [
     "ScorerConfig",
     "SELECTORS",
     "STREAM_ANSWERS",
-    "StmLtmConfig",
     "StreamConfig",
     "TrainConfig",
 ]

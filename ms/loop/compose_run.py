@@ -144,7 +144,7 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         memory_question=cfg.memory.question,
         pool_mode=cfg.pool.mode,
         memory_policy=cfg.memory.policy,
-        save_retriever=DenseSettings.saves(cfg.retriever),
+        save_retriever=cfg.retriever.save,
         retire_below=cfg.memory.retire_below,
         retire_after=cfg.memory.retire_after,
     )
@@ -237,7 +237,7 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         "learned": trainer is not None and not at_test,
         "stream_retriever": cfg.retriever.name + " (learned)" * (trainer is not None),
         "memory": cfg.memory.policy,
-        "refresh": cfg.retriever.refresh if trainer is not None else None,
+        "refresh": trainer.dense.refresh if trainer is not None else None,
         "label_method": trainer.labeller.method if trainer else None,
         "agents": list(splits),
         "fills": sorted(int(f) for f in cfg.fills),

@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 
 from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
 from ms.llm.local import file_sha256
+from ms.retrieval.settings import DenseSettings
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # The code a run executes: the package less what only reads finished runs (report) or plans them (plan).
@@ -60,7 +61,7 @@ def encoder_models(cfg: DictConfig, metrics: list[str]) -> dict[str, Optional[st
         or (test_name is not None and RETRIEVERS.load(test_name).uses_encoder)
         or POLICIES.load(cfg.memory.policy).uses_encoder
     )
-    encoders = {"retriever": cfg.retriever.encoder} if uses_encoder else {}
+    encoders = {"retriever": DenseSettings.encoder_of(cfg.retriever)} if uses_encoder else {}
     for name in metrics:
         encoders.update(METRICS.load(name).encoders(cfg.eval))
     return encoders

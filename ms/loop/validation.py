@@ -32,7 +32,6 @@ from ms.llm.api import api_key_from_env
 from ms.llm.backbones import Backbones
 from ms.llm.base import engine_problem
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
-from ms.retrieval.ann import ann_problem
 
 
 class ConfigError(UserError):
@@ -137,23 +136,22 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
     if cfg.poison.name in POISONS and not unknown and not list(agent_problems(cfg.agents)):
         # the poisoner checks its victim, writer and instruction (ms.data.poison)
         yield from POISONS.load(cfg.poison.name).problems(cfg.poison, agents_from(cfg.agents), running)
-    if cfg.retriever.index == "ann" and (missing := ann_problem()):
-        yield f"invalid setting retriever.index=ann: {missing}"
 
 
 def _option_problems(cfg: DictConfig) -> Iterator[str]:
     """A section whose options own their settings (ms.config.options) must hold its named option's: a
-    `gate.name=utility` under gate=rubric would run the utility gate on the rubric's settings."""
-    for group in OWNED:
-        name = cfg[group].name
-        if name not in OWNED[group][0]:
+    `gate.name=utility` under gate=rubric would run the utility gate on the rubric's settings (and
+    `memory.policy=stm_ltm` under memory=plain a policy without its own)."""
+    for group, (registry, _, selector) in OWNED.items():
+        name = cfg[group][selector]
+        if name not in registry:
             continue  # reported with the name's choices
         wanted, found = settings_of(group, name), OmegaConf.get_type(cfg[group])
         if found is wanted:
             continue
         whose = [f"{group}={o}'s" for g, o, kind in owned() if g == group and kind is found and o != name]
         yield (
-            f"invalid setting {group}.name={name}: the {group} section holds {whose[0] if whose else 'other'} "
+            f"invalid setting {group}.{selector}={name}: the {group} section holds {whose[0] if whose else 'other'} "
             f"settings, not {group}={name}'s; choose it with {group}={name}"
             + ("" if whose else f", whose file names /{schema_name(group, name)}@_here_ first in its defaults list")
         )

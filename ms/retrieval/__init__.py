@@ -4,10 +4,12 @@ retrieval sees them)."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Callable
 
+from ms.config.options import settings_of
 from ms.config.parts import RETRIEVERS
-from ms.config.schema import AT_TEST
+from ms.config.schema import AT_TEST, RetrieverConfig
 from ms.pool import Pool
 from ms.retrieval.base import Built, Retriever
 
@@ -15,14 +17,27 @@ from ms.retrieval.base import Built, Retriever
 def build_retriever(
     cfg, pool: Pool, name: str | None = None, learned: bool | None = None, clock: Callable[[], int] | None = None
 ) -> Built:
-    """The retriever `cfg.name` names (ms.config.parts.RETRIEVERS), by its class's `build`. `cfg` is a
-    RetrieverConfig; `name`, when given, replaces its name, and `learned` its `learn` (an encoder that
-    is never trained needs no refresh policy). `clock` gives the composite its current pool step; the
-    composite built here marks nothing, since the run marks what the stream retrieves itself and
-    evaluation must not change the pool the stream goes on to use."""
+    """The retriever `cfg.name` names (ms.config.parts.RETRIEVERS), by its class's `build`. `cfg` is the
+    retriever section, typed by its option's settings (ms.retrieval.settings); `name`, when given,
+    replaces its name, and is built on `cfg` where `cfg` holds that retriever's settings, else on that
+    retriever's defaults (retriever.at_test=dense_frozen under retriever=bm25: the encoder as shipped).
+    `learned` replaces `learn` (an encoder that is never trained needs no refresh policy; a retriever
+    without `learn` learns nothing). `clock` gives the composite its current pool step; the composite
+    built here marks nothing, since the run marks what the stream retrieves itself and evaluation must
+    not change the pool the stream goes on to use."""
     name = name or cfg.name
-    learned = cfg.learn if learned is None else learned
+    cfg = _settings_for(cfg, name)
+    learned = bool(getattr(cfg, "learn", False)) if learned is None else learned
     return RETRIEVERS.load(name).build(cfg, pool, learned=learned, clock=clock)
+
+
+def _settings_for(cfg, name: str):
+    """`cfg` where it declares every setting of retriever `name` (dense's under composite), else `name`'s
+    own settings at their defaults, with `cfg`'s shared ones (its seed)."""
+    kind = settings_of("retriever", name)
+    if all(hasattr(cfg, f.name) for f in fields(kind)):
+        return cfg
+    return kind(**{f.name: getattr(cfg, f.name) for f in fields(RetrieverConfig)} | {"name": name})
 
 
 def at_test_retriever(at_test: str | None) -> str | None:

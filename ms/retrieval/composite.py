@@ -20,11 +20,11 @@ from typing import Callable, Sequence, Union
 import torch
 
 from ms.config.fields import require
-from ms.config.schema import CompositeConfig
 from ms.pool import Memory
 from ms.pool.access import Reader
 from ms.retrieval.base import Built, Retriever, memory_text
 from ms.retrieval.dense import DenseRetriever
+from ms.retrieval.settings import CompositeConfig
 
 log = logging.getLogger(__name__)
 

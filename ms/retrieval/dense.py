@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import torch
 
-from ms.config.schema import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
 from ms.pool import Memory
 from ms.pool.access import Reader
 from ms.retrieval.base import Built, Retriever, memory_text
 from ms.retrieval.encoder import Encoder
+from ms.retrieval.settings import ANN_EF, ANN_MIN_SIZE, INDEXES, REFRESH_POLICIES
 from ms.retrieval.snapshot import ScopeSnapshot
 
 if TYPE_CHECKING:  # faiss is imported only where a graph is made

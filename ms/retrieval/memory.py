@@ -20,12 +20,13 @@ from typing import Any, Callable, Sequence
 
 from ms.config.fields import require
 from ms.config.parts import POLICIES
-from ms.config.schema import MemoryConfig, StmLtmConfig
+from ms.config.schema import MemoryConfig
 from ms.llm.base import LM, Message
 from ms.pool import Memory, Pool
 from ms.pool.access import Reader
 from ms.retrieval.base import Retriever, memory_text
 from ms.retrieval.encoder import Encoder
+from ms.retrieval.settings import StmLtmConfig, StmLtmSettings
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ class StmLtmPolicy:
         self.pool, self.lm, self.encoder = pool, lm, encoder
 
     @classmethod
-    def build(cls, cfg: MemoryConfig, pool: Pool, lm: LM, encoder: Callable[[], Encoder]) -> "StmLtmPolicy":
+    def build(cls, cfg: StmLtmSettings, pool: Pool, lm: LM, encoder: Callable[[], Encoder]) -> "StmLtmPolicy":
         return cls(pool, lm, encoder(), cfg.stm_ltm)
 
     # ---- admission ---------------------------------------------------------------------------

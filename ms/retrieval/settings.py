@@ -1,7 +1,7 @@
 """Each retriever's and each memory policy's own settings: one dataclass per registered option that has
 any, extending the section every option of its group shares (ms.config.RetrieverConfig: the name, the
-test questions' retriever and the seed of random draws; ms.config.MemoryConfig: the policy and what every
-policy reads), registered as the schema of its option in the `retriever` and `memory` groups
+test questions' retriever, the seed of random draws and `save`; ms.config.MemoryConfig: the policy and
+what every policy reads), registered as the schema of its option in the `retriever` and `memory` groups
 (ms.config.options; conf/retriever/<name>.yaml and conf/memory/<policy>.yaml name it in their defaults
 list). A key an option does not declare is refused at composition under that option, in one line
 (ms.cli.compose); bm25 and random retrievers and the plain policy declare nothing of their own.
@@ -15,16 +15,56 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ms.config.fields import setting
-from ms.config.schema import (
-    ANN_EF,
-    ANN_MIN_SIZE,
-    INDEXES,
-    REFRESH_POLICIES,
-    CompositeConfig,
-    MemoryConfig,
-    RetrieverConfig,
-    StmLtmConfig,
-)
+from ms.config.schema import MemoryConfig, RetrieverConfig
+
+# How memory vectors follow a trained encoder (see ms.retrieval.dense): re-encoded after every step,
+# after every n steps, once a per-step budget of re-encoded memories covers the scope, or never,
+# because only a separate query encoder is trained.
+REFRESH_POLICIES = ("full", "every_n", "budget", "query_tower")
+# How a dense search finds its top k (ms.retrieval.dense): one exact matrix product over the scope,
+# or, in scopes of at least retriever.ann_min_size memories, an HNSW graph (ms.retrieval.ann).
+INDEXES = ("exact", "ann")
+ANN_MIN_SIZE, ANN_EF = 50_000, 128  # the defaults of retriever.ann_min_size and ann_ef: why, beside them
+AGE_UNITS = ("steps", "hours")  # what the composite's recency counts age in
+
+
+@dataclass
+class CompositeConfig:
+    importance_weight: float = setting(1.0, ge=0.0)
+    recency_weight: float = setting(1.0, ge=0.0)
+    similarity_weight: float = setting(1.0, ge=0.0)
+    # A memory's measured utility (ms.gates.replay), as logistic(utility / utility_scale) in (0, 1); an
+    # unmeasured memory sits at 0.5. 0 leaves rankings as they were before utility was kept.
+    utility_weight: float = setting(0.0, ge=0.0)
+    utility_scale: float = setting(0.05, gt=0.0)  # nats per token that move the term from 0.5 to 0.73
+    candidates: int = setting(20, ge=1)  # dense top-N re-ranked per query (raised to k when k is larger)
+    decay: float = setting(0.995, gt=0.0, le=1.0)  # recency = decay ** age
+    age_unit: str = setting("steps", choices=AGE_UNITS)  # steps: pool steps (stream batches) | hours: wall-clock time
+    # Importance of a memory with neither a rubric score nor an LLM-assigned importance (seed pairs
+    # under the plain policy): the middle of the scale, so it neither outranks nor trails graded
+    # memories by default.
+    default_importance: float = setting(0.5, ge=0.0, le=1.0)
+    debug: bool = False  # log every query's candidate table (see `format_ranking`)
+
+    def problems(self):
+        """Cross-field limits (see ms.loop.validation): with every weight 0 all candidates tie."""
+        if self.importance_weight == self.recency_weight == self.similarity_weight == self.utility_weight == 0:
+            yield "similarity_weight", "the four weights are all 0; give at least one a positive weight"
+
+
+@dataclass
+class StmLtmConfig:
+    capacity: int = setting(5, ge=1)  # short-term items per agent before its store is consolidated
+    interval: int = setting(3, ge=1)  # steps an item may wait in short-term memory before consolidation
+    threshold: float = setting(0.5, ge=-1.0, le=1.0)  # cosine a short-term item needs to be retrieved for a query...
+    importance_override: float = setting(0.8, ge=0.0, le=1.0)  # ...unless its importance is above this
+    group_similarity: float = setting(0.6, ge=-1.0, le=1.0)  # cosine that puts short-term items in one group
+    default_importance: float = setting(0.5, ge=0.0, le=1.0)  # when the LLM's importance reply holds no number
+    importance_tokens: int = setting(8, ge=1)
+    summary_tokens: int = setting(256, ge=1)
+    # Items whose measured utility (ms.gates.replay) is above this move to long-term memory verbatim, never
+    # summarized; the rest are grouped lowest utility first. None: utility plays no part.
+    keep_above: Optional[float] = None
 
 
 @dataclass
@@ -56,11 +96,6 @@ class DenseSettings(RetrieverConfig):
     # 0.999 at 100k structured vectors (0.997 at 64) in the library comparison, a margin for 1M (README,
     # "Approximate index"; benchmarks/retrieval.py --index ann measures the frontier).
     ann_ef: int = setting(ANN_EF, ge=1)
-    # Keep the fine-tuned encoder in the run folder (retriever/, about 87 MB with MiniLM). Nothing in ms
-    # reads it back: tables, claims and figures come from the run's JSON files. On by default, as a lone
-    # run's trained retriever cannot be had without running it again; the *_offline sweeps turn it off
-    # (conf/experiment/offline.yaml).
-    save: bool = True
 
     def problems(self):
         """index=ann needs faiss (the `ann` extra): said before the encoder loads (see ms.loop.validation)."""
@@ -76,11 +111,6 @@ class DenseSettings(RetrieverConfig):
         (dense, composite), else the packaged MiniLM (None), which memory=stm_ltm and
         retriever.at_test=dense_frozen encode with under any retriever."""
         return getattr(section, "encoder", cls.encoder)
-
-    @classmethod
-    def saves(cls, section: Any) -> bool:
-        """Whether the run keeps its fine-tuned encoder: `save` where its retriever has one to keep."""
-        return bool(getattr(section, "save", False))
 
 
 @dataclass
