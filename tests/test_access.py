@@ -236,8 +236,13 @@ def test_the_access_group_is_checked_before_anything_runs(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("grants:\n  limerick: [limerik]\n")
     assert any("line 2: writer limerik" in p for p in problems(compose_config(["access=rule", f"access.file={bad}"])))
-    assert any(
-        "access.file" in p and "read by access=rule only" in p for p in problems(compose_config([f"access.file={bad}"]))
+    # access.file is access=rule's own setting (ms.pool.access.settings): under access=open it is refused at once
+    from ms.cli.compose import jobs
+
+    with pytest.raises(UserError) as refused:
+        jobs([f"access.file={bad}"], multirun=False)
+    assert str(refused.value) == (
+        "unknown key access.file under access=open: a setting of access=rule only; access=open has name"
     )
 
 
@@ -249,5 +254,28 @@ def test_a_run_finished_before_access_rules_resumes_as_access_open(tmp_path):
     before = {k: v for k, v in identity(compose_config()).items() if not k.startswith("access.")}
     metrics = {"cell": {"config": before, "data_sha256": None}}
     check_same_cell(tmp_path, metrics, compose_config(), None)  # the same cell: no error
-    with pytest.raises(UserError, match=r"other settings \(access.file, access.name\)"):
+    with pytest.raises(UserError, match=r"other settings \(access.name, access.file\)"):
         check_same_cell(tmp_path, metrics, compose_config(["access=rule", "access.file=rule.yaml"]), None)
+
+
+def test_a_run_recorded_before_access_rule_owned_its_file_resumes(tmp_path):
+    """Records and saved configs made while every access section held `file` (null under access=open)."""
+    import yaml
+    from conftest import compose_config
+    from omegaconf import OmegaConf
+
+    from ms.loop.cell import check_same_cell, identity
+    from ms.report.runs import Run
+
+    cfg = compose_config()
+    old = {**identity(cfg), "access.file": None}
+    metrics = {"complete": True, "cell": {"config": old, "data_sha256": None}}
+    check_same_cell(tmp_path, metrics, cfg, None)
+    assert Run("old", tmp_path, metrics, [], 0.0).settings == identity(cfg)
+    tree = OmegaConf.to_container(cfg, resolve=True)
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(yaml.safe_dump({**tree, "access": {"name": "open", "file": None}}))
+    check_same_cell(tmp_path, {"complete": True}, cfg, None)
+    rule = compose_config(["access=rule", "access.file=rule.yaml"])
+    with pytest.raises(UserError, match=r"other settings \(access.name\)"):  # a saved config: the keys both hold
+        check_same_cell(tmp_path, {"complete": True}, rule, None)

@@ -51,9 +51,11 @@ def refused(*overrides: str, config_dir=None) -> str:
         ("random", "retriever", "random", "RetrieverConfig"),
         ("stm_ltm", "memory", "stm_ltm", "StmLtmSettings"),
         ("plain", "memory", "plain", "MemoryConfig"),
+        ("rule", "access", "rule", "RuleSettings"),
+        ("open", "access", "open", "AccessConfig"),
     ],
 )
-def test_each_retriever_and_policy_section_is_typed_by_its_options_settings(option, group, selector, kind):
+def test_each_retriever_policy_and_access_section_is_typed_by_its_options_settings(option, group, selector, kind):
     from dataclasses import fields
 
     from omegaconf import OmegaConf

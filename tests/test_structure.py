@@ -259,7 +259,6 @@ NOT_YET_OWNED = {
     ("BackboneConfig", "hf"),  # dtype, engine, prompt_format, gguf_package
     ("BackboneConfig", "openai"),  # prompt_logprobs
     ("PoolConfig", "postgres"),  # dsn
-    ("AccessConfig", "open"),  # file, read by access=rule
 }
 
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator, NamedTuple, Optional
 
-from ms.config.parts import GATES, POISONS, POLICIES, RETRIEVERS
+from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, RETRIEVERS
 from ms.config.registry import Registry
-from ms.config.schema import GateConfig, MemoryConfig, PoisonConfig, RetrieverConfig
+from ms.config.schema import AccessConfig, GateConfig, MemoryConfig, PoisonConfig, RetrieverConfig
 
 
 class Owned(NamedTuple):
@@ -39,6 +39,7 @@ OWNED: dict[str, Owned] = {
     "poison": Owned(POISONS, PoisonConfig),
     "retriever": Owned(RETRIEVERS, RetrieverConfig),
     "memory": Owned(POLICIES, MemoryConfig, "policy"),
+    "access": Owned(ACCESS_RULES, AccessConfig),
 }
 
 

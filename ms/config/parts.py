@@ -117,6 +117,7 @@ POOL_BACKENDS = Registry(
 # Who may read whose memories within a scope: each a ms.pool.access.base.AccessRule (access.name,
 # conf/access/<name>.yaml). open: everyone reads everything (the default); rule: a grant table by writer
 # agent per reader, from a rule file (access.file) that a person writes or ms-data learn-access learns.
+# rule declares its own settings (ms.pool.access.settings).
 ACCESS_RULES = Registry(
     "access rule",
     {
@@ -124,6 +125,7 @@ ACCESS_RULES = Registry(
         "rule": "ms.pool.access.table:RuleFileAccess",
     },
     key="access.name",
+    settings={"rule": "ms.pool.access.settings:RuleSettings"},
 )
 
 # Who else writes into the pool: each a ms.data.poison.Poisoner (poison.name, conf/poison/<name>.yaml). none: no

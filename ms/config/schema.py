@@ -247,16 +247,15 @@ class PoolConfig:
 
 @dataclass
 class AccessConfig:
+    """What every access rule's settings share: its name. A rule with settings of its own declares them in
+    a dataclass that extends this one (ms.pool.access.settings: rule's file), the schema of its option in
+    the `access` group (ms.config.options): access.file under access=open is refused at composition."""
+
     # Who may read whose memories within the scope it reads (ACCESS_RULES; ms.pool.access): open: everyone
     # reads everything, as before rules existed | rule: the grant table of a rule file (README,
     # "Access rules"). Enforced wherever candidates are drawn: every retriever, short-term memory,
     # memory train's mining and the utility gate's probes.
     name: str = setting("open", choices=ACCESS_RULES)
-    file: Optional[str] = None  # access=rule: the rule file (ms-data learn-access writes one)
-
-    def problems(self):
-        if self.file is not None and self.name == "open":
-            yield "file", "is read by access=rule only; access=open grants every writer"
 
 
 @dataclass
