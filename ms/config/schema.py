@@ -184,7 +184,9 @@ class MemoryConfig:
     # below retire_below over at least retire_after measurements is retired: kept in the pool, marked,
     # and never retrieved again. Seeds are never retired. The measurements are those a run already
     # makes: gate=utility or both, and train.utility_from_labels; without them nothing is retired.
-    # None: no memory is ever retired.
+    # The two measure against different things: the gate's probes against the shot a memory displaces,
+    # the labels against no shot at all, which almost every memory beats (results/mechanisms_offline:
+    # at 0, labels alone retired nothing). None: no memory is ever retired.
     retire_below: Optional[float] = None
     # Measurements a memory needs before it can be retired. 6: the 3 probe deltas a utility-gated pair
     # records at its own admission (gate.probes), and as many measured after it.
