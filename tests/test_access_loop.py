@@ -14,7 +14,8 @@ from ms.agents import PromptTemplate, default_agents
 from ms.config.schema import PromptConfig, TrainConfig
 from ms.data import Example
 from ms.gates.replay import Candidate, UtilityMeter
-from ms.loop.pipeline import Experiment, Query
+from ms.loop.answering import Query
+from ms.loop.pipeline import Experiment
 from ms.pool import Pool
 from ms.pool.access import Reader
 from ms.pool.access.table import RuleFileAccess, read_rule_file

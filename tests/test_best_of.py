@@ -22,7 +22,7 @@ QUESTION = [{"role": "user", "content": "What has keys but opens no lock?"}]
 
 
 def one_backbone(lm, n: int):
-    """ms.loop.pipeline's by_backbone for n queries that all run on `lm`."""
+    """ms.loop.answering's by_backbone for n queries that all run on `lm`."""
 
     def on_backbone(role, call):
         with lm.acting_as(role):

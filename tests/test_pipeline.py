@@ -109,6 +109,7 @@ def test_a_run_says_what_it_loads_and_its_bars_count_their_own_work(tmp_path, mo
     import logging
     import time
 
+    import ms.loop.answering
     import ms.loop.pipeline
 
     class Recorded(ms.loop.pipeline.tqdm):
@@ -126,7 +127,8 @@ def test_a_run_says_what_it_loads_and_its_bars_count_their_own_work(tmp_path, mo
                 self.final = {**self.format_dict, "open_for": time.monotonic() - self.opened}
             super().close()
 
-    monkeypatch.setattr(ms.loop.pipeline, "tqdm", Recorded)
+    monkeypatch.setattr(ms.loop.pipeline, "tqdm", Recorded)  # the stream's bar
+    monkeypatch.setattr(ms.loop.answering, "tqdm", Recorded)  # each evaluation's
     caplog.set_level(logging.INFO)
     run(compose_config(TINY + [f"cache_dir={models_cache}", "data.agents=[riddle]"]), tmp_path)
 

@@ -22,8 +22,9 @@ from ms.data.poison import Poisoner
 from ms.data.poison_settings import InjectionSettings, PoisonerSettings
 from ms.gates.rubric import RubricGate
 from ms.gates.scorer import Scorer, load_rubrics, rubric_for
+from ms.loop.answering import Query
 from ms.loop.cell import check_same_cell, identity
-from ms.loop.pipeline import Experiment, Query
+from ms.loop.pipeline import Experiment
 from ms.pool import Pool, normalize_space
 from ms.pool.access.open import OpenAccess
 from ms.pool.access.table import RuleFileAccess

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 from ms.gates.scorer import Scorer
 from ms.llm import LM
 
-# (role, call(lm, indices) -> one value per index) -> values in query order: ms.loop.pipeline's by_backbone
+# (role, call(lm, indices) -> one value per index) -> values in query order: ms.loop.answering's by_backbone
 OnBackbone = Callable[[str, Callable[[LM, list[int]], list]], list[Any]]
 
 

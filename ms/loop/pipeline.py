@@ -1,6 +1,9 @@
 """One Hydra job: seed the pool, stream questions through the agents (retrieve k, answer, score,
 admit, train), and evaluate on the test split at every fill checkpoint, in the order of the run's
-schedule (ms.loop.schedule), which its plan walks too.
+schedule (ms.loop.schedule), which its plan walks too. This module holds what changes the pool, the
+stream step (gate, admit, train, consolidate, retire, and decisions.jsonl), and the run over the schedule
+with its record (metrics.json); ms.loop.answering holds how a question is put to its agent, and the
+evaluation at a fill, which only reads the pool.
 
 `run(cfg, out_dir)` is a plain function: tests and sweeps call it without the CLI. It hands the config
 to the composition root (ms.loop.compose_run) and runs what that builds; nothing here reads the config.
@@ -8,96 +11,41 @@ to the composition root (ms.loop.compose_run) and runs what that builds; nothing
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import time
-from collections import Counter, defaultdict
-from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from ms.agents import chat, seed_memories
-from ms.config.files import DECISIONS_FILE, METRICS_FILE, PREDICTIONS_FILE, RETIREMENTS_FILE, USAGE_FILE
-from ms.data import Example
+from ms.agents import seed_memories
+from ms.config.files import DECISIONS_FILE, METRICS_FILE, RETIREMENTS_FILE, USAGE_FILE
 from ms.gates.replay import Candidate, effects
 from ms.gates.scorer import append_decisions
-from ms.llm import LM
 from ms.llm.usage import save_usage
+from ms.loop.answering import Answering, Query, release_freed_memory
 from ms.loop.compose_run import Parts, open_run
 from ms.loop.printout import format_table
 from ms.loop.run_folder import write_atomic
-from ms.metrics.base import EvalBatch
-from ms.metrics.evaluate import summarize
-from ms.pool import Memory, scope_for
 
 log = logging.getLogger(__name__)
 
 
-def release_freed_memory() -> None:
-    """Give back to the system the memory that freed tensors leave inside glibc's heap. glibc keeps
-    it: tensors of up to 32 MB come from the heap once larger ones have been freed, and torch's
-    threads allocate from arenas of their own, so later phases reuse it only in part. Called between
-    the loop's phases: without it, the resident floor of a 2-step stream grew from 0.8 to 4.9 GB.
-    A no-op where the C library is not glibc."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
-    if trim is not None:
-        trim(0)
-
-
-@dataclass
-class Query:
-    agent: str
-    scope: str
-    example: Example
-
-
-class Experiment:
-    """The loop over a run's parts, as ms.loop.compose_run built them; it reads no config."""
+class Experiment(Answering):
+    """The loop over a run's parts, as ms.loop.compose_run built them; it reads no config. What it asks
+    the agents, and the evaluation at each fill, are Answering's (ms.loop.answering)."""
 
     def __init__(self, parts: Parts, out_dir: Path):
-        self.parts, self.out = parts, out_dir
-        self.settings = parts.settings
-        self.agents, self.splits, self.template = parts.agents, parts.splits, parts.template
-        self.pool, self.backbones, self.agent_backbone = parts.pool, parts.backbones, parts.agent_backbone
+        super().__init__(parts, out_dir)
         self.gate, self.memory, self.trainer = parts.gate, parts.memory, parts.trainer
-        self.retriever, self.test_retriever = parts.retriever, parts.test_retriever
-        self.reader = parts.access.reader  # agent -> the writers its access rule grants it (ms.pool.access)
         self.poisoned: Counter = Counter()  # the poisoning writer's pairs (parts.poisoner): asked, accepted, rejected
-        self.metrics = parts.metrics
         self.stream_k = self.settings.stream_k
         self.consolidated: Counter = Counter()  # memory ids summarized, moved, deferred
         self.retired: Counter = Counter()  # memories retired (memory.retire_below), by writer
-
-    @property
-    def step(self) -> int:
-        """Stream micro-batches so far: the pool's step."""
-        return self.parts.clock.step
-
-    def scope(self, agent: str) -> str:
-        return scope_for(self.agents[agent].domain, self.settings.pool_mode)
-
-    def by_backbone(self, queries: Sequence[Query], role: str, call: Callable[[LM, list[int]], list]) -> list[Any]:
-        """`call(lm, indices)` once per backbone the queries' agents run on, with the indices of its
-        queries, counted under `role`; the results come back in query order."""
-        groups: dict[str, list[int]] = defaultdict(list)
-        for i, q in enumerate(queries):
-            groups[self.agent_backbone[q.agent]].append(i)
-        out: list[Any] = [None] * len(queries)
-        for name, idx in groups.items():
-            lm = self.backbones[name]
-            with lm.acting_as(role):
-                for i, value in zip(idx, call(lm, idx), strict=True):
-                    out[i] = value
-        return out
-
-    def answer(self, queries: Sequence[Query], prompts: Sequence[list], role: str) -> list[str]:
-        """Each query's answer, generated by its agent's backbone."""
-        return self.by_backbone(queries, role, lambda lm, idx: lm.generate([prompts[i] for i in idx]))
 
     # ---- the loop ---------------------------------------------------------------------------
 
@@ -108,39 +56,6 @@ class Experiment:
             for row in seed_memories(self.agents[a], s.seed, self.settings.pool_mode)
         ]
         return sum(i is not None for i in self.pool.add(items, step=0))
-
-    def prompts(
-        self, queries: Sequence[Query], k: int, *, mark: bool, retriever=None
-    ) -> tuple[list[list], list[list[Memory]]]:
-        """Retrieve k memories per query, as its agent's access rule lets it (one batch per scope and
-        set of grants), and render each query's chat."""
-        retriever = retriever or self.retriever
-        retrieved: list[list[Memory]] = [[] for _ in queries]
-        batches: dict[tuple, list[int]] = defaultdict(list)
-        readers = {}
-        for i, q in enumerate(queries):
-            reader = self.reader(q.agent)
-            readers[q.scope, reader.writers] = reader  # agents with the same grants search together
-            batches[q.scope, reader.writers].append(i)
-        for (scope, writers), idx in batches.items():
-            found = retriever.retrieve_batch(
-                [queries[i].example.question for i in idx], scope, k, readers[scope, writers]
-            )
-            for i, memories in zip(idx, found):
-                retrieved[i] = memories
-        if mark:
-            self.pool.mark_retrieved({m.id for ms in retrieved for m in ms}, self.step)
-        prompts = [
-            chat(
-                self.agents[q.agent],
-                self.template.render(
-                    q.example.question, [{"question": m.question, "answer": m.answer} for m in memories]
-                ),
-                self.template.system,
-            )
-            for q, memories in zip(queries, retrieved)
-        ]
-        return prompts, retrieved
 
     def stream_batch(self, queries: Sequence[Query]) -> list:
         self.parts.clock.step += 1
@@ -247,57 +162,6 @@ class Experiment:
                 )
         self.retired.update(r.agent for r in retired)
 
-    def evaluate(self, fill: int) -> list[dict]:
-        """One row per test question: what was retrieved, and every metric of the run."""
-        tests = [Query(a, self.scope(a), e) for a, s in self.splits.items() for e in s.test]
-        rows = [
-            {
-                "agent": q.agent,
-                "test_id": q.example.id,
-                "k": self.settings.k,
-                "fill": fill,
-                "question": q.example.question,
-                "reference": q.example.answer,
-            }
-            for q in tests
-        ]
-        batch = self.parts.schedule.micro_batch
-        # The bar counts LM requests (an answer, a reference scored) as the backbones finish them,
-        # so it moves within a micro-batch too: one micro-batch can take minutes on a CPU.
-        scores_text = [self.backbones[self.agent_backbone[q.agent]].scores_text for q in tests]
-        requests = len(tests) * self.needs_answers + sum(m.requests(scores_text) for m in self.metrics)
-        with (
-            tqdm(total=requests, desc=f"evaluate @ {fill}% fill", unit="request", leave=False) as bar,
-            ExitStack() as reporting,
-        ):
-            for lm in self.backbones.values():
-                reporting.enter_context(lm.reporting(bar.update))
-            for start in range(0, len(tests), batch):
-                self.evaluate_batch(rows[start : start + batch], tests[start : start + batch])
-        for metric in self.metrics:
-            metric.score_fill(rows)
-        release_freed_memory()
-        return rows
-
-    @property
-    def needs_answers(self) -> bool:
-        return any(m.needs_answers for m in self.metrics)
-
-    def evaluate_batch(self, part: list[dict], queries: list[Query]) -> None:
-        """Fill in the rows of one micro-batch of test questions: what was retrieved, the answer, the scores."""
-        prompts, retrieved = self.prompts(queries, self.settings.k, mark=False, retriever=self.test_retriever)
-        for row, q, memories in zip(part, queries, retrieved):
-            row["retrieved"] = [m.id for m in memories]
-            row.update(self.test_retriever.state(q.scope))  # retriever_version, index_staleness
-            # searchable memories of its scope the agent's access rule kept from this question (0: none)
-            row["withheld"] = self.test_retriever.withheld(q.scope, self.reader(q.agent))
-        if self.needs_answers:
-            for row, answer in zip(part, self.answer(queries, prompts, "evaluate")):
-                row["answer"] = answer
-        batch = EvalBatch(part, prompts, lambda role, call: self.by_backbone(queries, role, call))
-        for metric in self.metrics:
-            metric.score_batch(batch)
-
     def run(self) -> dict:
         started = time.perf_counter()
         schedule = self.parts.schedule
@@ -328,9 +192,7 @@ class Experiment:
                     if schedule.evaluates:  # a stream-only run answers no test question
                         rows = self.evaluate(fill)
                         bar.unpause()  # the stream's elapsed time and rate leave out the evaluation
-                        with (self.out / PREDICTIONS_FILE).open("a", encoding="utf-8") as f:
-                            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-                        by_fill[str(fill)] = summarize(rows, [key for m in self.metrics for key in m.keys])
+                        by_fill[str(fill)] = self.record_evaluation(rows)
                     pool_sizes[str(fill)] = self.pool.count_by("agent")
         if self.trainer is not None and self.settings.save_retriever:
             self.trainer.save(self.out / "retriever")
