@@ -26,62 +26,43 @@ refuses runs whose cell records differ in `backbone.*` or `data_sha256`.
 from __future__ import annotations
 
 import argparse
-import json
 import warnings
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 from scipy import stats
 
 from ms.common.stats import CONFIDENCE, RESAMPLES, SEED, paired
-from ms.report.runs import PREDICTIONS_FILE, Item, read_jsonl
+from ms.loop.cell import differences, stored
+from ms.report.runs import Run, find_runs
 
 
-def by_fill(run: Path, metric: str) -> dict[int, dict[Item, float]]:
-    path = run / PREDICTIONS_FILE
-    if not path.exists():
-        raise SystemExit(f"{path}: no such file (each run folder needs its {PREDICTIONS_FILE})")
-    out: dict[int, dict[Item, float]] = {}
-    for r in read_jsonl(path):
-        if r.get(metric) is not None:
-            out.setdefault(int(r["fill"]), {})[(r["agent"], str(r["test_id"]))] = float(r[metric])
-    if not out:
-        raise SystemExit(f"{path}: no {metric} values")
-    return out
+def one_run(folder: Path, metric: str) -> Run:
+    """The finished, evaluated run in `folder` (ms-report's reading of it)."""
+    runs, skipped = find_runs([folder])
+    if len(runs) != 1 or runs[0].path.resolve() != folder.resolve():
+        why = f" ({skipped[0].reason})" if skipped else ""
+        raise SystemExit(f"{folder}: not one finished run folder{why}")
+    run = runs[0]
+    if not run.values(metric, run.last_fill):
+        raise SystemExit(f"{folder}: no {metric} values in its predictions.jsonl")
+    return run
 
 
-def backbone_settings(run: Path) -> dict:
-    """The cell record's data hash and backbone keys; {} for a run without a record."""
-    path = run / "metrics.json"
-    cell = json.loads(path.read_text()).get("cell") if path.exists() else None
-    if not cell:
-        return {}
-    keys = {k: v for k, v in cell["config"].items() if k.startswith("backbone.")}
-    return {"data_sha256": cell.get("data_sha256"), **keys}
-
-
-def check_same_backbone(runs: dict[str, Path]) -> None:
-    records = {name: backbone_settings(run) for name, run in runs.items()}
-    for name, record in records.items():
-        if not record:
-            print(f"- note: {name} has no cell record; its backbone settings could not be checked")
-    recorded = [(name, record) for name, record in records.items() if record]
-    if not recorded:
-        return
-    first_name, first = recorded[0]
-    for name, record in recorded[1:]:
-        # A key one record lacks was added to the schema after that run: only shared keys can differ.
-        differ = sorted(k for k in set(record) & set(first) if record[k] != first[k])
-        if differ:
-            raise SystemExit(f"{runs[name]}: its cell differs from {first_name}'s in {', '.join(differ)}")
-
-
-def admitted(run: Path) -> Optional[int]:
-    path = run / "metrics.json"
-    if not path.exists():
-        return None
-    return sum(json.loads(path.read_text())["stream"]["accepted"].values())
+def check_same_backbone(runs: dict[str, Run]) -> None:
+    """Refuse runs whose backbone settings or data fingerprints differ (compared where both recorded
+    them: ms.loop.cell.stored reads a record, or the config Hydra saved for a run older than records)."""
+    records = {name: stored(run.path, run.metrics) for name, run in runs.items()}
+    first_name, (first, first_data, _) = next(iter(records.items()))
+    for name, (settings, data, _) in records.items():
+        if settings is None or first is None:
+            print(f"- note: {name} or {first_name} has no readable settings; backbone settings not checked")
+            continue
+        backbone = [k for k in differences(first, settings, every_key=False) if k.startswith("backbone.")]
+        if data and first_data and data != first_data:
+            backbone.append("data_sha256")
+        if backbone:
+            raise SystemExit(f"{runs[name].path}: its cell differs from {first_name}'s in {', '.join(backbone)}")
 
 
 def gap_share(m: np.ndarray, r: np.ndarray, ref: np.ndarray) -> tuple[float, float, float]:
@@ -117,34 +98,28 @@ def main() -> None:
     parser.add_argument("--label", default="M")
     parser.add_argument("--metric", default="ref_logprob")
     args = parser.parse_args()
-    runs = {"mechanism": args.mechanism, "rubric": args.rubric, "reference": args.reference}
+    folders = {"mechanism": args.mechanism, "rubric": args.rubric, "reference": args.reference}
     if args.random:
-        runs["random"] = args.random
+        folders["random"] = args.random
+    runs = {name: one_run(folder, args.metric) for name, folder in folders.items()}
     check_same_backbone(runs)
-    fills = {name: by_fill(run, args.metric) for name, run in runs.items()}
-    last = {name: f[max(f)] for name, f in fills.items()}
+    last = {name: run.values(args.metric, run.last_fill) for name, run in runs.items()}
     keys = sorted(set.intersection(*(set(v) for v in last.values())))
     if len(keys) < 2:
         raise SystemExit("the runs share fewer than two test questions at their last fills")
     m, r, ref = (np.array([last[name][k] for k in keys]) for name in ("mechanism", "rubric", "reference"))
-    mech = fills["mechanism"]
-    first_fill, last_fill = min(mech), max(mech)
+    mech = runs["mechanism"]
+    first_fill, last_fill = mech.fills[0], mech.last_fill
+    grown_from, grown_to = mech.values(args.metric, first_fill), last["mechanism"]
 
-    print(
-        f"{args.label}: `{args.mechanism}` ({admitted(args.mechanism)} admitted), metric {args.metric}, n = {len(keys)}"
-    )
+    print(f"{args.label}: `{args.mechanism}` ({mech.accepted} admitted), metric {args.metric}, n = {len(keys)}")
     print()
     print("| comparison | n | a - b [95% CI] | p | verdict |")
     print("|---|---:|---|---:|---|")
-    grown = sorted(set(mech[first_fill]) & set(mech[last_fill]))
     if first_fill != last_fill:
-        print(
-            row(
-                f"(c) fill {last_fill} vs {first_fill}",
-                [mech[last_fill][k] for k in grown],
-                [mech[first_fill][k] for k in grown],
-            )
-        )
+        grown = sorted(set(grown_from) & set(grown_to))
+        before, after = [grown_from[k] for k in grown], [grown_to[k] for k in grown]
+        print(row(f"(c) fill {last_fill} vs {first_fill}", after, before))
     print(row("M - R", m.tolist(), r.tolist()))
     if "random" in last:
         g = np.array([last["random"][k] for k in keys])

@@ -29,8 +29,15 @@ def test_gap_share_is_the_ratio_of_mean_differences_with_an_interval_around_it()
 
 def run(folder: Path, dtype: str, values: dict[int, list[float]]) -> Path:
     folder.mkdir(parents=True)
-    cell = {"data_sha256": "d", "config": {"backbone.name": "smollm2", "backbone.dtype": dtype, "gate.name": "x"}}
-    (folder / "metrics.json").write_text(json.dumps({"cell": cell, "stream": {"accepted": {"sonnet": 2}}}))
+    cell = {"data_sha256": "d", "config": {"backbone.name": "smollm2", "backbone.dtype": dtype, "gate.name": "rubric"}}
+    metrics = {
+        "complete": True,
+        "run": {"backbone": "smollm2", "k": 3, "pool": "domain"},
+        "fills": {str(fill): {"overall": {}, "per_agent": {"sonnet": {}}} for fill in values},
+        "cell": cell,
+        "stream": {"accepted": {"sonnet": 2}},
+    }
+    (folder / "metrics.json").write_text(json.dumps(metrics))
     rows = [
         {"agent": "sonnet", "test_id": i, "fill": fill, "ref_logprob": v}
         for fill, vs in values.items()
@@ -48,6 +55,7 @@ def test_the_measures_print_and_runs_under_another_dtype_are_refused(tmp_path, m
     mechanism.main()
     out = capsys.readouterr().out
     assert "| M - R | 4 | +0.100" in out
+    assert "(2 admitted)" in out
     assert "| (c) fill 100 vs 27 | 4 |" in out
     assert "| share of the gap closed | 4 | +0.50" in out
 
