@@ -96,7 +96,8 @@ def test_plan_mode_knows_the_backbone_and_finds_its_scored_requests_in_the_cache
     from ms.agents import PromptTemplate, agents_from, chat
     from ms.data import load_splits
     from ms.llm import ResponseCache
-    from ms.plan.planner import key_model, plan_run
+    from ms.plan.calls import key_model
+    from ms.plan.planner import plan_run
 
     assert ms_run(*TINY, BACKBONE, "+plan=true") == (0, [])
     cfg = compose_config(TINY + [BACKBONE, f"cache_dir={tmp_path}", "k=0", "eval.metrics=[ref_logprob]"])

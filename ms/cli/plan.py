@@ -42,7 +42,8 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Mea
     from ms.loop.cell import check_same_cell, local_fingerprint
     from ms.loop.run_folder import completed
     from ms.loop.validation import validate
-    from ms.plan.planner import CacheProbe, plan_run
+    from ms.plan.calls import CacheProbe
+    from ms.plan.planner import plan_run
     from ms.plan.rows import Row
 
     unknown = [a for a in overrides if a.startswith("-")]
