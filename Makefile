@@ -66,7 +66,7 @@ browser:
 	@[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || \
 		{ $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium chromium-driver; }
 
-# A lasting PostgreSQL server for pool.backend=postgres (experiment=sharing_postgres), run as an
+# A lasting PostgreSQL server for pool/backend=postgres (experiment=sharing_postgres), run as an
 # unprivileged user (ms/pool/local_server.py). Its last line of stdout is the export line, so
 #   eval "$$(make -s pool-server | tail -1)"   sets MS_POOL_DSN;   make pool-server-stop   stops it.
 POOL_SERVER ?= /tmp/ms-pool-server

@@ -3,7 +3,7 @@
 # and memories.csv: who wrote each memory of its pool, and in which run) into results/<sweep>/runs,
 # then draw its report from those copies, so anyone can redraw it:
 #   bash experiments/publish.sh table1_offline --metric ref_logprob
-# A sweep whose pool is on PostgreSQL (pool.backend=postgres) needs MS_POOL_DSN set to its database.
+# A sweep whose pool is on PostgreSQL (pool/backend=postgres) needs MS_POOL_DSN set to its database.
 set -euo pipefail
 sweep=$1; shift
 report=${MS_REPORT:-ms-report}

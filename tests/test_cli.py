@@ -67,6 +67,27 @@ BACKBONES = ", ".join(sorted(p.stem for p in (REPO / "conf" / "backbone").glob("
             ["gate=all", "gate.probes=2"],  # a key of another gate's own settings (ms.gates.settings)
             "unknown key gate.probes under gate=all: a setting of gate=utility and gate=both only; gate=all has name",
         ),
+        (
+            ["backbone=gpt-4o", "backbone.dtype=bfloat16"],  # an in-process model's setting (ms.llm.settings)
+            "unknown key backbone.dtype under backbone.provider=openai: a setting of backbone.provider=hf only; "
+            "backbone.provider=openai has name, provider, model, generation, price, base_url, api_key_env, "
+            "max_concurrency, timeout_s, max_retries, backoff_s, max_retry_wait_s, prompt_logprobs",
+        ),
+        (
+            ["backbone.provider=openai"],  # smollm2's file names hf's settings
+            "invalid setting backbone.provider=openai: the backbone section holds backbone.provider=hf's settings, "
+            "not backbone.provider=openai's; choose a backbone whose file names provider openai",
+        ),
+        (
+            ["pool.backend=postgres"],  # the backend is chosen as a group, which types the section by its settings
+            "invalid setting pool.backend=postgres: the pool section holds pool/backend=sqlite's settings, "
+            "not pool/backend=postgres's; choose it with pool/backend=postgres",
+        ),
+        (
+            ["pool/backend=postgres", "pool.path=shared.sqlite"],  # a file is the SQLite pool's (ms.pool.settings)
+            "unknown key pool.path under pool/backend=postgres: a setting of pool/backend=sqlite only; "
+            "pool/backend=postgres has mode, backend, dsn",
+        ),
         (["fills=[20,half]"], "invalid setting fills[1]=half: must be an integer"),
         (["backbone=ms_backbone_schema"], f"unknown backbone=ms_backbone_schema: choose one of {BACKBONES}"),
         (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),

@@ -83,7 +83,10 @@ def test_the_tables_bad_settings_exit_2_before_anything_opens_naming_each_key(tm
             "invalid setting train.labelled=6: must be at most train.candidates",
         ),
         (["stream_k=-1"], "invalid setting stream_k=-1: must be at least 0"),
-        (["backbone.max_retries=-1"], "invalid setting backbone.max_retries=-1: must be at least 0"),
+        (
+            ["backbone=openai-compatible", "backbone.max_retries=-1"],  # an API backbone's (ms.llm.settings)
+            "invalid setting backbone.max_retries=-1: must be at least 0",
+        ),
         (["memory=stm_ltm", "memory.stm_ltm.threshold=1.5"], "invalid setting memory.stm_ltm.threshold=1.5: must be"),
         (["data.agents=[pun,limerik]"], "invalid setting data.agents: unknown agent(s) limerik"),
     ],
@@ -452,7 +455,7 @@ def test_a_refused_connection_at_start_is_one_line_within_15_s_and_no_run_file_h
     port = free_port()  # nothing listens there
     dsn = f"host=127.0.0.1 port={port} dbname=nowhere user=ms connect_timeout=30"
     started = time.monotonic()
-    code, lines = ms_run("pool.backend=postgres", f"pool.dsn={dsn}")
+    code, lines = ms_run("pool/backend=postgres", f"pool.dsn={dsn}")
     assert code == USER_ERROR_EXIT and time.monotonic() - started < 15
     assert lines == [
         f"ms-run: error: the pool's PostgreSQL server at host 127.0.0.1, port {port}, database nowhere "
@@ -467,7 +470,7 @@ def test_a_dsn_holding_a_password_is_refused_in_one_line_that_does_not_show_it(m
     from ms.config.schema import POOL_DSN_ENV
 
     monkeypatch.delenv(POOL_DSN_ENV, raising=False)
-    code, lines = ms_run("pool.backend=postgres", "pool.dsn=postgresql://ms:hunter2@127.0.0.1:5/db")
+    code, lines = ms_run("pool/backend=postgres", "pool.dsn=postgresql://ms:hunter2@127.0.0.1:5/db")
     assert code == USER_ERROR_EXIT
     assert lines == [
         "ms-run: error: invalid setting pool.dsn: it holds a password, which would be written into the "
@@ -476,7 +479,7 @@ def test_a_dsn_holding_a_password_is_refused_in_one_line_that_does_not_show_it(m
     ]
     assert not [p for p in (tmp_path / "run").rglob("*") if p.is_file() and "hunter2" in p.read_text()]
     monkeypatch.delenv(POOL_DSN_ENV)  # where the first call put it
-    code, lines = ms_run("pool.backend=postgres")
+    code, lines = ms_run("pool/backend=postgres")
     assert code == USER_ERROR_EXIT and lines[0].startswith(
-        "ms-run: error: invalid setting pool.dsn=None: pool.backend=postgres needs a connection string"
+        "ms-run: error: invalid setting pool.dsn=None: pool/backend=postgres needs a connection string"
     )

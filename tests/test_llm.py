@@ -238,7 +238,7 @@ def test_misspelled_backbone_key_fails_at_composition():
 
     with pytest.raises(ConfigCompositionException, match="backbone.batch_sise") as caught:
         compose_config(["backbone.batch_sise=4"])
-    assert "not in 'BackboneConfig'" in str(caught.value.__cause__)
+    assert "not in 'HFSettings'" in str(caught.value.__cause__)  # smollm2's provider's settings
 
 
 def test_a_cache_told_locked_while_another_process_recovers_it_waits_and_opens(tmp_path, monkeypatch):

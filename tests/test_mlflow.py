@@ -37,7 +37,7 @@ TINY = [
 # The same as an experiment file, so that a sweep's cell folders are named by the swept key alone;
 # no memory train (k=0 has no stream to train on anyway).
 TINY_EXPERIMENT = "# @package _global_\n" + OmegaConf.to_yaml(OmegaConf.from_dotlist(TINY + ["train.enabled=false"]))
-# A value the environment holds and the config only names (pool.dsn reads MS_POOL_DSN): it must reach
+# A value the environment holds (a PostgreSQL pool's pool.dsn reads MS_POOL_DSN; this SQLite run reads none): it must reach
 # no parameter, tag or artifact.
 SECRET = "host=db password=sk-DO-NOT-LOG-4242"
 
@@ -87,7 +87,7 @@ def test_a_run_is_logged_with_its_config_metrics_per_fill_record_and_files(ms_ru
     for key, value in saved.items():
         if "${" not in str(value):
             assert params[key] == (value if isinstance(value, str) else json.dumps(value)), key
-    assert params["pool.dsn"] == "${oc.env:MS_POOL_DSN,null}"
+    assert "pool.dsn" not in params  # read by the PostgreSQL pool alone (ms.pool.settings), never logged as a value
     assert params["data.agents"] == '["riddle"]' and params["fills"] == "[50, 100]" and params["k"] == "3"
 
     # Metrics: each fill's numbers from metrics.json, the fill as the step.

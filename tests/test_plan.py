@@ -195,8 +195,8 @@ def test_plan_mode_with_a_postgres_pool_needs_no_dsn_but_reports_a_real_mistake(
     from ms.config.schema import POOL_DSN_ENV
 
     monkeypatch.delenv(POOL_DSN_ENV, raising=False)
-    assert ms_run(*TINY, "pool.backend=postgres", "+plan=true") == (0, [])
-    assert ms_run(*TINY, "pool.backend=postgres", "k=-1", "+plan=true") == (
+    assert ms_run(*TINY, "pool/backend=postgres", "+plan=true") == (0, [])
+    assert ms_run(*TINY, "pool/backend=postgres", "k=-1", "+plan=true") == (
         2,
         ["ms-run: error: invalid setting k=-1: must be at least 0"],
     )

@@ -28,7 +28,7 @@ STREAM = [
     "backbone.generation.max_new_tokens=8",
     "eval.metrics=[ref_logprob]",
     "scorer.threshold=0",
-    "pool.backend=postgres",
+    "pool/backend=postgres",
 ]
 
 

@@ -251,17 +251,6 @@ def test_options_spelled_in_the_loop_and_plan_mode_are_found(tmp_path):
     }
 
 
-# Shared sections that still hold settings of one option (a field named after it, or a rule that compares with
-# it), until their options own them as the gates do (ms.config.options.OWNED): (section, option). Another
-# change moves them; remove each as it lands. The settings a comment alone says are one option's are not
-# found this way (backbone.dtype is hf's, eval.model bertscore's, poison.marker injection's).
-NOT_YET_OWNED = {
-    ("BackboneConfig", "hf"),  # dtype, engine, prompt_format, gguf_package
-    ("BackboneConfig", "openai"),  # prompt_logprobs
-    ("PoolConfig", "postgres"),  # dsn
-}
-
-
 def shared_sections() -> dict[type, set[str]]:
     """Each section of the root config that a registry's setting lies in (`backbone` for
     backbone.provider and backbone.engine) -> the options chosen there."""
@@ -292,7 +281,7 @@ def test_no_shared_section_holds_one_option_s_settings():
     found = {
         (section.__name__, o) for section, names in shared_sections().items() for o in option_specific(section, names)
     }
-    assert found <= NOT_YET_OWNED, f"settings of one option in a shared section: {sorted(found - NOT_YET_OWNED)}"
+    assert not found, f"settings of one option in a shared section: {sorted(found)}"
 
 
 def test_option_specific_settings_are_found_in_a_shared_section():

@@ -37,13 +37,15 @@ def _joined(prefix: str, key: Any) -> str:
 def _unknown_key(full_key: str, known: Sequence[str], node: Any = None) -> str:
     """The line for a key its section does not declare; `node`: that section, which, where it is an
     option's own (gate=rubric's), has the line name the option and the options that do read the key."""
-    from ms.config.options import option_of, readers
+    from ms.config.options import OWNED, option_of, readers
 
     parent, _, key = full_key.rpartition(".")
     option = option_of(parent, node)
-    owner = f"{parent}={option[1]}" if option else parent or "the config"
+    owner = OWNED[parent].spelled(parent, option[1]) if option else parent or "the config"
     under = f" under {owner}" if option else ""
-    elsewhere = [f"{parent}={name}" for name in readers(parent, key) if name != option[1]] if option else []
+    elsewhere = (
+        [OWNED[parent].spelled(parent, name) for name in readers(parent, key) if name != option[1]] if option else []
+    )
     if elsewhere:
         return f"unknown key {full_key}{under}: a setting of {' and '.join(elsewhere)} only; {owner} has {', '.join(known)}"
     close = _nearest(key, known)
@@ -87,11 +89,11 @@ def _expected(error) -> Optional[str]:
 
 def _under(error) -> str:
     """' under gate=utility' where the key of a ValidationError is an option's own setting, else ''."""
-    from ms.config.options import option_of
+    from ms.config.options import OWNED, option_of
 
     parent = error.full_key.rpartition(".")[0]
     option = option_of(parent, error.parent_node) if parent else None
-    return f" under {parent}={option[1]}" if option else ""
+    return f" under {OWNED[parent].spelled(parent, option[1])}" if option else ""
 
 
 def explain(error: Exception) -> str:

@@ -225,7 +225,7 @@ def check_servers(pools) -> None:
     is one line now, not a run folder with nothing in it."""
     from ms.pool import PoolFileError, open_pool
 
-    for dsn in dict.fromkeys(p.dsn for p in pools if p.backend == "postgres"):
+    for dsn in dict.fromkeys(p.dsn for p in pools if p.get("dsn")):  # a server pool's (ms.pool.settings)
         try:
             with open_pool(OmegaConf.create({"backend": "postgres", "dsn": dsn}), Path(os.devnull)):
                 pass

@@ -21,9 +21,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator, NamedTuple, Optional
 
-from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, RETRIEVERS
+from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, POOL_BACKENDS, PROVIDERS, RETRIEVERS
 from ms.config.registry import Registry
-from ms.config.schema import AccessConfig, GateConfig, MemoryConfig, PoisonConfig, RetrieverConfig
+from ms.config.schema import (
+    AccessConfig,
+    BackboneConfig,
+    GateConfig,
+    MemoryConfig,
+    PoisonConfig,
+    PoolConfig,
+    RetrieverConfig,
+)
 
 
 class Owned(NamedTuple):
@@ -32,14 +40,23 @@ class Owned(NamedTuple):
     registry: Registry  # its options
     shared: type  # the section every option's settings extend
     selector: str = "name"  # the key of that section that names the option (memory.policy)
+    # The config group whose options these are (gate=utility, pool/backend=postgres); None where the
+    # section's own group's files name one each (backbone=smollm2's names provider hf).
+    chooser: Optional[str] = None
+
+    def spelled(self, section: str, option: str) -> str:
+        """How a message names `option`: gate=utility, pool/backend=postgres, or backbone.provider=hf."""
+        return f"{self.chooser}={option}" if self.chooser else f"{section}.{self.selector}={option}"
 
 
 OWNED: dict[str, Owned] = {
-    "gate": Owned(GATES, GateConfig),
-    "poison": Owned(POISONS, PoisonConfig),
-    "retriever": Owned(RETRIEVERS, RetrieverConfig),
-    "memory": Owned(POLICIES, MemoryConfig, "policy"),
-    "access": Owned(ACCESS_RULES, AccessConfig),
+    "gate": Owned(GATES, GateConfig, chooser="gate"),
+    "poison": Owned(POISONS, PoisonConfig, chooser="poison"),
+    "retriever": Owned(RETRIEVERS, RetrieverConfig, chooser="retriever"),
+    "memory": Owned(POLICIES, MemoryConfig, "policy", chooser="memory"),
+    "access": Owned(ACCESS_RULES, AccessConfig, chooser="access"),
+    "backbone": Owned(PROVIDERS, BackboneConfig, "provider"),
+    "pool": Owned(POOL_BACKENDS, PoolConfig, "backend", chooser="pool/backend"),
 }
 
 
@@ -51,7 +68,7 @@ def schema_name(group: str, option: str) -> str:
 def settings_of(group: str, option: str) -> type:
     """The dataclass of `option`'s settings: its part's own, else the group's shared section (also for a
     name its registry does not hold, which validation reports)."""
-    registry, shared, _ = OWNED[group]
+    registry, shared = OWNED[group].registry, OWNED[group].shared
     own = registry.settings(option) if option in registry else None
     return own or shared
 
@@ -68,8 +85,8 @@ def readers(group: str, key: str) -> list[str]:
 
 def owned() -> Iterator[tuple[str, str, type]]:
     """(group, option, its settings) for every registered option of every owned group."""
-    for group, (registry, _, _) in OWNED.items():
-        for option in registry:
+    for group, owner in OWNED.items():
+        for option in owner.registry:
             yield group, option, settings_of(group, option)
 
 

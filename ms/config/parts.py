@@ -47,7 +47,8 @@ METRICS = Registry(
     key="eval.metrics",
 )
 
-# Who runs a backbone: each an ms.llm.base.LM class (backbone.provider).
+# Who runs a backbone: each an ms.llm.base.LM class (backbone.provider), with its own settings
+# (ms.llm.settings), the schema its conf/backbone files name.
 PROVIDERS = Registry(
     "provider",
     {
@@ -56,6 +57,11 @@ PROVIDERS = Registry(
         "mistral": "ms.llm.mistral:MistralLM",
     },
     key="backbone.provider",
+    settings={
+        "hf": "ms.llm.settings:HFSettings",
+        "openai": "ms.llm.settings:OpenAISettings",
+        "mistral": "ms.llm.settings:APISettings",
+    },
 )
 
 # What does greedy generation for the hf provider (scoring stays on transformers): each a factory of a
@@ -103,7 +109,8 @@ POLICIES = Registry(
     settings={"stm_ltm": "ms.retrieval.settings:StmLtmSettings"},
 )
 
-# Where the pool lives: each a ms.pool.backend.Database class with `connect` (pool.backend). sqlite: one
+# Where the pool lives: each a ms.pool.backend.Database class with `connect` (pool.backend, chosen by
+# pool/backend=NAME, conf/pool/backend/<name>.yaml), with its own settings (ms.pool.settings). sqlite: one
 # file, processes on one machine; postgres: a server, processes on several.
 POOL_BACKENDS = Registry(
     "pool backend",
@@ -112,6 +119,7 @@ POOL_BACKENDS = Registry(
         "postgres": "ms.pool.postgres_backend:PostgresDatabase",
     },
     key="pool.backend",
+    settings={"sqlite": "ms.pool.settings:SqliteSettings", "postgres": "ms.pool.settings:PostgresSettings"},
 )
 
 # Who may read whose memories within a scope: each a ms.pool.access.base.AccessRule (access.name,

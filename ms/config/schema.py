@@ -14,17 +14,19 @@ from typing import Optional
 
 from omegaconf import MISSING
 
-from ms.config.backbone import (
-    ENGINES,
-    PROMPT_FORMATS,
-    PROMPT_LOGPROBS,
-    PROVIDERS,
-    BackboneConfig,
-    GenerationConfig,
-    PriceConfig,
-)
+from ms.config.backbone import BackboneConfig, GenerationConfig, PriceConfig
 from ms.config.fields import setting
-from ms.config.parts import ACCESS_RULES, GATES, METRICS, POISONS, POLICIES, POOL_BACKENDS, RETRIEVERS
+from ms.config.parts import (
+    ACCESS_RULES,
+    ENGINES,
+    GATES,
+    METRICS,
+    POISONS,
+    POLICIES,
+    POOL_BACKENDS,
+    PROVIDERS,
+    RETRIEVERS,
+)
 
 # ---- choices --------------------------------------------------------------------------------
 
@@ -228,23 +230,13 @@ class StreamConfig:
 
 @dataclass
 class PoolConfig:
+    """What every pool backend's settings share: the mode (the `pool` group) and the backend. Each backend
+    declares the rest in a dataclass that extends this one (ms.pool.settings: sqlite's file, postgres's
+    server), the schema of its option in the `pool/backend` group (ms.config.options)."""
+
     # domain: one pool per domain | single: one pool for all nine agents
     mode: str = setting("domain", choices=POOL_MODES)
-    path: Optional[str] = None  # None: pool.sqlite in the run folder; a path lets processes share one
-    backend: str = setting("sqlite", choices=POOL_BACKENDS)
-    # postgres: a libpq connection string (key=value pairs or a postgresql:// URI) without a password.
-    dsn: Optional[str] = "${oc.env:" + POOL_DSN_ENV + ",null}"
-
-    def problems(self):
-        """Cross-field limits (see ms.loop.validation): a server pool needs to know its server."""
-        if self.backend == "postgres" and not self.dsn:
-            yield (
-                "dsn",
-                (
-                    f"pool.backend=postgres needs a connection string: pool.dsn=... or the environment "
-                    f"variable {POOL_DSN_ENV}"
-                ),
-            )
+    backend: str = setting("sqlite", choices=POOL_BACKENDS)  # chosen by pool/backend=NAME
 
 
 @dataclass
@@ -367,8 +359,6 @@ __all__ = [
     "POOL_BACKENDS",
     "POOL_DSN_ENV",
     "POOL_MODES",
-    "PROMPT_FORMATS",
-    "PROMPT_LOGPROBS",
     "PROVIDERS",
     "POISONS",
     "PoisonConfig",

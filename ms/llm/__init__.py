@@ -18,7 +18,12 @@ log = logging.getLogger(__name__)
 def build_lm(backbone, cache_dir: str | Path, use_response_cache: bool = True) -> LM:
     """`backbone` is a BackboneConfig (or any object with its fields). `cache_dir` holds the
     response cache; converted local models are kept once per machine (ms.llm.local.models_dir)."""
-    log.info("loading backbone %s (%s: %s)", backbone.name, backbone.provider, backbone.model or backbone.gguf_package)
+    log.info(
+        "loading backbone %s (%s: %s)",
+        backbone.name,
+        backbone.provider,
+        backbone.model or getattr(backbone, "gguf_package", None),
+    )
     lm = _provider_lm(backbone, cache_dir, use_response_cache)
     lm.name = backbone.name  # llm_usage.json reports usage and cost per backbone config
     lm.price = price_of(backbone)

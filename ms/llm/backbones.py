@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ms.common.errors import UserError, one_line
-from ms.config.schema import BackboneConfig
+from ms.config.options import settings_of
 from ms.config.store import CONF_DIR
 from ms.llm import LM, build_lm, provider_class
 
@@ -45,7 +45,8 @@ class Backbones:
             raise UserError(f"no backbone '{name}' ({path}); choose one of {', '.join(options)}")
         try:
             raw = OmegaConf.load(path)
-            return OmegaConf.merge(OmegaConf.structured(BackboneConfig), raw)
+            raw.pop("defaults", None)  # names its provider's schema, which the provider gives here
+            return OmegaConf.merge(OmegaConf.structured(settings_of("backbone", str(raw.get("provider")))), raw)
         except OmegaConfBaseException as err:  # an unknown or mistyped key in the file
             raise UserError(one_line(f"{path}: {err}")) from err
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Sequence
 
-from ms.config.schema import PROMPT_FORMATS
 from ms.llm.base import BackendError, Message, templated
+from ms.llm.settings import PROMPT_FORMATS
 
 ANSWER_CUE = "Answer:"
 

@@ -80,7 +80,7 @@ def declared_only(settings: Mapping[str, Any]) -> dict[str, Any]:
     unread: set[str] = set()
     for group in OWNED:
         name = settings.get(f"{group}.{OWNED[group].selector}")
-        if name in OWNED[group][0]:
+        if name in OWNED[group].registry:
             keep = declared(group, name)
             unread |= {k for k in settings if k.startswith(group + ".") and k.split(".")[1] not in keep}
     return {k: v for k, v in settings.items() if k not in unread}

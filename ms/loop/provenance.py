@@ -67,8 +67,8 @@ def hashes(files: Mapping[str, Path]) -> Optional[dict[str, str]]:
 
 
 def backbone_record(backbone) -> dict[str, Any]:
-    """One backbone's engine, batch size and weight hashes. The engine is `backbone.engine` where the
-    config has one; otherwise hf backbones run on transformers ("hf") and API ones on their provider.
+    """One backbone's engine, batch size and weight hashes. The engine is `backbone.engine` where its
+    provider has one (hf); an API backbone runs on its provider and has no batch size.
     Weights are hashed where its provider runs them on this machine (LM.local_weights)."""
     from ms.llm import provider_class
 
@@ -76,7 +76,7 @@ def backbone_record(backbone) -> dict[str, Any]:
     out: dict[str, Any] = {
         "provider": backbone.provider,
         "engine": engine,
-        "batch_size": backbone.batch_size,
+        "batch_size": getattr(backbone, "batch_size", None),
         "model": backbone.model,
         "sha256": None,
     }

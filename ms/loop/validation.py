@@ -116,7 +116,7 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
     for cap in ("max_seed", "max_stream", "max_test"):
         if data.get(cap) is not None and data[cap] < 0:
             yield f"invalid setting data.{cap}={data[cap]}: must be at least 0"
-    if cfg.pool.backend in POOL_BACKENDS:  # the pool's backend checks its own settings (ms.pool)
+    if _typed_as_named(cfg, "pool"):  # the pool's backend checks its own settings (ms.pool)
         yield from POOL_BACKENDS.load(cfg.pool.backend).problems(cfg.pool)
     why = writable_folder(Path(cfg.cache_dir))
     if why:
@@ -138,21 +138,34 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
         yield from POISONS.load(cfg.poison.name).problems(cfg.poison, agents_from(cfg.agents), running)
 
 
+def _typed_as_named(cfg: DictConfig, group: str) -> bool:
+    """Whether `group`'s section holds the settings of the option it names (else _option_problems says so)."""
+    name = cfg[group][OWNED[group].selector]
+    return name in OWNED[group].registry and OmegaConf.get_type(cfg[group]) is settings_of(group, name)
+
+
 def _option_problems(cfg: DictConfig) -> Iterator[str]:
     """A section whose options own their settings (ms.config.options) must hold its named option's: a
     `gate.name=utility` under gate=rubric would run the utility gate on the rubric's settings (and
     `memory.policy=stm_ltm` under memory=plain a policy without its own)."""
-    for group, (registry, _, selector) in OWNED.items():
+    for group, owner in OWNED.items():
+        selector = owner.selector
         name = cfg[group][selector]
-        if name not in registry:
+        if name not in owner.registry:
             continue  # reported with the name's choices
         wanted, found = settings_of(group, name), OmegaConf.get_type(cfg[group])
         if found is wanted:
             continue
-        whose = [f"{group}={o}'s" for g, o, kind in owned() if g == group and kind is found and o != name]
+        whose = [owner.spelled(group, o) for g, o, kind in owned() if g == group and kind is found and o != name]
+        remedy = (
+            f"choose it with {owner.chooser}={name}"
+            if owner.chooser
+            else f"choose a {group} whose file names {selector} {name}"
+        )
+        holds = f"{whose[0]}'s" if whose else "other"
         yield (
-            f"invalid setting {group}.{selector}={name}: the {group} section holds {whose[0] if whose else 'other'} "
-            f"settings, not {group}={name}'s; choose it with {group}={name}"
+            f"invalid setting {group}.{selector}={name}: the {group} section holds {holds} settings, "
+            f"not {owner.spelled(group, name)}'s; {remedy}"
             + ("" if whose else f", whose file names /{schema_name(group, name)}@_here_ first in its defaults list")
         )
 
@@ -195,8 +208,8 @@ def _missing_engine(backbone: DictConfig, prefix: str) -> Iterator[str]:
     """A local backbone's generation engine must be installed: found missing once the model has
     loaded, it would stop a run whose folder is already made. Asked of the engine alone: the default
     one, transformers, needs nothing more, and another is refused under a provider that does not run
-    it (BackboneConfig.problems); the provider's class is not loaded, as that would import torch."""
-    if missing := engine_problem(backbone.engine):
+    it (an API provider declares no engine); the provider's class is not loaded, as that would import torch."""
+    if (engine := backbone.get("engine")) and (missing := engine_problem(engine)):
         yield prefix + missing
 
 
@@ -205,7 +218,7 @@ def _missing_key(backbone: DictConfig, prefix: str) -> Iterator[str]:
     environment now: found missing once the backbone is built, it would stop a run that has already
     opened its pool. A backbone that names none needs none (a local model, or a local server)."""
     try:
-        api_key_from_env(backbone.api_key_env, backbone.provider)
+        api_key_from_env(backbone.get("api_key_env"), backbone.provider)
     except UserError as error:
         yield prefix + str(error)
 

@@ -66,7 +66,8 @@ _RENDERERS: dict[tuple, Callable] = {}  # loaded once per process, so a sweep's 
 def renderer(bc: DictConfig) -> Callable:
     """How the backbone renders a chat as the context of a scored request (LM.context_renderer)."""
     cls = provider_class(bc)
-    model = (cls, bc.model, bc.gguf_file, bc.gguf_package, bc.get("prompt_format"))
+    # The model's own files, where its provider has them (ms.llm.settings: an API backbone has none)
+    model = (cls, bc.model, *(bc.get(k) for k in ("gguf_file", "gguf_package", "prompt_format")))
     if model not in _RENDERERS:
         _RENDERERS[model] = cls.context_renderer(bc)
     return _RENDERERS[model]

@@ -190,7 +190,7 @@ def start(folder: Path, port: int | None, database: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ms.pool.local_server", description="A local PostgreSQL server for pool.backend=postgres."
+        prog="python -m ms.pool.local_server", description="A local PostgreSQL server for pool/backend=postgres."
     )
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("start", help="create (the first time) and start the server; print MS_POOL_DSN")

@@ -151,7 +151,7 @@ class PostgresDatabase(Database):
         try:
             problem = dsn_problem(cfg.dsn)
         except PoolFileError as missing:  # psycopg is an optional extra
-            yield f"invalid setting pool.backend=postgres: {missing}"
+            yield f"invalid setting pool/backend=postgres: {missing}"
             return
         if problem:
             yield f"invalid setting pool.dsn: {problem}"

@@ -24,7 +24,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "run_dir",
         type=Path,
         metavar="RUN_DIR",
-        help="a run folder (its pool.sqlite, or pool.path; pool.backend=postgres: MS_POOL_DSN's database)",
+        help="a run folder (its pool.sqlite, or pool.path; pool/backend=postgres: MS_POOL_DSN's database)",
     )
     parser.add_argument("out", type=Path, metavar="OUT_CSV")
     args = parser.parse_args(argv)

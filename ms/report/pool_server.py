@@ -1,4 +1,4 @@
-"""Who wrote each memory of a run whose pool lives on a PostgreSQL server (pool.backend=postgres), for
+"""Who wrote each memory of a run whose pool lives on a PostgreSQL server (pool/backend=postgres), for
 the sharing matrix and memories.csv.
 
 The connection string comes from MS_POOL_DSN in ms-report's environment, as it came to ms-run: the
@@ -31,7 +31,7 @@ def pool_dsn(run_dir: Path, config: dict) -> str:
         dsn = written
     if not dsn:
         raise UserError(
-            f"{run_dir} kept its pool on PostgreSQL (pool.backend=postgres): set {POOL_DSN_ENV} to the "
+            f"{run_dir} kept its pool on PostgreSQL (pool/backend=postgres): set {POOL_DSN_ENV} to the "
             f"connection string of the database it wrote to, or put its {WRITERS_FILE} in the folder "
             f"(python -m ms.report.export)"
         )

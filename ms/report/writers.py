@@ -1,7 +1,7 @@
 """Who wrote each memory a run retrieved, and in which run: read from the run's pool file, from
 `memories.csv`, the small table experiments/publish.sh exports beside a published run (results/ keeps
 no pool files) with `python -m ms.report.export RUN_DIR OUT_CSV`, or from the PostgreSQL server of a
-run with pool.backend=postgres (ms.report.pool_server). Memories that left the pool file after the run
+run with pool/backend=postgres (ms.report.pool_server). Memories that left the pool file after the run
 (`ms-data forget`) are read from the run's own files and marked (ms.report.forgotten); a poisoning
 writer's memories are labelled as its, not as a backbone's."""
 
