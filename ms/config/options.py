@@ -60,6 +60,15 @@ OWNED: dict[str, Owned] = {
 }
 
 
+def chosen_by(conf_group: str) -> Optional[str]:
+    """The owned section whose options `conf_group`'s files choose (pool/backend's: pool), or name in their
+    body (backbone's: backbone); None for a group that chooses no owned option."""
+    for section, owner in OWNED.items():
+        if conf_group == (owner.chooser or section):
+            return section
+    return None
+
+
 def schema_name(group: str, option: str) -> str:
     """The ConfigStore name of an option's settings, as its file's defaults list names it (after a '/')."""
     return f"ms_{group.replace('/', '_')}_{option}"

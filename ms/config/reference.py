@@ -23,7 +23,7 @@ from typing import Iterator, Optional, Sequence
 import yaml
 
 from ms.config import parts
-from ms.config.options import OWNED
+from ms.config.options import OWNED, chosen_by
 from ms.config.registry import Registry
 from ms.config.schema_reference import REQUIRED, assignment_comments, docstring, sections
 from ms.config.store import CONF_DIR
@@ -146,18 +146,20 @@ def _anchor(words: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", words.lower()).strip("-")
 
 
-def _selected(group: str, option: Option) -> Optional[str]:
-    """The registered option whose settings type `option`'s file, where its group's options own theirs: the
-    one its selector names (retriever=dense_frozen's is dense), else the file's own name; None for none."""
-    if group not in OWNED:
+def _selected(group: str, option: Option) -> Optional[tuple[str, str]]:
+    """(section, option as spelled) of the registered option whose settings type `option`'s file, where its
+    group chooses an owned option: the one its selector names (retriever=dense_frozen's is dense;
+    backbone=smollm2's is backbone.provider=hf), else the file's own name; None for none."""
+    section = chosen_by(group)
+    if section is None:
         return None
     try:
         body = yaml.safe_load(option.body)
     except yaml.YAMLError:
         body = None
-    name = body.get(OWNED[group].selector) if isinstance(body, dict) else None
+    name = body.get(OWNED[section].selector) if isinstance(body, dict) else None
     name = option.name if name is None else str(name)
-    return name if name in OWNED[group].registry else None
+    return (section, OWNED[section].spelled(section, name)) if name in OWNED[section].registry else None
 
 
 def _group_section(
@@ -186,7 +188,7 @@ def _group_section(
         yield from comment_markdown(option.comment) if option.comment else ["No comment in its file.", ""]
         selected = _selected(group, option)
         yield f"File: {where}." + (
-            f" Its settings: [`{group}` under `{group}={selected}`](#{_anchor(f'settings {group}={selected}')})."
+            f" Its settings: [`{selected[0]}` under `{selected[1]}`](#{_anchor(f'settings {selected[1]}')})."
             if selected is not None
             else ""
         )

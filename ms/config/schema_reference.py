@@ -207,7 +207,7 @@ def sections(root: type = Config) -> list[Section]:
         for group, option, kind in owned():
             mine: list[Section] = []
             shared = frozenset(f.name for f in dataclasses.fields(OWNED[group].shared))
-            _walk(kind, group, "", mine, option=f"{group}={option}", shared=shared)
+            _walk(kind, group, "", mine, option=OWNED[group].spelled(group, option), shared=shared)
             at = max(i for i, s in enumerate(found) if s.key.split(".")[0] == group)
             found[at + 1 : at + 1] = mine
     return found
