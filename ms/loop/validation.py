@@ -151,11 +151,9 @@ def _option_problems(cfg: DictConfig) -> Iterator[str]:
     for group, owner in OWNED.items():
         selector = owner.selector
         name = cfg[group][selector]
-        if name not in owner.registry:
-            continue  # reported with the name's choices
-        wanted, found = settings_of(group, name), OmegaConf.get_type(cfg[group])
-        if found is wanted:
-            continue
+        if name not in owner.registry or _typed_as_named(cfg, group):
+            continue  # an unknown name is reported with the name's choices
+        found = OmegaConf.get_type(cfg[group])
         whose = [owner.spelled(group, o) for g, o, kind in owned() if g == group and kind is found and o != name]
         remedy = (
             f"choose it with {owner.chooser}={name}"
