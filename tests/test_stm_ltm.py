@@ -22,9 +22,8 @@ from ms.retrieval.memory import (
     StmLtmPolicy,
     StmLtmRetriever,
     build_policy,
-    parse_importance,
-    parse_summary,
 )
+from ms.retrieval.memory_prompts import parse_importance, parse_summary
 from ms.retrieval.settings import StmLtmSettings
 
 CONF = Path(__file__).resolve().parent.parent / "conf"

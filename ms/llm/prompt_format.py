@@ -54,7 +54,7 @@ class ChatFormat(PromptFormat):
 
 class PlainFormat(PromptFormat):
     name = "plain"
-    # Not "\nAnswer:": a summary reply itself reads "Question: ...\nAnswer: ..." (ms.retrieval.memory).
+    # Not "\nAnswer:": a summary reply itself reads "Question: ...\nAnswer: ..." (ms.retrieval.memory_prompts).
     stop = ("\n\n", "\nQuestion:")
 
     def render(self, messages: Sequence[Message]) -> str:

@@ -28,7 +28,7 @@ from ms.plan.calls import CacheProbe, CallCounter
 from ms.plan.measured import Measured, plan_from_warnings, planned_settings
 from ms.plan.rows import Row, RunPlan
 from ms.plan.tokens import PER_MESSAGE, tokens
-from ms.retrieval.memory import SUMMARY_SYSTEM, SUMMARY_USER
+from ms.retrieval.memory_prompts import SUMMARY_SYSTEM, SUMMARY_USER
 from ms.retrieval.training import VERBALIZED_PROMPT
 
 VERBALIZED_TOKENS = 8  # what Labeller._verbalized lets a reply run to
