@@ -95,6 +95,18 @@ def test_import_reads_the_fixtures_blocks(imported):
     assert saved == {k: v for k, v in report.items() if k != "hygiene"}
 
 
+def test_the_import_command_prints_each_file_and_the_records_it_is_unsure_of(tmp_path, capsys):
+    from ms.cli.data import main
+
+    assert main(["import-paper", str(PAPER_FIXTURE), str(tmp_path / "data")]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((tmp_path / "data" / "import_report.json").read_text())
+    assert "Literal Creation/LiteralPool.jsonl" in printed and "limerick 2" in printed
+    assert f"imported {report['total']} records into {tmp_path / 'data'}" in printed
+    assert f"{len(report['unsure'])} unsure" in printed and "2 of 2 OnePool copies" in printed
+    assert "  unsure: Literal Creation/LiteralPool.jsonl:4 -> limerick" in printed
+
+
 # ---- hygiene -----------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from statistics import mean
 
 from ms.cli.compose import compose_checked
@@ -25,6 +26,7 @@ from ms.data import (
     write_dir,
     write_hygiene,
 )
+from ms.data.paper import ONEPOOL
 
 
 def _lengths(texts: list[str]) -> str:
@@ -106,11 +108,32 @@ def _write_clean(data: dict, report: dict, folder: str) -> None:
     print(f"clean variant in {folder}; test items kept per agent: {kept}")
 
 
-def import_paper_cmd(args: argparse.Namespace) -> None:
-    from ms.data.paper import ONEPOOL, format_import
+def _format_import(report: dict, out: str | Path) -> str:
+    """What `ms-data import-paper` prints. Per file: records and the agents they went to; then every record the importer is unsure of."""
+    lines = [f"{'file':<44} {'split':<6} {'records':>7}  {'unsure':>6} {'unassigned':>10}  assigned"]
+    for name, row in report["files"].items():
+        assigned = ", ".join(f"{agent} {n}" for agent, n in row["assigned"].items())
+        lines.append(
+            f"{name:<44} {row['split']:<6} {row['records']:>7}  {row['unsure']:>6} {row['unassigned']:>10}  {assigned}"
+        )
+    lines.append(
+        f"imported {report['total']} records into {out} (the single-pool files into "
+        f"{Path(out) / ONEPOOL}); {len(report['unsure'])} unsure, {report['unassigned']} unassigned "
+        f"(unassigned.jsonl); {report['copies_agree']['same_agent']} of {report['copies_agree']['copies']} "
+        f"OnePool copies of domain records got the same agent"
+    )
+    for u in report["unsure"]:
+        lines.append(
+            f"  unsure: {u['file']}:{u['line']} -> {u['agent']} (p {u['p']:.2f}); runner-up "
+            f"{u['runner_up']} (p {u['runner_up_p']:.2f}): {u['why']}"
+        )
+    lines += [f"skipped {skipped}" for skipped in report["skipped_files"]]
+    return "\n".join(lines)
 
+
+def import_paper_cmd(args: argparse.Namespace) -> None:
     report = import_paper(args.path, args.out, args.drop_leaked_tests)
-    print(format_import(report, args.out))
+    print(_format_import(report, args.out))
     for group, hygiene in report["hygiene"].items():
         print(format_hygiene(hygiene, str(args.out if group == "." else f"{args.out}/{group}")))
     if args.drop_leaked_tests:

@@ -341,26 +341,3 @@ def _copies_agree(data: dict[str, dict[str, list[Example]]]) -> dict[str, int]:
         if (key := (normalize(e.question), e.split)) in domain
     ]
     return {"copies": len(pairs), "same_agent": sum(a == b for a, b in pairs)}
-
-
-def format_import(report: dict, out: str | Path) -> str:
-    """Per file: records and the agents they went to; then every record the importer is unsure of."""
-    lines = [f"{'file':<44} {'split':<6} {'records':>7}  {'unsure':>6} {'unassigned':>10}  assigned"]
-    for name, row in report["files"].items():
-        assigned = ", ".join(f"{agent} {n}" for agent, n in row["assigned"].items())
-        lines.append(
-            f"{name:<44} {row['split']:<6} {row['records']:>7}  {row['unsure']:>6} {row['unassigned']:>10}  {assigned}"
-        )
-    lines.append(
-        f"imported {report['total']} records into {out} (the single-pool files into "
-        f"{Path(out) / ONEPOOL}); {len(report['unsure'])} unsure, {report['unassigned']} unassigned "
-        f"(unassigned.jsonl); {report['copies_agree']['same_agent']} of {report['copies_agree']['copies']} "
-        f"OnePool copies of domain records got the same agent"
-    )
-    for u in report["unsure"]:
-        lines.append(
-            f"  unsure: {u['file']}:{u['line']} -> {u['agent']} (p {u['p']:.2f}); runner-up "
-            f"{u['runner_up']} (p {u['runner_up_p']:.2f}): {u['why']}"
-        )
-    lines += [f"skipped {skipped}" for skipped in report["skipped_files"]]
-    return "\n".join(lines)
