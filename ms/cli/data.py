@@ -109,7 +109,8 @@ def _write_clean(data: dict, report: dict, folder: str) -> None:
 
 
 def _format_import(report: dict, out: str | Path) -> str:
-    """What `ms-data import-paper` prints. Per file: records and the agents they went to; then every record the importer is unsure of."""
+    """What `ms-data import-paper` prints. Per file: records and the agents they went to; then every
+    record the importer is unsure of."""
     lines = [f"{'file':<44} {'split':<6} {'records':>7}  {'unsure':>6} {'unassigned':>10}  assigned"]
     for name, row in report["files"].items():
         assigned = ", ".join(f"{agent} {n}" for agent, n in row["assigned"].items())
