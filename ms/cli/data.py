@@ -27,6 +27,7 @@ from ms.data import (
     write_hygiene,
 )
 from ms.data.paper import ONEPOOL
+from ms.data.reference_twins import format_twins, reference_twins, write_twin_ids
 
 
 def _lengths(texts: list[str]) -> str:
@@ -94,6 +95,10 @@ def validate(args: argparse.Namespace) -> int:
     print(format_hygiene(report, args.data_dir))
     if args.report:
         print(f"hygiene report: {write_hygiene(report, args.report)}")
+    twins = reference_twins(framed)
+    print(format_twins(twins, args.data_dir))
+    if args.twins:
+        print(f"reference twins' test ids: {write_twin_ids(twins, args.twins)}")
     if args.drop_leaked_tests:
         _write_clean(framed, report, args.drop_leaked_tests)
     return 1 if problems and args.strict else 0
@@ -250,6 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="write a clean variant to DIR: test items that leak from seed or stream, or repeat "
         "an earlier test item, removed; every item keeps its split",
+    )
+    check.add_argument(
+        "--twins",
+        metavar="FILE",
+        help="write the test ids of the reference twins to FILE, one per line (ms-report --exclude-tests FILE)",
     )
     check.add_argument("--strict", action="store_true", help="fail on form problems too")
     check.set_defaults(handler=validate)
