@@ -7,8 +7,6 @@ from typing import Optional
 
 from ms.pool.access import SEED
 
-OPEN = "open"
-
 
 class Grants:
     """reader -> the writers it was granted; a run without an `access` record ran under access=open."""
