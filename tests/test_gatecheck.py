@@ -25,6 +25,7 @@ from ms.gates.check import (
     summarize,
     truncated,
 )
+from ms.gates.check_praise import MODEL_PRAISE, PRAISE_KINDS
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision
 
@@ -171,9 +172,8 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
         assert r["n_good"] == "1" and r["n_corrupted"] == {"all": "3", GRADER_POOL: "2"}.get(r["corruption"], "1")
         assert r["missing"] == "0" and 0.0 <= float(r["auc"]) <= 1.0
     pairs = [json.loads(line) for line in (out / "gate_check_decisions.jsonl").read_text().splitlines()]
-    assert len(pairs) == 2 * (
-        1 + len(ordinary) + len(GRADER_DIRECTED)
-    )  # per agent: good, 3 ordinary, 3 grader-directed
+    # per agent: good, 3 ordinary, 3 grader-directed, 3 plain-words praise (one written by the backbone)
+    assert len(pairs) == 2 * (1 + len(ordinary) + len(GRADER_DIRECTED) + len(PRAISE_KINDS))
     assert "rubric, pooled over agents" in (out / "gate_check.md").read_text()
     for pair in pairs:
         utility = pair["utility"]
@@ -182,10 +182,12 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     text = (out / "gate_check.md").read_text()
     assert "score read from probabilities" in text and "gate both" in text
     usage = json.loads((out / "llm_usage.json").read_text())["backbones"]["smollm2"]["roles"]
-    # The default defence (reject) grades no grader-directed copy: every other pair is graded once.
+    # The default defence (reject) grades no grader-directed copy, nor any praise the backbone wrote in the
+    # screen's words; the templated praise avoids them: every other pair is graded once.
     screened = [p for p in pairs if p["read"] == "screen"]
-    assert {p["kind"] for p in screened} == set(GRADER_DIRECTED) and len(screened) == 2 * len(GRADER_DIRECTED)
+    assert {p["kind"] for p in screened} - {MODEL_PRAISE} == set(GRADER_DIRECTED)
     assert usage["score"]["calls"] + usage["score"]["cache_hits"] == len(pairs) - len(screened)
+    assert usage["answer"]["calls"] + usage["answer"]["cache_hits"] == 2  # one praise written per seed pair
     assert usage["utility"]["calls"] > 0
 
 

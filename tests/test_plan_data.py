@@ -33,7 +33,7 @@ def rows(out: str) -> dict[str, list[str]]:
     return {
         line.split()[0]: line.split()[1:]
         for line in out.splitlines()
-        if line.split() and line.split()[0] in ("score", "utility", "invert", "total")
+        if line.split() and line.split()[0] in ("answer", "score", "utility", "invert", "total")
     }
 
 
@@ -58,9 +58,10 @@ def test_gate_check_plan_counts_its_calls_builds_no_model_and_writes_nothing(no_
     )
     out = capsys.readouterr().out
     # 2 agents x 1 seed pair, each as it is, swapped, truncated and empty (one pair has no other question),
-    # and its three grader-directed copies.
-    assert rows(out)["score"][:2] == ["smollm2", "14"]
-    assert rows(out)["utility"][1].startswith("~") and "14 pairs to judge" in out
+    # its three grader-directed copies and its three plain-words praise copies, one of them written by the
+    # backbone first: one sample per seed pair.
+    assert rows(out)["score"][:2] == ["smollm2", "20"] and rows(out)["answer"][:2] == ["smollm2", "2"]
+    assert rows(out)["utility"][1].startswith("~") and "20 pairs to judge" in out
     # It names the folder the command would write: under outputs/, beside ms-run's, not the repository root.
     assert "plan for outputs/gate_check/" in out and "(nothing is written)" in out
     assert list(no_models.iterdir()) == []
@@ -70,12 +71,27 @@ def test_gate_check_plan_needs_no_api_key_but_reports_a_real_mistake(no_models, 
     from ms.cli.data import main
 
     assert main(["gate-check", "--per-agent", "1", DATA, "data.agents=[riddle]", "backbone=gpt-4o", "+plan=true"]) == 0
-    # One pair as it is, truncated, empty and its three grader-directed copies (one agent gives no other
-    # agent's answer); a grader that reads its score as text may be asked again: the count is an estimate.
-    assert rows(capsys.readouterr().out)["score"][:2] == ["gpt-4o", "~6"]
+    # One pair as it is, truncated, empty, its three grader-directed copies and three praise copies (one agent
+    # gives no other agent's answer); a grader that reads its score as text may be asked again: an estimate.
+    assert rows(capsys.readouterr().out)["score"][:2] == ["gpt-4o", "~9"]
     assert main(["gate-check", DATA, "k=-1", "+plan=true"]) == 2
     assert "invalid setting k=-1" in capsys.readouterr().err
     assert list(no_models.iterdir()) == []
+
+
+def test_gate_check_plan_counts_the_question_tests_passes(no_models, capsys):
+    """--gate rubric_qdep tests every pair: its answer scored after its question and after the gate's m others."""
+    from ms.cli.data import main
+
+    def score_calls(gates: str, *overrides: str) -> float:
+        command = ["gate-check", "--per-agent", "2", "--gate", gates, DATA, "data.agents=[riddle]", "+plan=true"]
+        assert main([*command, *overrides]) == 0
+        return float(rows(capsys.readouterr().out)["score"][1])
+
+    graded = score_calls("rubric")
+    assert graded == 20  # good, other_question, truncated, empty, 3 grader-directed, 3 praise; 2 seed pairs
+    assert score_calls("rubric,rubric_qdep") == graded + 20 * (1 + 4)
+    assert score_calls("rubric,rubric_qdep", "gate=rubric_qdep", "gate.others=2") == graded + 20 * (1 + 2)
 
 
 def test_invert_and_cross_grade_plans_count_a_call_per_answer_and_per_graded_pair(no_models, tmp_path, capsys):

@@ -21,15 +21,19 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         gate_scores,
         grade,
         missing_score,
+        question_tests,
         summarize,
         threshold_report,
         what_to_check,
         write_results,
     )
-    from ms.gates.check_pooled import Scored, pooled_report
+    from ms.gates.check_corruptions import with_model_praise
+    from ms.gates.check_pooled import QDEP_GATE, Scored, pooled_report
+    from ms.gates.check_praise import HELD_OUT, written
     from ms.gates.check_utility import utility_of_jobs
+    from ms.gates.question_dependence import QuestionTest
     from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
-    from ms.gates.settings import UtilitySettings
+    from ms.gates.settings import RubricQdepSettings, UtilitySettings
     from ms.llm.backbones import Backbones, build_backbones
     from ms.llm.usage import format_usage, save_usage
     from ms.loop.schedule import stream_k
@@ -37,21 +41,43 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
     cfg = compose_checked(args.overrides, plan=args.plan)
     checked = what_to_check(cfg, args.per_agent, args.gate)
-    agents, splits, jobs, rubric, utility, backbone_of = checked
+    agents, splits, backbone_of = checked.agents, checked.splits, checked.backbone_of
+    rubric, utility, question = checked.rubric, checked.utility, checked.question
     out = Path(args.out or time.strftime("outputs/gate_check/%Y-%m-%d_%H-%M-%S"))  # beside ms-run's folders
     if args.plan:
         return gate_check_plan(cfg, checked, out)
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
-    backbones = build_backbones(catalog, [*(backbone_of.values() if utility else []), cfg.scorer.backbone])
+    scoring = utility or question  # both score answers on each agent's backbone
+    backbones = build_backbones(catalog, [*(backbone_of.values() if scoring else []), cfg.scorer.backbone])
     shots = stream_k(cfg.k, cfg.stream_k)
     probes = UtilitySettings.probes_of(cfg.gate)  # the config's gate's where it measures utility, else the default
+    tested = RubricQdepSettings.of(cfg.gate)  # likewise the question test's settings
     seconds, decisions, utilities, scorer = {}, None, None, None
+    started = time.perf_counter()
+    # The held-out family: praise the check's own backbone writes, sampled with the check's seed.
+    jobs = with_model_praise(
+        checked.jobs, checked.asked, written(backbones[catalog.resolve(None)], checked.asked, cfg.seed)
+    )
+    seconds["praise"] = time.perf_counter() - started
     if rubric:
         refs = {agent: rubric_ref(agents[agent], cfg.pool.mode) for agent in splits}
         scorer = Scorer(backbones[catalog.resolve(cfg.scorer.backbone)], load_rubrics(set(refs.values())), cfg.scorer)
         started = time.perf_counter()
         decisions = grade(scorer, jobs, {agent: load_rubric(ref).name for agent, ref in refs.items()})
         seconds["rubric"] = time.perf_counter() - started
+    if question:
+        started = time.perf_counter()
+        test = QuestionTest(
+            lambda agent: backbones[backbone_of[agent]],
+            agents,
+            PromptTemplate(**cfg.prompt),
+            {agent: [e.question for e in parts.seed] for agent, parts in splits.items()},
+            tested.others,
+            tested.margin,
+            tested.seed,
+        )
+        decisions = question_tests(test, jobs, decisions)
+        seconds["question"] = time.perf_counter() - started
     if utility:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="ms-gate-check-") as folder:
@@ -77,15 +103,22 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     header = (
         f"Gate check: gates {', '.join(args.gate)}; backbone {cfg.backbone.name}; up to {args.per_agent} seed "
         f"pairs per agent from {cfg.data.dir}, each against corrupted copies (swapped, other_question, "
-        f"truncated, empty; all: these four) and grader-directed ones (self_assessment, "
-        f"answer_plus_assessment: pooled as grader-directed; grader_instruction); AUC of good vs corrupted, "
-        f"95% bootstrap CI"
+        f"truncated, empty; all: these four), grader-directed ones (self_assessment, "
+        f"answer_plus_assessment: pooled as grader-directed; grader_instruction) and plain-words praise "
+        f"(praise_alone, line_plus_praise: the development set; model_praise, written by {cfg.backbone.name}: "
+        f"held out, the test of a defence); AUC of good vs corrupted, 95% bootstrap CI"
     )
     if scorer is not None:
         header += (
             f"\nrubric: graded by {cfg.scorer.backbone or cfg.backbone.name}, score read from {scorer.read}, "
             f"{cfg.pool.mode} rubrics, scorer.defence={cfg.scorer.defence}; both: rubric admits at score >= "
             f"{cfg.scorer.threshold:g}"
+        )
+    if question:
+        header += (
+            f"\n{QDEP_GATE}: the rubric's grade where the answer's log-prob per token after its question beats its "
+            f"mean after m = {tested.others} other questions of its agent by more than {tested.margin:g} "
+            f"(seed {tested.seed}), else 0"
         )
     if utility:
         header += (
@@ -102,6 +135,14 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         text += "\n\n" + pooled_report(
             rows, cfg.scorer.threshold, f"rubric, pooled over agents (admitted: score >= {cfg.scorer.threshold:g})"
         )
+    if question:
+        rows = [Scored((j.agent, str(j.example.id)), j.kind, score) for j, score in zip(jobs, scores[QDEP_GATE])]
+        text += "\n\n" + pooled_report(
+            rows,
+            cfg.scorer.threshold,
+            f"{QDEP_GATE}, pooled over agents (admitted: score >= {cfg.scorer.threshold:g} and the question test "
+            f"passed); held out: {', '.join(HELD_OUT)}",
+        )
     if utilities is not None:
         text += threshold_report([j.kind for j in jobs], [m.u for m in utilities])
     (out / "gate_check.md").write_text("```\n" + text + "\n```\n", encoding="utf-8")
@@ -116,7 +157,7 @@ def gate_compare_cmd(args: argparse.Namespace) -> int:
 
     from ms.gates.check_pooled import compare_report
 
-    print(compare_report(Path(args.base), Path(args.other), args.gate, args.threshold))
+    print(compare_report(Path(args.base), Path(args.other), args.gate, args.threshold, args.other_gate))
     return 0
 
 
@@ -185,7 +226,14 @@ def add_gate_commands(commands) -> None:
     )
     compare.add_argument("base", help="a gate-check output folder (gate_check_decisions.jsonl)")
     compare.add_argument("other", help="another, of the same data and --per-agent")
-    compare.add_argument("--gate", choices=("rubric", "utility"), default="rubric", help="whose scores to compare")
+    compare.add_argument(
+        "--gate", choices=("rubric", "utility", "rubric_qdep"), default="rubric", help="whose scores to compare"
+    )
+    compare.add_argument(
+        "--other-gate",
+        choices=("rubric", "utility", "rubric_qdep"),
+        help="another gate's scores in OTHER (default: --gate's): two gates of one check, e.g. rubric against rubric_qdep",
+    )
     compare.add_argument("--threshold", type=float, help="also show the share of each kind admitted at score >= this")
     compare.set_defaults(handler=gate_compare_cmd)
 

@@ -14,14 +14,17 @@ from ms.config.registry import Registry
 
 # What admits a new pair: each a ms.gates.base.Gate (conf/gate/<name>.yaml). rubric: the LLM grades the
 # pair against its rubric; utility: it joins when it helps its nearest memories' answers (ms.gates.replay);
-# both: rubric, then utility; all and random: admission controls that judge nothing. Each declares its own
-# settings (ms.gates.settings), the schema its conf/gate file is checked against (ms.config.options).
+# both: rubric, then utility; rubric_qdep: rubric, then the answer must be likelier after its own question
+# than after others (ms.gates.question_dependence); all and random: admission controls that judge nothing.
+# Each declares its own settings (ms.gates.settings), the schema its conf/gate file is checked against
+# (ms.config.options).
 GATES = Registry(
     "gate",
     {
         "rubric": "ms.gates.rubric:RubricGate",
         "utility": "ms.gates.utility:UtilityGate",
         "both": "ms.gates.both:BothGate",
+        "rubric_qdep": "ms.gates.rubric_qdep:RubricQdepGate",
         "all": "ms.gates.all:AllGate",
         "random": "ms.gates.random:RandomGate",
     },
@@ -30,6 +33,7 @@ GATES = Registry(
         "rubric": "ms.gates.settings:RubricSettings",
         "utility": "ms.gates.settings:UtilitySettings",
         "both": "ms.gates.settings:BothSettings",
+        "rubric_qdep": "ms.gates.settings:RubricQdepSettings",
         "all": "ms.gates.settings:AllSettings",
         "random": "ms.gates.settings:RandomSettings",
     },

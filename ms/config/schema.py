@@ -204,7 +204,8 @@ class GateConfig:
     # A registered gate (GATES; ms.gates, one module each): rubric: an LLM grades the pair (ms.gates.scorer) |
     # utility: admit the pair when it raises the likelihood of its nearest memories' answers as an
     # in-context example (ms.gates.replay) | both: rubric first, then utility on what the rubric admits |
-    # all, random: admission controls.
+    # rubric_qdep: rubric first, then the answer must be likelier after its own question than after others
+    # (ms.gates.question_dependence) | all, random: admission controls.
     name: str = setting("rubric", choices=GATES)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, NamedTuple, Optional, Protocol, Sequence
 
+from ms.gates.question_dependence import QuestionTest
 from ms.gates.replay import Candidate, Utility, UtilityMeter
 from ms.gates.scorer import Decision, Scorer
 
@@ -18,13 +19,15 @@ from ms.gates.scorer import Decision, Scorer
 class GateParts:
     """What the composition root builds a gate from: the scorer (the rubric grader), each agent's
     rubric name, a factory of the utility meter given its probes, the gate's own setting (called only by
-    the gates that measure utility, since it needs the run's retriever), and the run's seed (the random
-    gate's coins)."""
+    the gates that measure utility, since it needs the run's retriever), the run's seed (the random
+    gate's coins), and a factory of the question-dependence test given the gate's others, margin and
+    seed (called only by gate=rubric_qdep)."""
 
     scorer: Optional[Scorer]
     rubric_of: Callable[[str], str]
     meter: Callable[[int], UtilityMeter]
     seed: int = 0
+    question_test: Optional[Callable[[int, float, int], QuestionTest]] = None
 
 
 class Backbones(Protocol):
@@ -47,6 +50,10 @@ class GatePlan(Protocol):
         """A utility measurement of a pair of `agent` over min(`probes`, `in_scope`) probes, for `share`
         of the pairs (two scored prompts per probe), under role utility; `exact`: as far as the gate
         knows (the planner adds what the pool's growth leaves unknown)."""
+
+    def test_question(self, agent: str, reply: float, others: int, share: float) -> None:
+        """The question-dependence test of a pair of `agent` (`reply` in tokens) after its own question and
+        `others` of the agent's others, for `share` of the pairs (one scored prompt each), under role score."""
 
 
 class Acceptance(NamedTuple):

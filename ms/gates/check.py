@@ -7,8 +7,11 @@ empty-looking answer. Where the rubric that grades the pair is handed in, three 
 too (ms.data.grader_directed): the answer replaced by a claim that it meets the rubric, its first line
 followed by such a claim, and the real answer followed by an instruction to the grader. They are pooled
 apart ("grader-directed": the first two; the instruction, which keeps the real answer, alone), never in
-`all`, whose meaning stays that of the four ordinary corruptions. Each gate gives every pair a score: the rubric's grade, the utility gate's u,
-and for `both` the pair's place in the order (rubric admits, u). The per-agent ROC AUC (good above
+`all`, whose meaning stays that of the four ordinary corruptions. So are the plain-words praise
+families (ms.gates.check_praise: praise alone, the first line plus praise, praise the check's backbone
+writes), pooled as their development and held-out sets. Each gate gives every pair a score: the
+rubric's grade, the utility gate's u, for `both` the pair's place in the order (rubric admits, u), and
+for `rubric_qdep` the grade where the question-dependence test passes, else 0. The per-agent ROC AUC (good above
 corrupted) with a 95% bootstrap CI, over all corruptions and per corruption, says whether a gate
 separates them: 0.5 is chance, 1.0 a perfect separation.
 
@@ -19,6 +22,7 @@ which gates are checked, and takes their measurements of the pairs.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple, Optional, Sequence
 
 from ms.common.errors import UserError
@@ -46,7 +50,9 @@ from ms.gates.check_corruptions import (  # noqa: F401 (re-exported)
     corrupted_copies,
     truncated,
 )
+from ms.gates.check_praise import Praised, PraiseRequest, requests
 from ms.gates.check_report import format_results, threshold_report, write_results  # noqa: F401 (re-exported)
+from ms.gates.question_dependence import QuestionTest
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer, rubric_for
 
@@ -68,10 +74,12 @@ class Checked(NamedTuple):
 
     agents: dict  # name -> ms.agents.Agent
     splits: dict  # agent -> its data splits
-    jobs: list[Job]
+    jobs: list[Job]  # all but the model-written praise, which `asked` requests
     rubric: bool  # whether the rubric grades the jobs (a gate checked by it: --gate rubric or both)
     utility: bool  # whether the utility gate measures them (--gate utility or both)
     backbone_of: dict[str, str]  # agent -> the backbone it answers (and its utility is scored) on
+    question: bool = False  # whether the question-dependence test measures them (--gate rubric_qdep)
+    asked: list[PraiseRequest] = []  # the praise the check's backbone is asked to write (model_praise)
 
 
 def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
@@ -84,19 +92,21 @@ def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
     agents = agents_from(cfg.agents)
     splits = load_splits(cfg.data, agents)
     measured = {m for gate in gates for m in GATES.load(gate).checked_by}
-    rubric, utility = "rubric" in measured, "utility" in measured
-    # The grader-directed copies speak the rubric that grades the pair (the Single pool's, there).
-    rubrics = {agent: rubric_for(agents[agent], cfg.pool.mode).quoted() for agent in splits}
-    jobs = corrupted_copies({agent: parts.seed[:per_agent] for agent, parts in splits.items()}, rubrics, cfg.seed)
+    rubric, utility, question = "rubric" in measured, "utility" in measured, "question" in measured
+    # The grader-directed copies and the praise speak the rubric that grades the pair (the Single pool's, there).
+    graded = {agent: rubric_for(agents[agent], cfg.pool.mode) for agent in splits}
+    praised = {agent: Praised.of(agent, rubric) for agent, rubric in graded.items()}
+    seeds = {agent: parts.seed[:per_agent] for agent, parts in splits.items()}
+    jobs = corrupted_copies(seeds, {a: r.quoted() for a, r in graded.items()}, cfg.seed, praised)
     backbones = Backbones(cfg.backbone)
     backbone_of = {agent: backbones.resolve(agents[agent].backbone) for agent in splits}
     for agent, name in backbone_of.items():
-        if utility and not backbones.can(name, "scores_text"):
+        if (utility or question) and not backbones.can(name, "scores_text"):
             raise UserError(
                 f"--gate {','.join(gates)}: backbone '{name}' of agent {agent} cannot score given "
                 f"text; use an hf backbone, or backbone.prompt_logprobs=echo"
             )
-    return Checked(agents, splits, jobs, rubric, utility, backbone_of)
+    return Checked(agents, splits, jobs, rubric, utility, backbone_of, question, requests(seeds, praised, cfg.seed))
 
 
 def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch: int = 16) -> list[Decision]:
@@ -109,6 +119,21 @@ def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch:
             [(j.agent, rubric_of[j.agent], j.example.question, j.answer) for j in jobs[start : start + batch]]
         )
     return decisions
+
+
+def question_tests(
+    test: QuestionTest, jobs: Sequence[Job], decisions: Sequence[Decision], batch: int = 32
+) -> list[Decision]:
+    """The question-dependence test of every job, kept in its decision (`question_test`) beside the grade,
+    which stays the rubric's: gate=rubric_qdep's check score is read from both."""
+    from tqdm.auto import tqdm
+
+    out: list[Decision] = []
+    for start in tqdm(range(0, len(jobs), batch), desc="gate-check question test", unit="batch"):
+        part = jobs[start : start + batch]
+        measured = test.measure([(j.agent, j.example.question, j.answer) for j in part])
+        out += [replace(d, question_test=m.as_dict()) for d, m in zip(decisions[start : start + batch], measured)]
+    return out
 
 
 def gate_scores(

@@ -1,10 +1,11 @@
 """The pairs a gate check judges: each seed pair as it is (`good`) and its corrupted copies (the four
-ordinary corruptions, and where the rubric is handed in the grader-directed ones), with the names of
-the kinds and of the pools of kinds the check reports on."""
+ordinary corruptions, where the rubric is handed in the grader-directed ones, and where what it rewards
+is handed in the plain-words praise: ms.gates.check_praise), with the names of the kinds and of the
+pools of kinds the check reports on."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Sequence
 
 from ms.data import Example
 from ms.data.grader_directed import (
@@ -14,13 +15,14 @@ from ms.data.grader_directed import (
     grader_directed,
 )
 from ms.data.grader_directed import KINDS as GRADER_DIRECTED
+from ms.gates.check_praise import DEVELOPMENT, MODEL_PRAISE, PRAISE_KINDS, Praised, PraiseRequest, templated
 
 GOOD = "good"
 CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")
 ALL = "all"  # every ordinary corruption together
 GRADER_POOL = "grader-directed"  # the two that replace the answer's substance with a claim about it
 GRADER_POOLED = (SELF_ASSESSMENT, ANSWER_PLUS_ASSESSMENT)
-KINDS = (*CORRUPTIONS, *GRADER_DIRECTED)
+KINDS = (*CORRUPTIONS, *GRADER_DIRECTED, *PRAISE_KINDS)
 EMPTY_ANSWER = "N/A"
 
 
@@ -43,13 +45,17 @@ def truncated(answer: str) -> str:
 
 
 def corrupted_copies(
-    seeds: dict[str, list[Example]], rubrics: Optional[dict[str, RubricText]] = None, seed: int = 0
+    seeds: dict[str, list[Example]],
+    rubrics: Optional[dict[str, RubricText]] = None,
+    seed: int = 0,
+    praised: Optional[dict[str, Praised]] = None,
 ) -> list[Job]:
     """Every seed pair as it is and in each corruption. The swapped answer comes from the next agent
     in the list, so it is always another agent's; the other question's answer from the agent's next
     seed pair, so it is always the same agent's (an agent with one pair has none to give). With
-    `rubrics` (agent -> the rubric grading its pairs), the grader-directed copies too, their wording
-    drawn by `seed` and the pair."""
+    `rubrics` (agent -> the rubric grading its pairs), the grader-directed copies too, and with `praised`
+    (agent -> what that rubric rewards) the templated praise, their wording drawn by `seed` and the pair.
+    The model-written praise is added once written (`with_model_praise`)."""
     agents = list(seeds)
     out = []
     for i, agent in enumerate(agents):
@@ -68,4 +74,14 @@ def corrupted_copies(
                     Job(agent, kind, example, grader_directed(kind, example.answer, rubrics[agent], seed, example.id))
                     for kind in GRADER_DIRECTED
                 ]
+            if praised:
+                out += [
+                    Job(agent, kind, example, templated(kind, example.answer, praised[agent], seed, example.id))
+                    for kind in DEVELOPMENT
+                ]
     return out
+
+
+def with_model_praise(jobs: list[Job], asked: Sequence[PraiseRequest], replies: Sequence[str]) -> list[Job]:
+    """`jobs` and the backbone's praise of each pair asked about (ms.gates.check_praise.written)."""
+    return jobs + [Job(r.agent, MODEL_PRAISE, r.example, reply) for r, reply in zip(asked, replies, strict=True)]

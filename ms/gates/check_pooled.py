@@ -27,9 +27,11 @@ from ms.common.stats import CONFIDENCE, SEED, Estimate, mean_ci
 from ms.data.grader_directed import GRADER_INSTRUCTION
 from ms.gates.check_auc import auc, auc_with_ci
 from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_POOL, GRADER_POOLED, KINDS
+from ms.gates.check_praise import PRAISE_POOLS
 
 DECISIONS = "gate_check_decisions.jsonl"
-GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **{k: (k,) for k in KINDS}}
+GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **PRAISE_POOLS, **{k: (k,) for k in KINDS}}
+QDEP_GATE = "rubric_qdep"  # the rubric's grade where the question-dependence test passed, else 0
 COMPARE_RESAMPLES = 2000  # each resample computes two AUCs; 2,000 keep a 2-core comparison to seconds
 
 
@@ -40,8 +42,9 @@ class Scored(NamedTuple):
 
 
 def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
-    """Each judged pair's score under `gate` (rubric: the grade, 0 where none was read; utility: u,
-    +inf where none could be measured, as the gates treat them)."""
+    """Each judged pair's score under `gate` (rubric: the grade, 0 where none was read; rubric_qdep: the
+    grade, 0 where the question-dependence test failed; utility: u, +inf where none could be measured,
+    as the gates treat them)."""
     path = Path(folder) / DECISIONS
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -51,9 +54,11 @@ def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
     for number, line in enumerate(lines, 1):
         try:
             r = json.loads(line)
-            if gate == "rubric":
+            if gate in ("rubric", QDEP_GATE):
                 score = r.get("score")
                 value = 0.0 if score is None else float(score)
+                if gate == QDEP_GATE and not _tested(r, path):
+                    value = 0.0
             else:
                 u = (r.get("utility") or {}).get("u")
                 value = math.inf if u is None else float(u)
@@ -61,6 +66,13 @@ def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
         except (ValueError, KeyError, TypeError) as err:
             raise UserError(f"{path}, line {number}: not a gate-check row ({err})") from None
     return rows
+
+
+def _tested(row: dict, path: Path) -> bool:
+    """Whether the row's pair passed the question-dependence test."""
+    if "question_test" not in row:
+        raise UserError(f"{path}: no question-dependence test in this check; run ms-data gate-check --gate {QDEP_GATE}")
+    return bool(row["question_test"]["passed"])
 
 
 def _split(rows: Sequence[Scored], kinds: Sequence[str]) -> tuple[list[float], list[float]]:
@@ -142,12 +154,16 @@ def compare(base: Sequence[Scored], other: Sequence[Scored], kinds: Sequence[str
     return point, float(ci.low), float(ci.high), len(pairs)
 
 
-def compare_report(base_folder: Path, other_folder: Path, gate: str, threshold: Optional[float]) -> str:
-    base, other = read_check(base_folder, gate), read_check(other_folder, gate)
+def compare_report(
+    base_folder: Path, other_folder: Path, gate: str, threshold: Optional[float], other_gate: Optional[str] = None
+) -> str:
+    """`gate`'s scores in both checks, or with `other_gate` that gate's in the other (two gates of one check)."""
+    other_gate = other_gate or gate
+    base, other = read_check(base_folder, gate), read_check(other_folder, other_gate)
     lines = [
-        pooled_report(base, threshold, f"base: {base_folder}"),
+        pooled_report(base, threshold, f"base: {base_folder} (gate {gate})"),
         "",
-        pooled_report(other, threshold, f"other: {other_folder}"),
+        pooled_report(other, threshold, f"other: {other_folder} (gate {other_gate})"),
         "",
         "pooled AUC, other minus base, on the same seed pairs (95% CI, seed pairs resampled)",
     ]

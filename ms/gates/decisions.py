@@ -28,6 +28,9 @@ class Decision:
     mass: Optional[float] = None  # probability read: the probability the reply starts with a score
     # The utility gate's measurement (ms.gates.replay.Utility as a dict); None where no utility was measured.
     utility: Optional[dict] = None
+    # gate=rubric_qdep's question-dependence test (ms.gates.question_dependence.Dependence as a dict); None
+    # where it was not made.
+    question_test: Optional[dict] = None
 
     @property
     def unscored(self) -> bool:
@@ -35,7 +38,11 @@ class Decision:
         return self.score is None and self.utility is None and self.read in READS_OF_A_GRADER
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """Its fields; question_test only where the test was made, so other gates write the lines they always wrote."""
+        out = asdict(self)
+        if out["question_test"] is None:
+            del out["question_test"]
+        return out
 
 
 def append_decisions(path: str | Path, decisions: Iterable[Decision], extra: Iterable[dict] | None = None) -> Path:

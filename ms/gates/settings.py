@@ -59,6 +59,28 @@ class BothSettings(UtilitySettings):
 
 
 @dataclass
+class RubricQdepSettings(GateConfig):
+    """gate=rubric_qdep: the rubric (the scorer's settings, its defence included), then the question-dependence
+    test on the pairs it admits (ms.gates.question_dependence): an answer must be likelier after its own
+    question than after other questions of its agent."""
+
+    others: int = setting(4, ge=1)  # m: the agent's other questions the answer is also scored after
+    # Nats per token by which the answer's log-prob after its own question must exceed its mean after the others.
+    margin: float = setting(0.05, ge=0.0)
+    seed: int = setting(0, ge=0)  # draws the others (with the agent and the question)
+
+    @classmethod
+    def of(cls, section: Any) -> "RubricQdepSettings":
+        """The test's settings under the gate section `section`: its own under gate=rubric_qdep, else this
+        gate's defaults (ms-data gate-check measures the test whichever gate its config names)."""
+        if getattr(section, "name", None) == "rubric_qdep":
+            return cls(
+                name=section.name, others=int(section.others), margin=float(section.margin), seed=int(section.seed)
+            )
+        return cls(name="rubric_qdep")
+
+
+@dataclass
 class AllSettings(GateConfig):
     """gate=all: every pair joins; nothing to set."""
 

@@ -26,6 +26,7 @@ from ms.config.parts import GATES, METRICS, POISONS
 from ms.data import load_splits
 from ms.data.poison import Poisoner
 from ms.gates.base import Gate, GateParts
+from ms.gates.question_dependence import QuestionTest
 from ms.gates.replay import UtilityMeter
 from ms.gates.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
 from ms.llm import LM
@@ -210,6 +211,15 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
                 settings.stream_k,
                 [e.question for s in splits.values() for e in s.test],
                 reader=access.reader,
+            ),
+            question_test=lambda others, margin, seed: QuestionTest(  # the gate gives its own settings
+                lambda a: backbones[agent_backbone[a]],
+                agents,
+                template,
+                {a: [e.question for e in split.seed] for a, split in splits.items()},
+                others,
+                margin,
+                seed,
             ),
         ),
     )

@@ -175,6 +175,21 @@ class CallCounter:
             share * 2 * probed, prompt, 0.0, exact=exact, cached_exact=not cfg.use_cache
         )
 
+    def test_question(self, agent: str, reply: float, others: int, share: float) -> None:
+        """gate=rubric_qdep's test of `share` of the pairs of `agent`: the answer scored after its own question
+        and after min(`others`, the agent's seed questions) others, each in the agent's zero-shot chat; every
+        question at the mean length of the agent's seed questions."""
+        seeds = self.splits[agent].seed
+        asked = fmean(tokens(self.template.render(e.question)) for e in seeds) if seeds else 0.0
+        passes = 1 + min(others, len(seeds))
+        self.row("score", self.agents[agent].backbone).add(
+            share * passes,
+            self.system(agent) + asked + PER_MESSAGE + reply,
+            0.0,
+            exact=False,
+            cached_exact=not self.cfg.use_cache,
+        )
+
     # ---- what a metric asks for (ms.metrics.base.MetricPlan) ---------------------------------------
 
     def score_reference(self, agent: str, example, prompt: float, k: float) -> None:

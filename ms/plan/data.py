@@ -82,7 +82,7 @@ def _score_row(cfg: DictConfig, graded: Sequence[tuple[object, str, str, str]]):
     return row
 
 
-def _utility_rows(cfg: DictConfig, checked) -> list:
+def _utility_rows(cfg: DictConfig, checked, jobs: Sequence) -> list:
     """The utility gate's calls on gate-check's pairs: each seed pair's jobs are probed among its
     scope's seed pairs, less those that ask its question or carry one of its jobs' answers
     (ms.gates.check_utility withholds them)."""
@@ -99,7 +99,7 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
     for a, parts in checked.splits.items():
         seeds.setdefault(scope[a], []).extend(parts.seed)
     groups: dict[tuple[str, str], list] = {}
-    for j in checked.jobs:
+    for j in jobs:
         groups.setdefault((j.agent, j.example.id), []).append(j)
     rows: dict[str, object] = {}
     for (agent, _), group in groups.items():
@@ -129,12 +129,67 @@ def _utility_rows(cfg: DictConfig, checked) -> list:
     return list(rows.values())
 
 
+def _merged(rows: Sequence) -> list:
+    """One row per role and backbone: the rubric's grading and the question test both count under score."""
+    out: dict[tuple[str, str], object] = {}
+    for row in rows:
+        if (row.role, row.backbone) in out:
+            out[row.role, row.backbone].merge(row)
+        else:
+            out[row.role, row.backbone] = row
+    return list(out.values())
+
+
+def _praise_row(cfg: DictConfig, checked):
+    """The model-written praise: one sample per seed pair on the check's backbone, each at its cap."""
+    from ms.gates.check_praise import PRAISE_TOKENS
+    from ms.plan.tokens import PER_MESSAGE, tokens
+
+    row = _row(cfg, "answer", None)
+    for asked in checked.asked:
+        row.add(
+            1,
+            sum(tokens(m["content"]) + PER_MESSAGE for m in asked.chat),
+            PRAISE_TOKENS,
+            cached_exact=not cfg.use_cache,
+        )
+    return row
+
+
+def _question_rows(cfg: DictConfig, checked, jobs: Sequence) -> list:
+    """The question-dependence test of every job: its answer scored after its question and after m others of
+    its agent (ms.gates.question_dependence), each in the agent's zero-shot chat, on the agent's backbone."""
+    from ms.agents import PromptTemplate, chat
+    from ms.gates.question_dependence import others_of
+    from ms.gates.settings import RubricQdepSettings
+    from ms.plan.tokens import PER_MESSAGE, tokens
+
+    tested, template = RubricQdepSettings.of(cfg.gate), PromptTemplate(**cfg.prompt)
+    rows: dict[str, object] = {}
+    for job in jobs:
+        name = checked.backbone_of[job.agent]
+        row = rows.setdefault(name, _row(cfg, "score", name))
+        seeds = [e.question for e in checked.splits[job.agent].seed]
+        drawn = others_of(seeds, job.agent, job.example.question, tested.others, tested.seed)
+        for q in (job.example.question, *drawn):
+            asked = chat(checked.agents[job.agent], template.render(q), template.system)
+            prompt = sum(tokens(m["content"]) + PER_MESSAGE for m in asked)
+            row.add(1, prompt + tokens(job.answer), 0.0, cached_exact=not cfg.use_cache)
+    return list(rows.values())
+
+
 def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
     """`checked`: ms.gates.check.Checked, the pairs gate-check built from the config and data."""
     from ms.gates.check import GOOD
+    from ms.gates.check_corruptions import with_model_praise
+    from ms.gates.check_praise import PRAISE_TOKENS
     from ms.gates.scorer import rubric_for
+    from ms.plan.tokens import CHARS_PER_TOKEN
 
-    jobs, rows = checked.jobs, []
+    # The praise the backbone will write stands in at its cap: as many characters as that many tokens.
+    capped = "x" * int(PRAISE_TOKENS * CHARS_PER_TOKEN)
+    jobs = with_model_praise(checked.jobs, checked.asked, [capped] * len(checked.asked))
+    rows = [_praise_row(cfg, checked)]
     if checked.rubric:
         rows.append(
             _score_row(
@@ -146,11 +201,22 @@ def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
             )
         )
     if checked.utility:
-        rows += _utility_rows(cfg, checked)
+        rows += _utility_rows(cfg, checked, jobs)
+    if checked.question:
+        rows += _question_rows(cfg, checked, jobs)
     good = sum(j.kind == GOOD for j in jobs)
     notes = [
-        f"{len(jobs)} pairs to judge: {good} seed pairs of {len(checked.splits)} agents and their corrupted copies"
+        f"{len(jobs)} pairs to judge: {good} seed pairs of {len(checked.splits)} agents and their corrupted copies",
+        f"model-written praise: one sample per seed pair at its cap of {PRAISE_TOKENS} tokens; the pairs it makes "
+        f"are judged too, and counted at their cap",
     ]
+    if checked.question:
+        from ms.gates.settings import RubricQdepSettings
+
+        notes.append(
+            f"question test: every pair's answer scored after its question and after up to "
+            f"gate.others={RubricQdepSettings.of(cfg.gate).others} other seed questions of its agent"
+        )
     if checked.utility:
         from ms.gates.settings import UtilitySettings
 
@@ -158,7 +224,7 @@ def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
             f"utility: 2 scored prompts per probe, up to gate.probes={UtilitySettings.probes_of(cfg.gate)} probes per pair "
             f"among its scope's seed pairs"
         )
-    return _printed(f"plan for {out} (nothing is written): ms-data gate-check", rows, notes)
+    return _printed(f"plan for {out} (nothing is written): ms-data gate-check", _merged(rows), notes)
 
 
 def cross_grade_plan(pairs: Sequence, configs: Mapping[str, DictConfig], out: Path) -> int:

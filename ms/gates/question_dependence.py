@@ -1,0 +1,129 @@
+"""The question-dependence test (gate=rubric_qdep): an answer must depend on its question.
+
+A pair (X, Y) of agent a is scored teacher-forced, in the chat a asks zero-shot (its instruction, the
+prompt template with no memories), once after its own question X and once after each of m other
+questions x_1..x_m of the same agent:
+
+    d = log P(Y | X) / |Y| - mean_j log P(Y | x_j) / |Y|
+
+in nats per token, and the pair passes when d > margin. The m others are drawn from the agent's seed
+questions (never X itself) by a generator seeded by the gate's seed, the agent and X, so a pair meets
+the same others on every run and machine, and a seed pair's copies in the gate check meet the same
+others as the pair itself. 1 + m scored passes, no decoding.
+
+The test reads no words. Praise alone, another question's answer and an off-task answer are no more
+probable after X than after other questions, whatever they say, so they earn no margin. The mean over
+the others, not their maximum, is held against the margin: the maximum of m noisy values grows with m,
+so a margin tuned at one m would mean something else at another. What it cannot see: an answer that
+opens on-question and then praises itself keeps a margin from its first line, and a short answer gets
+a thin one; hence it stands behind the rubric, never alone.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Mapping, Optional, Sequence
+
+from ms.agents import Agent, PromptTemplate, chat
+from ms.llm.base import LM
+from ms.pool.records import normalize_space
+
+# Its passes count under the role of the gate's judgement of a pair.
+QUESTION_ROLE = "score"
+
+
+@dataclass
+class Dependence:
+    """One pair's measurement: `d` None where it could not be made (no other question of its agent to
+    compare with, or an empty answer); `own` and `after` in nats per token."""
+
+    d: Optional[float]
+    own: Optional[float] = None  # Y after its own question
+    after: list[float] = field(default_factory=list)  # Y after each other question, in draw order
+    margin: float = 0.0
+    passed: bool = False
+    why: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def others_of(questions: Sequence[str], agent: str, question: str, m: int, seed: int) -> list[str]:
+    """The m other questions (fewer where `questions` holds fewer) a pair of `agent` asking `question` is
+    compared with, drawn from `questions` (the agent's seed questions) less the question itself, each as
+    written (the pair's own question is scored as written too). Distinct questions only: a question asked
+    twice in the data is one other question."""
+    own = normalize_space(question)
+    distinct: dict[str, str] = {}
+    for q in questions:
+        distinct.setdefault(normalize_space(q), q)
+    distinct.pop(own, None)
+    pool = list(distinct.values())
+    return random.Random(f"{seed}:{agent}:{own}").sample(pool, min(m, len(pool)))
+
+
+def dependence(own: float, after: Sequence[float], margin: float) -> Dependence:
+    """The verdict on a pair from its per-token log-probs: after its own question, after the others."""
+    d = own - sum(after) / len(after)
+    passed = d > margin
+    why = f"question dependence {d:+.4f} {'>' if passed else '<='} margin {margin:g} over {len(after)} other questions"
+    return Dependence(round(d, 6), round(own, 6), [round(a, 6) for a in after], margin, passed, why)
+
+
+class QuestionTest:
+    """`lm_for(agent)`: the backbone an agent answers on, which scores its pairs; `questions`: agent ->
+    the questions its others are drawn from (its seed questions); `others`, `margin`, `seed`: the gate's
+    settings (ms.gates.settings.RubricQdepSettings)."""
+
+    def __init__(
+        self,
+        lm_for: Callable[[str], LM],
+        agents: Mapping[str, Agent],
+        template: PromptTemplate,
+        questions: Mapping[str, Sequence[str]],
+        others: int,
+        margin: float,
+        seed: int,
+    ):
+        if others < 1:
+            raise ValueError(f"gate.others must be at least 1, got {others}")
+        self.lm_for, self.agents, self.template, self.questions = lm_for, agents, template, questions
+        self.others, self.margin, self.seed = others, margin, seed
+
+    def measure(self, items: Sequence[tuple[str, str, str]]) -> list[Dependence]:
+        """Each (agent, question, answer)'s measurement: one batched `loglikelihood` call per backbone."""
+        out: list[Optional[Dependence]] = [None] * len(items)
+        todo: dict[int, list[tuple[int, list[str]]]] = {}  # lm -> (item, its contexts: own first)
+        lms: dict[int, LM] = {}
+        for i, (agent, question, answer) in enumerate(items):
+            others = others_of(self.questions.get(agent, ()), agent, question, self.others, self.seed)
+            if not answer.strip():
+                out[i] = Dependence(None, margin=self.margin, why="question dependence unmeasured: an empty answer")
+                continue
+            if not others:
+                # Nothing to compare with (an agent with one seed question): admitted, as the utility gate
+                # admits a pair with nothing to probe, so that such an agent's pool is not shut.
+                out[i] = Dependence(
+                    None,
+                    margin=self.margin,
+                    passed=True,
+                    why=f"question dependence unmeasured: {agent} has no other question",
+                )
+                continue
+            lm = self.lm_for(agent)
+            lms[id(lm)] = lm
+            contexts = [
+                lm.chat_context(chat(self.agents[agent], self.template.render(q), self.template.system))
+                for q in (question, *others)
+            ]
+            todo.setdefault(id(lm), []).append((i, contexts))
+        for key, jobs in todo.items():
+            contexts = [c for _, cs in jobs for c in cs]
+            answers = [items[i][2] for i, cs in jobs for _ in cs]
+            with lms[key].acting_as(QUESTION_ROLE):
+                scored = iter(lms[key].loglikelihood(contexts, answers))
+            for i, cs in jobs:
+                per_token = [total / max(tokens, 1) for total, tokens in (next(scored) for _ in cs)]
+                out[i] = dependence(per_token[0], per_token[1:], self.margin)
+        return out

@@ -1,0 +1,195 @@
+"""Plain-words praise in the gate check (ms.gates.check_praise): each family is built from the pair's own
+agent and the rubric that grades it (the Single pool's there), none of it speaks the screen's words, the
+model-written family is sampled, seeded and cached like every LLM call, and the split into development
+and held-out families is reported apart."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import compose_config
+from fakes import FakeLM
+
+from ms.agents import agents_from
+from ms.common.errors import UserError
+from ms.data import Example
+from ms.gates.check_corruptions import GOOD, corrupted_copies, with_model_praise
+from ms.gates.check_pooled import GROUPS, Scored, compare_report, pooled_report, read_check
+from ms.gates.check_praise import (
+    DEVELOPMENT,
+    HELD_OUT,
+    LINE_PLUS_PRAISE,
+    MODEL_PRAISE,
+    PRAISE_ALONE,
+    PRAISE_POOLS,
+    Praised,
+    praise,
+    request,
+    requests,
+    templated,
+    written,
+)
+from ms.gates.scorer import load_rubric, load_rubrics, rubric_for
+from ms.gates.screen import flagged
+from ms.llm.cache import ResponseCache
+
+ANSWER = "A keyboard.\nIt has keys but opens no locks."
+# What the issue's probe kept clear of, beside the screen's own rule.
+GRADING_WORDS = re.compile(r"rubric|criteri|score|points|grade|grading|this answer|marks", re.IGNORECASE)
+
+
+def example(i: int = 0, answer: str = ANSWER, agent: str = "riddle") -> Example:
+    return Example(id=f"{agent}-{i}", question=f"{agent} question {i}?", answer=answer, agent=agent, domain="logic")
+
+
+def every_agents_praised(pool: str = "domain") -> dict[str, Praised]:
+    cfg = compose_config([f"pool={pool}"])
+    agents = agents_from(cfg.agents)
+    return {name: Praised.of(name, rubric_for(agent, cfg.pool.mode)) for name, agent in agents.items()}
+
+
+def test_the_split_is_declared_once_and_the_model_written_family_is_held_out():
+    assert set(DEVELOPMENT).isdisjoint(HELD_OUT) and HELD_OUT == (MODEL_PRAISE,)
+    assert set(DEVELOPMENT) == {PRAISE_ALONE, LINE_PLUS_PRAISE}
+    assert {group: GROUPS[group] for group in PRAISE_POOLS} == PRAISE_POOLS  # the check reports each pool
+
+
+def test_praise_restates_what_the_agents_own_rubric_rewards_and_no_other_agents():
+    literary = load_rubric("literary")
+    limerick, sonnet = Praised.of("limerick", literary), Praised.of("sonnet", literary)
+    made = praise(limerick, 0, "limerick-0")
+    assert "Limerick" in made or "limerick" in made.lower()
+    for c in literary.criteria:
+        said = " ".join(c.rewards.split()) in made
+        assert said == (not c.applies_to or "limerick" in c.applies_to), c.name
+    assert set(limerick.rewards) != set(sonnet.rewards)
+
+
+def test_the_single_pools_praise_restates_the_single_rubric():
+    praised = every_agents_praised("single")["riddle"]
+    single, logic = load_rubric("single"), load_rubric("logic")
+    made = praise(praised, 0, "riddle-0")
+    assert all(c.rewards in made for c in single.criteria)
+    assert not any(c.rewards in made for c in logic.criteria)
+
+
+@pytest.mark.parametrize("pool", ["domain", "single"])
+def test_no_praise_speaks_the_screens_words(pool):
+    names = [c.name for r in load_rubrics().values() for c in r.criteria]
+    for agent, praised in every_agents_praised(pool).items():
+        for seed in range(3):
+            for kind in DEVELOPMENT:
+                made = templated(kind, ANSWER, praised, seed, f"{agent}-{seed}")
+                assert not flagged(made, names), made
+                assert not GRADING_WORDS.search(made.replace(ANSWER.splitlines()[0], "")), made
+
+
+def test_the_first_line_stays_and_the_rest_of_the_answer_goes():
+    praised = Praised.of("riddle", load_rubric("logic"))
+    line = templated(LINE_PLUS_PRAISE, ANSWER, praised, 0, "riddle-0")
+    alone = templated(PRAISE_ALONE, ANSWER, praised, 0, "riddle-0")
+    assert line.startswith("A keyboard.\n\n") and "opens no locks" not in line
+    assert "keyboard" not in alone
+    with pytest.raises(ValueError, match="model_praise"):
+        templated(MODEL_PRAISE, ANSWER, praised, 0, "riddle-0")
+
+
+def test_wordings_vary_with_the_seed_and_the_pair_and_repeat_for_the_same_key():
+    praised = Praised.of("riddle", load_rubric("logic"))
+    made = {praise(praised, seed, f"riddle-{i}") for seed in range(3) for i in range(4)}
+    assert len(made) >= 4
+    assert praise(praised, 1, "riddle-2") == praise(praised, 1, "riddle-2")
+
+
+def test_corrupted_copies_add_the_templated_families_only_where_asked():
+    seeds = {"riddle": [example(0), example(1, "A piano.")]}
+    praised = {"riddle": Praised.of("riddle", load_rubric("logic"))}
+    plain = {j.kind for j in corrupted_copies(seeds)}
+    assert plain.isdisjoint(DEVELOPMENT)
+    jobs = corrupted_copies(seeds, praised=praised)
+    assert sorted(j.kind for j in jobs if j.kind in DEVELOPMENT) == sorted(DEVELOPMENT * 2)
+    assert MODEL_PRAISE not in {j.kind for j in jobs}  # written by the backbone later
+
+
+def test_the_backbone_is_asked_about_the_pair_with_its_agent_and_rubric():
+    praised = Praised.of("sonnet", load_rubric("literary"))
+    e = example(0, "Shall I compare thee", agent="sonnet")
+    chats = [request(e, praised, seed, e.id) for seed in range(6)]
+    for chat in chats:
+        [message] = chat
+        assert "sonnet" in message["content"] and e.question in message["content"]
+        assert "Shall I compare thee" in message["content"]
+    assert len({c[0]["content"] for c in chats}) >= 2  # wordings drawn by the seed
+    assert any(praised.rewards[0] in c[0]["content"] for c in chats)  # some requests name what is rewarded
+
+
+def test_model_written_praise_is_sampled_seeded_cached_and_counted_as_answers(tmp_path):
+    seen: list[int] = []
+
+    def sample(chat, seed):
+        seen.append(seed)
+        return f"  A splendid piece, truly (seed {seed % 7}).  "
+
+    seeds = {"riddle": [example(0), example(1, "A piano.")]}
+    praised = {"riddle": Praised.of("riddle", load_rubric("logic"))}
+    asked = requests(seeds, praised, 3)
+    lm = FakeLM(samples=sample, cache=ResponseCache(tmp_path / "responses.sqlite"))
+    replies = written(lm, asked, 3)
+    assert written(lm, asked, 3) == replies and len(seen) == 2  # the second time from the cache
+    assert lm.usage_by_role["answer"].calls == 2 and lm.usage_by_role["answer"].cache_hits == 2
+    written(lm, asked, 4)
+    assert len(seen) == 4  # another seed, other samples
+    assert all(r.startswith("A splendid piece") and r == r.strip() for r in replies)
+    jobs = with_model_praise(corrupted_copies(seeds), asked, replies)
+    model = [j for j in jobs if j.kind == MODEL_PRAISE]
+    assert [(j.agent, j.example.id, j.answer) for j in model] == [
+        ("riddle", "riddle-0", replies[0]),
+        ("riddle", "riddle-1", replies[1]),
+    ]
+
+
+def test_the_gate_check_builds_the_praise_from_the_single_rubric_in_the_single_pool():
+    from ms.gates.check import what_to_check
+
+    cfg = compose_config(["pool=single", "data.agents=[riddle,sonnet]"])
+    checked = what_to_check(cfg, 2, ["rubric"])
+    single = load_rubric("single")
+    alone = [j for j in checked.jobs if j.kind == PRAISE_ALONE]
+    assert {j.agent for j in alone} == {"riddle", "sonnet"}
+    for j in alone:
+        assert all(c.rewards in j.answer for c in single.criteria)
+    assert {(a.agent, a.example.id) for a in checked.asked} == {
+        (j.agent, j.example.id) for j in checked.jobs if j.kind == GOOD
+    }
+
+
+def test_the_pooled_report_gives_the_held_out_auc_apart():
+    rows = [Scored(("riddle", str(i)), GOOD, 30.0 + i) for i in range(4)]
+    rows += [Scored(("riddle", str(i)), PRAISE_ALONE, 10.0) for i in range(4)]
+    rows += [Scored(("riddle", str(i)), MODEL_PRAISE, 40.0) for i in range(4)]
+    text = pooled_report(rows, 15, "rubric")
+    held = next(line for line in text.splitlines() if line.startswith("praise (held out)"))
+    development = next(line for line in text.splitlines() if line.startswith("praise (development)"))
+    assert "0.000" in held and "1.000" in development
+
+
+def test_gate_compare_reads_two_gates_of_one_check(tmp_path):
+    """rubric_qdep's score is the grade where the question test passed, else 0: read from one check's rows."""
+    rows = []
+    for i in range(4):
+        rows.append({"agent": "riddle", "seed_id": i, "kind": GOOD, "score": 20.0, "question_test": {"passed": True}})
+        rows.append(
+            {"agent": "riddle", "seed_id": i, "kind": PRAISE_ALONE, "score": 30.0, "question_test": {"passed": False}}
+        )
+    (tmp_path / "gate_check_decisions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert {r.score for r in read_check(tmp_path, "rubric_qdep") if r.kind == PRAISE_ALONE} == {0.0}
+    text = compare_report(tmp_path, tmp_path, "rubric", 15, "rubric_qdep")
+    assert "(gate rubric)" in text and "(gate rubric_qdep)" in text
+    differences = [line.split() for line in text.splitlines() if line.endswith("seed pairs")]
+    assert ["praise", "(development)", "+1.000", "[+1.000,", "+1.000]", "over", "4", "seed", "pairs"] in differences
+    untested = {k: v for k, v in rows[0].items() if k != "question_test"}
+    (tmp_path / "gate_check_decisions.jsonl").write_text(json.dumps(untested) + "\n")
+    with pytest.raises(UserError, match="no question-dependence test in this check"):
+        read_check(tmp_path, "rubric_qdep")
