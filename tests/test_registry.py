@@ -226,6 +226,15 @@ def test_a_toy_gate_and_metric_are_validated_and_planned_through_the_registries(
     assert "as the toy gate assumes at ratio 3" in plan.notes[0]
 
 
+@pytest.mark.parametrize("flag", [["--config-dir", "{conf}"], ["--config-dir={conf}"], ["-cd", "{conf}"]])
+def test_plan_mode_adds_a_config_folder_as_ms_run_does(toy, capsys, flag):
+    from ms.cli.plan import plan_main
+
+    args = [f.format(conf=toy) for f in flag]
+    assert plan_main([*args, "gate=toy", "gate.ratio=2", *TINY], False, None) == 0
+    assert "as the toy gate assumes at ratio 2" in capsys.readouterr().out
+
+
 def test_a_toy_gates_own_setting_is_checked_and_reaches_the_gate_alone(toy):
     """gate.ratio, declared by the toy's settings module and set in its yaml: its limit and type are
     checked in one line, another gate refuses it, and the toy gate alone reads it."""

@@ -28,6 +28,26 @@ def output_dir(cfg: DictConfig, multirun: bool) -> Optional[Path]:
         return None
 
 
+CONFIG_DIR_FLAGS = ("--config-dir", "-cd")  # Hydra's spellings of the flag that adds a config folder
+
+
+def take_config_dir(args: list[str]) -> tuple[list[str], Optional[str]]:
+    """(the other arguments, the folder that `--config-dir DIR`, `--config-dir=DIR` or `-cd DIR` adds, or
+    None): plan mode composes as ms-run would, a folder of configs added included."""
+    rest: list[str] = []
+    folder = None
+    words = iter(args)
+    for word in words:
+        flag, equals, value = word.partition("=")
+        if flag not in CONFIG_DIR_FLAGS:
+            rest.append(word)
+            continue
+        folder = value if equals else next(words, "")
+        if not folder:
+            raise UserError(f"{flag} needs a folder: {flag} DIR")
+    return rest, folder
+
+
 LEGEND = (
     "calls: requests the run will make (~: an estimate); cached: how many of them the response cache "
     "will answer (?: unknown, because the request depends on the pool the run grows; >=: at least); "
@@ -46,12 +66,13 @@ def plan_main(overrides: list[str], multirun: bool, accept: Optional[float | Mea
     from ms.plan.planner import plan_run
     from ms.plan.rows import Row
 
+    overrides, config_dir = take_config_dir(overrides)
     unknown = [a for a in overrides if a.startswith("-")]
     if unknown:
-        raise UserError(f"plan mode takes overrides and -m only, not {' '.join(unknown)}")
+        raise UserError(f"plan mode takes overrides, -m and --config-dir only, not {' '.join(unknown)}")
     probe: Optional[CacheProbe] = None
     summed: dict[tuple[str, str], Row] = {}
-    cells = jobs(overrides, multirun)
+    cells = jobs(overrides, multirun, config_dir)
     for number, (job, cfg) in enumerate(cells, 1):
         validate(cfg, plan=True)  # a plan calls no model and opens no pool: no API key or DSN needed
         probe = probe if probe is not None and probe.path.parent == Path(cfg.cache_dir) else CacheProbe(cfg.cache_dir)

@@ -1,6 +1,6 @@
 """The configuration reference, generated from the code so that it cannot drift from it: every config
-group and option (the files under conf/, and any other config folder given, as `ms-run --config-dir`
-adds one), every setting of the typed schema (ms.config.schema, ms.config.backbone) with its type,
+group and option (the files under conf/, those of the config packages installed packages name in the
+entry-point group ms.conf, and any other config folder given, as `ms-run --config-dir` adds one), every setting of the typed schema (ms.config.schema, ms.config.backbone) with its type,
 default, declared limits and the comment beside it, and every registered part (ms.config.parts), names
 registered in-process or by an installed package's entry point included.
 
@@ -24,7 +24,7 @@ import yaml
 
 from ms.config import parts
 from ms.config.options import OWNED, chosen_by
-from ms.config.registry import Registry
+from ms.config.registry import Registry, conf_packages
 from ms.config.schema_reference import REQUIRED, assignment_comments, docstring, sections
 from ms.config.store import CONF_DIR
 
@@ -100,6 +100,20 @@ def options(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> dict[str, list[Opt
                 group, file.stem, file, package or group.replace("/", "."), comment, body
             )
     return {group: sorted(found.values(), key=lambda o: o.name) for group, found in sorted(groups.items())}
+
+
+def installed_conf_dirs() -> list[Path]:
+    """The folders of the config packages installed packages name (ms.config.registry.conf_packages), which
+    Hydra searches after conf/; one that cannot be imported is left out, as Hydra's search leaves it out."""
+    from importlib.resources import files
+
+    found = []
+    for package in conf_packages():
+        try:
+            found.append(Path(str(files(package))))
+        except (ModuleNotFoundError, TypeError, ValueError):
+            continue
+    return found
 
 
 def defaults(conf_dir: str | Path = CONF_DIR) -> dict[str, Optional[str]]:
@@ -204,8 +218,10 @@ def _group_section(
             yield ""
 
 
-def markdown(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> str:
-    """The whole reference page, as Markdown."""
+def markdown(conf_dirs: Optional[Sequence[str | Path]] = None) -> str:
+    """The whole reference page, as Markdown, from `conf_dirs` (conf/ first); by default from conf/ and the
+    installed config packages."""
+    conf_dirs = [CONF_DIR, *installed_conf_dirs()] if conf_dirs is None else conf_dirs
     conf_root = Path(conf_dirs[0])
     found = options(conf_dirs)
     chosen = defaults(conf_root)
@@ -277,8 +293,9 @@ def markdown(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> str:
         "## Registered parts",
         "",
         "Each kind of part is a registry of names (`ms/config/parts.py`); the names are the choices of",
-        "its setting. A package adds names through entry points of the group shown; code that runs ms",
-        'in-process may call `register(name, "module:Class")`. Both appear here when the site is built.',
+        "its setting. A package adds names through entry points of the group shown, and their config files",
+        "as a package it names in the group `ms.conf`; code that runs ms in-process may call",
+        '`register(name, "module:Class")`. Both appear here when the site is built.',
         "",
     ]
     for name, registry, comment in registries():
@@ -295,7 +312,7 @@ def markdown(conf_dirs: Sequence[str | Path] = (CONF_DIR,)) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Print the page; extra arguments are further config folders (as ms-run's --config-dir)."""
     extra = list(argv if argv is not None else sys.argv[1:])
-    sys.stdout.write(markdown([CONF_DIR, *extra]))
+    sys.stdout.write(markdown([CONF_DIR, *installed_conf_dirs(), *extra]))
     return 0
 
 

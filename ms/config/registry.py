@@ -11,8 +11,9 @@ imports the one that is used.
 
 How third parties plug in: Python entry points, one group per kind (`ms.gate`, `ms.metric`,
 `ms.provider`, `ms.engine`, `ms.retriever`, `ms.memory_policy`, `ms.pool_backend`,
-`ms.access_rule`, `ms.poison`), e.g. in a plugin's
-pyproject.toml
+`ms.access_rule`, `ms.poison`), one for a part's own settings (the kind's group + `_settings`:
+`ms.gate_settings`), and one for the package that holds its config files (`ms.conf`), e.g. in a
+plugin's pyproject.toml
 
     [project.entry-points."ms.gate"]
     toy = "my_package.toy:ToyGate"
@@ -34,6 +35,7 @@ from typing import Any, Iterator, Optional
 
 ENTRY_POINT_PREFIX = "ms."  # group of a kind's entry points: "ms." + the kind, spaces as underscores
 SETTINGS_SUFFIX = "_settings"  # the group of their settings' entry points: the kind's group + this
+CONF_GROUP = "ms.conf"  # entry points naming a package whose folder holds config files (conf_packages)
 
 
 class UnknownPart(ValueError):
@@ -148,6 +150,14 @@ class Registry:
         for point in _entry_points(self.group + SETTINGS_SUFFIX):  # a settings entry of no registered part: unread
             if point.name in self._table:
                 self._settings.setdefault(point.name, point.value)
+
+
+def conf_packages() -> list[str]:
+    """The packages installed distributions name in the entry-point group ms.conf (`toy = "toy_parts.conf"`),
+    each a folder of config files laid out as conf/ is (gate/toy.yaml). Hydra searches them after ms's own
+    conf/ (the plugin hydra_plugins.ms_conf), and the configuration reference lists their options. Read
+    from the installed metadata, like the parts' names: nothing is imported."""
+    return list(dict.fromkeys(point.module for point in _entry_points(CONF_GROUP)))
 
 
 def _resolve(target: str) -> Any:
