@@ -47,7 +47,7 @@ def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(
     from ms.config.schema import POOL_DSN_ENV
     from ms.pool import open_pool
 
-    monkeypatch.chdir(tmp_path)  # Hydra's default, timestamped folder: tmp_path/outputs/DATE/TIME_...
+    monkeypatch.chdir(tmp_path)  # the run's folder, named by its settings: tmp_path/outputs/OVERRIDES
     (tmp_path / "data").symlink_to(REPO / "data")  # where data.dir=data is read from here
     monkeypatch.delenv(POOL_DSN_ENV, raising=False)  # ms-run moves pool.dsn there; restored after the test
     monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
@@ -61,7 +61,7 @@ def test_the_printed_command_resumes_the_run_and_the_pool_holds_one_runs_worth(
     def stop_after_step_1() -> None:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and not stopped:
-            for decisions in tmp_path.glob("outputs/*/*/decisions.jsonl"):
+            for decisions in tmp_path.glob("outputs/*/decisions.jsonl"):
                 if any(step >= 1 for step in steps_in(decisions)):
                     postgres_cluster.stop()
                     stopped.append(decisions.parent)

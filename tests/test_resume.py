@@ -1,4 +1,5 @@
-"""Every resume command ms-run prints can be pasted as printed: a real shell splits it into words, and
+"""Resuming. The same command finds its run's folder again, named by its settings, and skips a finished
+run. Every resume command ms-run prints can be pasted as printed: a real shell splits it into words, and
 Hydra's own override parser reads back the folder it names, unchanged. A folder Hydra named after the
 overrides holds '=', ',' and brackets, which the override grammar would otherwise read as syntax."""
 
@@ -81,7 +82,7 @@ def test_a_sweep_s_ctrl_c_hint_gives_back_its_folder():
     assert read_back(hint_words(resume_hint(sweep, Path(folder) / "k=1"))) == {"hydra.sweep.dir": folder}
 
 
-# ---- as ms-run prints them, in a folder Hydra names by the clock and the overrides --------------
+# ---- as ms-run prints them, in a folder named by the clock and the overrides ---------------------
 
 ARGS = [
     "data.agents=[riddle,pun]",
@@ -94,10 +95,14 @@ ARGS = [
 ]
 
 
+# A folder named by the clock, as a person may still ask for one (ms-run names a run's folder by its settings).
+CLOCK_DIR = "hydra.run.dir=outputs/${now:%Y-%m-%d}/${now:%H-%M-%S}_${hydra.job.override_dirname}"
+
+
 @pytest.fixture
 def clock_folder_run(tmp_path, monkeypatch, capsys):
-    """ms-run ARGS in this process, from tmp_path, with its loop replaced by `loop`: (exit status,
-    stderr's lines that start with "ms-run: ", the folder Hydra made under outputs/)."""
+    """ms-run ARGS in this process, from tmp_path, in a folder named by the clock, with its loop replaced by
+    `loop`: (exit status, stderr's lines that start with "ms-run: ", the folder Hydra made under outputs/)."""
     import ms.loop.pipeline
 
     monkeypatch.chdir(tmp_path)
@@ -107,7 +112,9 @@ def clock_folder_run(tmp_path, monkeypatch, capsys):
         monkeypatch.setattr(ms.loop.pipeline, "run", loop)
         try:
             code, err = ms_run_in_process(
-                monkeypatch, capsys, ["ms-run", *ARGS, f"data.dir={REPO / 'data'}", f"cache_dir={tmp_path / 'cache'}"]
+                monkeypatch,
+                capsys,
+                ["ms-run", *ARGS, f"data.dir={REPO / 'data'}", f"cache_dir={tmp_path / 'cache'}", CLOCK_DIR],
             )
         except KeyboardInterrupt:  # else it would stop the whole test session
             pytest.fail("Ctrl-C left ms-run as a traceback")
@@ -137,3 +144,77 @@ def test_a_run_that_failed_in_a_clock_named_folder_prints_a_command_that_pastes_
     back = read_back(words)
     assert back.pop("hydra.run.dir") == str(folder)
     assert back == read_back([*ARGS, f"data.dir={REPO / 'data'}", f"cache_dir={folder.parents[2] / 'cache'}"])
+
+
+# ---- the same command again: a run's folder is named by its settings ---------------------------
+
+
+@pytest.mark.parametrize(
+    "args, folder",
+    [
+        ([], "outputs/default"),
+        (["experiment=quick"], "outputs/quick"),  # an experiment's own folder, as a sweep's is multirun/NAME
+        (["experiment=quick", "k=1"], "outputs/quick,k=1"),
+        (["k=1", "pool=single"], "outputs/k=1,pool=single"),
+        (["backbone.model=HuggingFaceTB/SmolLM2-360M"], "outputs/backbone.model=HuggingFaceTB%2FSmolLM2-360M"),
+    ],
+)
+def test_a_run_s_folder_is_named_by_its_settings_in_one_folder(args, folder):
+    from ms.cli.compose import jobs
+
+    [(_, cfg)] = jobs(args, multirun=False)
+    assert cfg.hydra.run.dir == folder
+
+
+def test_a_long_folder_name_is_cut_and_ends_in_a_hash_of_the_settings():
+    from ms.cli.compose import jobs
+
+    settings = [f"data.agents=[{','.join(['riddle'] * 40)}]", "k=1"]
+    [(_, cfg)], [(_, again)] = jobs(settings, multirun=False), jobs(settings, multirun=False)
+    [(_, other)] = jobs([*settings[:1], "k=2"], multirun=False)
+    name = cfg.hydra.run.dir.removeprefix("outputs/")
+    assert len(name) == 200 and name.startswith("data.agents=[riddle,riddle,") and "/" not in name
+    assert again.hydra.run.dir == cfg.hydra.run.dir != other.hydra.run.dir
+
+
+def test_a_sweep_cell_s_folder_is_one_folder_whatever_its_values():
+    from ms.cli.compose import jobs
+
+    cells = jobs(["experiment=quick", "backbone.model=org/a,b"], multirun=True)
+    assert [cfg.hydra.sweep.subdir for _, cfg in cells] == ["backbone.model=org%2Fa", "backbone.model=b"]
+
+
+def test_the_same_command_twice_finds_its_folder_and_skips_the_finished_run(tmp_path, monkeypatch, capsys, caplog):
+    """A tiny real run on a scripted backbone (tests/fakes.py), through ms-run as typed: the same command
+    again finds the first one's folder by its settings, calls no model, leaves its results as they were,
+    and does not say that it wrote to the folder."""
+    import logging
+
+    from fakes import FakeLM
+    from test_schedule import FAST
+
+    import ms.loop.compose_run
+
+    words = lambda text: max(1, len(text.split()))  # noqa: E731
+    lm = FakeLM(default="Score: 80", scores=lambda context, text: (-0.5 * words(text), words(text)))
+    monkeypatch.setattr(ms.loop.compose_run, "build_backbones", lambda catalog, names: {catalog.default.name: lm})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+    caplog.set_level(logging.INFO, logger="ms")
+    command = ["ms-run", *FAST, f"data.dir={REPO / 'data'}", f"cache_dir={tmp_path / 'cache'}", *ARGS[-2:]]
+
+    code, err = ms_run_in_process(monkeypatch, capsys, command)
+    assert code == 0, err[-3000:]
+    [folder] = (tmp_path / "outputs").iterdir()
+    assert folder.name.startswith("backbone.generation.max_new_tokens=24,data.agents=[limerick,riddle],")
+    assert "done; this run wrote to" in caplog.text
+    metrics, calls = (folder / "metrics.json").read_bytes(), len(lm.chats) + len(lm.scored)
+    assert calls > 0
+
+    caplog.clear()
+    code, err = ms_run_in_process(monkeypatch, capsys, command)
+    assert code == 0, err[-3000:]
+    assert list((tmp_path / "outputs").iterdir()) == [folder]
+    assert (folder / "metrics.json").read_bytes() == metrics and len(lm.chats) + len(lm.scored) == calls
+    assert "already holds a complete run of these settings and data; skipping it" in caplog.text
+    assert "done; this run wrote to" not in caplog.text

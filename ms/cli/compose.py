@@ -153,9 +153,11 @@ def jobs(overrides: list[str], multirun: bool, config_dir: Optional[str] = None)
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from ms.cli.folders import register_resolvers
     from ms.config.store import register
 
     register()  # the options' settings as registered now, a part registered in-process included
+    register_resolvers()  # what names a job's folder, which check_folder and plan mode read
     searched = [f"hydra.searchpath=[file://{Path(config_dir).resolve()}]"] if config_dir else []
 
     def composed(job: list[str]) -> DictConfig:

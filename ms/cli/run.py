@@ -18,11 +18,12 @@ from typing import Optional
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from ms.cli.folders import register_resolvers
 from ms.common.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
 from ms.config.files import DECISIONS_FILE
 from ms.config.schema import POOL_DSN_ENV
 from ms.config.store import CONF_DIR, register
-from ms.loop.run_folder import began, folder_override, mark_failed, resume_command
+from ms.loop.run_folder import began, completed, folder_override, mark_failed, resume_command
 
 PROG = "ms-run"
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
@@ -33,30 +34,7 @@ HYDRA_ONLY = ("help", "hydra_help", "shell_completion", "info", "config_path", "
 
 log = logging.getLogger(__name__)
 
-# Overrides whose values are paths, named in run folders by a tag instead (Hydra's exclude_keys
-# leaves them out of override_dirname, conf/config.yaml).
-PATH_KEYS = ("data.dir", "gate.match", "access.file")
-
-
-def path_tags(task_overrides) -> str:
-    """ ",data.dir=NAME-HASH" for each path-valued override: the path's last part, made safe for a
-    folder name, and 6 hex digits of its SHA-256, so two paths that end alike still differ."""
-    import hashlib
-    import re
-
-    tags = []
-    for override in task_overrides:
-        key, _, value = str(override).partition("=")
-        if key.lstrip("+~") in PATH_KEYS and value:
-            value = value.strip("'\"")
-            name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(value).name)[-40:]
-            tags.append(f"{key.lstrip('+~')}={name}-{hashlib.sha256(value.encode()).hexdigest()[:6]}")
-    return "".join("," + t for t in sorted(tags))
-
-
-# Registered when this module is imported, not in main(): a launcher's worker processes import it to
-# unpickle the task, and resolve each job's folder name there.
-OmegaConf.register_new_resolver("ms_path_tags", path_tags, replace=True)
+register_resolvers()  # at import, for a launcher's worker processes too (ms.cli.folders says why)
 
 # Set once Hydra has composed a config and called the task. Hydra exits with status 1 both for
 # a config it cannot compose and for a bug in the task; only the first is the user's to fix, and
@@ -74,6 +52,7 @@ def hydra_main(cfg: DictConfig) -> None:
 
     out = Path(HydraConfig.get().runtime.output_dir)
     earlier = decisions_state(out)  # an earlier attempt's decisions.jsonl, which says nothing of this one
+    finished = completed(out) is not None  # the loop then skips the run: this attempt writes no result
     log.info("output folder: %s", out)  # first, before the seconds that importing torch takes
     try:
         from tqdm.contrib.logging import logging_redirect_tqdm
@@ -86,7 +65,8 @@ def hydra_main(cfg: DictConfig) -> None:
         with logging_redirect_tqdm():  # a log line goes above the bars instead of through them
             run(cfg, out)
             export_memories(out)
-        log.info("done; this run wrote to %s", out)
+        if not finished:
+            log.info("done; this run wrote to %s", out)
     except UserError as error:
         mark_failed(out, str(error))
         if began(out):
