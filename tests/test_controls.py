@@ -91,7 +91,8 @@ def test_gate_match_must_name_a_finished_run_and_only_random_reads_it(tmp_path):
     with pytest.raises(UserError) as refused:  # gate=all declares no match: refused as it is composed
         jobs(["gate=all", f"gate.match={tmp_path}"], multirun=False)
     assert (
-        str(refused.value) == "unknown key gate.match under gate=all: a setting of gate=random only; gate=all has name"
+        str(refused.value)
+        == "unknown key gate.match under gate=all: a setting of gate=random only; gate=all has only the key name"
     )
 
 

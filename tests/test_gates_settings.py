@@ -53,18 +53,18 @@ def test_each_gates_section_is_typed_by_its_own_settings_and_holds_nothing_else(
     [
         (
             ["gate=rubric", "gate.rate=0.3"],
-            "unknown key gate.rate under gate=rubric: a setting of gate=random only; gate=rubric has name",
+            "unknown key gate.rate under gate=rubric: a setting of gate=random only; gate=rubric has only the key name",
         ),
         (
             ["gate=all", "gate.probes=2"],
-            "unknown key gate.probes under gate=all: a setting of gate=utility and gate=both only; gate=all has name",
+            "unknown key gate.probes under gate=all: a setting of gate=utility and gate=both only; gate=all has only the key name",
         ),
         (["gate=utility", "gate.probs=2"], "unknown key gate.probs under gate=utility: did you mean gate.probes?"),
         (["gate=utility", "gate.probes=two"], "invalid setting gate.probes=two under gate=utility: must be an integer"),
         (["gate=random", "gate.rate=half"], "invalid setting gate.rate=half under gate=random: must be a number"),
         (
             ["+gate.match=x"],
-            "unknown key gate.match under gate=rubric: a setting of gate=random only; gate=rubric has name "
+            "unknown key gate.match under gate=rubric: a setting of gate=random only; gate=rubric has only the key name "
             "(a +key= override cannot add a setting)",
         ),
     ],
@@ -80,7 +80,7 @@ def test_an_experiment_file_setting_another_gates_key_is_refused_naming_the_file
         jobs(["experiment=probed"], multirun=False, config_dir=str(tmp_path))
     assert str(error.value) == (
         "In 'experiment/probed': unknown key gate.probes under gate=rubric: a setting of gate=utility and "
-        "gate=both only; gate=rubric has name"
+        "gate=both only; gate=rubric has only the key name"
     )
     [(_, cfg)] = jobs(["experiment=probed", "gate=both"], multirun=False, config_dir=str(tmp_path))
     assert cfg.gate.probes == 5

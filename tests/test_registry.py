@@ -251,11 +251,11 @@ def test_a_toy_gates_own_setting_is_checked_and_reaches_the_gate_alone(toy):
         (["gate.ratio=lots"], "invalid setting gate.ratio=lots under gate=toy: must be a number"),
         (
             ["gate.rate=0.5"],
-            "unknown key gate.rate under gate=toy: a setting of gate=random only; gate=toy has name, ratio",
+            "unknown key gate.rate under gate=toy: a setting of gate=random only; gate=toy has the keys name, ratio",
         ),
         (
             ["gate=rubric", "gate.ratio=2"],
-            "unknown key gate.ratio under gate=rubric: a setting of gate=toy only; gate=rubric has name",
+            "unknown key gate.ratio under gate=rubric: a setting of gate=toy only; gate=rubric has only the key name",
         ),
     ):
         with pytest.raises(UserError) as refused:

@@ -46,12 +46,13 @@ def _unknown_key(full_key: str, known: Sequence[str], node: Any = None) -> str:
     elsewhere = (
         [OWNED[parent].spelled(parent, name) for name in readers(parent, key) if name != option[1]] if option else []
     )
+    has = f"{owner} has only the key {known[0]}" if len(known) == 1 else f"{owner} has the keys {', '.join(known)}"
     if elsewhere:
-        return f"unknown key {full_key}{under}: a setting of {' and '.join(elsewhere)} only; {owner} has {', '.join(known)}"
+        return f"unknown key {full_key}{under}: a setting of {' and '.join(elsewhere)} only; {has}"
     close = _nearest(key, known)
     if close is not None:
         return f"unknown key {full_key}{under}: did you mean {_joined(parent, close)}?"
-    return f"unknown key {full_key}{under}: {owner} has {', '.join(known)}"
+    return f"unknown key {full_key}{under}: {has}"
 
 
 # (one, several): what a key of this type takes, and what a list of them holds

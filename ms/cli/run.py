@@ -32,6 +32,9 @@ MULTIRUN = ("-m", "--multirun")
 # config: ms-run leaves these commands to Hydra unchecked.
 HYDRA_ONLY = ("help", "hydra_help", "shell_completion", "info", "config_path", "config_name", "experimental_rerun")
 
+# What --cfg says on stderr: the config it prints was composed (a misspelt key is refused) but not checked.
+UNCHECKED = "--cfg prints the config without checking its values; +plan=true instead checks them and runs nothing"
+
 log = logging.getLogger(__name__)
 
 register_resolvers()  # at import, for a launcher's worker processes too (ms.cli.folders says why)
@@ -165,7 +168,8 @@ def preflight(args: list[str]) -> None:
     """Compose every job the command will launch and check each (the settings, the files they
     name, the API keys), before Hydra starts: Hydra makes a job's output folder before calling it,
     so a mistake found there would leave a folder behind. A command that only prints the config
-    (--cfg) is composed, not checked. Raises UserError, one line per mistake."""
+    (--cfg) is composed, not checked, so that a config can be read whatever its values, and says so
+    on stderr. Raises UserError, one line per mistake."""
     if "--version" in args:
         return
     from hydra._internal.utils import get_args_parser
@@ -185,6 +189,8 @@ def preflight(args: list[str]) -> None:
             check_folder(cfg, parsed.multirun, fingerprints)
         check_servers(cfg.pool for _, cfg in composed)
         check_callbacks(cfg for _, cfg in composed)
+    else:
+        print(f"{PROG}: {UNCHECKED}", file=sys.stderr)
 
 
 def check_callbacks(cfgs) -> None:

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
+from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, print_user_error, report_user_errors
 from ms.common.stats import MIN_CI_N
 from ms.metrics.base import metric_of_key
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
@@ -268,8 +268,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         os.environ[DEBUG_ENV] = "1"
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     missing = [str(d) for d in args.sweep_dirs if not d.is_dir()]
-    if missing:
-        parser.error(f"not a folder: {', '.join(missing)}")
+    if missing:  # one line, as every user error: argparse's own would print the usage before it
+        print_user_error("ms-report", UserError(f"not a folder: {', '.join(missing)}"))
+        return USER_ERROR_EXIT
     # A user error (e.g. a damaged results file) prints one line and exits 2; a bug keeps its traceback.
     out = args.out or default_out(args.sweep_dirs[0])
     html = out / "site" if args.html is True else args.html
