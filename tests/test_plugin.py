@@ -101,3 +101,23 @@ def test_help_lists_the_installed_gate_and_its_setting(installed):
 def test_the_reference_lists_the_installed_option_and_its_settings(installed):
     _, done = page_command(installed, "python -m ms.config.reference")
     assert "#### `gate=toy`" in done.stdout and "### `gate` under `gate=toy`" in done.stdout, done.stdout
+
+
+@pytest.mark.slow
+def test_a_tiny_run_of_the_installed_gate_and_its_report(installed, tmp_path):
+    """The installed toy gate in a real run (one agent, a few questions, the packaged SmolLM2), then the
+    report on its folder, each a process of its own as the commands above."""
+    import json
+
+    target, _ = installed
+    settings = "gate=toy data.agents=[riddle] data.max_seed=4 data.max_stream=2 data.max_test=1 fills=[100]"
+    settings += f" retriever=bm25 eval.metrics=[ref_logprob] data.dir={REPO / 'data'} cache_dir={tmp_path / 'cache'}"
+    done = run(f"ms-run {settings}", tmp_path, target)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [folder] = (tmp_path / "outputs").iterdir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["run"]["gate"] == "toy" and metrics["complete"] is True
+    decisions = [json.loads(line) for line in (folder / "decisions.jsonl").open()]
+    assert decisions and all(d["reason"] == "toy: at most 3 words per question word" for d in decisions)
+    done = run(f"ms-report {shlex.quote(str(folder))}", tmp_path, target)
+    assert done.returncode == 0, done.stderr[-3000:]
