@@ -173,7 +173,7 @@ def test_a_long_folder_name_is_cut_and_ends_in_a_hash_of_the_settings():
     [(_, cfg)], [(_, again)] = jobs(settings, multirun=False), jobs(settings, multirun=False)
     [(_, other)] = jobs([*settings[:1], "k=2"], multirun=False)
     name = cfg.hydra.run.dir.removeprefix("outputs/")
-    assert len(name) == 200 and name.startswith("data.agents=[riddle,riddle,") and "/" not in name
+    assert len(name) == 255 and name.startswith("data.agents=[riddle,riddle,") and "/" not in name
     assert again.hydra.run.dir == cfg.hydra.run.dir != other.hydra.run.dir
 
 

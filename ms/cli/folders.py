@@ -23,8 +23,8 @@ from omegaconf import OmegaConf
 # leaves them out of override_dirname, conf/config.yaml).
 PATH_KEYS = ("data.dir", "gate.match", "access.file")
 DEFAULT_NAME = "default"  # the folder of a run with no experiment and no override
-# A longer name is cut and ends in a hash of the whole: file systems refuse a name over 255 bytes.
-MAX_NAME_BYTES = 200
+# File systems refuse a longer name; a name that fits stays as Hydra joins it (as it always was).
+MAX_NAME_BYTES = 255
 
 
 def path_tags(task_overrides) -> str:
