@@ -1,8 +1,9 @@
 """The configuration reference, generated from the code so that it cannot drift from it: every config
 group and option (the files under conf/, those of the config packages installed packages name in the
-entry-point group ms.conf, and any other config folder given, as `ms-run --config-dir` adds one), every setting of the typed schema (ms.config.schema, ms.config.backbone) with its type,
-default, declared limits and the comment beside it, and every registered part (ms.config.parts), names
-registered in-process or by an installed package's entry point included.
+entry-point group ms.conf, and any other config folder given, as `ms-run --config-dir` adds one), every
+setting of the typed schema (ms.config.schema, ms.config.backbone) with its type, default, declared
+limits and the comment beside it, and every registered part (ms.config.parts), names registered
+in-process or by an installed package's entry point included.
 
     python -m ms.config.reference > reference.md     # the page the documentation site builds
 
