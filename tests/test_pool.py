@@ -342,3 +342,12 @@ def test_a_pool_of_a_newer_schema_is_refused_by_name(where):
     _set_schema(where, SCHEMA_VERSION + 1)
     with pytest.raises(PoolFileError, match=f"holds schema {SCHEMA_VERSION + 1}, which this version of ms cannot read"):
         where.open()
+
+
+def test_a_servers_error_is_one_line_with_the_password_masked(monkeypatch):
+    from ms.pool.postgres_backend import failure_line
+
+    monkeypatch.setenv("PGPASSWORD", "s3cret")
+    assert failure_line(RuntimeError("auth failed\nfor password s3cret")) == "auth failed for password ***"
+    monkeypatch.delenv("PGPASSWORD")
+    assert failure_line(RuntimeError()) == "RuntimeError"

@@ -115,6 +115,13 @@ def server_of(dsn: str) -> tuple[str, str, str]:
     return str(host), str(port), str(params.get("dbname") or os.environ.get("PGDATABASE") or user)
 
 
+def failure_line(error: Exception) -> str:
+    """A server's error in one line, the password (PGPASSWORD) masked wherever its text quotes it."""
+    reason = one_line(str(error) or type(error).__name__)
+    secret = os.environ.get("PGPASSWORD")
+    return reason.replace(secret, "***") if secret else reason
+
+
 class PostgresSession(Session):
     def __init__(self, conn: Any):
         self._conn = conn
@@ -208,13 +215,9 @@ class PostgresDatabase(Database):
         try:
             yield
         except self._errors as error:
-            reason = one_line(str(error) or type(error).__name__)
-            secret = os.environ.get("PGPASSWORD")
-            if secret:
-                reason = reason.replace(secret, "***")
             raise PoolFileError(
                 f"the pool's PostgreSQL server at host {self.host}, port {self.port}, database "
-                f"{self.database} failed ({reason}): start it or correct pool.dsn"
+                f"{self.database} failed ({failure_line(error)}): start it or correct pool.dsn"
             ) from None
 
     @contextmanager

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ms.common.errors import UserError, one_line
+from ms.common.errors import UserError
 from ms.config.files import WRITERS_FILE
 from ms.config.schema import POOL_DSN_ENV
 
@@ -47,7 +47,7 @@ def server_rows(run_dir: Path, config: dict) -> list[dict]:
         raise UserError(
             f"reading the pool of {run_dir} from PostgreSQL needs psycopg ({error}): pip install 'ms[postgres]'"
         ) from None
-    from ms.pool.postgres_backend import CONNECT_TIMEOUT_S, dsn_problem, server_of
+    from ms.pool.postgres_backend import CONNECT_TIMEOUT_S, dsn_problem, failure_line, server_of
 
     dsn = pool_dsn(run_dir, config)
     problem = dsn_problem(dsn)
@@ -66,11 +66,7 @@ def server_rows(run_dir: Path, config: dict) -> list[dict]:
             f"{where} holds no ms pool (no memories table): set {POOL_DSN_ENV} to the database {run_dir} wrote to"
         ) from None
     except psycopg.Error as error:
-        reason = one_line(str(error) or type(error).__name__)
-        secret = os.environ.get("PGPASSWORD")
-        if secret:
-            reason = reason.replace(secret, "***")
         raise UserError(
-            f"cannot read the pool of {run_dir} from {where} ({reason}): start the server, or set "
+            f"cannot read the pool of {run_dir} from {where} ({failure_line(error)}): start the server, or set "
             f"{POOL_DSN_ENV} to the database the run wrote to"
         ) from None
