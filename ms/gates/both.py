@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterator, Optional, Sequence
+from typing import Optional, Sequence
 
-from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan
+from ms.gates.base import Acceptance, GateParts, GatePlan
 from ms.gates.decisions import Decision
 from ms.gates.replay import Candidate, Utility, UtilityMeter
 from ms.gates.rubric import RubricGate, rubric_acceptance
-from ms.gates.utility import (
-    UTILITY_ACCEPT,
-    UTILITY_SAID,
-    UtilityGate,
-    measuring_problems,
-    utility_record,
-    utility_verdict,
-)
+from ms.gates.utility import UTILITY_ACCEPT, UTILITY_SAID, MeasuringGate, UtilityGate
 
 
 def both_order(admitted: Sequence[bool], u: Sequence[float]) -> list[float]:
@@ -27,9 +20,8 @@ def both_order(admitted: Sequence[bool], u: Sequence[float]) -> list[float]:
     return [rank[key] for key in keys]
 
 
-class BothGate(Gate):
+class BothGate(MeasuringGate):
     name = "both"
-    measures_utility = True
     checked_by = ("rubric", "utility")  # derived from the other two's measurements, never measured again
     check_missing = 0.0
     check_ranks = True
@@ -45,15 +37,11 @@ class BothGate(Gate):
         decisions = self.rubric.judge(candidates)
         passed = [i for i, d in enumerate(decisions) if d.accepted]
         for i, utility in zip(passed, self.meter.measure([candidates[i] for i in passed])):
-            accepted, reason = utility_verdict(utility, self.threshold, self.decide_on)
+            accepted, reason = self.verdict(utility)
             decisions[i] = replace(
                 decisions[i], accepted=accepted, reason=f"{decisions[i].reason}; {reason}", utility=utility.as_dict()
             )
         return decisions
-
-    @classmethod
-    def problems(cls, cfg, backbones: Backbones) -> Iterator[str]:
-        return measuring_problems(cfg, backbones)
 
     @classmethod
     def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:
@@ -65,10 +53,6 @@ class BothGate(Gate):
         plan.grade(agent, question, reply)
         # The utility calls follow the rubric's admissions, so they are estimated like the label calls.
         plan.measure_utility(agent, in_scope, cfg.probes, rubric_acceptance(plan.scorer.threshold)[0], exact=False)
-
-    @classmethod
-    def record(cls, cfg) -> dict:
-        return utility_record(cfg)
 
     @classmethod
     def check_scores(

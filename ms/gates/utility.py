@@ -53,16 +53,6 @@ def utility_verdict(utility: Utility, threshold: float, decide_on: str = "mean")
     return False, f"{said} <= threshold {threshold:g}"
 
 
-def measuring_problems(cfg, backbones: Backbones) -> Iterator[str]:
-    """A gate that measures utility scores probe answers on each agent's backbone, so each must score given text."""
-    for name, provider, whose in backbones.unable("scores_text"):
-        yield (
-            f"invalid setting gate={cfg.name}: backbone '{name}' (provider {provider}) cannot score given "
-            f"text{whose}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "
-            f"on a server that returns prompt log-probs"
-        )
-
-
 def utility_record(cfg) -> dict:
     """decide_on only where it is lower, so mean runs stay one condition with runs made before it existed."""
     return {
@@ -73,9 +63,35 @@ def utility_record(cfg) -> dict:
     }
 
 
-class UtilityGate(Gate):
-    name = "utility"
+class MeasuringGate(Gate):
+    """What the gates that admit by measured utility (utility, both) share: the checks their settings
+    need, the record they keep, and the verdict on each measurement."""
+
     measures_utility = True
+    meter: UtilityMeter
+    threshold: float
+    decide_on: str
+
+    def verdict(self, utility: Utility) -> tuple[bool, str]:
+        return utility_verdict(utility, self.threshold, self.decide_on)
+
+    @classmethod
+    def problems(cls, cfg, backbones: Backbones) -> Iterator[str]:
+        """Utility scores probe answers on each agent's backbone, so each must score given text."""
+        for name, provider, whose in backbones.unable("scores_text"):
+            yield (
+                f"invalid setting gate={cfg.name}: backbone '{name}' (provider {provider}) cannot score given "
+                f"text{whose}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "
+                f"on a server that returns prompt log-probs"
+            )
+
+    @classmethod
+    def record(cls, cfg) -> dict:
+        return utility_record(cfg)
+
+
+class UtilityGate(MeasuringGate):
+    name = "utility"
     checked_by = ("utility",)
     check_missing = math.inf  # the utility gate admits a pair it could not measure (nothing to probe)
 
@@ -87,15 +103,10 @@ class UtilityGate(Gate):
         return cls(parts.meter(cfg.probes), cfg.utility_threshold, cfg.decide_on)
 
     def judge(self, candidates: Sequence[Candidate]) -> list[Decision]:
-        out = []
-        for c, utility in zip(candidates, self.meter.measure(candidates)):
-            accepted, reason = utility_verdict(utility, self.threshold, self.decide_on)
-            out.append(decision(c, accepted, reason, "utility", utility.as_dict()))
-        return out
-
-    @classmethod
-    def problems(cls, cfg, backbones: Backbones) -> Iterator[str]:
-        return measuring_problems(cfg, backbones)
+        return [
+            decision(c, *self.verdict(utility), "utility", utility.as_dict())
+            for c, utility in zip(candidates, self.meter.measure(candidates))
+        ]
 
     @classmethod
     def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:
@@ -106,10 +117,6 @@ class UtilityGate(Gate):
         # Exact while the seeds alone hold m probes in every scope (the planner knows the pool): then
         # each candidate has exactly m.
         plan.measure_utility(agent, in_scope, cfg.probes, 1.0, exact=True)
-
-    @classmethod
-    def record(cls, cfg) -> dict:
-        return utility_record(cfg)
 
     @classmethod
     def check_scores(
