@@ -69,17 +69,18 @@ PROVIDERS = Registry(
 )
 
 # What does greedy generation for the hf provider (scoring stays on transformers): each a factory of a
-# generator (None: transformers itself). hf (transformers, exact) | llamacpp (the GGUF in-process through
-# llama-cpp-python, several sequences per step) | llamacpp-f16 / llamacpp-q4_0 (the same GGUF re-written
-# in f16 or q4_0 weights first: ms.llm.llamacpp.WEIGHTS says why) | ct2 (CTranslate2, int8 weights).
+# generator, an ms.llm.engine.Engine's `load` (hf's gives None: transformers itself). hf (transformers,
+# exact) | llamacpp (the GGUF in-process through llama-cpp-python, several sequences per step) |
+# llamacpp-f16 / llamacpp-q4_0 (the same GGUF re-written in f16 or q4_0 weights first:
+# ms.llm.llamacpp.WEIGHTS says why) | ct2 (CTranslate2, int8 weights).
 ENGINES = Registry(
     "engine",
     {
         "hf": "ms.llm.hf:transformers_generator",
-        "llamacpp": "ms.llm.llamacpp:llamacpp_generator",
-        "llamacpp-f16": "ms.llm.llamacpp:llamacpp_generator",
-        "llamacpp-q4_0": "ms.llm.llamacpp:llamacpp_generator",
-        "ct2": "ms.llm.ct2:ct2_generator",
+        "llamacpp": "ms.llm.llamacpp:LlamaCppGenerator.load",
+        "llamacpp-f16": "ms.llm.llamacpp:LlamaCppGenerator.load",
+        "llamacpp-q4_0": "ms.llm.llamacpp:LlamaCppGenerator.load",
+        "ct2": "ms.llm.ct2:CT2Generator.load",
     },
     key="backbone.engine",
 )

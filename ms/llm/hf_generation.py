@@ -5,12 +5,13 @@ its first stop string."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import torch
 
 from ms.config.parts import ENGINES
 from ms.llm.base import BackendError, Message
+from ms.llm.engine import Engine
 from ms.llm.sampling import seeded_sampler
 
 
@@ -102,24 +103,12 @@ class HFGeneration:
         return out
 
 
-def make_generator(
-    engine: str,
-    gguf: Path | None,
-    folder: str | None,
-    tokenizer,
-    *,
-    batch_size: int,
-    max_length: int,
-    models_dir: str | Path | None = None,
-):
-    """The engine that does greedy generation (ms.config.parts.ENGINES), loaded once; None: transformers
-    does it. `gguf`: the model's GGUF file, if it has one; `folder`: the transformers folder (or hub name)
-    it was loaded from, None when transformers read the GGUF file directly."""
+def make_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, **settings) -> Optional[Engine]:
+    """The engine that does greedy generation (ms.config.parts.ENGINES), loaded once, as `Engine.load`
+    says; None: transformers does it."""
     if engine not in ENGINES:
         raise BackendError(ENGINES.unknown(engine))
-    return ENGINES.load(engine)(
-        engine, gguf, folder, tokenizer, batch_size=batch_size, max_length=max_length, models_dir=models_dir
-    )
+    return ENGINES.load(engine)(engine, gguf, folder, tokenizer, **settings)
 
 
 def transformers_generator(engine: str, gguf: Path | None, folder: str | None, tokenizer, **settings) -> None:

@@ -6,29 +6,22 @@ costs several times less. Why batches: the sequences of one llama_batch share ea
 over the weights (each token carries its own seq_id), which is the lever when many answers are
 due at once.
 
-Only token ids cross this boundary. ms's transformers tokenizer and chat template make the
-prompt, so llama.cpp sees exactly the ids hf would, and the reply's ids are decoded by that same
-tokenizer: the two engines differ in arithmetic only, never in text handling.
+Only token ids cross this boundary (ms.llm.engine), so llama.cpp sees exactly the ids hf would.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 import weakref
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ms.llm.base import BackendError, engine_package
+from ms.llm.engine import Engine, cores
 from ms.llm.local import derived_name, made_once
-
-
-def cores() -> int:
-    """CPU cores this process may run on (threads = cores: more threads only contend)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _import_llama_cpp():
@@ -77,8 +70,8 @@ def _free(lib, batch, ctx, model) -> None:
     lib.llama_model_free(model)
 
 
-class LlamaCppGenerator:
-    """Greedy decoding of token-id prompts with one GGUF model, loaded once.
+class LlamaCppGenerator(Engine):
+    """Greedy decoding of token-id prompts with one GGUF model.
 
     A group is up to `n_seq_max` prompts decoded together: weights are read once per step whatever
     its size. The key-value cache holds `n_ctx` tokens. Unified, the group's sequences share it, so
@@ -118,20 +111,22 @@ class LlamaCppGenerator:
         self.batch = lib.llama_batch_init(self.n_batch, 0, 1)
         weakref.finalize(self, _free, lib, self.batch, self.ctx, self.model)
 
-    def generate(
-        self,
-        prompts: Sequence[list[int]],
-        *,
-        max_new_tokens: int,
-        eos: set[int],
-        done: Callable[[int, list[int]], bool] | None = None,
-    ) -> list[list[int]]:
-        """The greedy continuation of each prompt: new token ids, up to and without an `eos` id,
-        at most `max_new_tokens`. `done(i, tokens)` may end prompt i early (a stop string)."""
-        out: list[list[int]] = [[] for _ in prompts]
-        for group in self._groups(prompts, max_new_tokens):
-            self._generate_group(prompts, group, out, max_new_tokens, eos, done)
-        return out
+    @classmethod
+    def load(cls, engine, gguf, folder, tokenizer, *, batch_size, max_length, models_dir=None) -> "LlamaCppGenerator":
+        """backbone.engine=llamacpp: the model's GGUF file in-process; llamacpp-f16 and llamacpp-q4_0 run
+        the same GGUF re-written in those weights first."""
+        if gguf is None:
+            raise BackendError(
+                f"backbone.engine={engine} runs a GGUF file: set backbone.gguf_file or "
+                "backbone.gguf_package, or backbone.engine=hf"
+            )
+        if "-" in engine:  # llamacpp-f16, llamacpp-q4_0: the same GGUF re-written in those weights
+            if models_dir is None:
+                raise BackendError(f"backbone.engine={engine} writes a model file: give HFLM a models_dir")
+            gguf = requantized(gguf, engine.split("-", 1)[1], Path(models_dir))
+        # Each sequence owns its cells (attention then reads its own only): room for a
+        # full-length prompt and a 512-token reply, 23 KB each for SmolLM2 (940 MB for 16).
+        return cls(gguf, n_seq_max=batch_size, n_ctx=batch_size * (max_length + 512), kv_unified=False)
 
     def _groups(self, prompts: Sequence[list[int]], max_new_tokens: int) -> list[list[int]]:
         """Consecutive prompts whose tokens, with room for their replies, fit the cache."""
@@ -206,29 +201,3 @@ class LlamaCppGenerator:
                     ).argmax()
                 )
         return found
-
-
-def llamacpp_generator(
-    engine: str,
-    gguf: Path | None,
-    folder: str | None,
-    tokenizer,
-    *,
-    batch_size: int,
-    max_length: int,
-    models_dir: str | Path | None = None,
-) -> "LlamaCppGenerator":
-    """backbone.engine=llamacpp (ms.config.parts.ENGINES): the model's GGUF file in-process;
-    llamacpp-f16 and llamacpp-q4_0 run the same GGUF re-written in those weights first."""
-    if gguf is None:
-        raise BackendError(
-            f"backbone.engine={engine} runs a GGUF file: set backbone.gguf_file or "
-            "backbone.gguf_package, or backbone.engine=hf"
-        )
-    if "-" in engine:  # llamacpp-f16, llamacpp-q4_0: the same GGUF re-written in those weights
-        if models_dir is None:
-            raise BackendError(f"backbone.engine={engine} writes a model file: give HFLM a models_dir")
-        gguf = requantized(gguf, engine.split("-", 1)[1], Path(models_dir))
-    # Each sequence owns its cells (attention then reads its own only): room for a
-    # full-length prompt and a 512-token reply, 23 KB each for SmolLM2 (940 MB for 16).
-    return LlamaCppGenerator(gguf, n_seq_max=batch_size, n_ctx=batch_size * (max_length + 512), kv_unified=False)
