@@ -6,6 +6,8 @@ validation, plan mode, the run record and the gate check ask the gate itself, ne
 - utility: the pair is admitted when it helps its nearest memories' answers as an example (ms.gates.replay);
 - both: the rubric first, then utility on what the rubric admits (utility alone cannot tell an
   on-style answer to the wrong question from a right one; ARCHITECTURE.md, "Utility");
+- rubric_qdep: the rubric first, then the question-dependence test on what it admits: the answer must be
+  likelier after its own question than after other questions of its agent (ms.gates.question_dependence);
 - all, random: admission controls that judge nothing, so that a gate's effect can be told from the
   effect of admitting more or less.
 
