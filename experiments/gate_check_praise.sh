@@ -6,7 +6,7 @@
 # One check per grader measures both gates from one grading (--gate rubric,rubric_qdep); gate-compare then
 # sets the defended gate against today's on the same pairs (paired over seed pairs). The defence is judged
 # on the held-out family alone (model_praise, written by the grading backbone): held_out.md keeps the rows
-# to read, the held-out pool beside good pairs and other_question, whose shares admitted the defended gate
+# to read, the held-out pool beside good pairs, all, other_question and praise_alone, which the defended gate
 # is held to. Add +plan=true to a gate-check line to see its calls first. Resumable: a finished check is kept.
 #   bash experiments/gate_check_praise.sh OUT_DIR
 set -euo pipefail
@@ -20,8 +20,8 @@ for grader in "smollm2 15" "qwen2.5-0.5b 54"; do
   fi
   ms-data gate-compare "$dir" "$dir" --gate rubric --other-gate rubric_qdep --threshold "$threshold" \
     > "$dir/compare_rubric_qdep.md"
-  grep -E "^(rubric|rubric_qdep), pooled|^group |^praise \(held out\)|^good |^other_question |^all " \
+  grep -E "^(rubric|rubric_qdep), pooled|^group |^praise \(held out\)|^good |^other_question |^praise_alone |^all " \
     "$dir/gate_check.md" > "$dir/held_out.md"
-  grep -E "^(base|other):|^group |^praise \(held out\)|^good |^other_question |^all |^pooled AUC, other" \
+  grep -E "^(base|other):|^group |^praise \(held out\)|^good |^other_question |^praise_alone |^all |^pooled AUC, other" \
     "$dir/compare_rubric_qdep.md" >> "$dir/held_out.md"
 done
