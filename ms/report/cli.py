@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, print_user_error, report_user_errors
 from ms.common.stats import MIN_CI_N
+from ms.data.reference_twins import read_test_ids
 from ms.metrics.base import metric_of_key
 from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
 from ms.report.access_compare import write_access
@@ -19,7 +20,7 @@ from ms.report.claims import comparisons, test_all
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
 from ms.report.figures import change_by_gate, figure4, save_figure
 from ms.report.gates import by_gate, change_since_first_fill
-from ms.report.pages import runs_markdown, summary_markdown
+from ms.report.pages import exclusion_markdown, runs_markdown, summary_markdown
 from ms.report.paper import PaperTables, load_paper_tables
 from ms.report.poison import write_poison
 from ms.report.quality import write_quality
@@ -101,12 +102,20 @@ def write_report(
     paper: Optional[PaperTables] = None,
     sharing_fill: Optional[int] = None,
     html: Optional[Path] = None,
+    exclude_tests: Optional[Path] = None,
 ) -> Path:
     """Write every table, claim and figure for the runs under `roots` into `out`; returns summary.md.
     `metric` None: the runs' own (chosen_metric). Nothing is written when there is nothing to draw.
-    `html`: also the browsable site of the same numbers into that folder (ms.report.html)."""
+    `html`: also the browsable site of the same numbers into that folder (ms.report.html).
+    `exclude_tests`: a file of test ids (one per line) left out of every table, claim and figure."""
     paper = paper or load_paper_tables()
-    runs, skipped = find_runs(roots)
+    excluded = frozenset()
+    if exclude_tests is not None:
+        try:
+            excluded = read_test_ids(exclude_tests)
+        except ValueError as err:
+            raise UserError(str(err)) from None
+    runs, skipped = find_runs(roots, excluded)
     # Stream-only runs (eval.enabled=false) answered no test question: they join only what reads decisions.
     runs, screens = [r for r in runs if r.evaluated], [r for r in runs if not r.evaluated]
     if screens and not runs:
@@ -206,6 +215,7 @@ def write_report(
         + (f"\n{quality}" if quality else "")
         + (f"\n{access}\n" if access else "")
         + (f"\n{poison}\n" if poison else "")
+        + (f"\n{exclusion_markdown(exclude_tests, excluded, runs)}\n" if exclude_tests else "")
         + f"\n## LLM usage and cost\n\n{usage}\n\n{records_markdown(warnings, runs)}",
         encoding="utf-8",
     )
@@ -261,6 +271,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "nothing is fetched from the network). Default DIR: <--out>/site",
     )
     parser.add_argument(
+        "--exclude-tests",
+        type=Path,
+        metavar="FILE",
+        help="leave the test ids listed in FILE (one per line, # comments) out of every table, claim and "
+        "figure, on both sides of every paired comparison (ms-data validate --twins FILE writes one)",
+    )
+    parser.add_argument(
         "--debug", action="store_true", help="show the traceback of errors that are otherwise reported in one line"
     )
     args = parser.parse_args(argv)
@@ -277,7 +294,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     fresh, fresh_site = not out.exists(), html is not None and not html.exists()
     try:
         summary = report_user_errors(
-            "ms-report", lambda: write_report(args.sweep_dirs, out, args.metric, None, args.sharing_fill, html)
+            "ms-report",
+            lambda: write_report(args.sweep_dirs, out, args.metric, None, args.sharing_fill, html, args.exclude_tests),
         )
     except BaseException:
         summary = None

@@ -66,6 +66,7 @@ LABELS: dict[Registry, Kind] = {
             Label("rubric", "rubric gate", unrecorded=True),
             Label("utility", "utility gate"),
             Label("both", "both gate (rubric, then utility)"),
+            Label("rubric_qdep", "rubric gate with the question-dependence test"),
             Label("all", "all gate (admits every pair)"),
             Label("random", _random_gate),
         ),

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ms.config.files import PREDICTIONS_FILE
 from ms.report.conditions import FIGURE4_K, SELECTION_RULE, Condition, used_in
 from ms.report.paper import PaperTables
 from ms.report.records import record_counts
 from ms.report.render import Table, markdown_grid, to_markdown, value_text
-from ms.report.runs import Run, Skipped, metric_label
+from ms.report.runs import Run, Skipped, metric_label, read_jsonl
 
 
 def _field_text(value) -> str:
@@ -132,3 +133,24 @@ def summary_markdown(
     if not growth:
         out.append("No run has a decisions.jsonl.\n")
     return "\n".join(out) + "\n"
+
+
+def exclusion_markdown(path: Path, excluded: frozenset[str], runs: Sequence[Run]) -> str:
+    """What --exclude-tests left out, and the n that remains, per run at its last fill."""
+    lines = [
+        "## Test questions left out\n",
+        f"{len(excluded)} test ids listed in `{path}` are left out of every table, claim and figure above; "
+        "claims pair per question, so both sides of each comparison lose the same ones.\n",
+        "| run | fill | left out | n that remains |",
+        "|---|---:|---:|---:|",
+    ]
+    for run in runs:
+        path_of = run.path / PREDICTIONS_FILE
+        if not path_of.exists():
+            lines.append(f"| {run.name} | {run.last_fill} | not possible: no predictions.jsonl | - |")
+            continue
+        at_last = [r for r in read_jsonl(path_of) if int(r["fill"]) == run.last_fill]
+        dropped = {(r["agent"], str(r["test_id"])) for r in at_last if str(r["test_id"]) in excluded}
+        kept = len({(r["agent"], str(r["test_id"])) for r in at_last}) - len(dropped)
+        lines.append(f"| {run.name} | {run.last_fill} | {len(dropped)} | {kept} |")
+    return "\n".join(lines)

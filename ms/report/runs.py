@@ -77,6 +77,9 @@ class Run:
     metrics: dict
     overrides: list[str]
     finished: float  # metrics.json mtime: the most recent of two otherwise equal runs wins
+    # Test ids left out of every table, claim and figure (ms-report --exclude-tests): every per-question
+    # value is read through `predictions`, so pairing drops them on both sides of every comparison.
+    excluded: frozenset[str] = frozenset()
 
     @property
     def fields(self) -> dict:
@@ -227,6 +230,8 @@ class Run:
             return None
         out: dict[int, dict[Item, dict]] = {}
         for row in read_jsonl(path):
+            if str(row["test_id"]) in self.excluded:
+                continue
             out.setdefault(int(row["fill"]), {})[(row["agent"], str(row["test_id"]))] = row
         return out
 
@@ -305,8 +310,9 @@ def run_folders(root: Path) -> list[Path]:
     return found
 
 
-def find_runs(roots: Sequence[Path]) -> tuple[list[Run], list[Skipped]]:
-    """Every run folder under the roots: one holding metrics.json or a Hydra .hydra folder (run_folders)."""
+def find_runs(roots: Sequence[Path], excluded: frozenset[str] = frozenset()) -> tuple[list[Run], list[Skipped]]:
+    """Every run folder under the roots: one holding metrics.json or a Hydra .hydra folder (run_folders).
+    `excluded`: test ids every run leaves out of its per-question values (Run.excluded)."""
     runs, skipped, seen = [], [], set()
     for root in (Path(r).resolve() for r in roots):
         for folder in sorted(run_folders(root)):
@@ -327,5 +333,6 @@ def find_runs(roots: Sequence[Path]) -> tuple[list[Run], list[Skipped]]:
             base, i = name, 2
             while name in taken:
                 name, i = f"{base}_{i}", i + 1
-            runs.append(Run(name, folder, metrics, _read_overrides(folder), (folder / METRICS_FILE).stat().st_mtime))
+            finished = (folder / METRICS_FILE).stat().st_mtime
+            runs.append(Run(name, folder, metrics, _read_overrides(folder), finished, excluded))
     return runs, skipped
