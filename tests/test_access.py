@@ -230,6 +230,12 @@ def test_the_access_group_is_checked_before_anything_runs(tmp_path):
     assert any(
         p.startswith("invalid setting access.file: access=rule reads its grants from a rule file") for p in found
     )
+    # the line points to the page that explains rule files, and that page exists in the checkout
+    [line] = [p for p in found if p.startswith("invalid setting access.file")]
+    assert "(docs/concepts/access.md;" in line and "README" not in line
+    from conftest import REPO
+
+    assert (REPO / "docs" / "concepts" / "access.md").is_file()
     missing = compose_config(["access=rule", f"access.file={tmp_path / 'later.yaml'}"])
     assert any(f"access.file={tmp_path / 'later.yaml'}: no such file" in p for p in problems(missing))
     assert not [p for p in problems(missing, plan=True) if "access" in p]  # a plan reads no grants

@@ -304,24 +304,57 @@ def github_anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-@pytest.mark.parametrize("name", ["README.md", "ARCHITECTURE.md", "CHANGELOG.md"])
-def test_the_repository_pages_link_to_files_and_sections_that_exist(name):
-    """The Markdown files read on their own (on GitHub, in an editor) link to files of the checkout and
-    to headings those files hold; the site's own links are checked by the strict build."""
-    text = (REPO / name).read_text(encoding="utf-8")
+# Pages the site generates at each build; the checkout holds a short stand-in of each (it says how to
+# print the page), so a link into one is checked against the page as the build generates it.
+GENERATED = {"docs/reference/configuration.md": markdown}
+
+
+def unfenced(text: str) -> str:
+    """Markdown without its fenced code, where a link is text to copy, not a link."""
+    return re.sub(r"^```.*?^```[^\n]*$", "", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors a page's headings get: an explicit {#id}, else GitHub's (the site's toc agrees on these)."""
+    found = set()
+    for line in unfenced(text).splitlines():
+        if re.match(r"^#{1,6} ", line):
+            explicit = re.search(r"\{#([\w-]+)", line)
+            words = re.sub(r"\s*\{[^}]*\}\s*$", "", line.lstrip("#"))
+            found |= {explicit.group(1)} if explicit else {github_anchor(re.sub(r"[`*]", "", words))}
+    return found
+
+
+def linked_pages() -> list[str]:
+    return ["README.md", "ARCHITECTURE.md", "CHANGELOG.md"] + sorted(
+        p.relative_to(REPO).as_posix() for p in (REPO / "docs").rglob("*.md")
+    )
+
+
+@pytest.mark.parametrize("name", linked_pages())
+def test_the_pages_link_to_files_and_sections_of_the_checkout(name):
+    """README.md, ARCHITECTURE.md, CHANGELOG.md and every page under docs/, read on their own (on GitHub,
+    in an editor), link to files of the checkout and to headings those files hold: a page of the site
+    links to the repository file the site copies (docs/hooks/ms_docs.py), not to the copy. The built
+    site's links are checked by the strict build."""
+    text = unfenced((REPO / name).read_text(encoding="utf-8"))
     for target in re.findall(r"\]\(([^)\s]+)\)", text):
-        if re.match(r"^[a-z]+://", target):
+        if re.match(r"^[a-z]+:", target):
             continue
         path, _, anchor = target.partition("#")
-        file = (REPO / name).parent / path if path else REPO / name
+        file = ((REPO / name).parent / path).resolve() if path else REPO / name
         assert file.exists(), (name, target)
         if anchor and file.suffix == ".md":
-            headings = [
-                github_anchor(re.sub(r"[`*]", "", line.lstrip("#")))
-                for line in file.read_text(encoding="utf-8").splitlines()
-                if re.match(r"^#{1,6} ", line)
-            ]
-            assert anchor in headings, (name, target)
+            where = file.relative_to(REPO).as_posix()
+            page = GENERATED[where]() if where in GENERATED else file.read_text(encoding="utf-8")
+            assert anchor in anchors(page), (name, target)
+
+
+def test_the_checkout_holds_a_stand_in_of_each_generated_reference():
+    """The references exist only in the built site; their stand-ins in the checkout say how to print them."""
+    for page, command in (("configuration.md", "python -m ms.config.reference"), ("commands.md", "ms-data --help")):
+        text = (REPO / "docs" / "reference" / page).read_text(encoding="utf-8")
+        assert "generated" in text and command in text and len(text.splitlines()) < 15, page
 
 
 # ---- in a browser ---------------------------------------------------------------------------------

@@ -8,6 +8,12 @@ cannot drift from what they describe:
   the repository, their links made to work inside the site;
 - figures/: the result figures and screenshots the pages show, copied from results/.
 
+The pages are read in the checkout too (on GitHub, in an editor), where none of these exists. So a page
+links to the repository file a generated page is made from (`../ARCHITECTURE.md`,
+`../results/size_trend/size_trend.png`), which this hook turns into a link to the site's copy; and the
+two references are committed as short pages that say how to print them, which this hook replaces with
+the generated ones.
+
 In the generated pages, a pointer into the README of old ("README, \"Access rules\"", as comments in
 the code still write it) becomes a link to the page that holds that section now; a pointer to a
 section no page holds fails the build. Nothing here reaches the network."""
@@ -46,6 +52,10 @@ MIRRORED = {
     "changelog.md": "CHANGELOG.md",
     "results.md": "results/README.md",
 }
+# the committed stand-ins of the generated references (docs/reference/*.md), replaced at each build
+REFERENCES = ("reference/configuration.md", "reference/commands.md")
+# repository file -> the site's copy of it, for the links of the written pages
+SITE_COPY = {source: page for page, source in {**MIRRORED, **FIGURES}.items()}
 HELP_WIDTH = "100"
 
 _generated: set[str] = set()
@@ -179,16 +189,34 @@ def _link(match: re.Match, page: str) -> str:
     return f"[{title}]({relative}#{anchor})"
 
 
+# ---- links to repository files the site copies ----------------------------------------------------
+
+
+def to_copies(markdown: str, page: str) -> str:
+    """A written page's links to repository files the site copies (ARCHITECTURE.md, results/README.md, a
+    result figure) -> links to the copies, anchors kept. Fenced code is left as written."""
+
+    def one(match: re.Match) -> str:
+        bang, words, target = match.groups()
+        path, _, anchor = target.partition("#")
+        if not path or re.match(r"^[a-z]+:", path):
+            return match.group(0)
+        source = posixpath.normpath(posixpath.join("docs", posixpath.dirname(page), path))
+        if source not in SITE_COPY:
+            return match.group(0)
+        relative = posixpath.relpath(SITE_COPY[source], posixpath.dirname(page) or ".")
+        return f"{bang}[{words}]({relative}{'#' + anchor if anchor else ''})"
+
+    chunks = re.split(r"(^```.*?^```[^\n]*$)", markdown, flags=re.MULTILINE | re.DOTALL)
+    return "".join(chunk if chunk.startswith("```") else _LINK.sub(one, chunk) for chunk in chunks)
+
+
 # ---- the hooks ---------------------------------------------------------------------------------------
 
 
 def on_files(files: Files, config) -> Files:
     _generated.clear()
-    known = (
-        {f.src_uri for f in files.documentation_pages()}
-        | set(MIRRORED)
-        | {"reference/configuration.md", "reference/commands.md"}
-    )
+    known = {f.src_uri for f in files.documentation_pages()} | set(MIRRORED) | set(REFERENCES)
     pages = {
         "reference/configuration.md": configuration_page(),
         "reference/commands.md": commands_page(),
@@ -196,6 +224,9 @@ def on_files(files: Files, config) -> Files:
     for page, source in MIRRORED.items():
         pages[page] = mirrored((REPO / source).read_text(encoding="utf-8"), page, known)
     for page, content in pages.items():
+        stand_in = files.get_file_from_path(page)
+        if stand_in is not None:  # a committed reference page, there for the checkout
+            files.remove(stand_in)
         files.append(File.generated(config, page, content=content))
         _generated.add(page)
     for page, source in FIGURES.items():
@@ -207,4 +238,4 @@ def on_files(files: Files, config) -> Files:
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if page.file.src_uri in _generated:
         return pointers(markdown, page.file.src_uri)
-    return markdown
+    return to_copies(markdown, page.file.src_uri)

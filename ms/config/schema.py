@@ -247,8 +247,8 @@ class AccessConfig:
     the `access` group (ms.config.options): access.file under access=open is refused at composition."""
 
     # Who may read whose memories within the scope it reads (ACCESS_RULES; ms.pool.access): open: everyone
-    # reads everything, as before rules existed | rule: the grant table of a rule file (README,
-    # "Access rules"). Enforced wherever candidates are drawn: every retriever, short-term memory,
+    # reads everything, as before rules existed | rule: the grant table of a rule file
+    # (docs/concepts/access.md). Enforced wherever candidates are drawn: every retriever, short-term memory,
     # memory train's mining and the utility gate's probes.
     name: str = setting("open", choices=ACCESS_RULES)
 

@@ -221,9 +221,11 @@ def write_report(
     )
     if html is not None:
         from ms.report.html import ReportParts, write_site
+        from ms.report.run_labels import run_labels
 
         figures = {f"Figure 4, {name}": out / png for name, png in figure4s.items()}
-        figures |= {f"Pool growth: {name}": out / png for name, png in growth.items()}
+        labels = run_labels([*runs, *screens])  # the site names runs by their condition, not their folder
+        figures |= {f"Pool growth: {labels[name]}": out / png for name, png in growth.items()}
         write_site(
             html,
             ReportParts(

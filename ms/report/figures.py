@@ -3,12 +3,15 @@ data and return a Figure, so tests can look inside; save_figure writes one as PN
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Sequence
 
+from matplotlib import rcParams
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import MaxNLocator
 
 from ms.agents import default_agents, domains
@@ -32,6 +35,15 @@ def _panels(agents) -> dict[str, tuple[str, ...]]:
     known = {a for names in panels.values() for a in names}
     other = tuple(a for a in agents if a not in known)
     return {**panels, OTHER: other} if other else panels
+
+
+def fitted(title: str, fig: Figure) -> str:
+    """The title broken into lines the figure's width holds: a suptitle is centred and never wrapped by
+    matplotlib, so a long one (a run's condition in words) would be clipped at both edges."""
+    size = FontProperties(size=rcParams["figure.titlesize"]).get_size_in_points()
+    # a character of the default sans-serif is about 0.6 of the font size wide, on average
+    width = max(20, int(fig.get_figwidth() * 72 * 0.95 / (0.6 * size)))
+    return "\n".join(wrapped for line in title.splitlines() for wrapped in textwrap.wrap(line, width) or [""])
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -139,5 +151,5 @@ def pool_growth(decisions: Sequence[dict], title: str) -> Figure:
         ax.grid(alpha=0.3)
         if ax.has_data():  # to the right of the plot, off the lines
             ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    fig.suptitle(title)
+    fig.suptitle(fitted(title, fig))
     return fig

@@ -14,6 +14,7 @@ from ms.config.files import DECISIONS_FILE
 from ms.report.figures import pool_growth
 from ms.report.quality import write_quality
 from ms.report.render import markdown_grid
+from ms.report.run_labels import file_name, run_labels
 from ms.report.runs import Run, Skipped, read_jsonl
 from ms.report.usage import write_usage
 
@@ -22,19 +23,16 @@ log = logging.getLogger(__name__)
 
 def write_growth(runs: Sequence[Run], out: Path) -> dict[str, str]:
     """A pool-growth plot per run with decisions (pool_growth_<run>.png); run name -> its file name."""
-    growth = {}
+    growth, labels = {}, run_labels(runs)
     for run in runs:
         path = run.path / DECISIONS_FILE
         decisions = read_jsonl(path) if path.exists() else []
         if not decisions:
             log.warning("no pool-growth plot for %s: %s missing or empty", run.name, path)
             continue
-        f = run.fields
-        png = f"pool_growth_{run.name}.png"
-        pool_growth(
-            decisions,
-            f"Pool growth: {run.name}\n{f['backbone']}, k = {f['k']}, pool {f['pool']}, retriever {f.get('retriever')}",
-        ).savefig(out / png, dpi=120)
+        png = file_name(run.name, "pool_growth_", ".png")
+        # named by its condition in words, as the site names it: a folder's name can be too long for a title
+        pool_growth(decisions, f"Pool growth: {labels[run.name]}").savefig(out / png, dpi=120)
         growth[run.name] = png
     return growth
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ms.report.baseline import find_baseline
+from ms.report.run_labels import file_name
 from ms.report.runs import Run
 from ms.report.sharing_counts import (  # noqa: F401 (re-exported: callers import the matrix from here)
     ALL,
@@ -65,13 +66,14 @@ def write_sharing(runs: Sequence[Run], out: Path, metric: str, fill: Optional[in
             continue
         s = sharing_matrix(run, writers, find_baseline(run, runs, metric, at), metric, at)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{run.name}.csv").write_text(sharing_csv(s), encoding="utf-8")
+        stem = file_name(run.name, suffix=".csv")[: -len(".csv")]  # .csv and .png: one stem, both fit
+        (folder / f"{stem}.csv").write_text(sharing_csv(s), encoding="utf-8")
         heatmap(
             s,
             f"Who helped whom: {run.name} ({run.fields['backbone']}, k = {run.fields['k']}, "
             f"{run.fields['pool']} pool, fill {at}%)",
-        ).savefig(folder / f"{run.name}.png", dpi=120)
-        sections.append(sharing_markdown(s, run.name))
+        ).savefig(folder / f"{stem}.png", dpi=120)
+        sections.append(sharing_markdown(s, stem))
     if not sections and not not_drawn:
         return ""
     text = "\n".join(

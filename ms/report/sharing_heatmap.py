@@ -8,7 +8,7 @@ from matplotlib.colors import CenteredNorm
 from matplotlib.figure import Figure
 
 from ms.common.stats import Estimate
-from ms.report.figures import new_figure
+from ms.report.figures import fitted, new_figure
 from ms.report.runs import metric_label
 from ms.report.sharing_counts import ALL, Sharing, row_label
 
@@ -67,7 +67,7 @@ def heatmap(s: Sharing, title: str) -> Figure:
         else "no k = 0 run to pair with",
         fontsize=9,
     )
-    fig.suptitle(title)
+    fig.suptitle(fitted(title, fig))
     return fig
 
 

@@ -20,6 +20,13 @@ def order(found, preferred: Sequence[str]) -> list[str]:
     return sorted(set(found) - set(preferred)) + list(preferred)
 
 
+def ran(ours: dict, paper: PaperTables) -> list[str]:
+    """The agents our runs measured, in the paper's order (ours it lacks first); the paper's agents
+    where no run of ours fits the table. An agent no run measured would be a row or column of "–"."""
+    found = {a for scores in ours.values() for a in scores if a != OVERALL}
+    return [a for a in order(found, paper.agents) if a in found] if found else list(paper.agents)
+
+
 def _beside(
     ours: Optional[dict[str, Score]], paper: Optional[dict[str, float]], comparable: bool
 ) -> list[tuple[str, dict[str, Value]]]:
@@ -83,6 +90,12 @@ def _notes(conds: Sequence[Condition], paper: PaperTables, where: str, metric: s
         )
         return notes
     notes.append(f"paper: {paper.source}, {where}; {paper.metric}.")
+    shown = {a for c in conds for a in c.agents}
+    if conds and set(paper.agents) - shown:
+        notes.append(
+            f"Only the {len(shown)} agents our runs measured are shown; the paper's overall is over all "
+            f"{len(paper.agents)} of its agents."
+        )
     if metric != paper.metric_key:
         notes.append(f"No differences: the paper reports BERTScore {paper.metric_key}, this report {metric}.")
     else:
@@ -110,7 +123,7 @@ def table1(chosen: dict[Cell, Condition], paper: PaperTables, metric: str) -> Ta
     conds = {(k, b): c for (b, k, pool), c in chosen.items() if pool == paper.table1_pool}
     ours = {key: c.scores(metric) for key, c in conds.items()}
     published = _published(metric, paper, paper.table1)
-    agents = order({a for scores in ours.values() for a in scores if a != OVERALL}, paper.agents)
+    agents = ran(ours, paper)
     columns, values = [], []
     for k in sorted({k for k, _ in ours} | {k for k, _ in published}):
         for backbone in order({b for _, b in ours}, paper.backbones):
@@ -135,7 +148,7 @@ def table2(chosen: dict[Cell, Condition], paper: PaperTables, metric: str) -> Ta
     conds = {(pool, b): c for (b, k, pool), c in chosen.items() if k == paper.table2_k}
     ours = {key: c.scores(metric) for key, c in conds.items()}
     published = _published(metric, paper, paper.table2)
-    agents = [*order({a for scores in ours.values() for a in scores if a != OVERALL}, paper.agents), OVERALL]
+    agents = [*ran(ours, paper), OVERALL]
     rows = []
     for pool in order({p for p, _ in ours}, ["domain", "single"]):
         for backbone in order({b for _, b in ours}, paper.backbones):

@@ -17,6 +17,6 @@ from ms.config.schema import AccessConfig
 
 @dataclass
 class RuleSettings(AccessConfig):
-    """access=rule: the grant table of a rule file (README, "Access rules"; ms.pool.access.table)."""
+    """access=rule: the grant table of a rule file (docs/concepts/access.md; ms.pool.access.table)."""
 
     file: Optional[str] = None  # the rule file (ms-data learn-access writes one); required: validation says so

@@ -164,7 +164,7 @@ class RuleFileAccess(AccessRule):
         if not cfg.file:
             yield (
                 "invalid setting access.file: access=rule reads its grants from a rule file: access.file=PATH "
-                '(README, "Access rules"; ms-data learn-access writes one)'
+                "(docs/concepts/access.md; ms-data learn-access writes one)"
             )
             return
         if not Path(cfg.file).is_file():

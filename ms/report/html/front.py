@@ -16,6 +16,7 @@ from ms.report.labels import words
 from ms.report.paper import PaperTables
 from ms.report.records import record_counts
 from ms.report.render import DIFF, Table, value_text
+from ms.report.run_labels import run_labels
 from ms.report.runs import Run, Skipped, metric_label, metric_words
 
 
@@ -80,7 +81,7 @@ def table_data(table: Table) -> dict:
     }
 
 
-def run_entry(run: Run, parts: ReportParts) -> dict:
+def run_entry(run: Run, parts: ReportParts, label: str) -> dict:
     cond = Condition([run])
     score = cond.score(parts.metric) if parts.metric in run.measured else None
     use = (
@@ -91,6 +92,7 @@ def run_entry(run: Run, parts: ReportParts) -> dict:
     f = run.fields
     return {
         "name": run.name,
+        "label": label,
         "backbone": f["backbone"],
         "k": f["k"],
         "pool": f["pool"],
@@ -110,6 +112,7 @@ def run_entry(run: Run, parts: ReportParts) -> dict:
 def front_data(parts: ReportParts, figure_files: dict[str, str]) -> dict:
     """site.js: everything the front page shows, and the runs' names in the order of their data files."""
     index = {run.name: i for i, run in enumerate(parts.runs)}
+    labels = run_labels(parts.runs)
     metrics = list(
         dict.fromkeys(
             [parts.metric, *(r.metric for r in parts.claim_rows), *(m for run in parts.runs for m in run.measured)]
@@ -131,6 +134,6 @@ def front_data(parts: ReportParts, figure_files: dict[str, str]) -> dict:
         "untested": list(parts.untested),
         "tables": [table_data(t) for t in parts.tables.values()],
         "figures": [{"title": title, "file": file} for title, file in figure_files.items()],
-        "runs": [run_entry(run, parts) for run in parts.runs],
+        "runs": [run_entry(run, parts, labels[run.name]) for run in parts.runs],
         "skipped": [{"path": s.path.name, "reason": s.reason} for s in parts.skipped],
     }

@@ -169,8 +169,10 @@ def rule_and_poisoner(run: Run) -> dict:
     }
 
 
-def run_data(run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[int] = None) -> dict:
-    """Everything the site shows of one run, JSON-ready."""
+def run_data(
+    run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[int] = None, label: Optional[str] = None
+) -> dict:
+    """Everything the site shows of one run, JSON-ready; `label` names it on its page (ms.report.run_labels)."""
     tests, index, rows = _questions(run)
     memories = run_memories(run)
     if run.cell[1] == 0 and not any(r["r"] for fill in rows.values() for r in fill):
@@ -179,6 +181,7 @@ def run_data(run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[
     prompt, prompt_missing = prompt_spec(run_config(run.path))
     data = {
         "name": run.name,
+        "label": label or run.words(),
         "fields": run.fields,
         "words": run.words(),
         "gate": run.gate_words,

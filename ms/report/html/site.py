@@ -68,7 +68,7 @@ def write_site(site: Path, parts: ReportParts) -> Path:
     front = front_data(parts, figures)
     sharing: dict[str, dict] = {}
     for i, run in enumerate(parts.runs):
-        data = run_data(run, parts.runs, parts.metric, parts.sharing_fill)
+        data = run_data(run, parts.runs, parts.metric, parts.sharing_fill, front["runs"][i]["label"])
         matrix: Optional[dict] = data.get("sharing")
         if matrix is not None:  # the front page draws the matrix; the run's file keeps its cells' retrievals
             sharing[str(i)] = {k: v for k, v in matrix.items() if k != "cells"}

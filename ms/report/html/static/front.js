@@ -81,25 +81,27 @@
               "to see the retrievals behind it."),
       drawn.map(function (i) {
         var s = site.sharing[i], run = site.runs[i];
-        return h("div", {class: "matrix"}, h("h3", {}, MS.link(run.name, MS.route("run", i))),
+        return h("div", {class: "matrix"}, h("h3", {}, MS.link(run.label, MS.route("run", i), {title: run.name})),
           MS.note(run.backbone + ", k = " + run.k + ", " + run.pool + " pool, fill " + s.fill + "%; gain in " +
                   MS.metricLabel(s.metric) + (s.baseline ? " against k = 0 in " + s.baseline + " (" + s.paired + " questions paired)"
                                                          : ": none, no k = 0 run of the same backbone, data and prompt")),
           MS.sharingTable(i, s), (s.notes || []).map(function (n) { return h("p", {class: "note sharing-note"}, n); }));
       }),
       missing.length ? h("ul", {}, missing.map(function (i) {
-        return h("li", {}, site.runs[i].name + ": no matrix, " + site.sharing[i].missing);
+        return h("li", {}, site.runs[i].label + ": no matrix, " + site.sharing[i].missing);
       })) : null);
   }
 
   function runsSection(site) {
     var rows = site.runs.map(function (r, i) {
-      return h("tr", {}, h("td", {}, MS.link(r.name, MS.route("run", i), {class: "run-link"})), h("td", {class: "condition"}, r.words),
+      // The run is named by its condition in words; its folder's name, which may be hundreds of characters
+      // without a space, is the link's title rather than a column that would squeeze the others.
+      return h("tr", {}, h("td", {class: "condition"}, MS.link(r.label, MS.route("run", i), {class: "run-link", title: r.name})),
         h("td", {}, r.seed === null ? "–" : r.seed), h("td", {}, r.fills.join(", ")), h("td", {class: "num"}, r.overall), h("td", {}, r.use));
     });
     return h("section", {id: "runs"}, h("h2", {}, "Runs (" + site.runs.length + " complete, " + site.skipped.length + " skipped)"),
       MS.note(site.selection_rule),
-      h("div", {class: "scroll"}, MS.table(["run", "condition", "seed", "fills (%)",
+      h("div", {class: "scroll"}, MS.table(["run (its folder: hover)", "seed", "fills (%)",
                                             "overall " + MS.metricLabel(site.metric) + " [95% CI]", "in the tables?"], rows)),
       h("p", {class: "note records"}, site.run_records),
       site.skipped.length ? h("ul", {}, site.skipped.map(function (s) { return h("li", {}, "skipped " + s.path + ": " + s.reason); })) : null);

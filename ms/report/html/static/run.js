@@ -102,7 +102,7 @@
       : MS.note("No answer was generated: what this run measured (" + run.measured.join(", ") + ") scores the reference " +
                 "without decoding an answer.");
     return h("div", {class: "question"},
-      h("p", {}, h("b", {}, test[0] + " · " + test[1]), " at " + f + "% fill in ", MS.link(run.name, MS.route("run", runIndex))),
+      h("p", {}, h("b", {}, test[0] + " · " + test[1]), " at " + f + "% fill in ", MS.link(run.label, MS.route("run", runIndex), {title: run.name})),
       h("h3", {}, "Question"), MS.pre(MS.questionOf(run, row)),
       h("h3", {}, "Values"), valuesTable(run, row),
       h("h3", {}, "Retrieved memories (" + row.r.length + ")"),
@@ -118,8 +118,9 @@
     var f = run.fields, tabs = [["questions", MS.route("run", i)], ["memories (" + Object.keys(run.memories).length + ")", MS.route("run", i, "memories")],
                                 ["gate decisions (" + run.decisions.length + ")", MS.route("run", i, "decisions")]];
     return h("div", {},
-      h("h1", {}, run.name),
-      MS.note(run.words + (f.seed === undefined ? "" : ", seed " + f.seed) + "; fills " + run.fills.join(", ") + "%"),
+      h("h1", {}, run.label),
+      MS.note((f.seed === undefined ? "" : "Seed " + f.seed + "; ") + "fills " + run.fills.join(", ") + "%."),
+      h("p", {class: "note folder"}, "Folder: " + run.name),
       h("p", {class: "note rule"}, "Access: " + run.access + ". Poisoner: " + run.poison + "."),
       MS.note("Memory texts: " + run.memory_source + "."), run.memory_missing.map(function (m) { return h("p", {class: "note missing"}, "Missing: " + m); }),
       run.prompt ? null : h("p", {class: "note missing"}, "Prompts: " + run.prompt_missing),
