@@ -1,0 +1,149 @@
+"""Where BERTScore P and ref_logprob disagree about a growing pool, measured per question. Markdown on stdout.
+
+    python experiments/measures_disagree.py RUN [--pool RUN/pool.sqlite] [--first 27] [--last 100]
+
+For each test question, between two fills of one run: dP (BERTScore P of the generated answer) and dL
+(the reference's mean log-prob per token). Then, each a Spearman correlation over questions with a 95%
+BCa interval (scipy.stats.bootstrap, questions resampled in pairs):
+- dP against dL: do the two measures move together, question by question?
+- dP against the change in the answer's length (words);
+- dP against the change in how much of the answer is copied from its retrieved shots (the share of the
+  answer's words that occur in the shots' answers), and against the change in how much it shares with
+  the reference (the share of its words that occur in the reference).
+Per agent: the mean dP and dL with their paired CIs, and the share of retrieved shots that changed
+between the fills. Shots' texts come from the run's pool file (`--pool`, default RUN/pool.sqlite): a
+published run folder keeps no pool, so this runs on the run's own folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sqlite3
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from ms.common.stats import CONFIDENCE, RESAMPLES, SEED, paired
+
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words; a CJK character counts as a word, since Chinese verse has no spaces."""
+    out = []
+    for token in WORD.findall(text.casefold()):
+        out += list(token) if re.search(r"[\u4e00-\u9fff]", token) else [token]
+    return out
+
+
+def shared(answer: str, other: str) -> float:
+    """The share of the answer's words that occur in `other` (0 for an empty answer)."""
+    mine = words(answer)
+    theirs = set(words(other))
+    return sum(w in theirs for w in mine) / len(mine) if mine else 0.0
+
+
+def _rho(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Spearman's rho along the last axis (one value per resample when the inputs are 2-d)."""
+    ra, rb = stats.rankdata(a, axis=axis), stats.rankdata(b, axis=axis)
+    ra, rb = ra - ra.mean(axis, keepdims=True), rb - rb.mean(axis, keepdims=True)
+    return (ra * rb).sum(axis) / np.sqrt((ra**2).sum(axis) * (rb**2).sum(axis))
+
+
+def spearman_ci(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """rho and its 95% BCa interval, questions resampled in pairs."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # BCa warns on degenerate resamples; the interval is still given
+        ci = stats.bootstrap(
+            (x, y),
+            _rho,
+            paired=True,
+            vectorized=True,
+            confidence_level=CONFIDENCE,
+            n_resamples=RESAMPLES,
+            method="BCa",
+            random_state=SEED,
+        ).confidence_interval
+    return float(_rho(x, y)), float(ci.low), float(ci.high)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", type=Path)
+    parser.add_argument("--pool", type=Path, help="the run's pool file (default RUN/pool.sqlite)")
+    parser.add_argument("--first", type=int, help="the earlier fill (default: the run's first)")
+    parser.add_argument("--last", type=int, help="the later fill (default: the run's last)")
+    args = parser.parse_args()
+    rows = [json.loads(line) for line in (args.run / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    fills = sorted({int(r["fill"]) for r in rows})
+    first, last = args.first or fills[0], args.last or fills[-1]
+    at = {f: {(r["agent"], r["test_id"]): r for r in rows if int(r["fill"]) == f} for f in (first, last)}
+    keys = sorted(k for k in set(at[first]) & set(at[last]) if all("P" in at[f][k] for f in (first, last)))
+    if len(keys) < 3:
+        raise SystemExit(f"{args.run}: fewer than 3 questions answered at both fills {first} and {last}")
+    pool_path = args.pool or args.run / "pool.sqlite"
+    db = sqlite3.connect(f"file:{pool_path}?mode=ro", uri=True)
+    texts = dict(db.execute("SELECT id, answer FROM memories"))
+
+    def shots(row: dict) -> str:
+        return "\n".join(texts.get(i, "") for i in row.get("retrieved") or [])
+
+    def series(f: int, measure) -> np.ndarray:
+        return np.array([measure(at[f][k]) for k in keys], dtype=float)
+
+    d_p = series(last, lambda r: r["P"]) - series(first, lambda r: r["P"])
+    d_l = series(last, lambda r: r["ref_logprob"]) - series(first, lambda r: r["ref_logprob"])
+    d_len = series(last, lambda r: len(words(r["answer"]))) - series(first, lambda r: len(words(r["answer"])))
+    d_copy = series(last, lambda r: shared(r["answer"], shots(r))) - series(
+        first, lambda r: shared(r["answer"], shots(r))
+    )
+    d_ref = series(last, lambda r: shared(r["answer"], r["reference"])) - series(
+        first, lambda r: shared(r["answer"], r["reference"])
+    )
+
+    print(f"`{args.run}`: fill {last} against fill {first}, n = {len(keys)} test questions answered at both\n")
+    print("| association over questions | Spearman rho [95% CI] |")
+    print("|---|---|")
+    for label, other in (
+        ("dP against d ref_logprob", d_l),
+        ("dP against the change in answer length (words)", d_len),
+        ("dP against the change in the share copied from the retrieved shots", d_copy),
+        ("dP against the change in the share shared with the reference", d_ref),
+        ("d ref_logprob against the change in the share copied from the shots", None),
+    ):
+        x, y = (d_l, d_copy) if other is None else (d_p, other)
+        r, lo, hi = spearman_ci(x, y)
+        print(f"| {label} | {r:+.3f} [{lo:+.3f}, {hi:+.3f}] |")
+    print(
+        f"\nMeans: dP {d_p.mean():+.4f}, d ref_logprob {d_l.mean():+.4f}, answer length {d_len.mean():+.1f} words, "
+        f"share copied from shots {d_copy.mean():+.3f}, share shared with the reference {d_ref.mean():+.3f}\n"
+    )
+    print("| agent | n | dP [95% CI] | verdict | d ref_logprob [95% CI] | verdict | shots changed |")
+    print("|---|---:|---|---|---|---|---:|")
+    by_agent = defaultdict(list)
+    for i, (agent, _) in enumerate(keys):
+        by_agent[agent].append(i)
+    for agent, idx in sorted(by_agent.items()):
+        p = paired(d_p[idx].tolist(), [0.0] * len(idx))
+        lp = paired(d_l[idx].tolist(), [0.0] * len(idx))
+        changed = np.mean(
+            [
+                1
+                - len(set(at[first][keys[i]]["retrieved"]) & set(at[last][keys[i]]["retrieved"]))
+                / max(len(at[last][keys[i]]["retrieved"]), 1)
+                for i in idx
+            ]
+        )
+        print(
+            f"| {agent} | {len(idx)} | {p.estimate:+.4f} [{p.lo:+.4f}, {p.hi:+.4f}] | {p.verdict} | "
+            f"{lp.estimate:+.4f} [{lp.lo:+.4f}, {lp.hi:+.4f}] | {lp.verdict} | {changed:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
