@@ -222,8 +222,17 @@ def test_the_site_opens_from_file_and_a_question_shows_what_its_backbone_got(sit
     browser.save_screenshot(str(tmp_path / "front.png"))
     assert (tmp_path / "front.png").stat().st_size > 10_000
 
-    browser.find_element("link text", "k=3").click()
+    # a run is named by its condition in words; its folder is the link's title and a line of its page
+    links = {a.get_attribute("title"): a.text for a in by(browser, "a.run-link")}
+    assert (
+        set(links) == {"k=0", "k=3"}
+        and links["k=3"].startswith("smollm2 · k = 3 · Single pool")
+        and "k=3" not in links["k=3"]
+    )
+    browser.find_element("css selector", "a.run-link[title='k=3']").click()
     wait_for(browser, "questions")
+    assert browser.find_element("tag name", "h1").text == links["k=3"]
+    assert browser.find_element("css selector", "p.note.folder").text == "Folder: k=3"
     # the run's header names the access rule it read under and its poisoner, here neither
     assert browser.find_element("css selector", "p.note.rule").text == (
         "Access: access=open: every agent read every memory of its scope. Poisoner: no poisoning writer."
