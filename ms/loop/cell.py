@@ -21,6 +21,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from ms.common.errors import UserError
+from ms.config.added import since_cell
 from ms.config.options import OWNED, declared
 from ms.loop.inputs import CODE_KEY, changed_inputs, code_sha256, dtypes, inputs_record
 
@@ -41,18 +42,7 @@ NOT_IDENTITY = (
 DATA_KEY = "data (the examples read)"
 # Settings added since runs began recording their cell, with the value every run before them ran
 # with: a finished run whose record lacks one ran with that value, and resumes as the same cell.
-ADDED_SINCE = {
-    "access.name": "open",
-    "access.file": None,
-    "poison.name": "none",
-    "scorer.defence": "none",
-    "eval.enabled": True,
-    "stream.best_of": 1,
-    # no memory retired (ms.pool.retirement); retire_after is then not read: any value reproduces those runs
-    "memory.retire_below": None,
-    "memory.retire_after": 6,
-    "gate.decide_on": "mean",  # kept only under the gates that declare it (declared_only)
-}
+ADDED_SINCE = since_cell()
 # Groups whose option named here reads none of the group's other settings: under it they are no part of
 # the cell (poison=none writes nothing, whichever victim an experiment file names for its poisoned cells).
 IDLE_OPTIONS = {"poison": "none"}

@@ -21,6 +21,7 @@ import torch
 from omegaconf import DictConfig
 
 from ms.agents import Agent, PromptTemplate, agents_from
+from ms.config.added import recorded
 from ms.config.files import METRICS_FILE
 from ms.config.parts import GATES, METRICS, POISONS
 from ms.data import load_splits
@@ -254,36 +255,27 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         "seed": cfg.seed,
         "metrics": names,
         "scorer_read": scorer.read,
-        # only where the gate is not the rubric, so rubric runs stay one condition with older runs
+        # The fields below were added after runs were committed: each part's (gate, access rule, poisoner)
+        # only where it is not the option older runs ran with, the rest left out at that value by
+        # recorded() (ms.config.added), so that runs like older ones stay one condition with them.
         **gate_cls.record(cfg.gate),
-        # only where the stream samples n answers and keeps one, or evaluates nothing: other runs stay as they were
-        **(
-            {"best_of": cfg.stream.best_of, "select": cfg.stream.select, "temperature": cfg.stream.temperature}
-            if cfg.stream.best_of > 1
-            else {}
-        ),
-        **({"evaluated": False} if not cfg.eval.enabled else {}),
-        # only where the stream wrote references, so model-written runs stay one condition
-        **({"stream_answers": cfg.stream.answers} if cfg.stream.answers != "model" else {}),
-        # only where a rule withholds something, so open runs stay one condition with older runs
+        "best_of": cfg.stream.best_of,
+        "select": cfg.stream.select,
+        "temperature": cfg.stream.temperature,
+        "evaluated": bool(cfg.eval.enabled),
+        "stream_answers": cfg.stream.answers,
         **access.record(),
-        # only where a poisoning writer writes, so clean runs stay one condition with older runs
         **poison_cls.record(cfg.poison),
-        # only where another backbone grades, so self-graded runs stay one condition with older runs
-        **(
-            {"grader": cfg.scorer.backbone, "threshold": cfg.scorer.threshold}
-            if cfg.scorer.backbone not in (None, cfg.backbone.name)
-            else {}
-        ),
-        # only where measured memories are retired, so runs without it stay one condition with older runs
-        **(
-            {"retire": {"below": cfg.memory.retire_below, "after": cfg.memory.retire_after}}
+        "grader": cfg.scorer.backbone if cfg.scorer.backbone != cfg.backbone.name else None,
+        "threshold": cfg.scorer.threshold,
+        "retire": (
+            {"below": cfg.memory.retire_below, "after": cfg.memory.retire_after}
             if cfg.memory.retire_below is not None
-            else {}
+            else None
         ),
-        # only where some agent runs on a backbone other than the default
-        **({"agent_backbones": agent_backbone} if set(agent_backbone.values()) != {cfg.backbone.name} else {}),
+        "agent_backbones": agent_backbone if set(agent_backbone.values()) != {cfg.backbone.name} else None,
     }
+    record = recorded(record)
     described = {cls.record_key: None for cls in map(METRICS.load, METRICS) if cls.record_key}
     described.update({m.record_key: m.describe() for m in metrics if m.record_key})
     return Parts(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+from ms.config.added import before
 from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, POOL_BACKENDS, RETRIEVERS
 from ms.config.registry import Registry
 
@@ -25,9 +26,6 @@ Words = Union[str, Callable[[Fields], str]]
 class Label:
     name: str  # the registered option
     words: Words  # the option in words; a callable reads the option's settings from the run's fields
-    # The option a run ran with where its record names none of this kind: runs record the gate, the
-    # memory policy, the access rule and the poisoner only where they are not these (ms.loop.compose_run).
-    unrecorded: bool = False
     quiet: bool = False  # what every run has unless told otherwise: a description leaves it unsaid
     # Retrievers: memory train can learn it (the class's `trainable`, which would import torch to ask), so
     # its words say whether the run's did (the `learned` run field): "learned dense retriever".
@@ -40,6 +38,9 @@ class Kind:
     noun: str  # names an option the table does not hold: "<name> <noun>"
     read: Callable[[Fields], Optional[str]]  # the option the fields record; None where they record none
     labels: tuple[Label, ...]  # in the order reports list the kind's options
+    # The setting that names the option: where a run's record names none, it ran with the option runs
+    # ran with before the setting's record field was added (ms.config.added).
+    setting: str
 
 
 def _victim(what: str) -> Callable[[Fields], str]:
@@ -63,13 +64,14 @@ LABELS: dict[Registry, Kind] = {
         "gate",
         lambda f: f.get("gate"),
         (
-            Label("rubric", "rubric gate", unrecorded=True),
+            Label("rubric", "rubric gate"),
             Label("utility", "utility gate"),
             Label("both", "both gate (rubric, then utility)"),
             Label("rubric_qdep", "rubric gate with the question-dependence test"),
             Label("all", "all gate (admits every pair)"),
             Label("random", _random_gate),
         ),
+        "gate.name",
     ),
     RETRIEVERS: Kind(  # the ablation's order: the baselines first
         "retriever",
@@ -80,28 +82,31 @@ LABELS: dict[Registry, Kind] = {
             Label("dense", "dense retriever", trainable=True),
             Label("composite", "composite retriever", trainable=True),
         ),
+        "retriever.name",
     ),
     POLICIES: Kind(
         "memory",
         lambda f: f.get("memory"),
         (
-            Label("plain", "plain memory", unrecorded=True),
+            Label("plain", "plain memory"),
             Label("stm_ltm", "short- and long-term memory"),
         ),
+        "memory.policy",
     ),
     ACCESS_RULES: Kind(
         "access rule",
         lambda f: (f.get("access") or {}).get("rule"),
         (
-            Label("open", "open access", unrecorded=True, quiet=True),
+            Label("open", "open access", quiet=True),
             Label("rule", _rule),
         ),
+        "access.name",
     ),
     POISONS: Kind(
         "poisoner",
         lambda f: (f.get("poison") or {}).get("kind"),
         (
-            Label("none", "no poisoning writer", unrecorded=True, quiet=True),
+            Label("none", "no poisoning writer", quiet=True),
             Label("off_task", _victim("off-task answers")),
             Label("on_style", _victim("on-style answers")),
             Label("injection", _victim("an injected instruction")),
@@ -109,14 +114,16 @@ LABELS: dict[Registry, Kind] = {
             Label("answer_plus_assessment", _victim("answers plus self-assessments")),
             Label("grader_instruction", _victim("answers instructing the grader")),
         ),
+        "poison.name",
     ),
     POOL_BACKENDS: Kind(
         "pool backend",
         lambda f: (f.get("pool") or {}).get("backend"),  # a run's config, not its run fields
         (
-            Label("sqlite", "SQLite pool file", unrecorded=True),
+            Label("sqlite", "SQLite pool file"),
             Label("postgres", "PostgreSQL pool server", server=True),
         ),
+        "pool.backend",
     ),
 }
 
@@ -128,7 +135,7 @@ def label(kind: Registry, name: Optional[str]) -> Optional[Label]:
 
 def unrecorded(kind: Registry) -> Optional[str]:
     """The option a run that records none of this kind ran with; None where every run records one."""
-    return next((entry.name for entry in LABELS[kind].labels if entry.unrecorded), None)
+    return before(LABELS[kind].setting)
 
 
 def option(kind: Registry, fields: Fields) -> Optional[str]:

@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 
 import yaml
 
+from ms.config.added import field_of
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, RETRIEVERS
 from ms.loop.cell import stored, with_added
@@ -194,7 +195,7 @@ class Run:
     @property
     def evaluated(self) -> bool:
         """False for a stream-only run (eval.enabled=false): it grew a pool and answered no test question."""
-        return self.fields.get("evaluated", True) is not False
+        return field_of(self.fields, "evaluated") is not False
 
     @property
     def fills(self) -> list[int]:
