@@ -273,7 +273,7 @@ def test_the_stm_ltm_keys_reach_the_stm_ltm_policy_and_no_other(pool):
     with pytest.raises(UserError) as refused:
         jobs(["memory=plain", "memory.stm_ltm.capacity=2"], multirun=False)
     assert str(refused.value) == (
-        "unknown key memory.stm_ltm under memory=plain: a setting of memory=stm_ltm only; memory=plain has "
+        "unknown key memory.stm_ltm under memory=plain: a setting of memory=stm_ltm only; memory=plain has the keys "
         "policy, question, retire_below, retire_after"
     )
 
