@@ -126,6 +126,17 @@ class Gate(ABC):
         raise NotImplementedError(f"gate {cls.name} is not checked by ms-data gate-check")
 
 
+def unable_to_score(gate: str, backbones: Backbones) -> Iterator[str]:
+    """One problem per backbone that cannot score given text, for a gate whose measurement scores answers
+    on each agent's backbone (the utility probes, the question-dependence test)."""
+    for name, provider, whose in backbones.unable("scores_text"):
+        yield (
+            f"invalid setting gate={gate}: backbone '{name}' (provider {provider}) cannot score given "
+            f"text{whose}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "
+            f"on a server that returns prompt log-probs"
+        )
+
+
 def decision(c: Candidate, accepted: bool, reason: str, read: str, utility: Optional[dict] = None) -> Decision:
     """A decision that read no score (a control's, or one a measurement made, with what it measured)."""
     return Decision(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator, Optional, Sequence
 
-from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan
+from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, unable_to_score
 from ms.gates.decisions import Decision
 from ms.gates.question_dependence import Dependence, QuestionTest
 from ms.gates.replay import Candidate, Utility
@@ -56,12 +56,7 @@ class RubricQdepGate(Gate):
     @classmethod
     def problems(cls, cfg, backbones: Backbones) -> Iterator[str]:
         """The test scores answers on each agent's backbone, so each must score given text."""
-        for name, provider, whose in backbones.unable("scores_text"):
-            yield (
-                f"invalid setting gate={cfg.name}: backbone '{name}' (provider {provider}) cannot score given "
-                f"text{whose}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "
-                f"on a server that returns prompt log-probs"
-            )
+        yield from unable_to_score(cfg.name, backbones)
 
     @classmethod
     def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:

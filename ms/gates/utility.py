@@ -8,7 +8,7 @@ import math
 from statistics import stdev
 from typing import Iterator, Optional, Sequence
 
-from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision
+from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision, unable_to_score
 from ms.gates.decisions import Decision
 from ms.gates.replay import Candidate, Utility, UtilityMeter
 
@@ -78,12 +78,7 @@ class MeasuringGate(Gate):
     @classmethod
     def problems(cls, cfg, backbones: Backbones) -> Iterator[str]:
         """Utility scores probe answers on each agent's backbone, so each must score given text."""
-        for name, provider, whose in backbones.unable("scores_text"):
-            yield (
-                f"invalid setting gate={cfg.name}: backbone '{name}' (provider {provider}) cannot score given "
-                f"text{whose}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "
-                f"on a server that returns prompt log-probs"
-            )
+        yield from unable_to_score(cfg.name, backbones)
 
     @classmethod
     def record(cls, cfg) -> dict:
