@@ -124,3 +124,23 @@ def test_a_ref_logprob_only_run_cannot_be_rescored(tmp_path, capsys):
     assert "answer" not in (run / "predictions.jsonl").read_text()
     assert rescore_main([str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 2
     assert "no generated answers" in capsys.readouterr().err
+
+
+def test_the_mpnet_pieces_are_joined_in_order_and_a_wrong_piece_is_named(tmp_path, monkeypatch):
+    import hashlib
+
+    from ms.common.errors import UserError
+    from ms.metrics.mpnet import Piece, join_pieces
+
+    files = {n: tmp_path / f"piece{n}" for n in (1, 2)}
+    files[1].write_bytes(b"first half,")
+    files[2].write_bytes(b" second half")
+    monkeypatch.setattr(Piece, "path", lambda self: files[self.number])
+    sha = {n: hashlib.sha256(f.read_bytes()).hexdigest() for n, f in files.items()}
+    whole = hashlib.sha256(b"first half, second half").hexdigest()
+    join_pieces((Piece(1, sha[1]), Piece(2, sha[2])), tmp_path / "joined", whole)
+    assert (tmp_path / "joined").read_bytes() == b"first half, second half"
+    with pytest.raises(UserError, match=r"piece 2 .* has SHA-256 .*pip install --force-reinstall"):
+        join_pieces((Piece(1, sha[1]), Piece(2, sha[1])), tmp_path / "again", whole)
+    with pytest.raises(UserError, match="the joined archive"):
+        join_pieces((Piece(1, sha[1]), Piece(2, sha[2])), tmp_path / "third", "0" * 64)

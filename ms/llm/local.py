@@ -46,6 +46,22 @@ def models_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ms" / "models"
 
 
+def join_files(paths: list[Path], output: Path, block: int = 1 << 20) -> tuple[list[str], str]:
+    """Concatenate `paths` into `output` in one pass; the SHA-256 of each part and of the whole, so that a
+    caller checks its recorded hashes without reading the bytes again."""
+    parts, whole = [], hashlib.sha256()
+    with output.open("wb") as out:
+        for path in paths:
+            digest = hashlib.sha256()
+            with path.open("rb") as f:
+                while chunk := f.read(block):
+                    digest.update(chunk)
+                    whole.update(chunk)
+                    out.write(chunk)
+            parts.append(digest.hexdigest())
+    return parts, whole.hexdigest()
+
+
 def made_once(target: Path, make: Callable[[Path], None]) -> Path:
     """`target` (a file or folder), made by `make(staging)` unless it exists. It is made at a staging
     path beside it and renamed into place, so a reader sees no copy or a whole one; under a lock

