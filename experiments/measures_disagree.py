@@ -21,14 +21,13 @@ import argparse
 import json
 import re
 import sqlite3
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from ms.common.stats import CONFIDENCE, RESAMPLES, SEED, paired
+from ms.common.stats import paired, paired_statistic_ci
 
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -57,19 +56,7 @@ def _rho(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def spearman_ci(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     """rho and its 95% BCa interval, questions resampled in pairs."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # BCa warns on degenerate resamples; the interval is still given
-        ci = stats.bootstrap(
-            (x, y),
-            _rho,
-            paired=True,
-            vectorized=True,
-            confidence_level=CONFIDENCE,
-            n_resamples=RESAMPLES,
-            method="BCa",
-            random_state=SEED,
-        ).confidence_interval
-    return float(_rho(x, y)), float(ci.low), float(ci.high)
+    return (float(_rho(x, y)), *paired_statistic_ci((x, y), _rho))
 
 
 def main() -> None:
@@ -109,14 +96,13 @@ def main() -> None:
     print(f"`{args.run}`: fill {last} against fill {first}, n = {len(keys)} test questions answered at both\n")
     print("| association over questions | Spearman rho [95% CI] |")
     print("|---|---|")
-    for label, other in (
-        ("dP against d ref_logprob", d_l),
-        ("dP against the change in answer length (words)", d_len),
-        ("dP against the change in the share copied from the retrieved shots", d_copy),
-        ("dP against the change in the share shared with the reference", d_ref),
-        ("d ref_logprob against the change in the share copied from the shots", None),
+    for label, x, y in (
+        ("dP against d ref_logprob", d_p, d_l),
+        ("dP against the change in answer length (words)", d_p, d_len),
+        ("dP against the change in the share copied from the retrieved shots", d_p, d_copy),
+        ("dP against the change in the share shared with the reference", d_p, d_ref),
+        ("d ref_logprob against the change in the share copied from the shots", d_l, d_copy),
     ):
-        x, y = (d_l, d_copy) if other is None else (d_p, other)
         r, lo, hi = spearman_ci(x, y)
         print(f"| {label} | {r:+.3f} [{lo:+.3f}, {hi:+.3f}] |")
     print(

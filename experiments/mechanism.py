@@ -29,13 +29,11 @@ refuses runs whose cell records differ in `backbone.*` or `data_sha256`.
 from __future__ import annotations
 
 import argparse
-import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
-from ms.common.stats import CONFIDENCE, RESAMPLES, SEED, paired
+from ms.common.stats import paired, paired_statistic_ci
 from ms.data.reference_twins import read_test_ids
 from ms.loop.cell import differences, stored
 from ms.report.runs import Run, find_runs
@@ -73,19 +71,8 @@ def gap_share(m: np.ndarray, r: np.ndarray, ref: np.ndarray) -> tuple[float, flo
     def ratio(m, r, ref, axis=-1):
         return (m.mean(axis) - r.mean(axis)) / (ref.mean(axis) - r.mean(axis))
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # BCa warns on a skewed ratio; the interval is still reported
-        ci = stats.bootstrap(
-            (m, r, ref),
-            ratio,
-            paired=True,
-            vectorized=True,
-            confidence_level=CONFIDENCE,
-            n_resamples=RESAMPLES,
-            method="BCa",
-            random_state=SEED,
-        ).confidence_interval
-    return float(ratio(m, r, ref)), float(ci.low), float(ci.high)
+    lo, hi = paired_statistic_ci((m, r, ref), ratio)
+    return float(ratio(m, r, ref)), lo, hi
 
 
 def row(label: str, a: list[float], b: list[float]) -> str:

@@ -76,6 +76,25 @@ def _interval(values: np.ndarray) -> tuple[Optional[float], Optional[float]]:
     return float(ci.low), float(ci.high)
 
 
+def paired_statistic_ci(samples: Sequence[np.ndarray], statistic) -> tuple[float, float]:
+    """The 95% BCa interval of `statistic(*samples, axis=-1)` (vectorized), the samples resampled together
+    (one index per question), with the project's resamples and seed: for statistics of several paired
+    series, such as a ratio of mean differences or a rank correlation."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # BCa warns on skewed statistics; the interval is still reported
+        ci = stats.bootstrap(
+            tuple(samples),
+            statistic,
+            paired=True,
+            vectorized=True,
+            confidence_level=CONFIDENCE,
+            n_resamples=RESAMPLES,
+            method="BCa",
+            random_state=SEED,
+        ).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
 def mean_ci(values: Sequence[float]) -> Estimate:
     """The mean of the values with a 95% bootstrap CI (BCa; percentile where BCa is undefined); no CI
     below MIN_CI_N values."""
