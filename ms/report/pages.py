@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ms.config.files import PREDICTIONS_FILE
 from ms.report.conditions import FIGURE4_K, SELECTION_RULE, Condition, used_in
 from ms.report.paper import PaperTables
 from ms.report.records import record_counts
 from ms.report.render import Table, markdown_grid, to_markdown, value_text
-from ms.report.runs import Run, Skipped, metric_label, read_jsonl
+from ms.report.runs import Run, Skipped, metric_label
 
 
 def _field_text(value) -> str:
@@ -145,12 +144,11 @@ def exclusion_markdown(path: Path, excluded: frozenset[str], runs: Sequence[Run]
         "|---|---:|---:|---:|",
     ]
     for run in runs:
-        path_of = run.path / PREDICTIONS_FILE
-        if not path_of.exists():
+        dropped = run.left_out(run.last_fill)
+        if dropped is None:
             lines.append(f"| {run.name} | {run.last_fill} | not possible: no predictions.jsonl | - |")
-            continue
-        at_last = [r for r in read_jsonl(path_of) if int(r["fill"]) == run.last_fill]
-        dropped = {(r["agent"], str(r["test_id"])) for r in at_last if str(r["test_id"]) in excluded}
-        kept = len({(r["agent"], str(r["test_id"])) for r in at_last}) - len(dropped)
-        lines.append(f"| {run.name} | {run.last_fill} | {len(dropped)} | {kept} |")
+        else:
+            lines.append(
+                f"| {run.name} | {run.last_fill} | {dropped} | {len(run.predictions.get(run.last_fill, {}))} |"
+            )
     return "\n".join(lines)

@@ -223,18 +223,30 @@ class Run:
         return f"{b.get('model', 'unknown model')}, layer {b.get('num_layers', '?')}"
 
     @cached_property
-    def predictions(self) -> Optional[dict[int, dict[Item, dict]]]:
-        """fill -> test question -> its prediction row; None for a run without predictions.jsonl
-        (runs from before it was written). A question written twice at one fill keeps its last row."""
+    def prediction_rows(self) -> Optional[list[dict]]:
+        """predictions.jsonl's rows, every test question included; None for a run without the file."""
         path = self.path / PREDICTIONS_FILE
-        if not path.exists():
+        return read_jsonl(path) if path.exists() else None
+
+    @cached_property
+    def predictions(self) -> Optional[dict[int, dict[Item, dict]]]:
+        """fill -> test question -> its prediction row, without the excluded questions; None for a run
+        without predictions.jsonl (runs from before it was written). A question written twice at one fill
+        keeps its last row."""
+        if self.prediction_rows is None:
             return None
         out: dict[int, dict[Item, dict]] = {}
-        for row in read_jsonl(path):
-            if str(row["test_id"]) in self.excluded:
-                continue
-            out.setdefault(int(row["fill"]), {})[(row["agent"], str(row["test_id"]))] = row
+        for row in self.prediction_rows:
+            if str(row["test_id"]) not in self.excluded:
+                out.setdefault(int(row["fill"]), {})[(row["agent"], str(row["test_id"]))] = row
         return out
+
+    def left_out(self, fill: int) -> Optional[int]:
+        """How many of the excluded test questions the run answered at the fill; None without predictions."""
+        if self.prediction_rows is None:
+            return None
+        answered = {(r["agent"], str(r["test_id"])) for r in self.prediction_rows if int(r["fill"]) == fill}
+        return len(answered) - len(self.predictions.get(fill, {}))
 
     def values(self, metric: str, fill: int) -> Optional[dict[Item, float]]:
         """Each test question's value at the fill. A question without the metric key was not measured
