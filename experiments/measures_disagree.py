@@ -1,14 +1,17 @@
 """Where BERTScore P and ref_logprob disagree about a growing pool, measured per question. Markdown on stdout.
 
     python experiments/measures_disagree.py RUN [--pool RUN/pool.sqlite] [--first 27] [--last 100]
+    python experiments/measures_disagree.py RUN --against RUN0    (RUN at its last fill against RUN0 at its last)
 
-For each test question, between two fills of one run: dP (BERTScore P of the generated answer) and dL
+For each test question, between two fills of one run, or between two runs (`--against`: a k = 3 run
+against its k = 0 run, say): dP (BERTScore P of the generated answer) and dL
 (the reference's mean log-prob per token). Then, each a Spearman correlation over questions with a 95%
 BCa interval (scipy.stats.bootstrap, questions resampled in pairs):
 - dP against dL: do the two measures move together, question by question?
 - dP against the change in the answer's length (words);
 - dP against the change in how much of the answer is copied from its retrieved shots (the share of the
-  answer's words that occur in the shots' answers), and against the change in how much it shares with
+  answer's words that occur in the shots' answers; an answer that retrieved nothing, as at k = 0, is
+  measured against the shots the other side retrieved for the same question: the overlap it has by chance), and against the change in how much it shares with
   the reference (the share of its words that occur in the reference).
 Per agent: the mean dP and dL with their paired CIs, and the share of retrieved shots that changed
 between the fills. Shots' texts come from the run's pool file (`--pool`, default RUN/pool.sqlite): a
@@ -59,26 +62,53 @@ def spearman_ci(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return (float(_rho(x, y)), *paired_statistic_ci((x, y), _rho))
 
 
+FIRST_RUN = -1  # the earlier side's key in `at` when it is another run (--against)
+
+
+def _rows(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _at(rows: list[dict], fill: int) -> dict:
+    """(agent, test_id) -> the row at `fill`."""
+    return {(r["agent"], r["test_id"]): r for r in rows if int(r["fill"]) == fill}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path)
     parser.add_argument("--pool", type=Path, help="the run's pool file (default RUN/pool.sqlite)")
     parser.add_argument("--first", type=int, help="the earlier fill (default: the run's first)")
     parser.add_argument("--last", type=int, help="the later fill (default: the run's last)")
+    parser.add_argument("--against", type=Path, help="another run, at its last fill, as the earlier side")
     args = parser.parse_args()
-    rows = [json.loads(line) for line in (args.run / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    rows = _rows(args.run)
     fills = sorted({int(r["fill"]) for r in rows})
-    first, last = args.first or fills[0], args.last or fills[-1]
-    at = {f: {(r["agent"], r["test_id"]): r for r in rows if int(r["fill"]) == f} for f in (first, last)}
+    last = args.last or fills[-1]
+    if args.against:
+        other = _rows(args.against)
+        first = FIRST_RUN
+        at = {first: _at(other, max(int(r["fill"]) for r in other)), last: _at(rows, last)}
+        sides = f"`{args.run}` at fill {last} against `{args.against}` at its last fill"
+    else:
+        first = args.first or fills[0]
+        at = {f: _at(rows, f) for f in (first, last)}
+        sides = f"`{args.run}`: fill {last} against fill {first}"
     keys = sorted(k for k in set(at[first]) & set(at[last]) if all("P" in at[f][k] for f in (first, last)))
     if len(keys) < 3:
-        raise SystemExit(f"{args.run}: fewer than 3 questions answered at both fills {first} and {last}")
+        raise SystemExit(f"{sides}: fewer than 3 questions answered on both sides")
     pool_path = args.pool or args.run / "pool.sqlite"
     db = sqlite3.connect(f"file:{pool_path}?mode=ro", uri=True)
     texts = dict(db.execute("SELECT id, answer FROM memories"))
 
-    def shots(row: dict) -> str:
-        return "\n".join(texts.get(i, "") for i in row.get("retrieved") or [])
+    def copied(f: int) -> np.ndarray:
+        """The share of each answer's words found in its shots, or the other side's where it retrieved none."""
+        out = []
+        for k in keys:
+            row = at[f][k]
+            ids = row.get("retrieved") or at[last if f == first else first][k].get("retrieved") or []
+            out.append(shared(row["answer"], "\n".join(texts.get(i, "") for i in ids)))
+        return np.array(out)
 
     def series(f: int, measure) -> np.ndarray:
         return np.array([measure(at[f][k]) for k in keys], dtype=float)
@@ -86,14 +116,12 @@ def main() -> None:
     d_p = series(last, lambda r: r["P"]) - series(first, lambda r: r["P"])
     d_l = series(last, lambda r: r["ref_logprob"]) - series(first, lambda r: r["ref_logprob"])
     d_len = series(last, lambda r: len(words(r["answer"]))) - series(first, lambda r: len(words(r["answer"])))
-    d_copy = series(last, lambda r: shared(r["answer"], shots(r))) - series(
-        first, lambda r: shared(r["answer"], shots(r))
-    )
+    d_copy = copied(last) - copied(first)
     d_ref = series(last, lambda r: shared(r["answer"], r["reference"])) - series(
         first, lambda r: shared(r["answer"], r["reference"])
     )
 
-    print(f"`{args.run}`: fill {last} against fill {first}, n = {len(keys)} test questions answered at both\n")
+    print(f"{sides}, n = {len(keys)} test questions answered on both sides\n")
     print("| association over questions | Spearman rho [95% CI] |")
     print("|---|---|")
     for label, x, y in (
