@@ -89,7 +89,7 @@ test: $(VENV)/.installed-test postgres-server browser
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The documentation site at http://127.0.0.1:8000 (mkdocs.yml), rebuilt as pages change; `make test` builds it
-# with --strict (tests/test_docs.py). NO_MKDOCS_2_WARNING silences the Material theme's end-of-life banner.
+# with --strict (tests/test_docs_site.py). NO_MKDOCS_2_WARNING silences the Material theme's end-of-life banner.
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install -e ".[docs]"
 	touch $@

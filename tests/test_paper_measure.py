@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_report import make_run
-from test_report_claims import claim_rows, paired_predictors
+from test_report_claims_verdicts import claim_rows, paired_predictors
 
 from ms.cli.data import main as data_main
 from ms.cli.rescore import main as rescore_main

@@ -1,7 +1,6 @@
-"""ms-report's claims on synthetic run folders (tests/test_report.py makes them): each claim is a
-paired difference over the same test questions, its verdict follows the CI and p, and runs are paired
-only where their cells differ in what the claim compares (k, pool, retriever, gate) and nothing that
-could change a value (an access rule, a grader, a threshold)."""
+"""Which runs ms-report's claims pair, on synthetic run folders (tests/test_report.py makes them): runs
+are paired only where their cells differ in what the claim compares (k, pool, retriever, gate) and nothing
+that could change a value (an access rule, a grader, a threshold, the data or the agents)."""
 
 from __future__ import annotations
 
@@ -10,141 +9,11 @@ import os
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import pytest
-from test_report import AGENTS, PNG_MAGIC, Predict, assert_estimate, make_run, merged, metrics_of, predicted, read_csv
+from test_report import AGENTS, make_run, merged, read_csv
+from test_report_claims_verdicts import claim_rows, paired_predictors
 
-from ms.common.stats import mean_ci
-from ms.report import main, write_report
-
-
-def paired_predictors(effect: float, questions: int = 20, ref_logprob: bool = True) -> tuple[Predict, Predict]:
-    """k = 0 and k = 3 values on the same questions: k = 3 is k = 0 plus `effect` plus noise that
-    sums to 0 within each agent (so effect = 0 is exactly no effect)."""
-    rng = np.random.default_rng(0)
-    base = {a: rng.uniform(0.3, 0.6, questions) for a in AGENTS}
-    half = {a: rng.normal(0, 0.05, questions // 2) for a in AGENTS}
-    noise = {a: np.concatenate([h, -h]) for a, h in half.items()}
-
-    def values(p: float) -> dict:
-        return {"P": p, "R": p - 0.05, "F1": p - 0.02} | ({"ref_logprob": p - 3} if ref_logprob else {})
-
-    def k0(agent: str, q: int, fill: int) -> dict:
-        return values(float(base[agent][q]))
-
-    def k3(agent: str, q: int, fill: int) -> dict:
-        return values(float(base[agent][q] + effect + noise[agent][q]))
-
-    return k0, k3
-
-
-def claim_rows(out: Path, claim: str) -> dict[tuple[str, str], dict]:
-    """(comparison, metric) -> claims.csv row, for one claim."""
-    return {(r["comparison"], r["metric"]): r for r in read_csv(out / "claims.csv") if r["claim"] == claim}
-
-
-@pytest.fixture(scope="module")
-def effect_report(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("effect")
-    k0, k3 = paired_predictors(0.2)
-    make_run(root, "k=0", backbone="smollm2", k=0, questions=20, predict=k0)
-    make_run(root, "k=3", backbone="smollm2", k=3, questions=20, predict=k3)
-    # A k = 1 run evaluated without ref_logprob: that metric is absent for it, not 0.
-    make_run(root, "k=1", backbone="smollm2", k=1, questions=20, predict=paired_predictors(0.2, ref_logprob=False)[1])
-    write_report([root], root / "report")
-    return root / "report"
-
-
-def test_a_big_effect_supports_claim_a(effect_report):
-    rows = claim_rows(effect_report, "a")
-    for metric in ("P", "ref_logprob"):
-        row = rows[("k = 3 against k = 0", metric)]
-        assert row["verdict"] == "supported" and row["n"] == "180" and row["agent_wins"] == "9/9"
-        assert float(row["estimate"]) == pytest.approx(0.2) and 0 < float(row["ci_lo"]) < 0.2 < float(row["ci_hi"])
-        assert float(row["p"]) < 0.05 and (row["runs_a"], row["runs_b"]) == ("k=3", "k=0")
-    assert ("k = 1 against k = 0", "P") in rows and (
-        "k = 1 against k = 0",
-        "ref_logprob",
-    ) not in rows  # not measured: no row
-    fills = claim_rows(effect_report, "c")[("fill 100% against 20%", "P")]  # k = 3 values do not change with fill
-    assert fills["verdict"] == "inconclusive" and float(fills["estimate"]) == 0
-    text = (effect_report / "claims.md").read_text()
-    assert (
-        text.startswith("# Claims\n\nNumbers: the mean paired difference")
-        and "sign-flip permutation p" in text.splitlines()[2]
-    )
-    assert "alpha = 0.05" in text.splitlines()[2] and str(effect_report.parent / "k=3") in text
-    untested = text.split("## Not tested here (no runs)")[1]
-    assert "(b) Domain-pool" in untested and "(d) learned dense" in untested and "(a)" not in untested
-    assert "includes 'no detectable difference'" in text
-    summary = (effect_report / "summary.md").read_text()
-    assert "(claims.md)" in summary and "**supported**" in summary
-
-
-def test_no_effect_leaves_claim_a_inconclusive(tmp_path):
-    k0, k3 = paired_predictors(0.0, ref_logprob=False)
-    make_run(tmp_path, "k=0", backbone="smollm2", k=0, questions=20, predict=k0)
-    make_run(tmp_path, "k=3", backbone="smollm2", k=3, questions=20, predict=k3)
-    write_report([tmp_path], tmp_path / "report")
-    rows = claim_rows(tmp_path / "report", "a")
-    assert list(rows) == [("k = 3 against k = 0", "P")]  # no ref_logprob in these runs: no row for it
-    row = rows[("k = 3 against k = 0", "P")]
-    assert row["verdict"] == "inconclusive" and float(row["ci_lo"]) < 0 < float(row["ci_hi"])
-
-
-def test_a_broken_pairing_changes_the_claims_interval(effect_report, tmp_path):
-    """Claims pair the two runs by test question id. The same k = 3 values written under shuffled
-    ids keep the mean difference but lose the pairing, so the interval must change (and widen:
-    the questions' own spread no longer cancels)."""
-    k0, k3 = paired_predictors(0.2)
-    order = np.random.default_rng(1).permutation(20)
-    make_run(tmp_path, "k=0", backbone="smollm2", k=0, questions=20, predict=k0)
-    make_run(tmp_path, "k=3", backbone="smollm2", k=3, questions=20, predict=lambda a, q, f: k3(a, int(order[q]), f))
-    write_report([tmp_path], tmp_path / "report")
-    paired_row = claim_rows(effect_report, "a")[("k = 3 against k = 0", "P")]
-    broken = claim_rows(tmp_path / "report", "a")[("k = 3 against k = 0", "P")]
-    assert float(broken["estimate"]) == pytest.approx(float(paired_row["estimate"]))
-    width = {name: float(r["ci_hi"]) - float(r["ci_lo"]) for name, r in (("paired", paired_row), ("broken", broken))}
-    assert width["broken"] > 2 * width["paired"], width
-
-
-def test_ref_logprob_tables_show_only_ours(effect_report, tmp_path):
-    sweep = effect_report.parent
-    assert main([str(sweep), "--out", str(tmp_path), "--metric", "ref_logprob"]) == 0
-    rows = {r["agent"]: r for r in read_csv(tmp_path / "table1.csv")}
-    assert not any("paper" in c for c in rows["limerick"])
-    assert_estimate(
-        rows["limerick"], "3-shot smollm2 ours", mean_ci(predicted(sweep / "k=3", "ref_logprob", agent="limerick"))
-    )
-    assert rows["limerick"]["1-shot smollm2 ours"] == ""  # the k = 1 run has no ref_logprob: blank, not 0
-    assert "The paper published no such number" in (tmp_path / "table1.md").read_text()
-
-
-def test_gates_are_compared_paired_and_each_gate_gets_its_growth_claim(tmp_path):
-    """Claim (e): a run under another gate against the rubric-gated run of the same setting; claim (c)
-    within each gate; the tables keep the rubric-gated run even where another finished later."""
-    k0, k3 = paired_predictors(0.2)
-    make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=k0)
-    make_run(
-        tmp_path,
-        "gate=utility",
-        backbone="smollm2",
-        questions=20,
-        gate="utility",
-        predict=lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill),
-    )
-    write_report([tmp_path], tmp_path / "report")
-    row = claim_rows(tmp_path / "report", "e")[("utility gate against rubric gate", "P")]
-    assert row["verdict"] == "supported" and float(row["estimate"]) == pytest.approx(0.2)
-    assert (row["runs_a"], row["runs_b"]) == ("gate=utility", "gate=rubric") and row["n"] == "180"
-    growth = [r for r in read_csv(tmp_path / "report" / "claims.csv") if r["claim"] == "c" and r["metric"] == "P"]
-    by_run = {r["runs_a"]: r for r in growth}
-    assert set(by_run) == {"gate=rubric", "gate=utility"} and "utility gate" in by_run["gate=utility"]["setting"]
-    assert by_run["gate=rubric"]["verdict"] == "inconclusive" and by_run["gate=utility"]["verdict"] == "supported"
-    table = {r["agent"]: r for r in read_csv(tmp_path / "report" / "table1.csv")}
-    rubric_means = metrics_of(tmp_path, "gate=rubric")["fills"]["100"]["per_agent"]
-    assert float(table["pun"]["3-shot smollm2 ours"]) == pytest.approx(rubric_means["pun"]["P"])
-    assert (tmp_path / "report" / "figure4_gates_smollm2.png").read_bytes().startswith(PNG_MAGIC)
+from ms.report import write_report
 
 
 def test_runs_graded_by_another_backbone_are_their_own_condition_and_claims_pair_within_one_grader(tmp_path):
@@ -169,73 +38,6 @@ def test_runs_graded_by_another_backbone_are_their_own_condition_and_claims_pair
     assert other["verdict"] == "inconclusive" and float(other["estimate"]) == pytest.approx(0.0, abs=1e-12)
     assert "graded by gemma3" in other["setting"] and "graded by" not in own["setting"]
     assert "replaces it" not in (tmp_path / "report" / "runs.md").read_text()
-
-
-def test_each_gates_change_since_its_first_fill_is_paired_per_question(tmp_path):
-    from ms.report.conditions import conditions, select
-    from ms.report.gates import by_gate, change_since_first_fill
-    from ms.report.runs import find_runs
-
-    k0, k3 = paired_predictors(0.2)
-    make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=k0)
-    make_run(
-        tmp_path,
-        "gate=both",
-        backbone="smollm2",
-        questions=20,
-        gate="both",
-        predict=lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill),
-    )
-    make_run(tmp_path, "k=1", backbone="smollm2", k=1, questions=20, gate="both", predict=k0)  # not Figure 4's
-    runs, _ = find_runs([tmp_path])
-    chosen, _ = select(runs)
-    gates = by_gate(conditions(runs)[0], chosen)["smollm2"]
-    assert list(gates) == ["both", "rubric"] and gates["both"].cell == ("smollm2", 3, "domain")
-    change = change_since_first_fill(gates["both"], "P")
-    assert change[20].mean == 0 and change[60].mean == pytest.approx(0, abs=1e-12)
-    assert change[100].mean == pytest.approx(0.2) and change[100].lo < 0.2 < change[100].hi and change[100].n == 180
-    assert change_since_first_fill(gates["rubric"], "P")[100].mean == pytest.approx(0, abs=1e-12)
-
-
-def test_the_controls_pair_with_what_they_control_for(tmp_path):
-    """Claim (f): a reference-written stream against the model-written run under the same gate; claim (g):
-    a gate against the random gate matched to it. Neither is claim (e), which is the utility gates'."""
-    k0, k3 = paired_predictors(0.2)
-    grown = lambda a, q, fill: k3(a, q, fill) if fill == 100 else k0(a, q, fill)  # noqa: E731
-    make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=grown)
-    make_run(
-        tmp_path,
-        "gate=random",
-        backbone="smollm2",
-        questions=20,
-        gate="random",
-        predict=k0,
-        fields={"match": "runs/gate=rubric", "matched_gate": "rubric"},
-    )
-    make_run(tmp_path, "gate=all", backbone="smollm2", questions=20, gate="all", predict=k0)
-    make_run(
-        tmp_path,
-        "gate=all,reference",
-        backbone="smollm2",
-        questions=20,
-        gate="all",
-        predict=grown,
-        fields={"stream_answers": "reference"},
-    )
-    write_report([tmp_path], tmp_path / "report")
-    rows = read_csv(tmp_path / "report" / "claims.csv")
-    assert not [r for r in rows if r["claim"] == "e"]
-    [g] = [r for r in rows if r["claim"] == "g" and r["metric"] == "P"]
-    assert (g["comparison"], g["runs_a"], g["runs_b"]) == (
-        "rubric gate against a random gate matched to it",
-        "gate=rubric",
-        "gate=random",
-    )
-    assert g["verdict"] == "supported" and float(g["estimate"]) == pytest.approx(0.2)
-    [f] = [r for r in rows if r["claim"] == "f" and r["metric"] == "P"]
-    assert (f["runs_a"], f["runs_b"]) == ("gate=all,reference", "gate=all") and f["verdict"] == "supported"
-    growth = {r["runs_a"] for r in rows if r["claim"] == "c" and r["metric"] == "P"}
-    assert growth == {"gate=rubric", "gate=random", "gate=all", "gate=all,reference"}
 
 
 def test_runs_of_other_data_or_other_agents_are_never_paired(tmp_path):
