@@ -84,11 +84,12 @@ def test_a_key_no_section_declares_is_kept_where_a_plugin_gate_wrote_it():
     assert list(record.to_json().items()) == list(fields.items())
 
 
-def test_a_record_without_its_cell_fields_is_refused_naming_the_file_and_the_field(tmp_path):
+def test_a_record_without_its_cell_says_so_and_metrics_without_a_record_are_refused_naming_the_file(tmp_path):
+    partial = RunRecord.from_json({"backbone": "smollm2", "k": 3})
+    assert not partial.has_cell and RunRecord.from_json(OLD).has_cell
+    assert partial.to_json() == {"backbone": "smollm2", "k": 3}
     path = tmp_path / "metrics.json"
-    with pytest.raises(UserError, match=f"{path}: the run record lacks pool"):
-        RunRecord.from_metrics({"run": {"backbone": "smollm2", "k": 3}}, path)
-    with pytest.raises(UserError, match="no run record"):
+    with pytest.raises(UserError, match=f"{path}: no run record"):
         RunRecord.from_metrics({}, path)
 
 

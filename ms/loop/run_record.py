@@ -26,7 +26,7 @@ from ms.gates.record import GateRecord
 from ms.pool.access.record import AccessRecord
 
 # The fields every run has written since the record began, in the order they are written; some early
-# vintages lack one (`absent`). The first three name a run's cell and every record holds them.
+# vintages lack one (`absent`). The first three name a run's cell (CELL).
 WRITTEN = (
     "backbone",
     "k",
@@ -44,7 +44,7 @@ WRITTEN = (
     "scorer_read",
 )
 LISTS = ("agents", "fills", "metrics")  # written as lists, held as tuples
-REQUIRED = ("backbone", "k", "pool")
+CELL = ("backbone", "k", "pool")  # what the report groups runs by: a record without them is no finished run's
 # The fields after the gate's, in the order they are written; each added after runs were committed.
 ADDED = (
     "best_of",
@@ -71,7 +71,7 @@ class Retire:
 
 @dataclass(frozen=True)
 class RunRecord:
-    backbone: str
+    backbone: str  # None only in a record that lacks it (`absent`), as no finished run's does
     k: int
     pool: str  # the pool mode
     # What the test questions retrieved with, and whether memory train learned it; the stream's own
@@ -103,11 +103,8 @@ class RunRecord:
     absent: frozenset[str] = frozenset()  # fields of WRITTEN this record's vintage did not write
 
     @classmethod
-    def from_json(cls, fields: Mapping[str, Any], source: object = "a run record") -> "RunRecord":
-        """The record of metrics.json's `run` section `fields`; `source` names it in an error."""
-        missing = [name for name in REQUIRED if name not in fields]
-        if missing:
-            raise UserError(f"{source}: the run record lacks {', '.join(missing)}")
+    def from_json(cls, fields: Mapping[str, Any]) -> "RunRecord":
+        """The record of metrics.json's `run` section `fields`."""
         written = {name: fields.get(name) for name in WRITTEN}
         for name in LISTS:
             written[name] = tuple(written[name] or ())
@@ -138,7 +135,7 @@ class RunRecord:
         fields = metrics.get("run")
         if not isinstance(fields, Mapping):
             raise UserError(f"{source}: no run record (its `run` section)")
-        found = cls.from_json(fields, source)
+        found = cls.from_json(fields)
         policy = (metrics.get("memory") or {}).get("policy")
         return replace(found, memory=policy) if "memory" in found.absent and policy else found
 
@@ -169,6 +166,11 @@ class RunRecord:
             agent_backbones=None if self.agent_backbones is None else dict(self.agent_backbones),
         )
         return recorded(out)
+
+    @property
+    def has_cell(self) -> bool:
+        """Whether the record names the run's cell (CELL), as every finished run's does."""
+        return not self.absent.intersection(CELL)
 
     @property
     def greedy(self) -> bool:

@@ -289,10 +289,10 @@ def _read_metrics(folder: Path) -> tuple[Optional[dict], str]:
         return None, "metrics.json does not say complete: true"
     try:
         record: Optional[RunRecord] = RunRecord.from_metrics(metrics, path)
-    except UserError:
+    except UserError:  # no run record at all
         record = None
     # a stream-only run (eval.enabled=false) has no fill results, and says so
-    if record is None or not (metrics.get("fills") or record.evaluated is False):
+    if record is None or not record.has_cell or not (metrics.get("fills") or record.evaluated is False):
         return None, "metrics.json lacks its run fields (backbone, k, pool) or fill results"
     return metrics, ""
 
