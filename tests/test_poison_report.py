@@ -4,6 +4,7 @@ beside its clean run, with the numbers poison.md computes; written only where th
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,7 +102,7 @@ def test_two_runs_of_one_kind_gate_and_rule_are_labelled_by_the_field_they_diffe
     runs, _ = find_runs([sweep, tmp_path / "twin"])
     found = [spread(run, runs, "ref_logprob") for run in runs if poison_of(run)]
     labels = [tick.get_text() for tick in poison_figure(found, "ref_logprob").axes[0].get_yticklabels()]
-    assert sorted(labels) == sorted(f"on_style, gate=rubric, open, seed={s.run.fields.get('seed')}" for s in found)
+    assert sorted(labels) == sorted(f"on_style, gate=rubric, open, seed={s.run.record.seed}" for s in found)
     assert len(set(labels)) == 2
 
 
@@ -142,6 +143,5 @@ def test_a_runs_site_header_names_its_access_rule_and_its_poisoner(sweep):
     assert poisoned["access"] == "access=open: every agent read every memory of its scope"
     assert shown["clean__clean"]["poison"] == "no poisoning writer"
     rule = {"rule": "rule", "file": "rules/mine.yaml", "grants": {"riddle": ["seed"]}}
-    run = runs[0]
-    run.metrics["run"] = {**run.fields, "access": rule}
+    run = replace(runs[0], metrics={**runs[0].metrics, "run": {**runs[0].record.to_json(), "access": rule}})
     assert run_data(run, runs, "ref_logprob")["access"] == "access=rule from `rules/mine.yaml`"

@@ -167,7 +167,7 @@ def test_without_memories_csv_the_stream_memories_come_from_decisions_and_the_re
     shutil.copytree(folder, copy)
     (copy / WRITERS_FILE).unlink()
     [run] = find_runs([copy.parent])[0]
-    writers = read_writers(run.path, run.fields["backbone"])
+    writers = read_writers(run.path, run.record.backbone)
     stream = {i for i, w in writers.items() if w.forgotten}
     assert stream and stream < gone and {writers[i].agent for i in stream} == {FORGOTTEN}
     assert {writers[i].origin for i in stream} == {"stream"}

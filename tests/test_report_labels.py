@@ -12,8 +12,23 @@ import pytest
 from test_report import make_run, read_csv
 
 from ms.config.parts import GATES, RETRIEVERS
+from ms.data.poison_record import PoisonRecord
+from ms.gates.record import GateRecord
+from ms.pool.access.record import AccessRecord
 from ms.report import find_runs, write_report
-from ms.report.labels import LABELS, gate_key, label, on_server, option, rank, retriever_key, said, unrecorded, words
+from ms.report.labels import (
+    LABELS,
+    Retrieval,
+    gate_key,
+    label,
+    on_server,
+    option,
+    rank,
+    retriever_key,
+    said,
+    unrecorded,
+    words,
+)
 
 # ---- the table -----------------------------------------------------------------------------------
 
@@ -23,7 +38,7 @@ def test_every_registered_option_has_one_label_and_no_label_names_another(kind):
     names = [entry.name for entry in LABELS[kind].labels]
     assert sorted(names) == sorted(kind.names()) and len(set(names)) == len(names)
     assert unrecorded(kind) is None or unrecorded(kind) in names  # what a run recording none ran with
-    assert unrecorded(kind) is None or words(kind, {})
+    assert unrecorded(kind) is None or words(kind, None)
 
 
 def test_the_table_says_which_retrievers_memory_train_can_learn_as_their_classes_do():
@@ -33,28 +48,29 @@ def test_the_table_says_which_retrievers_memory_train_can_learn_as_their_classes
 
 
 def test_an_option_words_read_its_settings_from_the_run_fields():
-    assert words(GATES, {}) == "rubric gate" and option(GATES, {}) == "rubric"  # runs record no rubric gate
-    assert words(GATES, {"gate": "random", "matched_gate": "both"}) == "random gate matched to the both gate"
-    assert words(GATES, {"gate": "random", "rate": 0.25}) == "random gate admitting 0.25 of the pairs"
-    assert words(RETRIEVERS, {"retriever": "dense", "learned": True}) == "learned dense retriever"
-    assert words(RETRIEVERS, {"retriever": "bm25", "learned": False}) == "BM25 retriever"
-    rule = {"access": {"rule": "rule", "file": "experiments/rules/withhold_poison.yaml"}}
+    assert words(GATES, None) == "rubric gate" and option(GATES, None) == "rubric"  # runs record no rubric gate
+    assert words(GATES, GateRecord.from_json({})) == "rubric gate"
+    assert words(GATES, GateRecord("random", matched_gate="both")) == "random gate matched to the both gate"
+    assert words(GATES, GateRecord("random", rate=0.25)) == "random gate admitting 0.25 of the pairs"
+    assert words(RETRIEVERS, Retrieval("dense", learned=True)) == "learned dense retriever"
+    assert words(RETRIEVERS, Retrieval("bm25", learned=False)) == "BM25 retriever"
+    rule = AccessRecord("rule", "experiments/rules/withhold_poison.yaml")
     from ms.config.parts import ACCESS_RULES, POISONS
 
-    assert said(ACCESS_RULES, rule) == "access rule withhold_poison" and said(ACCESS_RULES, {}) is None
-    assert said(POISONS, {}) is None and unrecorded(POISONS) == "none"
-    assert said(POISONS, {"poison": {"kind": "off_task", "victim": "riddle"}}) == "poisoner of riddle: off-task answers"
+    assert said(ACCESS_RULES, rule) == "access rule withhold_poison" and said(ACCESS_RULES, None) is None
+    assert said(POISONS, None) is None and unrecorded(POISONS) == "none"
+    assert said(POISONS, PoisonRecord("off_task", victim="riddle")) == "poisoner of riddle: off-task answers"
     assert rank(RETRIEVERS, "random") < rank(RETRIEVERS, "dense") < rank(RETRIEVERS, "a plugin's")
 
 
 def test_the_short_keys_conditions_are_grouped_by():
-    assert gate_key({}) == "rubric" and gate_key({"gate": "utility"}) == "utility"
-    assert gate_key({"gate": "random", "matched_gate": "both", "match": "runs/x"}) == "random~both"
-    assert gate_key({"gate": "random", "rate": 0.5}) == "random@0.5"
-    assert gate_key({"gate": "all", "stream_answers": "reference"}) == "all+reference"
-    assert retriever_key({"retriever": "dense", "learned": False}) == "dense-frozen"
-    assert retriever_key({"retriever": "composite", "learned": True}) == "composite-learned"
-    assert retriever_key({"retriever": "bm25", "learned": False}) == "bm25"
+    assert gate_key(GateRecord.from_json({})) == "rubric" and gate_key(GateRecord("utility")) == "utility"
+    assert gate_key(GateRecord("random", match="runs/x", matched_gate="both")) == "random~both"
+    assert gate_key(GateRecord("random", rate=0.5)) == "random@0.5"
+    assert gate_key(GateRecord("all"), "reference") == "all+reference" and gate_key(GateRecord("all"), "model") == "all"
+    assert retriever_key(Retrieval("dense", learned=False)) == "dense-frozen"
+    assert retriever_key(Retrieval("composite", learned=True)) == "composite-learned"
+    assert retriever_key(Retrieval("bm25", learned=False)) == "bm25"
     from ms.config.parts import POOL_BACKENDS
 
     assert on_server(option(POOL_BACKENDS, {"pool": {"backend": "postgres"}}))
@@ -65,7 +81,7 @@ def test_an_option_the_table_lacks_is_named_by_its_kind():
     GATES.register("toy", "ms.gates.all:AllGate")
     try:
         assert label(GATES, "toy") is None
-        assert words(GATES, {"gate": "toy"}) == "toy gate" and gate_key({"gate": "toy"}) == "toy"
+        assert words(GATES, GateRecord("toy")) == "toy gate" and gate_key(GateRecord("toy")) == "toy"
     finally:
         GATES.unregister("toy")
 

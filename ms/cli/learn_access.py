@@ -40,7 +40,7 @@ def learn_access_cmd(args: argparse.Namespace) -> int:
             f"learn-access: no k = 0 run of the same backbone, data and prompt under {where} to measure "
             f"gains against (--baseline FOLDER)"
         )
-    writers = read_writers(run.path, run.fields["backbone"])
+    writers = read_writers(run.path, run.record.backbone)
     if writers is None:
         raise UserError(
             f"learn-access: {run.name} keeps neither a pool file nor memories.csv: who wrote what is unknown"

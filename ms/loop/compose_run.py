@@ -21,13 +21,14 @@ import torch
 from omegaconf import DictConfig
 
 from ms.agents import Agent, PromptTemplate, agents_from
-from ms.config.added import recorded
 from ms.config.files import METRICS_FILE
 from ms.config.parts import GATES, METRICS, POISONS
 from ms.data import load_splits
 from ms.data.poison import Poisoner
+from ms.data.poison_record import PoisonRecord
 from ms.gates.base import Gate, GateParts
 from ms.gates.question_dependence import QuestionTest
+from ms.gates.record import GateRecord
 from ms.gates.replay import UtilityMeter
 from ms.gates.scorer import Scorer, load_rubrics, rubric_for, rubric_ref
 from ms.llm import LM
@@ -38,12 +39,14 @@ from ms.loop.cell import record as cell_record
 from ms.loop.inputs import encoder_models, test_retriever_name
 from ms.loop.provenance import provenance
 from ms.loop.run_folder import clear_partial, completed, open_run_pool, write_atomic
+from ms.loop.run_record import Retire, RunRecord
 from ms.loop.schedule import Schedule, stream_k
 from ms.loop.validation import validate
 from ms.metrics.base import Metric
 from ms.metrics.evaluate import validate_metrics
 from ms.pool import Pool, scope_for
 from ms.pool.access import AccessRule, build_access
+from ms.pool.access.record import AccessRecord
 from ms.retrieval import build_retriever, build_test_retriever
 from ms.retrieval.base import Retriever
 from ms.retrieval.bm25 import BM25Retriever
@@ -102,7 +105,7 @@ class Parts:
     poisoner: Poisoner  # a poisoning writer's pairs for each stream micro-batch (none: no pairs)
     trainer: Optional[RetrieverTrainer]
     metrics: list[Metric]  # in the registry's order
-    record: dict  # metrics.json's `run`
+    record: RunRecord  # metrics.json's `run`
     described: dict = field(default_factory=dict)  # metrics.json's record of what produced each metric
     provenance: dict = field(default_factory=dict)
     cell: dict = field(default_factory=dict)
@@ -238,44 +241,39 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     # Taken before the stream runs: the code and files the run started with.
     test_name = test_retriever_name(cfg)
     encoders = encoder_models(cfg, names)
-    record = {
-        # retriever and learned describe what the test questions retrieved with; the stream's own
-        # retriever is stream_retriever (they differ under retriever.at_test).
-        "backbone": cfg.backbone.name,
-        "k": cfg.k,
-        "pool": cfg.pool.mode,
-        "retriever": test_name or cfg.retriever.name,
-        "learned": trainer is not None and not at_test,
-        "stream_retriever": cfg.retriever.name + " (learned)" * (trainer is not None),
-        "memory": cfg.memory.policy,
-        "refresh": trainer.dense.refresh if trainer is not None else None,
-        "label_method": trainer.labeller.method if trainer else None,
-        "agents": list(splits),
-        "fills": sorted(int(f) for f in cfg.fills),
-        "seed": cfg.seed,
-        "metrics": names,
-        "scorer_read": scorer.read,
+    record = RunRecord(
+        backbone=cfg.backbone.name,
+        k=cfg.k,
+        pool=cfg.pool.mode,
+        retriever=test_name or cfg.retriever.name,
+        learned=trainer is not None and not at_test,
+        stream_retriever=cfg.retriever.name + " (learned)" * (trainer is not None),
+        memory=cfg.memory.policy,
+        refresh=trainer.dense.refresh if trainer is not None else None,
+        label_method=trainer.labeller.method if trainer else None,
+        agents=tuple(splits),
+        fills=tuple(sorted(int(f) for f in cfg.fills)),
+        seed=cfg.seed,
+        metrics=tuple(names),
+        scorer_read=scorer.read,
         # The fields below were added after runs were committed: each part's (gate, access rule, poisoner)
         # only where it is not the option older runs ran with, the rest left out at that value by
-        # recorded() (ms.config.added), so that runs like older ones stay one condition with them.
-        **gate_cls.record(cfg.gate),
-        "best_of": cfg.stream.best_of,
-        "select": cfg.stream.select,
-        "temperature": cfg.stream.temperature,
-        "evaluated": bool(cfg.eval.enabled),
-        "stream_answers": cfg.stream.answers,
-        **access.record(),
-        **poison_cls.record(cfg.poison),
-        "grader": cfg.scorer.backbone if cfg.scorer.backbone != cfg.backbone.name else None,
-        "threshold": cfg.scorer.threshold,
-        "retire": (
-            {"below": cfg.memory.retire_below, "after": cfg.memory.retire_after}
-            if cfg.memory.retire_below is not None
-            else None
-        ),
-        "agent_backbones": agent_backbone if set(agent_backbone.values()) != {cfg.backbone.name} else None,
-    }
-    record = recorded(record)
+        # RunRecord.to_json (ms.config.added), so that runs like older ones stay one condition with them.
+        gate=GateRecord.from_json(gate_cls.record(cfg.gate)),
+        best_of=cfg.stream.best_of,
+        select=cfg.stream.select,
+        temperature=cfg.stream.temperature,
+        evaluated=bool(cfg.eval.enabled),
+        stream_answers=cfg.stream.answers,
+        access=AccessRecord.from_json(access.record().get("access")),
+        poison=PoisonRecord.from_json(poison_cls.record(cfg.poison).get("poison")),
+        grader=cfg.scorer.backbone if cfg.scorer.backbone != cfg.backbone.name else None,
+        threshold=cfg.scorer.threshold,
+        retire=Retire(cfg.memory.retire_below, cfg.memory.retire_after)
+        if cfg.memory.retire_below is not None
+        else None,
+        agent_backbones=agent_backbone if set(agent_backbone.values()) != {cfg.backbone.name} else None,
+    )
     described = {cls.record_key: None for cls in map(METRICS.load, METRICS) if cls.record_key}
     described.update({m.record_key: m.describe() for m in metrics if m.record_key})
     return Parts(

@@ -200,7 +200,7 @@ class Experiment(Answering):
         answers = self.settings.stream_answers
         metrics = {
             "complete": True,
-            "run": self.parts.record,
+            "run": self.parts.record.to_json(),
             **self.parts.described,
             "fills": by_fill,
             "stream": {

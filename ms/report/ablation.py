@@ -79,7 +79,7 @@ def ablation_tables(
 
         for retriever, memory in sorted(combos, key=ablation_order):
             newest, *older = sorted(combos[(retriever, memory)], key=lambda c: (c.finished, c.name), reverse=True)
-            rows.append(AblationRow(newest.first.retriever_words, words(POLICIES, {"memory": memory}), newest))
+            rows.append(AblationRow(newest.first.retriever_words, words(POLICIES, memory), newest))
             if older:
                 notes.append(
                     f"{rows[-1].retriever} / {rows[-1].memory}: {newest.name} is the most recent of "

@@ -24,20 +24,14 @@ FILE = "access.md"
 
 def learned_of(run: Run) -> Optional[dict]:
     """The `learned` record of the rule the run retrieved under; None for open or hand-written rules."""
-    learned = (run.fields.get("access") or {}).get("learned")
+    learned = run.record.access.learned if run.record.access is not None else None
     return learned if isinstance(learned, dict) and "scored_on" in learned else None
 
 
 def _twin(runs: Sequence[Run], run: Run, **changed) -> Optional[Run]:
     """The run whose fields equal `run`'s but for its access rule (open) and `changed`; the newest."""
-    want = {**{k: v for k, v in run.fields.items() if k not in ("access", "seed")}, **changed}
-    found = [
-        r
-        for r in runs
-        if not r.fields.get("access")
-        and r.data == run.data
-        and {k: v for k, v in r.fields.items() if k != "seed"} == want
-    ]
+    want = {**run.record.without("access", "seed"), **changed}
+    found = [r for r in runs if r.record.access is None and r.data == run.data and r.record.without("seed") == want]
     return max(found, key=lambda r: r.finished) if found else None
 
 
@@ -111,7 +105,7 @@ def handwritten(runs: Sequence[Run], metric: str) -> list[Comparison]:
     fill, beside its open twin's (the same run fields but the rule), where the runs given hold one."""
     out = []
     for run in runs:
-        if not run.fields.get("access") or learned_of(run) is not None or run.predictions is None:
+        if run.record.access is None or learned_of(run) is not None or run.predictions is None:
             continue
         values = {RULE: run.values(metric, run.last_fill) or {}}
         twin = _twin(runs, run)
@@ -120,7 +114,7 @@ def handwritten(runs: Sequence[Run], metric: str) -> list[Comparison]:
         against = f"beside `{twin.name}`" if twin is not None else "no open run of the same fields among those given"
         out.append(
             Comparison(
-                f"`{run.name}` (hand-written rule, {run.fields['pool']} pool), every test question; {against}",
+                f"`{run.name}` (hand-written rule, {run.record.pool} pool), every test question; {against}",
                 values,
                 (run.name,),
             )
@@ -132,10 +126,10 @@ def _rule_runs(runs: Sequence[Run], compared: set[str]) -> list[str]:
     """One entry per run under a rule: which rule, each reader's grants, and whether a section compares it."""
     lines = ["## Every run under an access rule", ""]
     for run in runs:
-        if not run.fields.get("access"):
+        if run.record.access is None:
             continue
-        grants = Grants.of(run.fields)
-        readers = "; ".join(f"{reader}: {grants.text(reader)}" for reader in (run.fields.get("agents") or grants.table))
+        grants = Grants.of(run.record)
+        readers = "; ".join(f"{reader}: {grants.text(reader)}" for reader in (run.record.agents or grants.table))
         status = (
             "Compared above"
             if run.name in compared
@@ -177,7 +171,7 @@ def write_access(runs: Sequence[Run], out: Path, metric: str) -> str:
     """access.md where some run retrieved under an access rule, learned or hand-written; returns a line
     for summary.md."""
     (out / FILE).unlink(missing_ok=True)  # a rerun into the same --out must not keep an old one
-    under_rule = [run for run in runs if run.fields.get("access")]
+    under_rule = [run for run in runs if run.record.access is not None]
     if not under_rule:
         return ""
     learned, written = comparisons(runs, metric), handwritten(runs, metric)
@@ -205,7 +199,7 @@ def _withheld(runs: Sequence[Run]) -> float:
     counts = [
         row.get("withheld", 0)
         for run in runs
-        if run.fields.get("access") and run.predictions
+        if run.record.access is not None and run.predictions
         for row in run.predictions.get(run.last_fill, {}).values()
     ]
     return fmean(counts) if counts else 0.0

@@ -39,16 +39,14 @@ def find_baseline(run: Run, runs: Sequence[Run], metric: str, fill: int) -> Opti
     mine = run_config(run.path)
     candidates = []
     for other in runs:
-        if other.cell[1] != 0 or other.fields["backbone"] != run.fields["backbone"] or other.predictions is None:
+        if other.cell[1] != 0 or other.record.backbone != run.record.backbone or other.predictions is None:
             continue
         theirs = run_config(other.path)
         if all(_setting(mine, key) == _setting(theirs, key) for key in BASELINE_KEYS):
             candidates.append(other)
     if not candidates:
         return None
-    best = max(
-        candidates, key=lambda r: (r.seed == run.seed, r.fields["pool"] == run.fields["pool"], r.finished, r.name)
-    )
+    best = max(candidates, key=lambda r: (r.seed == run.seed, r.record.pool == run.record.pool, r.finished, r.name))
     rows = best.predictions.get(best.last_fill, {})
     values, mismatched = {}, 0
     for item, row in run.predictions.get(fill, {}).items():

@@ -11,9 +11,10 @@ from typing import NamedTuple, Optional, Sequence
 
 from ms.common.stats import Paired, paired
 from ms.config.parts import GATES, RETRIEVERS
+from ms.gates.record import GateRecord
 from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, TABLE_GATE, TABLE_MEMORY, Condition, pairable
 from ms.report.gates import gate_variants
-from ms.report.labels import gate_key, pool_words, retriever_key, words
+from ms.report.labels import Retrieval, gate_key, other_answers, pool_words, retriever_key, words
 from ms.report.runs import Cell
 
 
@@ -93,8 +94,8 @@ CLAIMS = {
 # Claim (b)'s k and pools (pool.mode), Domain's first; claim (d)'s retrievers as runs record them (the
 # `retriever` and `learned` run fields), the learned dense one first, then its opponents in the claim's order.
 POOLS_K, POOLS = 3, ("domain", "single")
-LEARNED_DENSE = {"retriever": "dense", "learned": True}
-BASELINES = ({"retriever": "dense", "learned": False}, {"retriever": "bm25"}, {"retriever": "random"})
+LEARNED_DENSE = Retrieval("dense", learned=True)
+BASELINES = (Retrieval("dense", learned=False), Retrieval("bm25"), Retrieval("random"))
 
 
 def measures_utility(gate: str) -> bool:
@@ -184,7 +185,7 @@ def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> li
     every claim compares runs graded by one backbone, under one access rule). Of conditions with one
     Setting whose cells differ only in NOT_COMPARED keys, one pair answers: the one whose two cells differ
     in the fewest keys besides the claim's, then the most recently finished."""
-    index = _alike([c for c in conds if not c.fields.get("poison")])  # poison.md compares those
+    index = _alike([c for c in conds if c.record.poison is None])  # poison.md compares those
     out = []
 
     def pair(group: list[Condition], claim: Claim, **changed) -> Optional[Found]:
@@ -207,7 +208,7 @@ def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> li
 
     for s, groups in sorted(index.items(), key=lambda kv: kv[0]):
         for group in groups:
-            fields = group[0].fields  # what a group shares: its Setting
+            record = group[0].record  # what a group shares: its Setting
             if s.k == 0:
                 for k in (1, 2, 3):
                     add(CLAIMS["a"], f"k = {k} against k = 0", pair(group, CLAIMS["a"], k=k), ("k",), True)
@@ -220,15 +221,15 @@ def comparisons(conds: Sequence[Condition], chosen: dict[Cell, Condition]) -> li
                     label = f"{words(RETRIEVERS, LEARNED_DENSE)} against {words(RETRIEVERS, baseline)}"
                     add(CLAIMS["d"], label, found, ("retriever",))
             if measures_utility(s.gate):
-                rubric = words(GATES, {"gate": TABLE_GATE})
+                rubric = words(GATES, GateRecord(TABLE_GATE))
                 found = pair(group, CLAIMS["e"], gate=TABLE_GATE)
                 add(CLAIMS["e"], f"{group[0].gate_words} against {rubric}", found, ("gate",))
-            if answers := fields.get("stream_answers"):  # recorded only where the stream did not write the model's
-                found = pair(group, CLAIMS["f"], gate=gate_key({**fields, "stream_answers": None}))
+            if answers := other_answers(record.stream_answers):  # where the stream did not write the model's
+                found = pair(group, CLAIMS["f"], gate=gate_key(record.gate))
                 add(CLAIMS["f"], f"{answers}-grown pool against model-grown pool", found, ("answers",))
-            if matched := fields.get("matched_gate"):  # a random gate matched to another gate's admissions
-                opponent = gate_key({"gate": matched, "stream_answers": fields.get("stream_answers")})
-                label = f"{words(GATES, {'gate': matched})} against a random gate matched to it"
+            if matched := record.gate.matched_gate:  # a random gate matched to another gate's admissions
+                opponent = gate_key(GateRecord(matched), record.stream_answers)
+                label = f"{words(GATES, GateRecord(matched))} against a random gate matched to it"
                 add(CLAIMS["g"], label, pair(group, CLAIMS["g"], gate=opponent), ("gate",), True)
     for (backbone, k, pool), chosen_c in sorted(chosen.items()):
         if (k, pool) == (FIGURE4_K, FIGURE4_POOL):  # its growth curve, and the same setting's under each other gate

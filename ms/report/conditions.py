@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 
 from ms.common.stats import Estimate, mean_ci
 from ms.config.parts import ACCESS_RULES, POLICIES
+from ms.loop.run_record import RunRecord
 from ms.report.labels import said, words
 from ms.report.pairing import REPLICATE_SEEDS, runs_pairable, under
 from ms.report.paper import PaperTables
@@ -82,8 +83,8 @@ class Condition:
         return self.runs[0]
 
     @property
-    def fields(self) -> dict:
-        return self.first.fields
+    def record(self) -> RunRecord:
+        return self.first.record
 
     @property
     def cell(self) -> Cell:
@@ -204,7 +205,7 @@ def _identity(run: Run) -> str:
     examples they read where both recorded them."""
     cell = None if run.settings is None else {k: v for k, v in run.settings.items() if not under(k, REPLICATE_SEEDS)}
     return json.dumps(
-        {"fields": {k: v for k, v in run.fields.items() if k != "seed"}, "data": run.data, "cell": cell},
+        {"fields": run.record.without("seed"), "data": run.data, "cell": cell},
         sort_keys=True,
         default=str,
     )
@@ -234,19 +235,19 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
     """The condition that speaks for each cell (SELECTION_RULE), and why each other run does not."""
 
     def rank(c: Condition):
-        return c.gate == TABLE_GATE, bool(c.fields.get("learned")), c.finished, c.name
+        return c.gate == TABLE_GATE, bool(c.record.learned), c.finished, c.name
 
     def eligible(c: Condition) -> bool:
         return (
-            c.fields.get("retriever") == TABLE_RETRIEVER
+            c.record.retriever == TABLE_RETRIEVER
             and c.memory == TABLE_MEMORY
-            and not c.fields.get("access")
-            and not c.fields.get("poison")
-            and not c.fields.get("retire")
-            and not c.fields.get("best_of")
+            and c.record.access is None
+            and c.record.poison is None
+            and c.record.retire is None
+            and c.record.greedy
         )
 
-    table_memory, open_access = words(POLICIES, {"memory": TABLE_MEMORY}), words(ACCESS_RULES, {})
+    table_memory, open_access = words(POLICIES, TABLE_MEMORY), words(ACCESS_RULES, None)
     chosen: dict[Cell, Condition] = {}
     for c in conds:
         if eligible(c) and (c.cell not in chosen or rank(c) > rank(chosen[c.cell])):
@@ -254,25 +255,23 @@ def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[C
     why_not = dict(replaced)
     for c in conds:
         for run in c.runs:
-            if c.fields.get("retriever") != TABLE_RETRIEVER:
+            if c.record.retriever != TABLE_RETRIEVER:
                 why_not[run.name] = f"{c.first.retriever_words} (the tables use the {TABLE_RETRIEVER} retriever only)"
             elif c.memory != TABLE_MEMORY:
+                why_not[run.name] = f"{words(POLICIES, c.memory)} (the tables use {table_memory} only; see ablation.md)"
+            elif c.record.access is not None:
                 why_not[run.name] = (
-                    f"{words(POLICIES, {'memory': c.memory})} (the tables use {table_memory} only; see ablation.md)"
+                    f"{said(ACCESS_RULES, c.first.access)} (the tables read under {open_access}; see access.md)"
                 )
-            elif c.fields.get("access"):
-                why_not[run.name] = (
-                    f"{said(ACCESS_RULES, {'access': c.first.access})} (the tables read under {open_access}; see access.md)"
-                )
-            elif c.fields.get("poison"):
+            elif c.record.poison is not None:
                 why_not[run.name] = "a poisoning writer wrote into its pool (the tables read clean runs; see poison.md)"
-            elif c.fields.get("retire"):
+            elif c.record.retire is not None:
                 why_not[run.name] = (
                     "memory.retire_below retired memories (the tables read runs that keep what they admit)"
                 )
-            elif c.fields.get("best_of"):
+            elif not c.record.greedy:
                 why_not[run.name] = (
-                    f"its stream kept the best of {c.fields['best_of']} sampled answers (the tables read greedy streams)"
+                    f"its stream kept the best of {c.record.best_of} sampled answers (the tables read greedy streams)"
                 )
             elif chosen[c.cell] is not c:
                 why_not[run.name] = f"its cell is taken by {chosen[c.cell].name}"

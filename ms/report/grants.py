@@ -5,25 +5,27 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ms.loop.run_record import RunRecord
 from ms.pool.access import SEED
+from ms.pool.access.record import AccessRecord
 
 
 class Grants:
     """reader -> the writers it was granted; a run without an `access` record ran under access=open."""
 
-    def __init__(self, record: Optional[dict]):
-        self.record = record or {}
-        self.table: dict[str, Optional[list[str]]] = dict(self.record.get("grants") or {})
-        self.has_default = "default" in self.record
-        self.default: Optional[list[str]] = self.record.get("default")
+    def __init__(self, record: Optional[AccessRecord]):
+        self.record = record
+        self.table: dict[str, Optional[list[str]]] = dict(record.grants) if record is not None else {}
+        self.has_default = record is not None and record.has_default
+        self.default: Optional[list[str]] = record.default if record is not None else None
 
     @classmethod
-    def of(cls, fields: dict) -> "Grants":
-        return cls(fields.get("access"))
+    def of(cls, run: RunRecord) -> "Grants":
+        return cls(run.access)
 
     @property
     def open(self) -> bool:
-        return not self.record
+        return self.record is None
 
     def writers(self, reader: str) -> Optional[list[str]]:
         """The writers `reader` was granted; None: every writer."""
@@ -49,11 +51,11 @@ class Grants:
         """One line: which rule, from which file, learned how."""
         if self.open:
             return "access=open: every agent read every memory of its scope"
-        learned = self.record.get("learned") or {}
+        learned = self.record.learned or {}
         how = (
             f", learned on half {learned['half']} of the test questions of `{learned.get('run')}` "
             f"({learned.get('metric')}); score it on half {learned.get('scored_on')} only"
             if "half" in learned
             else ""
         )
-        return f"access=rule from `{self.record.get('file')}`{how}"
+        return f"access=rule from `{self.record.file}`{how}"

@@ -1,8 +1,8 @@
 """What the report calls each registered option, in words: one table, keyed by registry (ms.config.parts).
 
-The report reads which option a run used from its recorded run fields (metrics.json `run`) and says it
-through this table, e.g. "learned dense retriever", "random gate matched to the rubric gate", "access rule
-half0". An option's words may read its own settings from those fields (the gate a random gate matched,
+The report reads which option a run used from its typed record (metrics.json `run`: ms.loop.run_record)
+and says it through this table, e.g. "learned dense retriever", "random gate matched to the rubric gate", "access rule
+half0". An option's words may read its own settings from its part of the record (the gate a random gate matched,
 the rule file an access rule came from). Nothing else in ms.report compares a field with an option's name
 (tests/test_structure.py checks): a new option is described by one line here, and one the table lacks
 (a plugin's) is still named, as "<name> <noun>".
@@ -12,20 +12,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Union
+from typing import Any, Callable, NamedTuple, Optional, Union
 
 from ms.config.added import before
 from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, POOL_BACKENDS, RETRIEVERS
 from ms.config.registry import Registry
+from ms.data.poison_record import PoisonRecord
+from ms.gates.record import GateRecord
+from ms.pool.access.record import AccessRecord
 
-Fields = dict  # a run's recorded run fields (metrics.json `run`), or the part of them an option reads
-Words = Union[str, Callable[[Fields], str]]
+# What an option is read from: the part of a run's record (ms.loop.run_record) its kind names (Kind.read),
+# or None for a run that records none of the kind.
+Part = Any
+Words = Union[str, Callable[[Part], str]]
+
+
+class Retrieval(NamedTuple):
+    """What the test questions retrieved with, as a run records it (RunRecord.retriever, .learned): the
+    part RETRIEVERS reads, which a run's record is too."""
+
+    retriever: Optional[str]
+    learned: Optional[bool] = False
 
 
 @dataclass(frozen=True)
 class Label:
     name: str  # the registered option
-    words: Words  # the option in words; a callable reads the option's settings from the run's fields
+    words: Words  # the option in words; a callable reads the option's settings from the run's record
     quiet: bool = False  # what every run has unless told otherwise: a description leaves it unsaid
     # Retrievers: memory train can learn it (the class's `trainable`, which would import torch to ask), so
     # its words say whether the run's did (the `learned` run field): "learned dense retriever".
@@ -36,33 +49,35 @@ class Label:
 @dataclass(frozen=True)
 class Kind:
     noun: str  # names an option the table does not hold: "<name> <noun>"
-    read: Callable[[Fields], Optional[str]]  # the option the fields record; None where they record none
+    # The option the part records; None where it records none. The parts: the gate's section (GateRecord),
+    # the record's retrieval (a RunRecord or a Retrieval), the memory policy's name, the access rule's
+    # section (AccessRecord), the poisoner's (PoisonRecord), and for pool backends a run's config.
+    read: Callable[[Part], Optional[str]]
     labels: tuple[Label, ...]  # in the order reports list the kind's options
     # The setting that names the option: where a run's record names none, it ran with the option runs
     # ran with before the setting's record field was added (ms.config.added).
     setting: str
 
 
-def _victim(what: str) -> Callable[[Fields], str]:
-    """A poisoning writer: whose stream questions it answers (the `poison` run field's victim), and how."""
-    return lambda f: f"poisoner of {(f.get('poison') or {}).get('victim') or 'an agent'}: {what}"
+def _victim(what: str) -> Callable[[PoisonRecord], str]:
+    """A poisoning writer: whose stream questions it answers (the `poison` section's victim), and how."""
+    return lambda p: f"poisoner of {p.victim or 'an agent'}: {what}"
 
 
-def _random_gate(f: Fields) -> str:
-    if f.get("matched_gate"):
-        return f"random gate matched to the {f['matched_gate']} gate"
-    return "random gate" if f.get("rate") is None else f"random gate admitting {f['rate']:g} of the pairs"
+def _random_gate(g: GateRecord) -> str:
+    if g.matched_gate:
+        return f"random gate matched to the {g.matched_gate} gate"
+    return "random gate" if g.rate is None else f"random gate admitting {g.rate:g} of the pairs"
 
 
-def _rule(f: Fields) -> str:
-    file = (f.get("access") or {}).get("file")
-    return f"access rule {Path(str(file)).stem}" if file else "access rule"
+def _rule(a: AccessRecord) -> str:
+    return f"access rule {Path(str(a.file)).stem}" if a.file else "access rule"
 
 
 LABELS: dict[Registry, Kind] = {
     GATES: Kind(
         "gate",
-        lambda f: f.get("gate"),
+        lambda g: g.name,
         (
             Label("rubric", "rubric gate"),
             Label("utility", "utility gate"),
@@ -75,7 +90,7 @@ LABELS: dict[Registry, Kind] = {
     ),
     RETRIEVERS: Kind(  # the ablation's order: the baselines first
         "retriever",
-        lambda f: f.get("retriever"),
+        lambda r: r.retriever,
         (
             Label("random", "random retriever"),
             Label("bm25", "BM25 retriever"),
@@ -86,7 +101,7 @@ LABELS: dict[Registry, Kind] = {
     ),
     POLICIES: Kind(
         "memory",
-        lambda f: f.get("memory"),
+        lambda name: name,
         (
             Label("plain", "plain memory"),
             Label("stm_ltm", "short- and long-term memory"),
@@ -95,7 +110,7 @@ LABELS: dict[Registry, Kind] = {
     ),
     ACCESS_RULES: Kind(
         "access rule",
-        lambda f: (f.get("access") or {}).get("rule"),
+        lambda a: a.rule,
         (
             Label("open", "open access", quiet=True),
             Label("rule", _rule),
@@ -104,7 +119,7 @@ LABELS: dict[Registry, Kind] = {
     ),
     POISONS: Kind(
         "poisoner",
-        lambda f: (f.get("poison") or {}).get("kind"),
+        lambda p: p.kind,
         (
             Label("none", "no poisoning writer", quiet=True),
             Label("off_task", _victim("off-task answers")),
@@ -118,7 +133,7 @@ LABELS: dict[Registry, Kind] = {
     ),
     POOL_BACKENDS: Kind(
         "pool backend",
-        lambda f: (f.get("pool") or {}).get("backend"),  # a run's config, not its run fields
+        lambda config: (config.get("pool") or {}).get("backend"),  # a run's config, not its record
         (
             Label("sqlite", "SQLite pool file"),
             Label("postgres", "PostgreSQL pool server", server=True),
@@ -138,26 +153,26 @@ def unrecorded(kind: Registry) -> Optional[str]:
     return before(LABELS[kind].setting)
 
 
-def option(kind: Registry, fields: Fields) -> Optional[str]:
-    """The option the fields record, else the one a run that records none ran with."""
-    found = LABELS[kind].read(fields)
+def option(kind: Registry, part: Part) -> Optional[str]:
+    """The option the part records, else the one a run that records none ran with."""
+    found = LABELS[kind].read(part) if part is not None else None
     return str(found) if found else unrecorded(kind)
 
 
-def words(kind: Registry, fields: Fields) -> str:
-    """The option the fields record, in words, with the settings it records."""
-    name = option(kind, fields)
+def words(kind: Registry, part: Part) -> str:
+    """The option the part records, in words, with the settings it records."""
+    name = option(kind, part)
     found = label(kind, name)
     if found is None:
         return f"{name} {LABELS[kind].noun}"
-    text = found.words if isinstance(found.words, str) else found.words(fields)
-    return f"{_learned(fields)} {text}" if found.trainable else text
+    text = found.words if isinstance(found.words, str) else found.words(part)
+    return f"{_learned(part)} {text}" if found.trainable else text
 
 
-def said(kind: Registry, fields: Fields) -> Optional[str]:
+def said(kind: Registry, part: Part) -> Optional[str]:
     """words(), or None for an option a description leaves unsaid (open access, no poisoner)."""
-    found = label(kind, option(kind, fields))
-    return None if found is not None and found.quiet else words(kind, fields)
+    found = label(kind, option(kind, part))
+    return None if found is not None and found.quiet else words(kind, part)
 
 
 def rank(kind: Registry, name: Optional[str]) -> tuple[int, str]:
@@ -172,34 +187,42 @@ def on_server(backend: Optional[str]) -> bool:
     return found is not None and found.server
 
 
-def _learned(fields: Fields) -> str:
-    return "learned" if fields.get("learned") else "frozen"
+def _learned(retrieval: Optional[Retrieval]) -> str:
+    return "learned" if retrieval is not None and retrieval.learned else "frozen"
 
 
-def retriever_key(fields: Fields) -> str:
+def retriever_key(retrieval: Retrieval) -> str:
     """The test questions' retriever, short: its name, and for one memory train can learn whether the run's
-    did ("dense-learned", "dense-frozen", "bm25")."""
-    name = option(RETRIEVERS, fields)
+    did ("dense-learned", "dense-frozen", "bm25"). `retrieval`: a run's record, or a Retrieval."""
+    name = option(RETRIEVERS, retrieval)
     found = label(RETRIEVERS, name)
-    return f"{name}-{_learned(fields)}" if found is not None and found.trainable else str(name)
+    return f"{name}-{_learned(retrieval)}" if found is not None and found.trainable else str(name)
 
 
-def gate_key(fields: Fields) -> str:
-    """What admitted a run's stream pairs, short, from its run fields: the gate's name (runs record it only
-    where it is not the paper's), `~` the gate a random control matched or `@` its rate, `+` what the stream
-    wrote where it was not the model's answers: "rubric", "random~both", "random@0.5", "all+reference"."""
-    gate = str(option(GATES, fields))
-    if fields.get("matched_gate"):
-        gate += f"~{fields['matched_gate']}"
-    elif "rate" in fields:
-        gate += f"@{fields['rate']}"
-    return gate + (f"+{fields['stream_answers']}" if fields.get("stream_answers") else "")
+def other_answers(answers: Optional[str]) -> Optional[str]:
+    """What the stream wrote into the pool (stream.answers), where it was not what runs wrote before the
+    setting was added (the model's answers); None where it was."""
+    return answers if answers and answers != before("stream.answers") else None
 
 
-def answers_words(fields: Fields) -> Optional[str]:
-    """What the stream wrote into the pool, where the run records it (only where it was not the model's answers)."""
-    answers = fields.get("stream_answers")
-    return f"the stream writing its {answers} answers" if answers else None
+def gate_key(gate: GateRecord, answers: Optional[str] = None) -> str:
+    """What admitted a run's stream pairs, short, from its gate's record and what its stream wrote
+    (stream.answers): the gate's name, `~` the gate a random control matched or `@` its rate, `+` what
+    the stream wrote where it was not the model's answers: "rubric", "random~both", "random@0.5",
+    "all+reference"."""
+    key = str(option(GATES, gate))
+    if gate.matched_gate:
+        key += f"~{gate.matched_gate}"
+    elif gate.rate is not None:
+        key += f"@{gate.rate}"
+    written = other_answers(answers)
+    return key + (f"+{written}" if written else "")
+
+
+def answers_words(answers: Optional[str]) -> Optional[str]:
+    """What the stream wrote into the pool, where it was not the model's answers."""
+    written = other_answers(answers)
+    return f"the stream writing its {written} answers" if written else None
 
 
 def pool_words(pool: str) -> str:

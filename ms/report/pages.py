@@ -26,14 +26,15 @@ def runs_markdown(
 ) -> str:
     """Every run, its condition in words, all its run fields and overall score; the ones in the tables
     first. Under each table, how many of its runs were recorded dirty or carry no run record."""
-    keys = list(dict.fromkeys(k for r in runs for k in r.fields))
+    written = {r.name: r.record.to_json() for r in runs}
+    keys = list(dict.fromkeys(k for r in runs for k in written[r.name]))
     header = ["run", "condition", *keys, "overrides", "last fill", f"overall {metric} [95% CI]", "used in"]
 
     def row(run: Run, use: str) -> list[str]:
         return [
             run.name,
             run.words(),
-            *(_field_text(run.fields.get(k, "")) for k in keys),
+            *(_field_text(written[run.name].get(k, "")) for k in keys),
             " ".join(run.overrides),
             f"{run.last_fill}%",
             _overall(run, metric),

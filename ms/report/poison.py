@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from ms.common.stats import MIN_CI_N, Estimate, mean_ci
 from ms.config.files import DECISIONS_FILE
 from ms.config.parts import ACCESS_RULES
+from ms.data.poison_record import PoisonRecord
 from ms.report.figures import new_figure, save_figure
 from ms.report.labels import option
 from ms.report.render import markdown_grid
@@ -37,10 +38,9 @@ SIDES = {VICTIM: "the victim", OTHERS: "the other agents"}
 BAR = 0.38  # the height of one side's bar in a run's row (two sides per row)
 
 
-def poison_of(run: Run) -> Optional[dict]:
+def poison_of(run: Run) -> Optional[PoisonRecord]:
     """The run's poisoner (kind, victim, writer[, marker]); None for a clean run."""
-    found = run.fields.get("poison")
-    return found if isinstance(found, dict) else None
+    return run.record.poison
 
 
 def clean_twin(run: Run, runs: Sequence[Run]) -> Optional[Run]:
@@ -48,7 +48,7 @@ def clean_twin(run: Run, runs: Sequence[Run]) -> Optional[Run]:
     and its seed, on the same examples."""
 
     def rest(r: Run) -> dict:
-        return {k: v for k, v in r.fields.items() if k not in ("poison", "access", "seed")}
+        return r.record.without("poison", "access", "seed")
 
     found = [r for r in runs if poison_of(r) is None and r.data == run.data and rest(r) == rest(run)]
     return max(found, key=lambda r: (r.finished, r.name)) if found else None
@@ -59,7 +59,7 @@ class Spread:
     """What one poisoned run shows."""
 
     run: Run
-    poison: dict
+    poison: PoisonRecord
     asked: Optional[int]
     admitted: Optional[int]  # from the pool where it could be read, else metrics.json's count
     retrievals: dict[str, tuple[int, int]]  # VICTIM / OTHERS -> (retrievals of poisoned memories, all retrievals)
@@ -110,13 +110,13 @@ def _harm(run: Run, clean: Optional[Run], victim: str, metric: str) -> dict[str,
 
 
 def spread(run: Run, runs: Sequence[Run], metric: str) -> Spread:
-    poison = poison_of(run) or {}
-    victim, writer = poison.get("victim"), poison.get("writer", "poison")
+    poison = poison_of(run)
+    victim, writer = poison.victim, poison.writer
     stream = (run.metrics.get("stream") or {}).get("poison") or {}
-    writers = read_writers(run.path, run.fields["backbone"])
+    writers = read_writers(run.path, run.record.backbone)
     poisoned = {i for i, w in (writers or {}).items() if w.agent == writer}
     admitted = len(poisoned) if writers is not None else stream.get("accepted")
-    marker = poison.get("marker")
+    marker = poison.marker
     clean = clean_twin(run, runs)
     return Spread(
         run,
@@ -160,10 +160,10 @@ def poison_markdown(found: Sequence[Spread], metric: str) -> str:
         rows.append(
             [
                 f"`{s.run.name}`",
-                s.poison.get("kind"),
-                s.poison.get("victim"),
+                s.poison.kind,
+                s.poison.victim,
                 s.run.gate,
-                option(ACCESS_RULES, s.run.fields),
+                option(ACCESS_RULES, s.run.record.access),
                 "–" if s.asked is None else s.asked,
                 "–" if s.admitted is None else s.admitted,
                 _share(s.retrievals[VICTIM]),
@@ -228,8 +228,8 @@ def poison_csv(found: Sequence[Spread]) -> str:
             table.writerow(
                 [
                     s.run.name,
-                    s.poison.get("kind"),
-                    s.poison.get("victim"),
+                    s.poison.kind,
+                    s.poison.victim,
                     s.run.gate,
                     "" if s.asked is None else s.asked,
                     "" if s.admitted is None else s.admitted,
@@ -246,8 +246,8 @@ def poison_csv(found: Sequence[Spread]) -> str:
 
 
 def _label(s: Spread) -> str:
-    access = option(ACCESS_RULES, s.run.fields)
-    return f"{s.poison.get('kind')}, gate={s.run.gate}, {access}" + ("" if s.clean else "\n(no clean run)")
+    access = option(ACCESS_RULES, s.run.record.access)
+    return f"{s.poison.kind}, gate={s.run.gate}, {access}" + ("" if s.clean else "\n(no clean run)")
 
 
 def _distinct(labels: list[str], found: Sequence[Spread]) -> list[str]:
@@ -256,15 +256,10 @@ def _distinct(labels: list[str], found: Sequence[Spread]) -> list[str]:
     out = []
     for label, s in zip(labels, found):
         twins = [t for other, t in zip(labels, found) if other == label and t is not s]
-        keys = sorted(
-            {
-                k
-                for t in twins
-                for k in s.run.fields.keys() | t.run.fields.keys()
-                if s.run.fields.get(k) != t.run.fields.get(k)
-            }
-        )
-        out.append(label + "".join(f", {k}={s.run.fields.get(k)}" for k in keys) if twins else label)
+        mine = s.run.record.to_json()
+        theirs = [t.run.record.to_json() for t in twins]
+        keys = sorted({k for other in theirs for k in mine.keys() | other.keys() if mine.get(k) != other.get(k)})
+        out.append(label + "".join(f", {k}={mine.get(k)}" for k in keys) if twins else label)
     return out
 
 
@@ -306,7 +301,7 @@ def poison_figure(found: Sequence[Spread], metric: str) -> Figure:
     for ax in (share, change):
         ax.grid(axis="x", alpha=0.3)
     fig.legend(*share.get_legend_handles_labels(), fontsize="small", loc="outside lower center", ncol=2, frameon=False)
-    victims = ", ".join(sorted({str(s.poison.get("victim")) for s in found}))
+    victims = ", ".join(sorted({str(s.poison.victim) for s in found}))
     fig.suptitle(
         f"A poisoned writer (victim: {victims}): how far its memories spread and the change they made\n"
         f"(at each run's last fill, paired per test question; bar: 95% bootstrap CI, none at n < {MIN_CI_N})"

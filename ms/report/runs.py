@@ -14,12 +14,14 @@ from typing import Optional, Sequence
 
 import yaml
 
-from ms.config.added import field_of
+from ms.common.errors import UserError
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, RETRIEVERS
 from ms.loop.cell import stored, with_added
 from ms.loop.run_folder import failure
+from ms.loop.run_record import RunRecord
 from ms.metrics.base import metric_keys, metric_of_key
+from ms.pool.access.record import AccessRecord
 from ms.report.labels import answers_words, gate_key, option, pool_words, rank, retriever_key, said, words
 
 log = logging.getLogger(__name__)
@@ -82,13 +84,14 @@ class Run:
     # value is read through `predictions`, so pairing drops them on both sides of every comparison.
     excluded: frozenset[str] = frozenset()
 
-    @property
-    def fields(self) -> dict:
-        return self.metrics["run"]
+    @cached_property
+    def record(self) -> RunRecord:
+        """What the run was, as its metrics.json records it (`run`), typed (ms.loop.run_record)."""
+        return RunRecord.from_metrics(self.metrics, self.path / METRICS_FILE)
 
     @property
     def cell(self) -> Cell:
-        return self.fields["backbone"], int(self.fields["k"]), self.fields["pool"]
+        return self.record.backbone, int(self.record.k), self.record.pool
 
     @cached_property
     def settings(self) -> Optional[dict]:
@@ -102,72 +105,73 @@ class Run:
     @property
     def seed(self):
         """The run field, else its cell's; None for runs from before the seed was recorded."""
-        seed = self.fields.get("seed")
+        seed = self.record.seed
         return (self.settings or {}).get("seed") if seed is None else seed
 
     @property
     def memory(self) -> str:
-        """The memory policy; runs from before the field existed name none (ms.report.labels says which they used)."""
-        policy = self.fields.get("memory") or (self.metrics.get("memory") or {}).get("policy")
-        return str(option(POLICIES, {"memory": policy}))
+        """The memory policy (runs from before the field existed: as RunRecord.from_metrics says)."""
+        return str(option(POLICIES, self.record.memory))
 
     @property
     def retriever_label(self) -> str:
         """The test questions' retriever, short, and whether memory train learned it ("dense-learned", "bm25"):
         one per condition, as the report groups and orders conditions by it."""
-        return retriever_key(self.fields)
+        return retriever_key(self.record)
 
     @property
     def retriever_words(self) -> str:
         """The test questions' retriever in words: "learned dense retriever", "BM25 retriever"."""
-        return words(RETRIEVERS, self.fields)
+        return words(RETRIEVERS, self.record)
 
     @property
     def retriever_rank(self) -> tuple:
         """The ablation's order of retrievers (ms.report.labels), a frozen one before its learned one."""
-        return *rank(RETRIEVERS, self.fields.get("retriever")), bool(self.fields.get("learned"))
+        return *rank(RETRIEVERS, self.record.retriever), bool(self.record.learned)
 
     @property
     def gate(self) -> str:
         """What admitted the stream's pairs, short (gate_key): one per condition, as the report groups,
         orders and pairs conditions by it."""
-        return gate_key(self.fields)
+        return gate_key(self.record.gate, self.record.stream_answers)
 
     @property
     def gate_words(self) -> str:
         """The gate in words, and what the stream wrote where it was not the model's answers."""
-        return SEPARATOR.join(p for p in (words(GATES, self.fields), answers_words(self.fields)) if p)
+        parts = (words(GATES, self.record.gate), answers_words(self.record.stream_answers))
+        return SEPARATOR.join(p for p in parts if p)
 
     @property
-    def access(self) -> dict:
-        """The access rule the pool was read under, {"rule", "file"}, as the run recorded it (metrics.json
-        `run.access`) or, for a run without the field, as its cell names it; {} where neither names one."""
-        recorded, settings = self.fields.get("access") or {}, self.settings or {}
-        rule = recorded.get("rule") or settings.get("access.name")
-        file = recorded.get("file") or settings.get("access.file")
-        return {k: v for k, v in (("rule", rule), ("file", file)) if v}
+    def access(self) -> Optional[AccessRecord]:
+        """The access rule the pool was read under, as the run recorded it (metrics.json `run.access`) or,
+        for a run without the field, as its cell names it (its rule and file alone); None where neither names one."""
+        if self.record.access is not None:
+            return self.record.access
+        settings = self.settings or {}
+        rule, file = settings.get("access.name"), settings.get("access.file")
+        return AccessRecord(rule, file or None) if rule else None
 
     @property
     def access_key(self) -> str:
         """The access rule, short, and the file it came from: one per condition, as `gate` is."""
-        name, file = option(ACCESS_RULES, {"access": self.access}), self.access.get("file")
+        name, file = option(ACCESS_RULES, self.access), self.access.file if self.access else None
         return f"access={name} ({Path(str(file)).name})" if file else str(name)
 
     def words(self, omit: Sequence[str] = ()) -> str:
         """The run's condition in words, e.g. "smollm2 · k = 3 · Domain pool · learned dense retriever · plain
         memory · rubric gate", without the parts named in `omit` (DESCRIBED: what a comparison varies)."""
-        f = self.fields
+        r = self.record
         parts = {
-            "backbone": f["backbone"],
-            "k": f"k = {f['k']}",
-            "pool": pool_words(f["pool"]),
+            "backbone": r.backbone,
+            "k": f"k = {r.k}",
+            "pool": pool_words(r.pool),
             "retriever": self.retriever_words,
-            "memory": words(POLICIES, {"memory": self.memory}),
-            "gate": words(GATES, f),
-            "answers": answers_words(f),
-            "access": said(ACCESS_RULES, {"access": self.access}),
-            "poison": said(POISONS, f),
-            "grader": None if self.grader == f["backbone"] else f"graded by {self.grader}",
+            "memory": words(POLICIES, self.memory),
+            "gate": words(GATES, r.gate),
+            "answers": answers_words(r.stream_answers),
+            "access": said(ACCESS_RULES, self.access),
+            "poison": said(POISONS, r.poison),
+            "grader": None if self.grader == r.backbone else f"graded by {self.grader}",
         }
         assert set(parts) == set(DESCRIBED)
         return SEPARATOR.join(text for part, text in parts.items() if text and part not in omit)
@@ -180,7 +184,7 @@ class Run:
     @property
     def grader(self) -> str:
         """The backbone that graded the stream's pairs; runs record it only where it is not their own."""
-        return str(self.fields.get("grader") or self.fields["backbone"])
+        return str(self.record.grader or self.record.backbone)
 
     @property
     def accepted(self) -> Optional[int]:
@@ -195,7 +199,7 @@ class Run:
     @property
     def evaluated(self) -> bool:
         """False for a stream-only run (eval.enabled=false): it grew a pool and answered no test question."""
-        return field_of(self.fields, "evaluated") is not False
+        return self.record.evaluated is not False
 
     @property
     def fills(self) -> list[int]:
@@ -283,9 +287,12 @@ def _read_metrics(folder: Path) -> tuple[Optional[dict], str]:
         return None, f"unreadable metrics.json ({e})"
     if not isinstance(metrics, dict) or metrics.get("complete") is not True:
         return None, "metrics.json does not say complete: true"
-    fields = metrics.get("run") or {}
+    try:
+        record: Optional[RunRecord] = RunRecord.from_metrics(metrics, path)
+    except UserError:  # no run record at all
+        record = None
     # a stream-only run (eval.enabled=false) has no fill results, and says so
-    if not {"backbone", "k", "pool"} <= set(fields) or not (metrics.get("fills") or fields.get("evaluated") is False):
+    if record is None or not record.has_cell or not (metrics.get("fills") or record.evaluated is False):
         return None, "metrics.json lacks its run fields (backbone, k, pool) or fill results"
     return metrics, ""
 

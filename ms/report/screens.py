@@ -10,7 +10,6 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from ms.config.added import field_of
 from ms.config.files import DECISIONS_FILE
 from ms.report.figures import pool_growth
 from ms.report.quality import write_quality
@@ -51,7 +50,7 @@ def screens_markdown(screens: Sequence[Run]) -> str:
         [
             f"`{r.name}`",
             str(r.gate),
-            str(field_of(r.fields, "best_of")) + (f" ({r.fields['select']})" if r.fields.get("select") else ""),
+            str(r.record.best_of) + (f" ({r.record.select})" if r.record.select else ""),
             *_counts(r),
         ]
         for r in screens

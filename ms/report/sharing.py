@@ -59,7 +59,7 @@ def write_sharing(runs: Sequence[Run], out: Path, metric: str, fill: Optional[in
         rows = (run.predictions or {}).get(at, {})
         if run.cell[1] == 0 or not any(r.get("retrieved") for r in rows.values()):
             continue  # nothing retrieved at that fill (k = 0, older runs, or no such fill)
-        writers = read_writers(run.path, run.fields["backbone"])
+        writers = read_writers(run.path, run.record.backbone)
         if writers is None:
             log.warning("no sharing matrix for %s: neither a pool file nor memories.csv in its folder", run.name)
             not_drawn.append(f"- `{run.name}`: neither a pool file nor memories.csv in its folder")
@@ -70,8 +70,8 @@ def write_sharing(runs: Sequence[Run], out: Path, metric: str, fill: Optional[in
         (folder / f"{stem}.csv").write_text(sharing_csv(s), encoding="utf-8")
         heatmap(
             s,
-            f"Who helped whom: {run.name} ({run.fields['backbone']}, k = {run.fields['k']}, "
-            f"{run.fields['pool']} pool, fill {at}%)",
+            f"Who helped whom: {run.name} ({run.record.backbone}, k = {run.record.k}, "
+            f"{run.record.pool} pool, fill {at}%)",
         ).savefig(folder / f"{stem}.png", dpi=120)
         sections.append(sharing_markdown(s, stem))
     if not sections and not not_drawn:

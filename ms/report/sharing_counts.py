@@ -55,7 +55,7 @@ class Sharing:
     @property
     def grants(self) -> Grants:
         """The access rule the run retrieved under (open where it recorded none)."""
-        return Grants.of(self.run.fields)
+        return Grants.of(self.run.record)
 
     def withheld(self, row: str, column: str) -> bool:
         """Whether the rule withheld the writer of an agent= column from the row's agent."""
@@ -143,14 +143,14 @@ def sharing_matrix(
 ) -> Sharing:
     """Count each retrieval of the run's test questions at `fill` under its writer's columns."""
     predictions = run.predictions.get(fill, {})
-    order = list(run.fields.get("agents") or run.agents)  # the config's order
+    order = list(run.record.agents or run.agents)  # the config's order
     rows = [*order, *sorted({a for a, _ in predictions} - set(order))]
     rows = [a for a in rows if any(a == item[0] for item in predictions)]
     # An agent's domain as its own memories say, else as the run's agents config does.
     written = {w.agent: w.domain for w in writers.values()}
     config = run_config(run.path)
     configured = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-    backbone_of = agent_backbones(config, run.fields["backbone"])
+    backbone_of = agent_backbones(config, run.record.backbone)
     families = len({backbone_of[a] for a in rows}) > 1
     domain_of = {a: written.get(a) or (configured.get(a) or {}).get("domain") for a in rows}
     domains = list(dict.fromkeys(domain_of.values()))

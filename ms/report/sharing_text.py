@@ -119,7 +119,7 @@ def _gain(s: Sharing, row: str, column: str) -> str:
 
 
 def sharing_markdown(s: Sharing, stem: str) -> str:
-    f, base = s.run.fields, s.baseline
+    r, base = s.run.record, s.baseline
     paired = f"{len(s.gain)} of {len(s.run.predictions.get(s.fill, {}))} questions paired"
     gain = (
         f"against k = 0 in `{base.run.name}` (fill {base.run.last_fill}%), {paired}"
@@ -148,7 +148,7 @@ def sharing_markdown(s: Sharing, stem: str) -> str:
     lines = [
         f"## {s.run.name}",
         "",
-        f"{f['backbone']}, k = {f['k']}, {f['pool']} pool, retriever {s.run.retriever_label}, fill {s.fill}%; "
+        f"{r.backbone}, k = {r.k}, {r.pool} pool, retriever {s.run.retriever_label}, fill {s.fill}%; "
         f"{s.count(ALL, ALL)} retrievals. Gain ({metric_label(s.metric)}): {gain}.",
         "",
         *(

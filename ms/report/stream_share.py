@@ -53,7 +53,7 @@ def question_counts(run: Run, stream: set[int]) -> dict[int, dict[str, list[tupl
                 counts = (sum(m in stream for m in retrieved), len(retrieved))
                 for key in (agent, ALL):
                     per_agent.setdefault(key, []).append(counts)
-        order = [a for a in dict.fromkeys([*(run.fields.get("agents") or []), *sorted(per_agent)]) if a != ALL]
+        order = [a for a in dict.fromkeys([*run.record.agents, *sorted(per_agent)]) if a != ALL]
         out[fill] = {a: per_agent[a] for a in [*order, ALL] if a in per_agent}
     return out
 
@@ -80,7 +80,7 @@ def write_stream_share(runs: Sequence[Run], out: Path) -> dict[str, str]:
             r.get("retrieved") for rows in (run.predictions or {}).values() for r in rows.values()
         ):
             continue
-        found = stream_written(run.path, run.fields["backbone"])
+        found = stream_written(run.path, run.record.backbone)
         if found is None:
             log.warning("no stream share for %s: no pool file, memories.csv or decisions.jsonl", run.name)
             continue

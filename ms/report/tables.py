@@ -104,7 +104,7 @@ def _notes(conds: Sequence[Condition], paper: PaperTables, where: str, metric: s
             "of BERTScore model, so read it as a rough comparison. Its CI is ours shifted by the "
             "published number: it holds our sampling error only."
         )
-    outside = sorted({c.fields["backbone"] for c in conds} - set(paper.backbones))
+    outside = sorted({c.record.backbone for c in conds} - set(paper.backbones))
     if outside:
         notes.append(
             f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not among the paper's backbones "

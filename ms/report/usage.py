@@ -29,7 +29,7 @@ def _usage(run: Run) -> Optional[dict]:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as err:
             log.warning("%s unreadable, its usage left out: %s", path, err)
-    return upgraded_usage(raw or {}, str(run.fields["backbone"]))
+    return upgraded_usage(raw or {}, str(run.record.backbone))
 
 
 def _without_roles(report: dict) -> bool:

@@ -25,6 +25,7 @@ from ms.agents import default_agents
 from ms.common.errors import UserError
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
 from ms.config.parts import POISONS, POOL_BACKENDS
+from ms.loop.run_record import RunRecord
 from ms.report.forgotten import gone_rows, removal_reasons
 from ms.report.labels import on_server, option, unrecorded
 from ms.report.pool_server import server_rows
@@ -87,11 +88,11 @@ def poison_writer(run_dir: Path) -> Optional[str]:
     records it (else its config); None for a run without a poisoner."""
     path = run_dir / METRICS_FILE
     try:
-        recorded = (json.loads(path.read_text(encoding="utf-8")).get("run") or {}).get("poison")
-    except (OSError, ValueError, AttributeError):
+        recorded = RunRecord.from_metrics(json.loads(path.read_text(encoding="utf-8")), path).poison
+    except (OSError, ValueError, AttributeError, KeyError, TypeError, UserError):
         recorded = None
-    if isinstance(recorded, dict) and recorded.get("writer"):
-        return str(recorded["writer"])
+    if recorded is not None and recorded.writer:
+        return str(recorded.writer)
     configured = run_config(run_dir).get("poison")
     if isinstance(configured, dict) and configured.get("name") not in (None, unrecorded(POISONS)):
         return str(configured.get("writer") or "poison")

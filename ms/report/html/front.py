@@ -89,16 +89,16 @@ def run_entry(run: Run, parts: ReportParts, label: str) -> dict:
         if run.name in parts.why_not
         else f"used in {', '.join(used_in(run.cell, parts.paper)) or 'no table (none shows this k and pool)'}"
     )
-    f = run.fields
+    r = run.record
     return {
         "name": run.name,
         "label": label,
-        "backbone": f["backbone"],
-        "k": f["k"],
-        "pool": f["pool"],
+        "backbone": r.backbone,
+        "k": r.k,
+        "pool": r.pool,
         "words": run.words(),
         "retriever": run.retriever_words,
-        "memory": words(POLICIES, {"memory": run.memory}),
+        "memory": words(POLICIES, run.memory),
         "gate": run.gate_words,
         "seed": run.seed,
         "last_fill": run.last_fill,

@@ -89,7 +89,7 @@ def rebuild_seeds(run: Run) -> tuple[dict[int, dict], Optional[str]]:
         return {}, f"its data cannot be read from {folder}: {error}"
     if run.data and data_fingerprint(splits) != run.data:
         return {}, f"the data in {folder} is not what the run read (its fingerprint in metrics.json differs)"
-    mode = (config.get("pool") or {}).get("mode") or run.fields["pool"]
+    mode = (config.get("pool") or {}).get("mode") or run.record.pool
     items = [row for a, s in splits.items() for row in seed_memories(agents[a], s.seed, mode)]
     with tempfile.TemporaryDirectory() as tmp, Pool(Path(tmp) / POOL_FILENAME) as pool:
         ids = pool.add(items, step=0)  # as the run seeded its own pool (ms.loop.pipeline: seed_pool)
@@ -159,7 +159,7 @@ def _gone_texts(
 
 def run_memories(run: Run) -> Memories:
     """Every memory of the run's pool (or, without one, that its records name), texts where they can be had."""
-    backbone = run.fields["backbone"]
+    backbone = run.record.backbone
     writers = read_writers(run.path, backbone) or {}
     source = writers_source(run.path)
     decisions = [d for d in decisions_of(run) if d.get("memory_id") is not None]

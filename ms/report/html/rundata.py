@@ -159,10 +159,9 @@ def rule_and_poisoner(run: Run) -> dict:
     """The access rule the run retrieved under and its poisoning writer, in words, for the run's header."""
     poison = poison_of(run)
     return {
-        "access": Grants.of(run.fields).describe(),
+        "access": Grants.of(run.record).describe(),
         "poison": (
-            f"poison={poison.get('kind')}: writer `{poison.get('writer')}` answering the questions of "
-            f"{poison.get('victim')}"
+            f"poison={poison.kind}: writer `{poison.writer}` answering the questions of {poison.victim}"
             if poison
             else "no poisoning writer"
         ),
@@ -182,7 +181,7 @@ def run_data(
     data = {
         "name": run.name,
         "label": label or run.words(),
-        "fields": run.fields,
+        "fields": run.record.to_json(),
         "words": run.words(),
         "gate": run.gate_words,
         "retriever": run.retriever_words,
