@@ -117,6 +117,7 @@ def test_a_tiny_run_of_the_installed_gate_and_its_report(installed, tmp_path):
     [folder] = (tmp_path / "outputs").iterdir()
     metrics = json.loads((folder / "metrics.json").read_text())
     assert metrics["run"]["gate"] == "toy" and metrics["complete"] is True
+    assert metrics["run"]["scorer_read"] is None, "the toy gate grades nothing, so no grader read is recorded"
     decisions = [json.loads(line) for line in (folder / "decisions.jsonl").open()]
     assert decisions and all(d["reason"] == "toy: at most 3 words per question word" for d in decisions)
     done = run(f"ms-report {shlex.quote(str(folder))}", tmp_path, target)

@@ -255,7 +255,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         fills=tuple(sorted(int(f) for f in cfg.fills)),
         seed=cfg.seed,
         metrics=tuple(names),
-        scorer_read=scorer.read,
+        # what the grader read its grades from; None under a gate that grades nothing (all, random, utility)
+        scorer_read=scorer.read if gate_cls.grades_with_rubrics() else None,
         # The fields below were added after runs were committed: each part's (gate, access rule, poisoner)
         # only where it is not the option older runs ran with, the rest left out at that value by
         # RunRecord.to_json (ms.config.added), so that runs like older ones stay one condition with them.
