@@ -3,6 +3,8 @@ reads of the root config (`cfg.X`), and per module of ms/report, the string-keye
 
     python experiments/count_config_reads.py [--root .]
 
+tests/test_root_config.py imports it (`root_config_reads`) to hold the root config to the composition root.
+
 Root-config reads. Every module names the root config `cfg`, but many also name a part's own section
 `cfg` (a gate's, a retriever's), so a read counts only where that `cfg` is the root: in the function
 that binds it (a parameter or an assignment; a closure reads its enclosing function's), some read names
@@ -257,10 +259,16 @@ def table(header: tuple[str, ...], rows: list[tuple], total: tuple) -> str:
     return "\n".join([line(cells[0]), rule, *map(line, cells[1:-1]), rule, line(cells[-1])])
 
 
+def root_config_reads(trees: dict[str, ast.Module]) -> dict[str, Counter]:
+    """module -> attribute -> reads of it on the root config, for every module of `trees` (tests/test_root_config.py
+    holds the modules outside the composition root to none)."""
+    root_only = root_only_fields(trees)
+    return {name: root_reads(tree, root_only) for name, tree in trees.items()}
+
+
 def report(root: Path) -> str:
     trees = modules(root)
-    root_only = root_only_fields(trees)
-    per_module = {name: root_reads(tree, root_only) for name, tree in trees.items()}
+    per_module = root_config_reads(trees)
     config_rows = [
         (name, sum(c.values()), len(c), ", ".join(sorted(c)))
         for name, c in sorted(per_module.items(), key=lambda item: (-sum(item[1].values()), item[0]))

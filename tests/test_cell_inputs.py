@@ -13,7 +13,7 @@ from conftest import REPO, compose_config
 from test_cell import TINY, folder_state
 
 from ms.loop import inputs
-from ms.loop.cell import record
+from ms.loop.cell import input_settings, record
 from ms.loop.inputs import changed_inputs, code_sha256, inputs_record
 
 RIDDLE_DOMAIN_RUBRIC = REPO / "conf" / "rubric" / "logic.yaml"
@@ -38,14 +38,14 @@ def test_the_code_hash_follows_the_source_a_run_executes_and_not_the_report(tmp_
 def test_a_file_is_hashed_again_only_when_its_size_or_time_moves(tmp_path, monkeypatch):
     rubric = tmp_path / "riddle.yaml"
     shutil.copy(RIDDLE_DOMAIN_RUBRIC, rubric)
-    cfg = compose_config([*TINY, f"agents.riddle.rubric={rubric}"])
-    first = inputs_record(cfg)
+    settings = input_settings(compose_config([*TINY, f"agents.riddle.rubric={rubric}"]))
+    first = inputs_record(settings)
     assert first["rubric riddle"]["sha256"] and first["rubric riddle"]["path"] == str(rubric.resolve())
     monkeypatch.setattr(inputs, "file_sha256", lambda path: pytest.fail(f"{path} was read again"))
-    assert inputs_record(cfg, known=first) == first  # same path, size and time: the recorded hash
+    assert inputs_record(settings, known=first) == first  # same path, size and time: the recorded hash
     monkeypatch.undo()
     edit(rubric, "points", "pts")
-    assert changed_inputs(inputs_record(cfg, known=first), first) == ["rubric riddle"]
+    assert changed_inputs(inputs_record(settings, known=first), first) == ["rubric riddle"]
 
 
 def test_a_record_older_than_the_inputs_resumes_as_before(tmp_path):

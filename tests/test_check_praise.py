@@ -151,10 +151,11 @@ def test_model_written_praise_is_sampled_seeded_cached_and_counted_as_answers(tm
 
 
 def test_the_gate_check_builds_the_praise_from_the_single_rubric_in_the_single_pool():
+    from ms.cli.gate_commands import check_settings
     from ms.gates.check import what_to_check
 
     cfg = compose_config(["pool=single", "data.agents=[riddle,sonnet]"])
-    checked = what_to_check(cfg, 2, ["rubric"])
+    checked = what_to_check(check_settings(cfg), 2, ["rubric"])
     single = load_rubric("single")
     alone = [j for j in checked.jobs if j.kind == PRAISE_ALONE]
     assert {j.agent for j in alone} == {"riddle", "sonnet"}

@@ -157,6 +157,7 @@ def invert_cmd(args: argparse.Namespace) -> int:
     from ms.agents import agents_from
     from ms.data.invert import invert, read_answers
     from ms.llm import build_lm
+    from ms.llm.backbones import Backbones
     from ms.llm.usage import format_usage, save_usage
     from ms.plan.data import invert_plan
 
@@ -164,7 +165,7 @@ def invert_cmd(args: argparse.Namespace) -> int:
     agents = agents_from(cfg.agents)
     rows = read_answers(args.answers, args.agent, agents)[: args.limit]
     if args.plan:
-        return invert_plan(cfg, rows, agents, args.out)
+        return invert_plan(Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache), rows, agents, args.out)
     lm = build_lm(cfg.backbone, cfg.cache_dir, cfg.use_cache)
     made, empty = invert(lm, rows, agents)
     with open(args.out, "w", encoding="utf-8") as f:

@@ -9,6 +9,25 @@ from ms.cli.compose import compose_checked
 from ms.common.errors import UserError
 
 
+def check_settings(cfg):
+    """What the gate check and its plan read of the root config `cfg` (ms.gates.check.CheckSettings)."""
+    from ms.gates.check import CheckSettings
+    from ms.llm.backbones import Backbones
+    from ms.loop.schedule import stream_k
+
+    return CheckSettings(
+        agents=cfg.agents,
+        data=cfg.data,
+        backbones=Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache),
+        scorer=cfg.scorer,
+        gate=cfg.gate,
+        prompt=cfg.prompt,
+        pool_mode=cfg.pool.mode,
+        shots=stream_k(cfg.k, cfg.stream_k),
+        seed=cfg.seed,
+    )
+
+
 def gate_check_cmd(args: argparse.Namespace) -> int:
     import tempfile
     import time
@@ -34,22 +53,22 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.gates.question_dependence import QuestionTest
     from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
     from ms.gates.settings import RubricQdepSettings, UtilitySettings
-    from ms.llm.backbones import Backbones, build_backbones
+    from ms.llm.backbones import build_backbones
     from ms.llm.usage import format_usage, save_usage
-    from ms.loop.schedule import stream_k
     from ms.plan.data import gate_check_plan
 
     cfg = compose_checked(args.overrides, plan=args.plan)
-    checked = what_to_check(cfg, args.per_agent, args.gate)
+    settings = check_settings(cfg)
+    checked = what_to_check(settings, args.per_agent, args.gate)
     agents, splits, backbone_of = checked.agents, checked.splits, checked.backbone_of
     rubric, utility, question = checked.rubric, checked.utility, checked.question
     out = Path(args.out or time.strftime("outputs/gate_check/%Y-%m-%d_%H-%M-%S"))  # beside ms-run's folders
     if args.plan:
-        return gate_check_plan(cfg, checked, out)
-    catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
+        return gate_check_plan(settings, checked, out)
+    catalog = settings.backbones
     scoring = utility or question  # both score answers on each agent's backbone
     backbones = build_backbones(catalog, [*(backbone_of.values() if scoring else []), cfg.scorer.backbone])
-    shots = stream_k(cfg.k, cfg.stream_k)
+    shots = settings.shots
     probes = UtilitySettings.probes_of(cfg.gate)  # the config's gate's where it measures utility, else the default
     tested = RubricQdepSettings.of(cfg.gate)  # likewise the question test's settings
     seconds, decisions, utilities, scorer = {}, None, None, None
@@ -164,7 +183,8 @@ def gate_compare_cmd(args: argparse.Namespace) -> int:
 def cross_grade_cmd(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ms.gates.crossgrade import cross_grade, graded_pairs
+    from ms.gates.crossgrade import Grader, cross_grade, graded_pairs
+    from ms.llm.backbones import Backbones
     from ms.plan.data import cross_grade_plan
 
     # Run folders' names hold "=" too (backbone=smollm2,k=3): a folder that exists is a run.
@@ -175,9 +195,12 @@ def cross_grade_cmd(args: argparse.Namespace) -> int:
     configs = {
         name: compose_checked([*overrides, f"grader={name}"], plan=args.plan) for name in args.graders.split(",")
     }
+    graders = {
+        name: Grader(Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache), cfg.scorer) for name, cfg in configs.items()
+    }
     if args.plan:
-        return cross_grade_plan(graded_pairs(runs), configs, Path(args.out))
-    print(cross_grade(runs, configs, Path(args.out)))
+        return cross_grade_plan(graded_pairs(runs), graders, Path(args.out))
+    print(cross_grade(runs, graders, Path(args.out)))
     return 0
 
 

@@ -22,8 +22,8 @@ which gates are checked, and takes their measurements of the pairs.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import NamedTuple, Optional, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from ms.common.errors import UserError
 from ms.config.parts import GATES
@@ -69,6 +69,23 @@ def missing_score(gate: str) -> float:
     return GATES.load(gate).check_missing
 
 
+@dataclass(frozen=True)
+class CheckSettings:
+    """What the gate check and its plan (ms.plan.data) read of the command's config: the sections of the parts
+    they build, and the few root settings among them. Its command (ms.cli.gate_commands) takes it from the
+    root config."""
+
+    agents: Mapping  # `agents`: name -> entry
+    data: Any  # the data section: where the seed pairs are
+    backbones: Any  # ms.llm.backbones.Backbones of the default `backbone`, and where responses are cached
+    scorer: Any  # the scorer's section: the grader
+    gate: Any  # the gate's section: the utility gate's probes, the question test's settings
+    prompt: Any  # the prompt section
+    pool_mode: str  # which rubric grades a pair, and which seed pairs a utility probe draws on
+    shots: int  # memories in a utility probe's prompt: the run's stream_k
+    seed: int  # the corruptions' and the praise's draws
+
+
 class Checked(NamedTuple):
     """What `ms-data gate-check` judges and on which backbones, from the config alone (its plan too)."""
 
@@ -82,23 +99,22 @@ class Checked(NamedTuple):
     asked: list[PraiseRequest] = []  # the praise the check's backbone is asked to write (model_praise)
 
 
-def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
+def what_to_check(settings: CheckSettings, per_agent: int, gates: Sequence[str]) -> Checked:
     """Up to `per_agent` seed pairs per agent and their corrupted copies, and which measurements the
     gates take of them (`Gate.checked_by`)."""
     from ms.agents import agents_from
     from ms.data import load_splits
-    from ms.llm.backbones import Backbones
 
-    agents = agents_from(cfg.agents)
-    splits = load_splits(cfg.data, agents)
+    agents = agents_from(settings.agents)
+    splits = load_splits(settings.data, agents)
     measured = {m for gate in gates for m in GATES.load(gate).checked_by}
     rubric, utility, question = "rubric" in measured, "utility" in measured, "question" in measured
     # The grader-directed copies and the praise speak the rubric that grades the pair (the Single pool's, there).
-    graded = {agent: rubric_for(agents[agent], cfg.pool.mode) for agent in splits}
+    graded = {agent: rubric_for(agents[agent], settings.pool_mode) for agent in splits}
     praised = {agent: Praised.of(agent, rubric) for agent, rubric in graded.items()}
     seeds = {agent: parts.seed[:per_agent] for agent, parts in splits.items()}
-    jobs = corrupted_copies(seeds, {a: r.quoted() for a, r in graded.items()}, cfg.seed, praised)
-    backbones = Backbones(cfg.backbone)
+    jobs = corrupted_copies(seeds, {a: r.quoted() for a, r in graded.items()}, settings.seed, praised)
+    backbones = settings.backbones
     backbone_of = {agent: backbones.resolve(agents[agent].backbone) for agent in splits}
     for agent, name in backbone_of.items():
         if (utility or question) and not backbones.can(name, "scores_text"):
@@ -106,7 +122,9 @@ def what_to_check(cfg, per_agent: int, gates: Sequence[str]) -> Checked:
                 f"--gate {','.join(gates)}: backbone '{name}' of agent {agent} cannot score given "
                 f"text; use an hf backbone, or backbone.prompt_logprobs=echo"
             )
-    return Checked(agents, splits, jobs, rubric, utility, backbone_of, question, requests(seeds, praised, cfg.seed))
+    return Checked(
+        agents, splits, jobs, rubric, utility, backbone_of, question, requests(seeds, praised, settings.seed)
+    )
 
 
 def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch: int = 16) -> list[Decision]:

@@ -12,7 +12,7 @@ import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import yaml
 from scipy import stats
@@ -22,6 +22,14 @@ from ms.common.stats import mean_ci
 
 DECISIONS_FILE = "decisions.jsonl"
 REPRODUCED = 0.01  # points on 0-100: a re-grade this close to the run's recorded score reproduces it
+
+
+class Grader(NamedTuple):
+    """What cross-grade reads of a grader's composed config (`grader=NAME`); its command (ms.cli.gate_commands)
+    takes it from the root config."""
+
+    backbones: Any  # ms.llm.backbones.Backbones of the default `backbone`, and where responses are cached
+    scorer: Any  # the scorer's section: the grader's backbone, its threshold, how it reads a score
 
 
 @dataclass(frozen=True)
@@ -191,24 +199,24 @@ def graded_pairs(runs: Sequence[Path]) -> list[Pair]:
     return [p for run in runs for p in read_pairs(run)]
 
 
-def cross_grade(runs: Sequence[Path], configs: dict, out: Path) -> str:
-    """Every grader (name -> its composed config, `grader=NAME`) on every run's stream pairs;
-    cross_grade.{md,csv} in `out`. Returns the markdown."""
+def cross_grade(runs: Sequence[Path], graders: dict[str, Grader], out: Path) -> str:
+    """Every grader (name -> its settings, from its composed config `grader=NAME`) on every run's stream
+    pairs; cross_grade.{md,csv} in `out`. Returns the markdown."""
     import time
 
     from ms.gates.scorer import Scorer, load_rubrics
     from ms.llm import build_lm
-    from ms.llm.backbones import Backbones
 
     pairs = graded_pairs(runs)
     rubrics = load_rubrics({p.rubric for p in pairs})
     scores, thresholds, seconds = {}, {}, {}
-    for name, cfg in configs.items():
-        lm = build_lm(Backbones(cfg.backbone).config(cfg.scorer.backbone), cfg.cache_dir, cfg.use_cache)
+    for name, grader in graders.items():
+        backbones, scorer = grader
+        lm = build_lm(backbones.config(scorer.backbone), backbones.cache_dir, backbones.use_cache)
         started = time.perf_counter()
-        decisions = Scorer(lm, rubrics, cfg.scorer).score([(p.agent, p.rubric, p.question, p.answer) for p in pairs])
+        decisions = Scorer(lm, rubrics, scorer).score([(p.agent, p.rubric, p.question, p.answer) for p in pairs])
         seconds[name] = time.perf_counter() - started
-        scores[name], thresholds[name] = [d.score for d in decisions], cfg.scorer.threshold
+        scores[name], thresholds[name] = [d.score for d in decisions], scorer.threshold
     out.mkdir(parents=True, exist_ok=True)
     write_scores(out / "cross_grade.csv", pairs, scores)
     text = (

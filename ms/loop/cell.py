@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from ms.common.errors import UserError
 from ms.config.added import since_cell
 from ms.config.options import OWNED, declared
-from ms.loop.inputs import CODE_KEY, changed_inputs, code_sha256, dtypes, inputs_record
+from ms.loop.inputs import CODE_KEY, InputSettings, changed_inputs, code_sha256, dtypes, inputs_record
 
 # Settings that cannot change a number: where things are kept, how they are shown, and the data
 # folder's path (its content is compared instead, by fingerprint).
@@ -123,14 +123,32 @@ def local_fingerprint(cfg: DictConfig) -> Optional[str]:
     return data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents))) if cfg.data.hf is None else None
 
 
+def input_settings(cfg: DictConfig) -> InputSettings:
+    """What of the root config `cfg` decides the backbones a run loads and the other files it reads."""
+    return InputSettings(
+        agents=cfg.agents,
+        running=cfg.data.agents,
+        backbone=cfg.backbone,
+        grader=cfg.scorer.backbone,
+        labeller=cfg.train.backbone,
+        pool_mode=cfg.pool.mode,
+        gate=cfg.gate,
+        stream=cfg.stream,
+        access=cfg.access,
+        retriever=cfg.retriever,
+        memory=cfg.memory,
+        evaluation=cfg.eval,
+    )
+
+
 def record(cfg: DictConfig, fingerprint: str) -> dict:
     """metrics.json's `cell`: what a later request must match for this run to answer it. The commit is
     in the provenance, recorded but not compared: a results commit made mid-sweep changes no code."""
     return {
         "data_sha256": fingerprint,
         "config": identity(cfg),
-        "dtypes": dtypes(cfg),
-        "inputs": inputs_record(cfg),
+        "dtypes": dtypes(input_settings(cfg)),
+        "inputs": inputs_record(input_settings(cfg)),
         "code_sha256": code_sha256(),
     }
 
@@ -174,14 +192,14 @@ def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint
         keys.insert(0, DATA_KEY)
     cell = metrics.get("cell") if own else None
     if cell and isinstance(cell.get("dtypes"), Mapping):
-        here = dtypes(cfg)
+        here = dtypes(input_settings(cfg))
         keys += [
             f"backbone {n}'s resolved dtype"
             for n in sorted(here.keys() | cell["dtypes"].keys())
             if here.get(n) != cell["dtypes"].get(n)
         ]
     if cell and isinstance(cell.get("inputs"), Mapping):
-        keys += changed_inputs(inputs_record(cfg, known=cell["inputs"]), cell["inputs"])
+        keys += changed_inputs(inputs_record(input_settings(cfg), known=cell["inputs"]), cell["inputs"])
     code = code_sha256()
     other_code = bool(cell and cell.get("code_sha256")) and code not in (
         cell["code_sha256"],

@@ -141,7 +141,9 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     """Every part of the run `cfg` (the root config) describes, with its pool in `out_dir`."""
     scope_for("literary", cfg.pool.mode)  # a bad pool mode fails here, before any model loads
     torch.manual_seed(cfg.seed)
-    schedule = Schedule.of(cfg)
+    schedule = Schedule.of(
+        cfg.stream, cfg.retriever, cfg.memory, cfg.eval, fills=cfg.fills, micro_batch=cfg.micro_batch, k=cfg.k
+    )
     settings = Settings(
         k=cfg.k,
         stream_k=stream_k(cfg.k, cfg.stream_k),
@@ -239,8 +241,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
             cfg.gate.name,
         )
     # Taken before the stream runs: the code and files the run started with.
-    test_name = test_retriever_name(cfg)
-    encoders = encoder_models(cfg, names)
+    test_name = test_retriever_name(cfg.retriever)
+    encoders = encoder_models(cfg.retriever, cfg.memory, cfg.eval, names)
     record = RunRecord(
         backbone=cfg.backbone.name,
         k=cfg.k,

@@ -11,10 +11,9 @@ time reuses the recorded hash rather than reading 100-500 MB of weights again.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional
-
-from omegaconf import DictConfig
+from typing import Any, Mapping, Optional, Sequence
 
 from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
 from ms.llm.local import file_sha256
@@ -45,25 +44,46 @@ def code_sha256(package: Optional[Path] = None) -> str:
     return digest.hexdigest()
 
 
-def test_retriever_name(cfg: DictConfig) -> Optional[str]:
-    """The retriever the test questions use where it differs from the stream's (retriever.at_test), as
-    the retrieval package names it."""
+@dataclass(frozen=True)
+class InputSettings:
+    """What of a run's settings decides the backbones it loads and the files it reads beside its settings:
+    the sections of the parts that read files, and the few root settings among them. Its cell identity
+    (ms.loop.cell) takes it from the root config."""
+
+    agents: Mapping  # `agents`: name -> entry
+    running: Optional[Sequence[str]]  # data.agents: the agents that run (None: every one configured)
+    backbone: Any  # the default backbone's section
+    grader: Optional[str]  # scorer.backbone (None: the default)
+    labeller: Optional[str]  # train.backbone (None: the default)
+    pool_mode: str  # which rubric grades an agent's pairs (pool=single: the Single pool's)
+    gate: Any  # the gate's section
+    stream: Any  # the stream's section (best-of-n grades with the rubrics too)
+    access: Any  # the access rule's section
+    retriever: Any  # the retriever's section
+    memory: Any  # the memory policy's section
+    evaluation: Any  # the eval section
+
+
+def test_retriever_name(retriever) -> Optional[str]:
+    """The retriever the test questions use where it differs from the stream's (`retriever.at_test`, of
+    the retriever's section), as the retrieval package names it."""
     from ms.retrieval import at_test_retriever
 
-    return at_test_retriever(cfg.retriever.at_test)
+    return at_test_retriever(retriever.at_test)
 
 
-def encoder_models(cfg: DictConfig, metrics: list[str]) -> dict[str, Optional[str]]:
-    """role -> the transformers encoder a run with `metrics` runs (None: the packaged MiniLM)."""
-    test_name = test_retriever_name(cfg)
+def encoder_models(retriever, memory, evaluation, metrics: list[str]) -> dict[str, Optional[str]]:
+    """role -> the transformers encoder a run with the `retriever`, `memory` and `eval` sections and
+    `metrics` runs (None: the packaged MiniLM)."""
+    test_name = test_retriever_name(retriever)
     uses_encoder = (
-        RETRIEVERS.load(cfg.retriever.name).uses_encoder
+        RETRIEVERS.load(retriever.name).uses_encoder
         or (test_name is not None and RETRIEVERS.load(test_name).uses_encoder)
-        or POLICIES.load(cfg.memory.policy).uses_encoder
+        or POLICIES.load(memory.policy).uses_encoder
     )
-    encoders = {"retriever": DenseSettings.encoder_of(cfg.retriever)} if uses_encoder else {}
+    encoders = {"retriever": DenseSettings.encoder_of(retriever)} if uses_encoder else {}
     for name in metrics:
-        encoders.update(METRICS.load(name).encoders(cfg.eval))
+        encoders.update(METRICS.load(name).encoders(evaluation))
     return encoders
 
 
@@ -120,26 +140,26 @@ def encoder_files(model: Optional[str]) -> dict[str, Path]:
     return weight_files(source) if source else {}
 
 
-def running_agents(cfg: DictConfig) -> dict:
+def running_agents(settings: InputSettings) -> dict:
     from ms.agents import agents_from
 
-    configured = agents_from(cfg.agents)
-    return {name: configured[name] for name in (cfg.data.agents or configured) if name in configured}
+    configured = agents_from(settings.agents)
+    return {name: configured[name] for name in (settings.running or configured) if name in configured}
 
 
-def backbones_used(cfg: DictConfig) -> dict[str, Any]:
-    """name -> config of every backbone the run `cfg` loads: its agents', the grader's, the labeller's."""
+def backbones_used(settings: InputSettings) -> dict[str, Any]:
+    """name -> config of every backbone the run loads: its agents', the grader's, the labeller's."""
     from ms.llm.backbones import Backbones
 
-    catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
+    catalog = Backbones(settings.backbone)  # a backbone's config does not depend on where responses are cached
     names = {
         catalog.resolve(n)
-        for n in [*(a.backbone for a in running_agents(cfg).values()), cfg.scorer.backbone, cfg.train.backbone]
+        for n in [*(a.backbone for a in running_agents(settings).values()), settings.grader, settings.labeller]
     }
     return {name: catalog.config(name) for name in sorted(names)}
 
 
-def dtypes(cfg: DictConfig) -> dict[str, str]:
+def dtypes(settings: InputSettings) -> dict[str, str]:
     """name -> the float type each local transformers backbone resolves to here (backbone.dtype auto
     is float16 on a GPU, float32 on a CPU: the same settings, other numbers)."""
     from ms.llm import provider_class
@@ -148,32 +168,33 @@ def dtypes(cfg: DictConfig) -> dict[str, str]:
     # backbone.dtype is read where the model runs in this process (LM.runs_locally), by transformers
     return {
         name: resolve_dtype(b.dtype, b.device)
-        for name, b in backbones_used(cfg).items()
+        for name, b in backbones_used(settings).items()
         if provider_class(b).runs_locally
     }
 
 
-def files_read(cfg: DictConfig) -> dict[str, Path]:
-    """label -> each file the run `cfg` reads outside its settings."""
+def files_read(settings: InputSettings) -> dict[str, Path]:
+    """label -> each file the run reads outside its settings."""
     from ms.gates.scorer import rubric_path, rubric_ref
 
-    agents = running_agents(cfg)
+    agents = running_agents(settings)
     files: dict[str, Path] = {}
-    gate = GATES.load(cfg.gate.name)
+    gate = GATES.load(settings.gate.name)
+    stream, evaluation = settings.stream, settings.evaluation
     if gate.grades_with_rubrics():
-        for ref in sorted({rubric_ref(agent, cfg.pool.mode) for agent in agents.values()}):
+        for ref in sorted({rubric_ref(agent, settings.pool_mode) for agent in agents.values()}):
             files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
-    if cfg.stream.get("best_of", 1) > 1 and cfg.stream.get("select") == "grader":  # best-of-n grades with them too
-        for ref in sorted({rubric_ref(agent, cfg.pool.mode) for agent in agents.values()}):
+    if stream.get("best_of", 1) > 1 and stream.get("select") == "grader":  # best-of-n grades with them too
+        for ref in sorted({rubric_ref(agent, settings.pool_mode) for agent in agents.values()}):
             files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
-    if cfg.access.get("file"):
-        files["access.file"] = Path(cfg.access.file)
-    files.update(gate.files_read(cfg.gate))  # the gate's own settings name them (gate.match)
-    for name, backbone in backbones_used(cfg).items():
+    if settings.access.get("file"):
+        files["access.file"] = Path(settings.access.file)
+    files.update(gate.files_read(settings.gate))  # the gate's own settings name them (gate.match)
+    for name, backbone in backbones_used(settings).items():
         for file_name, path in model_files(backbone).items():
             files[f"model {name}: {file_name}"] = path
-    measured = list(cfg.eval.metrics) if cfg.eval.get("enabled", True) else []  # a stream-only run measures nothing
-    for role, model in sorted(encoder_models(cfg, measured).items()):
+    measured = list(evaluation.metrics) if evaluation.get("enabled", True) else []  # a stream-only run measures nothing
+    for role, model in sorted(encoder_models(settings.retriever, settings.memory, evaluation, measured).items()):
         for file_name, path in encoder_files(model).items():
             files[f"encoder {role}: {file_name}"] = path
     return files
@@ -196,12 +217,12 @@ def fingerprint(path: Path, known: Optional[Mapping[str, Any]] = None) -> dict[s
 
 
 def inputs_record(
-    cfg: DictConfig, known: Optional[Mapping[str, Mapping[str, Any]]] = None
+    settings: InputSettings, known: Optional[Mapping[str, Mapping[str, Any]]] = None
 ) -> dict[str, dict[str, Any]]:
     """label -> fingerprint of every file the run reads outside its settings (`known`: an earlier
     record whose hashes may be reused)."""
     known = known or {}
-    return {label: fingerprint(path, known.get(label)) for label, path in files_read(cfg).items()}
+    return {label: fingerprint(path, known.get(label)) for label, path in files_read(settings).items()}
 
 
 def changed_inputs(wanted: Mapping[str, Mapping[str, Any]], found: Mapping[str, Mapping[str, Any]]) -> list[str]:

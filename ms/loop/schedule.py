@@ -89,19 +89,20 @@ class Schedule:
     evaluates: bool  # eval.enabled: false for a stream-only run, which answers no test question
 
     @classmethod
-    def of(cls, cfg) -> "Schedule":
-        """The schedule of the run the root config `cfg` describes."""
+    def of(cls, stream, retriever, memory, evaluation, *, fills: Sequence[int], micro_batch: int, k: int) -> "Schedule":
+        """The schedule of a run, from its `stream`, `retriever`, `memory` and `eval` sections and the root
+        settings `fills`, `micro_batch` and `k` (its composition root, or its planner, reads them)."""
         from ms.config.parts import POLICIES
 
-        best_of = cfg.stream.answers == "model" and cfg.stream.best_of > 1
+        best_of = stream.answers == "model" and stream.best_of > 1
         return cls(
-            fills=tuple(cfg.fills),
-            micro_batch=cfg.micro_batch,
-            streams=not skips_stream(cfg.k),
-            answers="best_of" if best_of else cfg.stream.answers,
-            trains=learns(cfg.retriever),
-            consolidates=POLICIES.load(cfg.memory.policy).consolidates,
-            evaluates=cfg.eval.enabled,
+            fills=tuple(fills),
+            micro_batch=micro_batch,
+            streams=not skips_stream(k),
+            answers="best_of" if best_of else stream.answers,
+            trains=learns(retriever),
+            consolidates=POLICIES.load(memory.policy).consolidates,
+            evaluates=evaluation.enabled,
         )
 
     def stream(self, per_agent: dict[str, list[T]]) -> tuple[list[T], Counter]:

@@ -1,5 +1,5 @@
-"""What one call of a planned run costs and which row it goes into: the planner's state read from the root
-config, the response-cache probe and the request keys it looks up, prompt sizes, and the calls the gate
+"""What one call of a planned run costs and which row it goes into: the planner's state built from the
+settings it reads (`PlanSettings`, which ms.plan.planner takes from the root config), the response-cache probe and the request keys it looks up, prompt sizes, and the calls the gate
 and the metrics plan (ms.gates.base.GatePlan, ms.metrics.base.MetricPlan). Apart from ms.plan.planner,
 which walks the run's steps with them; its docstring says how tokens are counted and where the cache
 is looked up.
@@ -8,9 +8,10 @@ is looked up.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from omegaconf import DictConfig
 
@@ -23,7 +24,7 @@ from ms.llm import price_of, provider_class
 from ms.llm.backbones import Backbones
 from ms.llm.base import cache_key, generate_params
 from ms.llm.cache import CACHE_FILENAME
-from ms.loop.schedule import Schedule, stream_k
+from ms.loop.schedule import Schedule
 from ms.metrics.evaluate import validate_metrics
 from ms.plan.gate import acceptance, grading_tokens, reads_probabilities
 from ms.plan.measured import Measured
@@ -73,34 +74,55 @@ def renderer(bc: DictConfig) -> Callable:
     return _RENDERERS[model]
 
 
+@dataclass(frozen=True)
+class PlanSettings:
+    """What the counts of a planned run read of its settings: the sections of the parts they build or
+    ask, and the few root settings among them. The planner (ms.plan.planner) takes it from the root config."""
+
+    backbone: Any  # the default backbone's section
+    agents: Mapping  # `agents`: name -> entry
+    data: Any  # the data section
+    prompt: Any  # the prompt section
+    scorer: Any  # the scorer's section
+    gate: Any  # the gate's section
+    poison: Any  # the poisoning writer's section
+    stream: Any  # the stream's section (best-of-n writing, ms.plan.best_of)
+    metrics: Sequence[str]  # eval.metrics
+    schedule: Schedule  # the run's steps, which the plan walks as the run does
+    stream_k: int  # memories per stream question
+    pool_mode: str
+    seed: int  # the run's seed: the poisoning writer's draws, best-of-n's samples
+    use_cache: bool
+
+
 class CallCounter:
-    """Plan mode's composition root: it reads the root config, and offers the gate's and the metrics'
+    """Plan mode's counts: built from the run's `PlanSettings`, it offers the gate's and the metrics'
     classes what they plan with (ms.gates.base.GatePlan, ms.metrics.base.MetricPlan)."""
 
-    def __init__(self, cfg: DictConfig, accept: Optional[float | Measured], probe: CacheProbe):
-        self.cfg, self.probe = cfg, probe
-        self.backbones = Backbones(cfg.backbone)
-        self.scorer = cfg.scorer
-        self.stream_k = stream_k(cfg.k, cfg.stream_k)
-        self.schedule = Schedule.of(cfg)  # the run's steps, which the plan walks as the run does
-        self.gate = GATES.load(cfg.gate.name)
-        self.metrics = [METRICS.load(name) for name in METRICS if name in validate_metrics(cfg.eval.metrics)]
-        self.agents = agents_from(cfg.agents)
-        self.splits = load_splits(cfg.data, self.agents)
-        self.template = PromptTemplate(**cfg.prompt)
-        self.accept, self.accept_note = acceptance(cfg.gate, self, accept)
-        named = PoisonerSettings.victim_of(cfg.poison)  # poison=none names none
+    def __init__(self, settings: PlanSettings, accept: Optional[float | Measured], probe: CacheProbe):
+        self.settings, self.probe = settings, probe
+        self.backbones = Backbones(settings.backbone)
+        self.scorer = settings.scorer
+        self.stream_k = settings.stream_k
+        self.schedule = settings.schedule
+        self.gate = GATES.load(settings.gate.name)
+        self.metrics = [METRICS.load(name) for name in METRICS if name in validate_metrics(settings.metrics)]
+        self.agents = agents_from(settings.agents)
+        self.splits = load_splits(settings.data, self.agents)
+        self.template = PromptTemplate(**settings.prompt)
+        self.accept, self.accept_note = acceptance(settings.gate, self, accept)
+        named = PoisonerSettings.victim_of(settings.poison)  # poison=none names none
         victim = self.agents.get(named) if named in self.splits else None
-        self.poisoner = POISONS.load(cfg.poison.name).build(
-            cfg.poison,
+        self.poisoner = POISONS.load(settings.poison.name).build(
+            settings.poison,
             self.agents,
             self.splits,
-            cfg.seed,
-            rubric_for(victim, cfg.pool.mode).quoted() if victim else None,
+            settings.seed,
+            rubric_for(victim, settings.pool_mode).quoted() if victim else None,
         )
         self.poisoned = 0  # the poisoning writer's pairs the gate judges (ms.data.poison)
         self.rows: dict[tuple[str, str], Row] = {}
-        self.scope = {a: scope_for(self.agents[a].domain, cfg.pool.mode) for a in self.splits}
+        self.scope = {a: scope_for(self.agents[a].domain, settings.pool_mode) for a in self.splits}
         pairs: dict[str, list[float]] = {}
         for a, s in self.splits.items():
             pairs.setdefault(self.scope[a], []).extend(
@@ -136,26 +158,25 @@ class CallCounter:
 
     def scorer_reads_probabilities(self) -> bool:
         """As the Scorer decides: probabilities unless scorer.read=text or the backbone has none."""
-        return reads_probabilities(self.cfg.scorer, self.backbones)
+        return reads_probabilities(self.scorer, self.backbones)
 
     # ---- what the gate asks for (ms.gates.base.GatePlan) -------------------------------------------
 
     def grade(self, agent: str, question: float, reply: float) -> None:
         """The grader's call on one pair of `agent`."""
-        cfg = self.cfg
+        settings = self.settings
         probabilities = self.scorer_reads_probabilities()
-        grading = grading_tokens(rubric_for(self.agents[agent], cfg.pool.mode), agent) + question + reply
-        self.row("score", cfg.scorer.backbone).add(
+        grading = grading_tokens(rubric_for(self.agents[agent], settings.pool_mode), agent) + question + reply
+        self.row("score", self.scorer.backbone).add(
             1,
             grading,
-            0.0 if probabilities else cfg.scorer.max_new_tokens,
+            0.0 if probabilities else self.scorer.max_new_tokens,
             exact=probabilities,
-            cached_exact=not cfg.use_cache,
+            cached_exact=not settings.use_cache,
         )
 
     def measure_utility(self, agent: str, in_scope: float, probes: int, share: float, exact: bool) -> None:
         """A utility measurement of `share` of the pairs of `agent`: two scored prompts per probe."""
-        cfg = self.cfg
         scope = self.scope[agent]
         probed = min(probes, in_scope)
         shots = min(max(1, self.stream_k), max(in_scope - 1, 0))
@@ -172,7 +193,7 @@ class CallCounter:
         # consolidation moves memories out of reach.
         exact = exact and self.seeds[scope] >= probes and not self.schedule.consolidates
         self.row("utility", self.agents[agent].backbone).add(
-            share * 2 * probed, prompt, 0.0, exact=exact, cached_exact=not cfg.use_cache
+            share * 2 * probed, prompt, 0.0, exact=exact, cached_exact=not self.settings.use_cache
         )
 
     def test_question(self, agent: str, reply: float, others: int, share: float) -> None:
@@ -187,7 +208,7 @@ class CallCounter:
             self.system(agent) + asked + PER_MESSAGE + reply,
             0.0,
             exact=False,
-            cached_exact=not self.cfg.use_cache,
+            cached_exact=not self.settings.use_cache,
         )
 
     # ---- what a metric asks for (ms.metrics.base.MetricPlan) ---------------------------------------
@@ -199,7 +220,7 @@ class CallCounter:
         if key is not None:
             row.add(1, prompt + tokens(example.answer), 0.0, cached=float(self.probe.held(key)))
         else:
-            row.add(1, prompt + tokens(example.answer), 0.0, cached_exact=not self.cfg.use_cache)
+            row.add(1, prompt + tokens(example.answer), 0.0, cached_exact=not self.settings.use_cache)
 
     def reply(self, agent: str, cap: int) -> float:
         return min(float(cap), self.answer_tokens[agent])
@@ -222,7 +243,7 @@ class CallCounter:
     def zero_shot_key(self, agent: str, question: str) -> Optional[str]:
         """The cache key of the agent's zero-shot answer to `question`, where its answers are cached."""
         bc = self.backbone(self.agents[agent].backbone)
-        if not self.cfg.use_cache or bc.generation.temperature != 0:
+        if not self.settings.use_cache or bc.generation.temperature != 0:
             return None
         params = generate_params(bc.generation.max_new_tokens, bc.generation.temperature, bc.generation.stop)
         return cache_key(
@@ -236,7 +257,7 @@ class CallCounter:
     def zero_shot_scored_key(self, agent: str, example) -> Optional[str]:
         """The cache key of ref_logprob's request for the agent's zero-shot prompt and the reference
         answer, where scores are cached: the context rendered as the backbone renders it."""
-        if not self.cfg.use_cache:
+        if not self.settings.use_cache:
             return None
         bc = self.backbone(self.agents[agent].backbone)
         context = renderer(bc)(self.zero_shot_chat(agent, example.question))
@@ -250,7 +271,7 @@ class CallCounter:
     def generated(self, row: Row, agent: str, question: str, k: float, prompt: float, completion: float) -> None:
         """One generate call: looked up in the cache where its prompt is zero-shot."""
         key = self.zero_shot_key(agent, question) if k <= 0 else None
-        cacheable = self.cfg.use_cache and self.backbone(self.agents[agent].backbone).generation.temperature == 0
+        cacheable = self.settings.use_cache and self.backbone(self.agents[agent].backbone).generation.temperature == 0
         if key is not None:
             row.add(1, prompt, completion, cached=float(self.probe.held(key)))
         else:

@@ -16,8 +16,6 @@ from pathlib import Path
 from statistics import fmean
 from typing import Mapping, Sequence
 
-from omegaconf import DictConfig
-
 from ms.common.errors import UserError
 from ms.plan.flags import take_plan_flags
 from ms.plan.table import format_rows
@@ -52,49 +50,44 @@ def _printed(head: str, rows: Sequence, notes: Sequence[str] = ()) -> int:
     return 0
 
 
-def _row(cfg: DictConfig, role: str, name: str | None):
+def _row(backbones, role: str, name: str | None):
+    """An empty row of `role` on backbone `name` of `backbones` (ms.llm.backbones.Backbones), at its price."""
     from ms.llm import price_of
-    from ms.llm.backbones import Backbones
     from ms.plan.rows import Row
 
-    backbones = Backbones(cfg.backbone)
     return Row(role, backbones.resolve(name), price_of(backbones.config(name)))
 
 
-def _score_row(cfg: DictConfig, graded: Sequence[tuple[object, str, str, str]]):
-    """The grader's calls on `graded`: (rubric, agent, question, answer) each, one call a pair."""
-    from ms.llm.backbones import Backbones
+def _score_row(backbones, scorer, graded: Sequence[tuple[object, str, str, str]]):
+    """The grader's calls (`scorer`, the scorer's section) on `graded`: (rubric, agent, question, answer)
+    each, one call a pair."""
     from ms.plan.gate import grading_tokens, reads_probabilities
     from ms.plan.tokens import tokens
 
-    row, probabilities = (
-        _row(cfg, "score", cfg.scorer.backbone),
-        reads_probabilities(cfg.scorer, Backbones(cfg.backbone)),
-    )
+    row, probabilities = _row(backbones, "score", scorer.backbone), reads_probabilities(scorer, backbones)
     for rubric, agent, question, answer in graded:
         row.add(
             1,
             grading_tokens(rubric, agent) + tokens(question) + tokens(answer),
-            0.0 if probabilities else cfg.scorer.max_new_tokens,
+            0.0 if probabilities else scorer.max_new_tokens,
             exact=probabilities,
-            cached_exact=not cfg.use_cache,
+            cached_exact=not backbones.use_cache,
         )
     return row
 
 
-def _utility_rows(cfg: DictConfig, checked, jobs: Sequence) -> list:
+def _utility_rows(settings, checked, jobs: Sequence) -> list:
     """The utility gate's calls on gate-check's pairs: each seed pair's jobs are probed among its
     scope's seed pairs, less those that ask its question or carry one of its jobs' answers
     (ms.gates.check_utility withholds them)."""
     from ms.agents import PromptTemplate
     from ms.gates.settings import UtilitySettings
-    from ms.loop.schedule import stream_k
     from ms.plan.tokens import PER_MESSAGE, tokens
     from ms.pool import normalize_space, scope_for
 
-    agents, template, shots = checked.agents, PromptTemplate(**cfg.prompt), max(1, stream_k(cfg.k, cfg.stream_k))
-    m = UtilitySettings.probes_of(cfg.gate)
-    scope = {a: scope_for(agents[a].domain, cfg.pool.mode) for a in checked.splits}
+    agents, template, shots = checked.agents, PromptTemplate(**settings.prompt), max(1, settings.shots)
+    m = UtilitySettings.probes_of(settings.gate)
+    scope = {a: scope_for(agents[a].domain, settings.pool_mode) for a in checked.splits}
     seeds: dict[str, list] = {}
     for a, parts in checked.splits.items():
         seeds.setdefault(scope[a], []).extend(parts.seed)
@@ -118,13 +111,13 @@ def _utility_rows(cfg: DictConfig, checked, jobs: Sequence) -> list:
         name = checked.backbone_of[agent]
         # Two prompts per probe and job; the prompt as retrieved is the same for every job of the pair,
         # so with the cache on only the first job's is computed.
-        rows.setdefault(name, _row(cfg, "utility", name)).add(
+        rows.setdefault(name, _row(settings.backbones, "utility", name)).add(
             2 * probes * len(group),
             prompt + PER_MESSAGE,
             0.0,
             exact=False,
-            cached=probes * (len(group) - 1) if cfg.use_cache else 0.0,
-            cached_exact=not cfg.use_cache,
+            cached=probes * (len(group) - 1) if settings.backbones.use_cache else 0.0,
+            cached_exact=not settings.backbones.use_cache,
         )
     return list(rows.values())
 
@@ -140,23 +133,23 @@ def _merged(rows: Sequence) -> list:
     return list(out.values())
 
 
-def _praise_row(cfg: DictConfig, checked):
+def _praise_row(backbones, checked):
     """The model-written praise: one sample per seed pair on the check's backbone, each at its cap."""
     from ms.gates.check_praise import PRAISE_TOKENS
     from ms.plan.tokens import PER_MESSAGE, tokens
 
-    row = _row(cfg, "answer", None)
+    row = _row(backbones, "answer", None)
     for asked in checked.asked:
         row.add(
             1,
             sum(tokens(m["content"]) + PER_MESSAGE for m in asked.chat),
             PRAISE_TOKENS,
-            cached_exact=not cfg.use_cache,
+            cached_exact=not backbones.use_cache,
         )
     return row
 
 
-def _question_rows(cfg: DictConfig, checked, jobs: Sequence) -> list:
+def _question_rows(settings, checked, jobs: Sequence) -> list:
     """The question-dependence test of every job: its answer scored after its question and after m others of
     its agent (ms.gates.question_dependence), each in the agent's zero-shot chat, on the agent's backbone."""
     from ms.agents import PromptTemplate, chat
@@ -164,22 +157,23 @@ def _question_rows(cfg: DictConfig, checked, jobs: Sequence) -> list:
     from ms.gates.settings import RubricQdepSettings
     from ms.plan.tokens import PER_MESSAGE, tokens
 
-    tested, template = RubricQdepSettings.of(cfg.gate), PromptTemplate(**cfg.prompt)
+    tested, template = RubricQdepSettings.of(settings.gate), PromptTemplate(**settings.prompt)
     rows: dict[str, object] = {}
     for job in jobs:
         name = checked.backbone_of[job.agent]
-        row = rows.setdefault(name, _row(cfg, "score", name))
+        row = rows.setdefault(name, _row(settings.backbones, "score", name))
         seeds = [e.question for e in checked.splits[job.agent].seed]
         drawn = others_of(seeds, job.agent, job.example.question, tested.others, tested.seed)
         for q in (job.example.question, *drawn):
             asked = chat(checked.agents[job.agent], template.render(q), template.system)
             prompt = sum(tokens(m["content"]) + PER_MESSAGE for m in asked)
-            row.add(1, prompt + tokens(job.answer), 0.0, cached_exact=not cfg.use_cache)
+            row.add(1, prompt + tokens(job.answer), 0.0, cached_exact=not settings.backbones.use_cache)
     return list(rows.values())
 
 
-def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
-    """`checked`: ms.gates.check.Checked, the pairs gate-check built from the config and data."""
+def gate_check_plan(settings, checked, out: Path) -> int:
+    """`settings`: ms.gates.check.CheckSettings, what the check reads of its config; `checked`:
+    ms.gates.check.Checked, the pairs gate-check built from them and the data."""
     from ms.gates.check import GOOD
     from ms.gates.check_corruptions import with_model_praise
     from ms.gates.check_praise import PRAISE_TOKENS
@@ -189,21 +183,22 @@ def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
     # The praise the backbone will write stands in at its cap: as many characters as that many tokens.
     capped = "x" * int(PRAISE_TOKENS * CHARS_PER_TOKEN)
     jobs = with_model_praise(checked.jobs, checked.asked, [capped] * len(checked.asked))
-    rows = [_praise_row(cfg, checked)]
+    rows = [_praise_row(settings.backbones, checked)]
     if checked.rubric:
         rows.append(
             _score_row(
-                cfg,
+                settings.backbones,
+                settings.scorer,
                 [
-                    (rubric_for(checked.agents[j.agent], cfg.pool.mode), j.agent, j.example.question, j.answer)
+                    (rubric_for(checked.agents[j.agent], settings.pool_mode), j.agent, j.example.question, j.answer)
                     for j in jobs
                 ],
             )
         )
     if checked.utility:
-        rows += _utility_rows(cfg, checked, jobs)
+        rows += _utility_rows(settings, checked, jobs)
     if checked.question:
-        rows += _question_rows(cfg, checked, jobs)
+        rows += _question_rows(settings, checked, jobs)
     good = sum(j.kind == GOOD for j in jobs)
     notes = [
         f"{len(jobs)} pairs to judge: {good} seed pairs of {len(checked.splits)} agents and their corrupted copies",
@@ -215,45 +210,48 @@ def gate_check_plan(cfg: DictConfig, checked, out: Path) -> int:
 
         notes.append(
             f"question test: every pair's answer scored after its question and after up to "
-            f"gate.others={RubricQdepSettings.of(cfg.gate).others} other seed questions of its agent"
+            f"gate.others={RubricQdepSettings.of(settings.gate).others} other seed questions of its agent"
         )
     if checked.utility:
         from ms.gates.settings import UtilitySettings
 
         notes.append(
-            f"utility: 2 scored prompts per probe, up to gate.probes={UtilitySettings.probes_of(cfg.gate)} probes per pair "
+            f"utility: 2 scored prompts per probe, up to gate.probes={UtilitySettings.probes_of(settings.gate)} probes per pair "
             f"among its scope's seed pairs"
         )
     return _printed(f"plan for {out} (nothing is written): ms-data gate-check", _merged(rows), notes)
 
 
-def cross_grade_plan(pairs: Sequence, configs: Mapping[str, DictConfig], out: Path) -> int:
-    """`pairs`: the runs' graded stream pairs (ms.gates.crossgrade.Pair); `configs`: grader -> its config."""
+def cross_grade_plan(pairs: Sequence, graders: Mapping, out: Path) -> int:
+    """`pairs`: the runs' graded stream pairs (ms.gates.crossgrade.Pair); `graders`: name -> its settings
+    (ms.gates.crossgrade.Grader)."""
     from ms.gates.scorer import load_rubrics
 
     rubrics = load_rubrics({p.rubric for p in pairs})
     rows = [
-        _score_row(cfg, [(rubrics[p.rubric], p.agent, p.question, p.answer) for p in pairs]) for cfg in configs.values()
+        _score_row(backbones, scorer, [(rubrics[p.rubric], p.agent, p.question, p.answer) for p in pairs])
+        for backbones, scorer in graders.values()
     ]
     return _printed(
         f"plan for {out} (nothing is written): ms-data cross-grade, {len(pairs)} stream pairs "
-        f"graded by {', '.join(configs)}",
+        f"graded by {', '.join(graders)}",
         rows,
     )
 
 
-def invert_plan(cfg: DictConfig, answers: Sequence[tuple[str, str, str]], agents: Mapping, out: str) -> int:
-    """`answers`: (id, agent, answer) each, as ms.data.invert.read_answers reads them."""
+def invert_plan(backbones, answers: Sequence[tuple[str, str, str]], agents: Mapping, out: str) -> int:
+    """`backbones`: ms.llm.backbones.Backbones of the command's `backbone`; `answers`: (id, agent, answer) each,
+    as ms.data.invert.read_answers reads them."""
     from ms.data.invert import INVERT_PROMPT
     from ms.plan.tokens import PER_MESSAGE, tokens
 
-    row = _row(cfg, "invert", None)
+    row = _row(backbones, "invert", None)
     for _, agent, answer in answers:
         row.add(
             1,
             tokens(agents[agent].instruction) + tokens(INVERT_PROMPT.format(answer=answer)) + 2 * PER_MESSAGE,
-            cfg.backbone.generation.max_new_tokens,
-            cached_exact=not cfg.use_cache,
+            backbones.default.generation.max_new_tokens,
+            cached_exact=not backbones.use_cache,
         )
     return _printed(
         f"plan for {out} (nothing is written): ms-data invert, {len(answers)} answers",

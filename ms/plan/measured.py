@@ -21,7 +21,7 @@ from ms.common.errors import UserError
 from ms.config.files import USAGE_FILE
 from ms.gates.settings import UNRECORDED_GATE
 from ms.llm.usage import upgraded_usage
-from ms.loop.cell import identity, stored
+from ms.loop.cell import stored
 from ms.loop.run_folder import completed
 from ms.loop.schedule import stream_k
 
@@ -130,9 +130,10 @@ def source_settings(run: Path, metrics: Mapping) -> Optional[dict]:
     return settings
 
 
-def planned_settings(cfg, agents: Sequence[str]) -> dict:
-    """The planned run's settings as `source_settings` gives a finished run's."""
-    return {**identity(cfg), "agents": sorted(agents)}
+def planned_settings(settings: Mapping[str, Any], agents: Sequence[str]) -> dict:
+    """The planned run's settings (`settings`: its cell identity, ms.loop.cell.identity) as `source_settings`
+    gives a finished run's."""
+    return {**settings, "agents": sorted(agents)}
 
 
 def measured(run: Path) -> Measured:

@@ -23,8 +23,10 @@ from typing import Optional
 from omegaconf import DictConfig
 
 from ms.llm.base import ROLES
+from ms.loop.cell import identity
+from ms.loop.schedule import Schedule, stream_k
 from ms.plan.best_of import best_of_note, planned_best_of
-from ms.plan.calls import CacheProbe, CallCounter
+from ms.plan.calls import CacheProbe, CallCounter, PlanSettings
 from ms.plan.measured import Measured, plan_from_warnings, planned_settings
 from ms.plan.rows import Row, RunPlan
 from ms.plan.tokens import PER_MESSAGE, tokens
@@ -34,9 +36,35 @@ from ms.retrieval.training import VERBALIZED_PROMPT
 VERBALIZED_TOKENS = 8  # what Labeller._verbalized lets a reply run to
 
 
+def plan_settings(cfg: DictConfig) -> PlanSettings:
+    """What the counts of the run the root config `cfg` describes read of it (ms.plan.calls)."""
+    return PlanSettings(
+        backbone=cfg.backbone,
+        agents=cfg.agents,
+        data=cfg.data,
+        prompt=cfg.prompt,
+        scorer=cfg.scorer,
+        gate=cfg.gate,
+        poison=cfg.poison,
+        stream=cfg.stream,
+        metrics=cfg.eval.metrics,
+        schedule=Schedule.of(
+            cfg.stream, cfg.retriever, cfg.memory, cfg.eval, fills=cfg.fills, micro_batch=cfg.micro_batch, k=cfg.k
+        ),
+        stream_k=stream_k(cfg.k, cfg.stream_k),
+        pool_mode=cfg.pool.mode,
+        seed=cfg.seed,
+        use_cache=cfg.use_cache,
+    )
+
+
 class _Planner(CallCounter):
     """Plan mode's walk of a run: its steps in the run's order (ms.loop.schedule), each call counted
-    where the run would make it."""
+    where the run would make it. Plan mode's composition root: it reads the root config `cfg`."""
+
+    def __init__(self, cfg: DictConfig, accept: Optional[float | Measured], probe: CacheProbe):
+        super().__init__(plan_settings(cfg), accept, probe)
+        self.cfg = cfg
 
     # ---- the run ------------------------------------------------------------------------------
 
@@ -164,9 +192,9 @@ def plan_run(cfg: DictConfig, accept: Optional[float | Measured] = None, probe: 
         f"backbone={cfg.backbone.name}; {len(planner.splits)} agents, fills {list(cfg.fills)}, "
         f"micro_batch {cfg.micro_batch}"
     )
-    notes = [planner.accept_note, *best_of_note(cfg)]
+    notes = [planner.accept_note, *best_of_note(cfg.stream, cfg.eval)]
     if isinstance(accept, Measured):  # plan_from: why its measured rates might not hold here, a line each
-        planned = planned_settings(cfg, list(planner.splits))
+        planned = planned_settings(identity(cfg), list(planner.splits))
         notes += plan_from_warnings(accept, planned, rows, planner.runs_locally)
     if planner.poisoner.active:
         notes.append(
