@@ -15,8 +15,8 @@ from ms.common.errors import UserError
 from ms.config.files import DECISIONS_FILE, METRICS_FILE
 from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, decision
 from ms.gates.decisions import Decision
+from ms.gates.record import GateRecord
 from ms.gates.replay import Candidate
-from ms.gates.settings import UNRECORDED_GATE
 
 
 def matched_counts(run_folder: str | Path) -> dict[int, dict[str, tuple[int, int]]]:
@@ -47,9 +47,9 @@ def matched_gate(run_folder: str | Path) -> str:
     """The gate of the run a matched control copies its counts from, as its metrics.json records it."""
     try:
         fields = json.loads((Path(run_folder) / METRICS_FILE).read_text(encoding="utf-8"))["run"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return GateRecord.from_json(fields).name
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return "unknown"
-    return str(fields.get("gate") or UNRECORDED_GATE)
 
 
 class RandomGate(Gate):

@@ -15,9 +15,6 @@ from typing import Any, Optional
 from ms.config.fields import setting
 from ms.config.schema import GateConfig
 
-# The gate of a run whose record names none (metrics.json's `run`): the rubric gate's record names none
-# (RubricGate.record), so that its runs stay one condition with those made before other gates existed.
-UNRECORDED_GATE = "rubric"
 # What the utility gate compares with gate.utility_threshold (ms.gates.utility.utility_verdict): the mean
 # change over the probes, or the lower bound of its interval over them (the mean less one standard error).
 DECIDE_ON = ("mean", "lower")

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from ms.common.errors import UserError
+from ms.config.added import before
 from ms.config.files import USAGE_FILE
-from ms.gates.settings import UNRECORDED_GATE
 from ms.llm.usage import upgraded_usage
 from ms.loop.cell import stored
 from ms.loop.run_folder import completed
@@ -123,8 +123,8 @@ def source_settings(run: Path, metrics: Mapping) -> Optional[dict]:
             settings["retriever.name"] = str(record["stream_retriever"]).split(" ")[0]
         if record.get("label_method"):
             settings["train.label_method"] = record["label_method"]
-        settings.setdefault("gate.name", UNRECORDED_GATE)
-        settings.setdefault("stream.answers", "model")
+        settings.setdefault("gate.name", before("gate.name"))
+        settings.setdefault("stream.answers", before("stream.answers"))
     if settings is not None and record.get("agents"):
         settings = {**settings, "agents": sorted(record["agents"])}
     return settings
