@@ -139,8 +139,9 @@ def test_youden_threshold_admits_what_separates_best_and_prefers_zero_on_a_tie()
 def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     """Every gate on the same pairs, with the real SmolLM2: a utility for every pair, an AUC per
     gate, agent and corruption. One seed pair per agent keeps it to 8 pairs (a lone pair has no
-    other question to give: test_an_agent_with_one_pair_has_no_other_question_to_give), and k=1
-    to one shot per utility prompt."""
+    other question to give: test_an_agent_with_one_pair_has_no_other_question_to_give), k=1 to one
+    shot per utility prompt, and gate.probes=1 to one probe per pair (the check measures utility with
+    the probes of the config's gate where that gate measures it: gate=utility's here)."""
     from ms.cli.data import main
 
     out = tmp_path / "gate"
@@ -156,6 +157,8 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
                 str(out),
                 "data.agents=[riddle,pun]",
                 "k=1",
+                "gate=utility",
+                "gate.probes=1",
                 f"cache_dir={models_cache}",
             ]
         )
@@ -177,7 +180,7 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
     assert "rubric, pooled over agents" in (out / "gate_check.md").read_text()
     for pair in pairs:
         utility = pair["utility"]
-        assert utility["u"] is not None and len(utility["probes"]) == len(utility["deltas"]) > 0
+        assert utility["u"] is not None and len(utility["probes"]) == len(utility["deltas"]) == 1
         assert pair["score"] is not None
     text = (out / "gate_check.md").read_text()
     assert "score read from probabilities" in text and "gate both" in text
