@@ -106,10 +106,10 @@ def test_the_tree_pass_is_refused_beyond_a_sliding_window_and_on_layers_that_are
 
 
 def test_batched_option_probabilities_equal_one_chat_at_a_time_on_real_grading_prompts(smollm2):
-    """Grading prompts of six agents under three rubrics (the rubric prefixes 296-394 tokens, the
+    """Grading prompts of five agents under three rubrics (the rubric prefixes 296-394 tokens, the
     chats about 400-740), plus one short pair: batches mix rubrics and lengths, so rows carry left
     padding both in their stacked prefix cache and in what they read after it."""
-    items = grading_items(["riddle", "limerick", "puzzle", "sonnet", "study", "travel"])
+    items = grading_items(["riddle", "limerick", "puzzle", "study", "travel"])
     items.append(("riddle", "logic", "What has keys but opens no locks?", "A piano."))
     gate = Scorer(smollm2, load_rubrics({rubric for _, rubric, _, _ in items}), ScorerConfig())
     chats = [gate.prompt(*item) for item in items]
@@ -126,7 +126,6 @@ def test_batched_option_probabilities_equal_one_chat_at_a_time_on_real_grading_p
 
     runs = {
         "batch 4, rubric caches": probabilities(smollm2, chats, shared, batching=True, batch_size=4),
-        "batch 7, rubric caches": probabilities(smollm2, chats, shared, batching=True, batch_size=7),
         "batch 4, no caches": probabilities(smollm2, chats, [], batching=True, batch_size=4),
     }
     for name, batched in runs.items():
