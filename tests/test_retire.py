@@ -226,6 +226,7 @@ def test_a_tiny_run_under_the_utility_gate_retires_what_it_measured_below_the_th
         "memory.retire_after=1",
         "fills=[50,100]",
         "eval.metrics=[ref_logprob]",
+        "retriever=dense_frozen",  # no memory train: its miner's side is test_memory_train_mines_no_retired_memory's
     ]
     cfg = compose_config(overrides)
     metrics = run(cfg, tmp_path)
