@@ -112,14 +112,15 @@ def test_a_sweep_and_a_run_refuse_a_finished_folder_of_other_data_and_change_not
     data = tmp_path / "data"
     shutil.copytree(REPO / "data", data)
     sweep = tmp_path / "sweep"
-    common = [*TINY, f"data.dir={data}", f"hydra.sweep.dir={sweep}"]  # ms_run adds cache_dir
+    riddles = ["data.agents=[riddle]", *TINY[1:]]  # the agent whose examples change below
+    common = [*riddles, f"data.dir={data}", f"hydra.sweep.dir={sweep}"]  # ms_run adds cache_dir
 
     code, err = ms_run("-m", *common, "k=1")
     assert code == 0, err[-20:]
     [cell] = [p for p in sweep.iterdir() if p.is_dir()]
     assert "data.dir=data-" in cell.name  # the data folder is named in the cell's folder
     metrics = json.loads((cell / "metrics.json").read_text())
-    assert metrics["cell"]["data_sha256"] == data_fingerprint(splits_of(compose_config(TINY + [f"data.dir={data}"])))
+    assert metrics["cell"]["data_sha256"] == data_fingerprint(splits_of(compose_config(riddles + [f"data.dir={data}"])))
 
     with caplog.at_level(logging.INFO, logger="ms.loop.pipeline"):
         code, _ = ms_run("-m", *common, "k=1")  # the same cell: skipped
@@ -133,7 +134,7 @@ def test_a_sweep_and_a_run_refuse_a_finished_folder_of_other_data_and_change_not
     assert folder_state(sweep) == before
 
     single = tmp_path / "run"
-    code, _ = ms_run(*TINY, f"data.dir={data}", "k=1")  # the fixture's hydra.run.dir is tmp_path/run
+    code, _ = ms_run(*riddles, f"data.dir={data}", "k=1")  # the fixture's hydra.run.dir is tmp_path/run
     assert code == 0 and (single / "memories.csv").exists()  # who wrote each memory, exported at the end
     before = folder_state(single)
     code, err = ms_run(*TINY[1:], "data.agents=[riddle,pun]", f"data.dir={data}", "k=1")
