@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -61,96 +62,114 @@ def test_ms_report_on_a_folder_that_is_not_there_is_one_line(tmp_path):
     assert done.stderr.splitlines() == [f"ms-report: error: not a folder: {tmp_path / 'nonexistent'}"]
 
 
-# Each mistake as typed, in a fresh process whose folder is a temporary one: the exact line, exit 2,
-# no torch or transformers imported by then, and nothing written (no run folder, cache or pool).
-# The data file is malformed, so that where a mistake went unnoticed the run stops at reading it,
-# before any model loads.
-PROBE = (
-    "import sys\nfrom ms.cli.run import main\ntry:\n    main()\nfinally:\n"
-    "    print('loaded:', sorted(m for m in ('torch', 'transformers') if m in sys.modules), file=sys.stderr)"
-)
+# Each mistake as typed, in a process that has loaded no model module: one fresh process (`typed`) runs
+# them all in turn, each from its own empty folder, and tells for each its exit status, what it wrote to
+# stderr and whether torch or transformers were imported by then. The data file is malformed, so that
+# where a mistake went unnoticed the run stops at reading it, before any model loads.
+PROBE = """import contextlib, io, json, os, sys
+from pathlib import Path
+import ms.cli.run
+
+cases, into, replies = json.loads(sys.argv[1]), Path(sys.argv[2]), {}
+for case, (args, work) in cases.items():
+    os.chdir(work)
+    sys.argv, ms.cli.run._composed, err = ["ms-run", *args], False, io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            ms.cli.run.main()
+            code = 0
+        except SystemExit as done:
+            code = done.code
+    loaded = sorted(m for m in ("torch", "transformers") if m in sys.modules)
+    replies[case] = {"code": code, "stderr": err.getvalue(), "loaded": loaded}
+into.write_text(json.dumps(replies))
+"""
 BACKBONES = ", ".join(sorted(p.stem for p in (REPO / "conf" / "backbone").glob("*.yaml")))
+MISTAKES = [
+    (["scorer.treshold=20"], "unknown key scorer.treshold: did you mean scorer.threshold?"),
+    (
+        ["+scorer.treshold=20"],
+        "unknown key scorer.treshold: did you mean scorer.threshold? (a +key= override cannot add a setting)",
+    ),
+    (
+        ["retriever=dense_frozn"],
+        "unknown retriever=dense_frozn: choose one of bm25, composite, dense, dense_frozen, "
+        "random (did you mean retriever=dense_frozen?)",
+    ),
+    (["k=three"], "invalid setting k=three: must be an integer"),
+    (
+        ["gate=all", "gate.probes=2"],  # a key of another gate's own settings (ms.gates.settings)
+        "unknown key gate.probes under gate=all: a setting of gate=utility and gate=both only; gate=all has only the key name",
+    ),
+    (
+        ["backbone=gpt-4o", "backbone.dtype=bfloat16"],  # an in-process model's setting (ms.llm.settings)
+        "unknown key backbone.dtype under backbone.provider=openai: a setting of backbone.provider=hf only; "
+        "backbone.provider=openai has the keys name, provider, model, generation, price, base_url, api_key_env, "
+        "max_concurrency, timeout_s, max_retries, backoff_s, max_retry_wait_s, prompt_logprobs",
+    ),
+    (
+        ["backbone.provider=openai"],  # smollm2's file names hf's settings
+        "invalid setting backbone.provider=openai: the backbone section holds backbone.provider=hf's settings, "
+        "not backbone.provider=openai's; choose a backbone whose file names provider openai",
+    ),
+    (
+        ["pool.backend=postgres"],  # the backend is chosen as a group, which types the section by its settings
+        "invalid setting pool.backend=postgres: the pool section holds pool/backend=sqlite's settings, "
+        "not pool/backend=postgres's; choose it with pool/backend=postgres",
+    ),
+    (
+        ["pool/backend=postgres", "pool.path=shared.sqlite"],  # a file is the SQLite pool's (ms.pool.settings)
+        "unknown key pool.path under pool/backend=postgres: a setting of pool/backend=sqlite only; "
+        "pool/backend=postgres has the keys mode, backend, dsn",
+    ),
+    (["fills=[20,half]"], "invalid setting fills[1]=half: must be an integer"),
+    (["backbone=ms_backbone_schema"], f"unknown backbone=ms_backbone_schema: choose one of {BACKBONES}"),
+    (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),
+    (["-m", "k=3,-1"], "invalid setting k=-1: must be at least 0"),  # a sweep's cell, before any cell runs
+]
+BAD_DATA = ()  # no mistake in the settings: the malformed data line is the first one met
 
 
-@pytest.mark.parametrize(
-    "args, says",
-    [
-        (["scorer.treshold=20"], "unknown key scorer.treshold: did you mean scorer.threshold?"),
-        (
-            ["+scorer.treshold=20"],
-            "unknown key scorer.treshold: did you mean scorer.threshold? (a +key= override cannot add a setting)",
-        ),
-        (
-            ["retriever=dense_frozn"],
-            "unknown retriever=dense_frozn: choose one of bm25, composite, dense, dense_frozen, "
-            "random (did you mean retriever=dense_frozen?)",
-        ),
-        (["k=three"], "invalid setting k=three: must be an integer"),
-        (
-            ["gate=all", "gate.probes=2"],  # a key of another gate's own settings (ms.gates.settings)
-            "unknown key gate.probes under gate=all: a setting of gate=utility and gate=both only; gate=all has only the key name",
-        ),
-        (
-            ["backbone=gpt-4o", "backbone.dtype=bfloat16"],  # an in-process model's setting (ms.llm.settings)
-            "unknown key backbone.dtype under backbone.provider=openai: a setting of backbone.provider=hf only; "
-            "backbone.provider=openai has the keys name, provider, model, generation, price, base_url, api_key_env, "
-            "max_concurrency, timeout_s, max_retries, backoff_s, max_retry_wait_s, prompt_logprobs",
-        ),
-        (
-            ["backbone.provider=openai"],  # smollm2's file names hf's settings
-            "invalid setting backbone.provider=openai: the backbone section holds backbone.provider=hf's settings, "
-            "not backbone.provider=openai's; choose a backbone whose file names provider openai",
-        ),
-        (
-            ["pool.backend=postgres"],  # the backend is chosen as a group, which types the section by its settings
-            "invalid setting pool.backend=postgres: the pool section holds pool/backend=sqlite's settings, "
-            "not pool/backend=postgres's; choose it with pool/backend=postgres",
-        ),
-        (
-            ["pool/backend=postgres", "pool.path=shared.sqlite"],  # a file is the SQLite pool's (ms.pool.settings)
-            "unknown key pool.path under pool/backend=postgres: a setting of pool/backend=sqlite only; "
-            "pool/backend=postgres has the keys mode, backend, dsn",
-        ),
-        (["fills=[20,half]"], "invalid setting fills[1]=half: must be an integer"),
-        (["backbone=ms_backbone_schema"], f"unknown backbone=ms_backbone_schema: choose one of {BACKBONES}"),
-        (["micro_batch=0"], "invalid setting micro_batch=0: must be at least 1"),
-        (["-m", "k=3,-1"], "invalid setting k=-1: must be at least 0"),  # a sweep's cell, before any cell runs
-    ],
-)
-def test_a_config_mistake_is_one_line_before_any_model_module_loads_and_writes_nothing(tmp_path, args, says):
-    data, work = tmp_path / "data", tmp_path / "work"
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory) -> dict[tuple, tuple[dict, Path]]:
+    """Each of MISTAKES' arguments (and BAD_DATA's), with the malformed data: (its reply, its folder)."""
+    root = tmp_path_factory.mktemp("typed")
+    data = root / "data"
     data.mkdir()
-    work.mkdir()
     (data / "riddle.jsonl").write_text('{"id": oops}\n')
+    folders, cases = {}, {}
+    for i, args in enumerate([BAD_DATA, *(tuple(args) for args, _ in MISTAKES)]):
+        work = root / f"work{i}"
+        work.mkdir()
+        folders[args] = (str(i), work)
+        cases[str(i)] = ([*args, f"data.dir={data}", "data.agents=[riddle]", f"cache_dir={work / 'cache'}"], str(work))
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args, f"data.dir={data}", "data.agents=[riddle]", f"cache_dir={work / 'cache'}"],
-        cwd=work,
+        [sys.executable, "-c", PROBE, json.dumps(cases), str(root / "replies")],
+        cwd=root,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert done.stderr.splitlines() == [f"ms-run: error: {says}", "loaded: []"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    replies = json.loads((root / "replies").read_text())
+    return {args: (replies[i], work) for args, (i, work) in folders.items()}
+
+
+@pytest.mark.parametrize("args, says", MISTAKES)
+def test_a_config_mistake_is_one_line_before_any_model_module_loads_and_writes_nothing(typed, args, says):
+    reply, work = typed[tuple(args)]
+    assert reply["code"] == 2, reply["stderr"][-2000:]
+    assert reply["stderr"].splitlines() == [f"ms-run: error: {says}"] and reply["loaded"] == []
     assert list(work.iterdir()) == []  # Hydra's outputs/ or multirun/ folder, the cache: none of them
 
 
-def test_a_bad_data_line_is_one_line_before_any_run_folder_or_model(tmp_path):
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    (data / "riddle.jsonl").write_text('{"id": oops}\n')
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, f"data.dir={data}", "data.agents=[riddle]", f"cache_dir={work / 'cache'}"],
-        cwd=work,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 2, done.stderr[-2000:]
-    said, loaded = done.stderr.splitlines()
-    assert said.startswith(f"ms-run: error: {data / 'riddle.jsonl'}:1: malformed JSON") and loaded == "loaded: []"
+def test_a_bad_data_line_is_one_line_before_any_run_folder_or_model(typed):
+    reply, work = typed[BAD_DATA]
+    data = work.parent / "data"
+    assert reply["code"] == 2, reply["stderr"][-2000:]
+    [said] = reply["stderr"].splitlines()
+    assert said.startswith(f"ms-run: error: {data / 'riddle.jsonl'}:1: malformed JSON") and reply["loaded"] == []
     assert list(work.iterdir()) == []
 
 
