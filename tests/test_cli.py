@@ -26,8 +26,14 @@ def cli(*args: str, exe: list[str] | None = None) -> subprocess.CompletedProcess
     )
 
 
-def test_python_m_ms_help_lists_the_groups():
-    done = cli("--help")
+@pytest.fixture(scope="module")
+def help_shown() -> subprocess.CompletedProcess:
+    """`python -m ms --help`, which three tests read."""
+    return cli("--help")
+
+
+def test_python_m_ms_help_lists_the_groups(help_shown):
+    done = help_shown
     assert done.returncode == 0, done.stderr
     for group in ("backbone", "pool", "retriever", "memory", "experiment"):
         assert f"{group}:" in done.stdout
@@ -48,8 +54,8 @@ def test_cfg_says_on_stderr_that_it_printed_the_config_unchecked():
     assert "without checking" in UNCHECKED and "+plan=true" in UNCHECKED
 
 
-def test_help_says_where_every_option_s_keys_are_listed():
-    done = cli("--help")
+def test_help_says_where_every_option_s_keys_are_listed(help_shown):
+    done = help_shown
     assert done.returncode == 0, done.stderr
     assert "ms-run GROUP=OPTION --help" in done.stdout and "python -m ms.config.reference" in done.stdout
     assert "utility_threshold" not in done.stdout  # gate=utility's key: not in the default config shown
@@ -204,8 +210,8 @@ def test_a_mistake_in_a_config_file_of_an_added_folder_names_the_file(tmp_path):
     assert str(found.value) == "In 'experiment/typo': unknown key scorer.treshold: did you mean scorer.threshold?"
 
 
-def test_the_help_offers_no_internal_schema_as_an_option():
-    done = cli("--help")
+def test_the_help_offers_no_internal_schema_as_an_option(help_shown):
+    done = help_shown
     assert done.returncode == 0, done.stderr
     assert "schema" not in done.stdout
 
