@@ -145,7 +145,9 @@ def test_every_prediction_and_decision_records_version_and_staleness(tmp_path, m
 
     from ms.loop.pipeline import run
 
-    cfg = compose_config(TINY + [f"cache_dir={models_cache}", "retriever.refresh=every_n", "retriever.refresh_every=2"])
+    # Evaluated by ref_logprob alone: the versions are recorded whatever measures the test answers.
+    refresh = ["retriever.refresh=every_n", "retriever.refresh_every=2", "eval.metrics=[ref_logprob]"]
+    cfg = compose_config(TINY + [f"cache_dir={models_cache}", *refresh])
     metrics = run(cfg, tmp_path)
     assert metrics["run"]["refresh"] == "every_n"
     for name in ("predictions.jsonl", "decisions.jsonl"):
