@@ -77,6 +77,7 @@ def test_a_finished_run_is_refused_after_any_file_it_read_changes(tmp_path, ms_r
         f"agents.riddle.rubric={rubric}",
         "access=rule",
         f"access.file={rule}",
+        "retriever=dense_frozen",  # the encoder is read all the same; memory train is no input
         f"retriever.encoder={encoder}",
     ]
 

@@ -136,9 +136,8 @@ def test_a_reference_written_stream_generates_nothing_and_skips_questions_withou
     from ms.plan.planner import plan_run
 
     references = riddles(tmp_path / "data")
-    cfg = compose_config(
-        TINY + [f"data.dir={tmp_path / 'data'}", f"cache_dir={models_cache}", "gate=all", "stream.answers=reference"]
-    )
+    stream = ["gate=all", "stream.answers=reference", "retriever=dense_frozen"]  # no memory train: not read here
+    cfg = compose_config(TINY + [f"data.dir={tmp_path / 'data'}", f"cache_dir={models_cache}", *stream])
     metrics = run(cfg, tmp_path / "out")
     assert metrics["stream"]["skipped_without_reference"] == {"riddle": 1}
     assert metrics["run"]["gate"] == "all" and metrics["run"]["stream_answers"] == "reference"
