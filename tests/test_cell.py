@@ -112,7 +112,9 @@ def test_a_sweep_and_a_run_refuse_a_finished_folder_of_other_data_and_change_not
     data = tmp_path / "data"
     shutil.copytree(REPO / "data", data)
     sweep = tmp_path / "sweep"
-    riddles = ["data.agents=[riddle]", *TINY[1:]]  # the agent whose examples change below
+    # The agent whose examples change below, on a frozen retriever: no memory train, so none of its settings.
+    frozen = [o for o in TINY[1:] if not o.startswith("train.")] + ["retriever=dense_frozen"]
+    riddles = ["data.agents=[riddle]", *frozen]
     common = [*riddles, f"data.dir={data}", f"hydra.sweep.dir={sweep}"]  # ms_run adds cache_dir
 
     code, err = ms_run("-m", *common, "k=1")
@@ -137,7 +139,7 @@ def test_a_sweep_and_a_run_refuse_a_finished_folder_of_other_data_and_change_not
     code, _ = ms_run(*riddles, f"data.dir={data}", "k=1")  # the fixture's hydra.run.dir is tmp_path/run
     assert code == 0 and (single / "memories.csv").exists()  # who wrote each memory, exported at the end
     before = folder_state(single)
-    code, err = ms_run(*TINY[1:], "data.agents=[riddle,pun]", f"data.dir={data}", "k=1")
+    code, err = ms_run(*frozen, "data.agents=[riddle,pun]", f"data.dir={data}", "k=1")
     assert code == 2 and len(err) == 1 and "data.agents" in err[0] and str(single) in err[0]
     assert folder_state(single) == before
 
