@@ -311,7 +311,7 @@ def test_a_tiny_poisoned_run_with_smollm2_and_its_report(tmp_path, models_cache)
         "data.max_stream=1",
         "fills=[100]",
         "eval.metrics=[ref_logprob]",
-        "train.candidates=2",
+        "retriever=dense_frozen",  # no memory train: the poison's way into the pool is the stream's gate
     ]
     clean_dir, poisoned_dir = tmp_path / "runs" / "clean", tmp_path / "runs" / "injection"
     clean = run(compose_config(settings), clean_dir)

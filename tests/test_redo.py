@@ -15,7 +15,8 @@ from conftest import REPO, ms_run_in_process
 
 from ms.common.errors import USER_ERROR_EXIT
 
-# Three micro-batches of two, so that the server can be stopped after the first has been admitted.
+# Three micro-batches of two, so that the server can be stopped after the first has been admitted; a
+# frozen retriever, as memory train adds nothing to the pool.
 STREAM = [
     "data.agents=[riddle,pun]",
     "data.max_seed=3",
@@ -23,8 +24,7 @@ STREAM = [
     "data.max_test=1",
     "fills=[100]",
     "micro_batch=2",
-    "train.candidates=2",
-    "train.labelled=2",
+    "retriever=dense_frozen",
     "backbone.generation.max_new_tokens=8",
     "eval.metrics=[ref_logprob]",
     "scorer.threshold=0",
