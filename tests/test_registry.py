@@ -277,7 +277,7 @@ def test_a_tiny_run_with_the_toy_gate_and_metric_records_them_and_the_report_rea
     from ms.loop.pipeline import run
     from ms.report.runs import find_runs, metric_label
 
-    cfg = composed(toy, [*TINY, f"cache_dir={models_cache}"])
+    cfg = composed(toy, [*TINY, f"cache_dir={models_cache}", "retriever=dense_frozen"])  # no memory train to read
     metrics = run(cfg, tmp_path / "run")
     assert metrics["run"]["gate"] == "toy" and metrics["run"]["toy_ratio"] == 3.0
     assert metrics["run"]["metrics"] == ["ref_logprob", "ref_words"] and metrics["bertscore"] is None
