@@ -1,5 +1,4 @@
 import json
-from pathlib import Path
 
 import pytest
 from fakes import FakeLM
@@ -18,8 +17,6 @@ from ms.gates.scorer import (
     parse_score,
     rubric_for,
 )
-
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 # ---- rubrics ------------------------------------------------------------------------------
 
@@ -250,18 +247,6 @@ def test_read_mode_follows_the_backbone_and_the_config():
 # ---- the gate, with the real offline backbone -----------------------------------------------
 
 
-def _default_backbone(tmp_path):
-    from hydra import compose, initialize_config_dir
-
-    from ms.config import register
-    from ms.llm import build_lm
-
-    register()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        cfg = compose("config")
-    return build_lm(cfg.backbone, tmp_path, use_response_cache=False)
-
-
 def test_the_rubric_prefix_cache_leaves_the_probabilities_unchanged(smollm2):
     from ms.llm.prefix_cache import PrefixCaches
 
@@ -294,10 +279,10 @@ def test_the_rubric_prefix_cache_leaves_the_probabilities_unchanged(smollm2):
 
 
 @pytest.mark.slow
-def test_option_probabilities_equal_a_hand_computation_from_the_logits(tmp_path):
+def test_option_probabilities_equal_a_hand_computation_from_the_logits(smollm2):
     import torch
 
-    lm = _default_backbone(tmp_path)
+    lm = smollm2
     chat = [
         {
             "role": "user",
@@ -331,10 +316,10 @@ def test_option_probabilities_equal_a_hand_computation_from_the_logits(tmp_path)
 
 
 @pytest.mark.slow
-def test_default_backbone_scores_every_seed_pair_of_an_agent(tmp_path):
+def test_default_backbone_scores_every_seed_pair_of_an_agent(smollm2):
     from ms.data import DataConfig, load_splits
 
-    lm = _default_backbone(tmp_path)
+    lm = smollm2
     seeds = load_splits(DataConfig(agents=["riddle"]))["riddle"].seed
     decisions = Scorer(lm, load_rubrics(), ScorerConfig()).score(
         [("riddle", "logic", e.question, e.answer) for e in seeds]
@@ -346,8 +331,8 @@ def test_default_backbone_scores_every_seed_pair_of_an_agent(tmp_path):
 
 
 @pytest.mark.slow
-def test_real_backbone_grades_three_pairs_by_text(tmp_path):
-    lm = _default_backbone(tmp_path)
+def test_real_backbone_grades_three_pairs_by_text(smollm2):
+    lm = smollm2
     pairs = [
         (
             "limerick",
