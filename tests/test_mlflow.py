@@ -38,7 +38,7 @@ TINY = [
 ]
 # The same as an experiment file, so that a sweep's cell folders are named by the swept key alone;
 # no memory train (k=0 has no stream to train on anyway).
-TINY_EXPERIMENT = "# @package _global_\n" + OmegaConf.to_yaml(OmegaConf.from_dotlist(TINY + ["train.enabled=false"]))
+TINY_EXPERIMENT = "# @package _global_\n" + OmegaConf.to_yaml(OmegaConf.from_dotlist(TINY + ["retriever.learn=false"]))
 # A value the environment holds (a PostgreSQL pool's pool.dsn reads MS_POOL_DSN; this SQLite run reads none): it must reach
 # no parameter, tag or artifact.
 SECRET = "host=db password=sk-DO-NOT-LOG-4242"
