@@ -22,11 +22,12 @@ answers against the references), cli (write_report, main) and html (the browsabl
 """
 
 from ms.report.cli import main, write_report
-from ms.report.conditions import select
-from ms.report.figures import figure4, pool_growth
-from ms.report.paper import PAPER_TABLES, load_paper_tables
-from ms.report.render import DIFF
-from ms.report.runs import find_runs
+from ms.report.common.conditions import select
+from ms.report.common.render import DIFF
+from ms.report.common.runs import find_runs
+from ms.report.figures.figure4 import figure4
+from ms.report.figures.growth import pool_growth
+from ms.report.tables.paper import PAPER_TABLES, load_paper_tables
 
 __all__ = [
     "DIFF",

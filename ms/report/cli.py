@@ -13,25 +13,27 @@ from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, print_user_e
 from ms.common.stats import MIN_CI_N
 from ms.data.reference_twins import read_test_ids
 from ms.metrics.base import metric_of_key
-from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
-from ms.report.access_compare import write_access
-from ms.report.claim_files import claims_csv, claims_grid, claims_markdown, untested
-from ms.report.claims import comparisons, test_all
-from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
-from ms.report.figures import change_by_gate, figure4, save_figure
-from ms.report.gates import by_gate, change_since_first_fill
-from ms.report.pages import exclusion_markdown, runs_markdown, summary_markdown
-from ms.report.paper import PaperTables, load_paper_tables
-from ms.report.poison import write_poison
-from ms.report.quality import write_quality
-from ms.report.records import record_warnings, records_markdown
-from ms.report.render import to_csv, to_latex, to_markdown
-from ms.report.runs import Run, find_runs, in_known_order, metric_label, slug
-from ms.report.screens import screens_markdown, write_growth, write_screens_report
-from ms.report.sharing import write_sharing
-from ms.report.stream_share import write_stream_share
-from ms.report.tables import table1, table2
-from ms.report.usage import write_usage
+from ms.report.common.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
+from ms.report.common.gates import by_gate, change_since_first_fill
+from ms.report.common.records import record_warnings, records_markdown
+from ms.report.common.render import to_csv, to_latex, to_markdown
+from ms.report.common.runs import Run, find_runs, in_known_order, metric_label, slug
+from ms.report.figures.canvas import save_figure
+from ms.report.figures.figure4 import change_by_gate, figure4
+from ms.report.figures.growth import write_growth
+from ms.report.sharing.access_compare import write_access
+from ms.report.sharing.matrices import write_sharing
+from ms.report.sharing.poison import write_poison
+from ms.report.sharing.stream_share import write_stream_share
+from ms.report.tables.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
+from ms.report.tables.claim_files import claims_csv, claims_grid, claims_markdown, untested
+from ms.report.tables.claims import comparisons, test_all
+from ms.report.tables.pages import exclusion_markdown, runs_markdown, summary_markdown
+from ms.report.tables.paper import PaperTables, load_paper_tables
+from ms.report.tables.tables import table1, table2
+from ms.report.usage.quality import write_quality
+from ms.report.usage.screens import screens_markdown, write_screens_report
+from ms.report.usage.usage import write_usage
 
 log = logging.getLogger(__name__)
 
@@ -220,8 +222,8 @@ def write_report(
         encoding="utf-8",
     )
     if html is not None:
+        from ms.report.common.run_labels import run_labels
         from ms.report.html import ReportParts, write_site
-        from ms.report.run_labels import run_labels
 
         figures = {f"Figure 4, {name}": out / png for name, png in figure4s.items()}
         labels = run_labels([*runs, *screens])  # the site names runs by their condition, not their folder

@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ms.config.parts import POLICIES
-from ms.report.claim_files import claim_runs
-from ms.report.claims import CLAIMS, ClaimRow, higher_is_better
-from ms.report.conditions import SELECTION_RULE, Condition, used_in
-from ms.report.labels import words
-from ms.report.paper import PaperTables
-from ms.report.records import record_counts
-from ms.report.render import DIFF, Table, value_text
-from ms.report.run_labels import run_labels
-from ms.report.runs import Run, Skipped, metric_label, metric_words
+from ms.report.common.conditions import SELECTION_RULE, Condition, used_in
+from ms.report.common.labels import words
+from ms.report.common.records import record_counts
+from ms.report.common.render import DIFF, Table, value_text
+from ms.report.common.run_labels import run_labels
+from ms.report.common.runs import Run, Skipped, metric_label, metric_words
+from ms.report.tables.claim_files import claim_runs
+from ms.report.tables.claims import CLAIMS, ClaimRow, higher_is_better
+from ms.report.tables.paper import PaperTables
 
 
 @dataclass

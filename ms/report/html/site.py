@@ -14,9 +14,9 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional
 
+from ms.report.common.runs import slug
 from ms.report.html.front import ReportParts, front_data
 from ms.report.html.rundata import run_data
-from ms.report.runs import slug
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,80 @@
+"""Whether runs that the report pools (seed replicates) or pairs (the claims' comparisons) ran on the
+same model files, engines and package versions, read from each metrics.json's `provenance` record
+(ms.loop.provenance). A different commit alone is no warning: most commits do not touch the arithmetic,
+and a sweep resumed after a commit would warn on every cell."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence
+
+from ms.report.common.runs import Run
+
+Pair = tuple[str, Run, Run]  # (how the report sets the two runs against each other, the runs)
+
+
+def compared_fields(record: dict) -> dict[str, Any]:
+    """The record's fields that must agree between runs whose numbers are set against each other,
+    by a readable name."""
+    out: dict[str, Any] = {f"{package} version": v for package, v in (record.get("versions") or {}).items()}
+    for name, backbone in (record.get("backbones") or {}).items():
+        out[f"backbone {name} engine"] = backbone.get("engine")
+        out |= {f"backbone {name} file {file} SHA-256": sha for file, sha in (backbone.get("sha256") or {}).items()}
+    for role, encoder in (record.get("encoders") or {}).items():
+        out |= {f"{role} encoder file {file} SHA-256": sha for file, sha in (encoder.get("sha256") or {}).items()}
+    return out
+
+
+def record_of(run: Run) -> Optional[dict]:
+    """The run's record; None for runs written before metrics.json had one."""
+    record = run.metrics.get("provenance")
+    return record if isinstance(record, dict) else None
+
+
+def differences(a: Run, b: Run) -> list[str]:
+    """One line per field in which the two runs' records differ; none where either has no record."""
+    record_a, record_b = record_of(a), record_of(b)
+    if record_a is None or record_b is None:
+        return []
+    fields_a, fields_b = compared_fields(record_a), compared_fields(record_b)
+    return [
+        f"{key}: {fields_a.get(key, 'absent')} in {a.name}, {fields_b.get(key, 'absent')} in {b.name}"
+        for key in dict.fromkeys([*fields_a, *fields_b])
+        if fields_a.get(key) != fields_b.get(key)
+    ]
+
+
+def record_warnings(pairs: Iterable[Pair]) -> list[str]:
+    """One line per difference between two runs that the report sets against each other; a
+    difference of the same two runs is said once, under the first use that sets them together."""
+    lines: dict[str, str] = {}
+    for use, a, b in pairs:
+        for line in differences(a, b):
+            lines.setdefault(line, f"{use} differ in {line}")
+    return list(lines.values())
+
+
+def record_counts(runs: Sequence[Run]) -> str:
+    """The line under a table of runs: how many it shows, how many of them recorded a tree that differed
+    from their commit (provenance `dirty: true`) and how many carry no run record at all (written before
+    metrics.json had one), e.g. "runs: 6, of which 2 recorded dirty, 1 without a run record"."""
+    shown = list({run.name: run for run in runs}.values())  # a run a table names twice counts once
+    dirty = sum((record_of(run) or {}).get("dirty") is True for run in shown)
+    lacking = sum(record_of(run) is None for run in shown)
+    return f"runs: {len(shown)}, of which {dirty} recorded dirty, {lacking} without a run record"
+
+
+def records_markdown(warnings: Sequence[str], runs: Sequence[Run]) -> str:
+    """summary.md's section: every warning, and which runs carry no record."""
+    lacking = [r.name for r in runs if record_of(r) is None]
+    out = [
+        "## Reproducibility records\n",
+        "Runs pooled as seed replicates or paired in a claim are checked for the same model files "
+        "(SHA-256), engines and package versions (metrics.json's `provenance`).\n",
+    ]
+    out += [f"- warning: {w}" for w in warnings] or ["No differences."]
+    if lacking:
+        out.append(
+            f"\n{len(lacking)} run(s) carry no record (written before metrics.json had one), so they "
+            f"are not checked: {', '.join(f'`{name}`' for name in lacking)}"
+        )
+    return "\n".join(out) + "\n"
