@@ -1,15 +1,14 @@
-"""Whether runs that the report pools (seed replicates) or pairs (the claims' comparisons) ran on the
-same model files, engines and package versions, read from each metrics.json's `provenance` record
-(ms.loop.provenance). A different commit alone is no warning: most commits do not touch the arithmetic,
-and a sweep resumed after a commit would warn on every cell."""
+"""Each run's record (metrics.json `provenance`, ms.loop.provenance): where two runs the report pools (seed
+replicates) or pairs (the claims' comparisons) differ in model files, engines or package versions (summary.md
+warns of each: ms.report.tables.pages), and how many runs of a table were recorded dirty or carry none. A
+different commit alone is no difference: most commits do not touch the arithmetic, and a sweep resumed after
+a commit would warn on every cell."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ms.report.common.runs import Run
-
-Pair = tuple[str, Run, Run]  # (how the report sets the two runs against each other, the runs)
 
 
 def compared_fields(record: dict) -> dict[str, Any]:
@@ -43,16 +42,6 @@ def differences(a: Run, b: Run) -> list[str]:
     ]
 
 
-def record_warnings(pairs: Iterable[Pair]) -> list[str]:
-    """One line per difference between two runs that the report sets against each other; a
-    difference of the same two runs is said once, under the first use that sets them together."""
-    lines: dict[str, str] = {}
-    for use, a, b in pairs:
-        for line in differences(a, b):
-            lines.setdefault(line, f"{use} differ in {line}")
-    return list(lines.values())
-
-
 def record_counts(runs: Sequence[Run]) -> str:
     """The line under a table of runs: how many it shows, how many of them recorded a tree that differed
     from their commit (provenance `dirty: true`) and how many carry no run record at all (written before
@@ -61,20 +50,3 @@ def record_counts(runs: Sequence[Run]) -> str:
     dirty = sum((record_of(run) or {}).get("dirty") is True for run in shown)
     lacking = sum(record_of(run) is None for run in shown)
     return f"runs: {len(shown)}, of which {dirty} recorded dirty, {lacking} without a run record"
-
-
-def records_markdown(warnings: Sequence[str], runs: Sequence[Run]) -> str:
-    """summary.md's section: every warning, and which runs carry no record."""
-    lacking = [r.name for r in runs if record_of(r) is None]
-    out = [
-        "## Reproducibility records\n",
-        "Runs pooled as seed replicates or paired in a claim are checked for the same model files "
-        "(SHA-256), engines and package versions (metrics.json's `provenance`).\n",
-    ]
-    out += [f"- warning: {w}" for w in warnings] or ["No differences."]
-    if lacking:
-        out.append(
-            f"\n{len(lacking)} run(s) carry no record (written before metrics.json had one), so they "
-            f"are not checked: {', '.join(f'`{name}`' for name in lacking)}"
-        )
-    return "\n".join(out) + "\n"

@@ -3,11 +3,21 @@ gate's change since its first fill. Renderers take data and return a Figure, so 
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 from matplotlib.figure import Figure
 
 from ms.agents import default_agents, domains
-from ms.common.stats import Estimate
-from ms.report.figures.canvas import new_figure
+from ms.common.stats import MIN_CI_N, Estimate
+from ms.metrics.base import metric_of_key
+from ms.report.common.conditions import FIGURE4_K, FIGURE4_POOL
+from ms.report.common.gates import by_gate, change_since_first_fill
+from ms.report.common.runs import metric_label, slug
+from ms.report.context import Report
+from ms.report.figures.canvas import new_figure, save_figure
+
+log = logging.getLogger(__name__)
 
 OTHER = "other agents"  # the panel of agents the default agent set does not know
 DODGE = 2.0  # fill percentage points between the error bars of one panel's agents at a single fill
@@ -90,3 +100,37 @@ def change_by_gate(curves: dict[str, dict[int, Estimate]], title: str, ylabel: s
     _legend_below(ax)
     fig.suptitle(title)
     return fig
+
+
+def figure4_section(report: Report) -> str:
+    """Figure 4 of each backbone's condition at its setting, and each gate's change since the first fill where
+    the backbone grew under two or more gates (figure4_<backbone>, figure4_gates_<backbone>); summary.md's links."""
+    metric, label, out = report.metric, metric_label(report.metric), report.out
+    kind = metric_of_key(metric)
+    records_its_model = kind is None or kind.record_key is not None  # BERTScore's: metrics.json `bertscore`
+    drawn = {}  # what the figure shows -> its PNG
+    for (backbone, k, pool), cond in sorted(report.chosen.items()):
+        if (k, pool) != (FIGURE4_K, FIGURE4_POOL):
+            continue
+        if metric not in cond.first.measured:
+            log.warning("no Figure 4 for %s: %s did not measure %s", backbone, cond.name, metric)
+            continue
+        scorer = f"\nBERTScore model {cond.scorer}" if records_its_model else ""
+        title = (
+            f"{label} vs memory fill: {backbone}, k = {k}, "
+            f"Domain-pool (95% CI: band, or bar at a single fill; none at n < {MIN_CI_N}){scorer}"
+        )
+        drawn[backbone] = save_figure(figure4(cond.curves(metric), title, label), out, f"figure4_{slug(backbone)}")
+    for backbone, gates in by_gate(report.conds, report.chosen).items():
+        fig = change_by_gate(
+            {gate: change_since_first_fill(c, metric) for gate, c in gates.items()},
+            f"Change since the first fill, by gate: {backbone}, k = {FIGURE4_K}, Domain-pool\n"
+            "(paired over the same test questions; band: 95% CI)",
+            f"change in {label}",
+        )
+        name = f"{backbone}, change since the first fill by gate"
+        drawn[name] = save_figure(fig, out, f"figure4_gates_{slug(backbone)}")
+    report.figures |= {f"Figure 4, {name}": out / png for name, png in drawn.items()}
+    shown = [f"![Figure 4, {name}]({png}) ([pdf]({Path(png).with_suffix('.pdf')}))\n" for name, png in drawn.items()]
+    heading = f"\n## Figure 4: {label} against memory fill (k = {FIGURE4_K}, Domain-pool)\n"
+    return "".join(f"{line}\n" for line in [heading, *(shown or ["No dense run at k = 3 with a Domain-pool.\n"])])

@@ -1,5 +1,5 @@
 """The pool-growth plot of every run with decisions: pool size per scope and each agent's running acceptance
-rate along the stream."""
+rate along the stream; summary.md shows it with the stream's share of each top k (ms.report.sharing.stream_share)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from matplotlib.ticker import MaxNLocator
 from ms.config.files import DECISIONS_FILE
 from ms.report.common.run_labels import file_name, run_labels
 from ms.report.common.runs import Run, read_jsonl
+from ms.report.context import Report
 from ms.report.figures.canvas import fitted, new_figure
+from ms.report.sharing.stream_share import write_stream_share
 
 log = logging.getLogger(__name__)
 
@@ -64,3 +66,17 @@ def write_growth(runs: Sequence[Run], out: Path) -> dict[str, str]:
         pool_growth(decisions, f"Pool growth: {labels[run.name]}").savefig(out / png, dpi=120)
         growth[run.name] = png
     return growth
+
+
+def growth_section(report: Report) -> str:
+    """The pool-growth plot of every run with decisions, and under each the stream's share of its top k
+    (stream_share.md); summary.md's section."""
+    everyone = [*report.runs, *report.screens]  # stream-only runs grew a pool too
+    growth, labels = write_growth(everyone, report.out), run_labels(everyone)
+    shares = write_stream_share(report.runs, report.out)
+    report.figures |= {f"Pool growth: {labels[name]}": report.out / png for name, png in growth.items()}
+    shown = [
+        f"### {name}\n\n![pool growth, {name}]({png})\n" + (f"\n{shares[name]}\n" if name in shares else "")
+        for name, png in growth.items()
+    ] or ["No run has a decisions.jsonl.\n"]
+    return "".join(f"{part}\n" for part in ["\n## Pool growth along the stream\n", *shown])

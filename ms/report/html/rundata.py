@@ -94,7 +94,8 @@ def _decisions(run: Run) -> list[dict]:
 def _sharing(
     run: Run, runs: Sequence[Run], memories: Memories, metric: str, fill: Optional[int], index: dict[Item, int]
 ) -> dict:
-    """The run's sharing matrix as ms.report.sharing.matrices draws it, each cell with its retrievals; or why there is none."""
+    """The run's sharing matrix as ms.report.sharing.matrices draws it, each cell with its retrievals; or
+    why there is none."""
     at = run.last_fill if fill is None else fill
     rows = (run.predictions or {}).get(at, {})
     if run.cell[1] == 0 or not any(r.get("retrieved") for r in rows.values()):

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Sequence
 
 from ms.common.stats import Estimate, interval_text, mean_ci
-from ms.report.common.render import markdown_grid
+from ms.report.common.render import csv_number, markdown_grid
 from ms.report.common.runs import Run
 from ms.report.common.writers import stream_written
 from ms.report.sharing.counts import ALL
-from ms.report.sharing.text import csv_number
 
 log = logging.getLogger(__name__)
 

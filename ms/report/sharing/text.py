@@ -7,8 +7,8 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from typing import Optional
 
+from ms.report.common.render import csv_number
 from ms.report.common.runs import metric_label
 from ms.report.common.writers import POISONER
 from ms.report.sharing.counts import (
@@ -68,10 +68,6 @@ def sharing_notes(s: Sharing) -> list[str]:
             f"writer no file of the run records: counted under `{UNKNOWN}`."
         )
     return notes
-
-
-def csv_number(x: Optional[float]) -> str:
-    return "" if x is None else repr(x)
 
 
 def sharing_csv(s: Sharing) -> str:

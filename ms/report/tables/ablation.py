@@ -14,6 +14,7 @@ from ms.report.common.conditions import FIGURE4_K, Condition, Score
 from ms.report.common.labels import rank, words
 from ms.report.common.render import estimate_header, estimate_row, markdown_grid, value_text
 from ms.report.common.runs import Cell, metric_label
+from ms.report.context import Report
 from ms.report.tables.tables import order, uncertainty_notes
 
 ABLATION_INDEX = ("retriever", "memory", "run")
@@ -168,3 +169,17 @@ def ablation_csv(tables: Sequence[Ablation], agent_order: Sequence[str] = ()) ->
                 ]
             )
     return buf.getvalue()
+
+
+def ablation_section(report: Report) -> str:
+    """ablation.md and .csv where the runs hold more than one retriever x memory combination, and
+    summary.md's copy ('' where they hold one)."""
+    for stale in ("ablation.md", "ablation.csv"):  # a rerun into the same --out must not keep an old one
+        (report.out / stale).unlink(missing_ok=True)
+    if len(combinations(report.conds)) < 2:
+        return ""
+    ablations, single = ablation_tables(report.conds, report.metric, report.paper.agents)
+    (report.out / "ablation.md").write_text(ablation_markdown(ablations, report.metric, single), encoding="utf-8")
+    (report.out / "ablation.csv").write_text(ablation_csv(ablations, report.paper.agents), encoding="utf-8")
+    summary = ablation_markdown(ablations, report.metric, single, level=2)
+    return f"\nFiles: [ablation.md](ablation.md), [ablation.csv](ablation.csv)\n\n{summary}\n"

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ms.common.stats import ALPHA, CONFIDENCE, RESAMPLES
+from ms.config.parts import METRICS
 from ms.report.common.pairing import NOT_COMPARED
 from ms.report.common.records import record_counts
 from ms.report.common.render import csv_number, markdown_grid
 from ms.report.common.runs import Run, metric_words
-from ms.report.tables.claims import CLAIMS, ClaimRow, Comparison, higher_is_better
+from ms.report.context import Report
+from ms.report.tables.claims import CLAIMS, ClaimRow, Comparison, comparisons, higher_is_better, test_all
 
 CSV_HEADER = [
     "claim",
@@ -204,3 +206,24 @@ def claims_markdown(
         *([f"- `{_shown(f)}`" for f in folders] or ["None."]),
     ]
     return "\n".join(out) + "\n"
+
+
+def claims_section(report: Report) -> str:
+    """claims.md and claims.csv for the claims' comparisons; summary.md's grid of them, and a line per claim
+    not tested (the site shows both)."""
+    # Every claim is tested on the report's metric and on each registered metric's `claim_key`: the headline
+    # metric, BERTScore P, and the cheap, sensitive one, ref_logprob (ARCHITECTURE.md, "Metrics").
+    keys = [key for name in METRICS if (key := METRICS.load(name).claim_key)]
+    metrics = list(dict.fromkeys([*keys, report.metric]))
+    report.compared = comparisons(report.conds, report.chosen)
+    rows, empty = test_all(report.compared, metrics)
+    folders = [r.path for r in report.runs]
+    (report.out / "claims.md").write_text(claims_markdown(rows, empty, metrics, folders), encoding="utf-8")
+    (report.out / "claims.csv").write_text(claims_csv(rows), encoding="utf-8")
+    report.claim_rows, report.untested = rows, untested(rows, empty)
+    missing = "".join(f"\n- not tested here: {line}" for line in report.untested)
+    grid = claims_grid(rows) if rows else "No claim could be tested on these runs."
+    return (
+        "\n## Claims\n\nPaired tests of the paper's claims; method, per-claim rules and run folders: "
+        f"[claims.md](claims.md), [claims.csv](claims.csv).\n\n{grid}\n{missing}\n"
+    )

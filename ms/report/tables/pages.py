@@ -1,15 +1,19 @@
-"""runs.md (every run and why it is or is not in the tables) and summary.md (the front page)."""
+"""runs.md (every run and why it is or is not in the tables), and summary.md's sections on the runs: its
+head (every run and the table it is used in), the test questions left out, the run records."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional, Sequence
+import logging
+from typing import Sequence
 
-from ms.report.common.conditions import FIGURE4_K, SELECTION_RULE, Condition, used_in
-from ms.report.common.records import record_counts
-from ms.report.common.render import Table, markdown_grid, to_markdown, value_text
+from ms.report.common.conditions import SELECTION_RULE, Condition, used_in
+from ms.report.common.records import differences, record_counts, record_of
+from ms.report.common.render import markdown_grid, value_text
 from ms.report.common.runs import Run, Skipped, metric_label
+from ms.report.context import Report
 from ms.report.tables.paper import PaperTables
+
+log = logging.getLogger(__name__)
 
 
 def _field_text(value) -> str:
@@ -64,27 +68,20 @@ def runs_markdown(
     return "\n".join(parts) + "\n"
 
 
-def summary_markdown(
-    roots: Sequence[Path],
-    metric: str,
-    runs: Sequence[Run],
-    skipped: Sequence[Skipped],
-    tables: dict[str, Table],
-    figure4s: dict[str, str],
-    growth: dict[str, str],
-    why_not: dict[str, str],
-    paper: PaperTables,
-    claims: str,
-    ablation: Optional[str] = None,
-    stream_shares: Optional[dict[str, str]] = None,
-) -> str:
-    """The report's front page: what was found, what was left out, and every table, claim and figure.
-    `claims` is the claims table (claims_grid and the untested claims); `ablation` is
-    ablation_markdown(..., level=2) where ablation.md was written, else None; `stream_shares`: run name ->
-    the line shown under its pool-growth curve (write_stream_share)."""
+def use_of(run: Run, report: Report) -> str:
+    """Which tables use the run, or why none does (summary.md and the site say it so)."""
+    if run.name in report.why_not:
+        return f"not used: {report.why_not[run.name]}"
+    return f"used in {', '.join(used_in(run.cell, report.paper)) or 'no table (none shows this k and pool)'}"
+
+
+def runs_section(report: Report) -> str:
+    """runs.md, and summary.md's head: what was drawn, and every run with the table it is used in or why not."""
+    runs, skipped, paper, metric = report.runs, report.skipped, report.paper, report.metric
+    (report.out / "runs.md").write_text(runs_markdown(runs, report.why_not, paper, metric, skipped), encoding="utf-8")
     out = [
         "# ms report\n",
-        f"Sweep dirs: {', '.join(f'`{r}`' for r in roots)}. Metric: {metric_label(metric)} "
+        f"Sweep dirs: {', '.join(f'`{r}`' for r in report.roots)}. Metric: {metric_label(metric)} "
         f"(the paper's code reported BERTScore {paper.metric_key}). Published numbers: {paper.source}. "
         "Every number of ours is a mean over test questions with its 95% bootstrap CI (runs without "
         "predictions.jsonl: metrics.json means, no CI).\n",
@@ -92,59 +89,30 @@ def summary_markdown(
         f"{SELECTION_RULE} All run fields: [runs.md](runs.md).\n",
     ]
     for r in runs:
-        use = (
-            f"not used: {why_not[r.name]}"
-            if r.name in why_not
-            else f"used in {', '.join(used_in(r.cell, paper)) or 'no table (none shows this k and pool)'}"
-        )
         out.append(
             f"- `{r.name}`: {r.words()}" + ("" if r.seed is None else f", seed {r.seed}") + f"; overall {metric} "
-            f"{_overall(r, metric)} at {r.last_fill}% fill; {use}"
+            f"{_overall(r, metric)} at {r.last_fill}% fill; {use_of(r, report)}"
         )
     if runs:
         out.append(f"\n{record_counts(runs)}")
     if skipped:
         out.append("\n### Skipped (incomplete cells)\n")
         out += [f"- `{s.path}`: {s.reason}" for s in skipped]
-    out += [
-        "\n## Claims\n",
-        "Paired tests of the paper's claims; method, per-claim rules and run folders: "
-        "[claims.md](claims.md), [claims.csv](claims.csv).\n",
-        claims,
-    ]
-    for stem, table in tables.items():
-        out += [
-            f"\n## {table.title}\n",
-            f"Files: [{stem}.md]({stem}.md), [{stem}.csv]({stem}.csv), [{stem}.tex]({stem}.tex)\n",
-            to_markdown(table),
-        ]
-    if ablation is not None:
-        out += ["", "Files: [ablation.md](ablation.md), [ablation.csv](ablation.csv)\n", ablation]
-    out.append(f"\n## Figure 4: {metric_label(metric)} against memory fill (k = {FIGURE4_K}, Domain-pool)\n")
-    out += [f"![Figure 4, {b}]({png}) ([pdf]({Path(png).with_suffix('.pdf')}))\n" for b, png in figure4s.items()]
-    if not figure4s:
-        out.append("No dense run at k = 3 with a Domain-pool.\n")
-    out.append("\n## Pool growth along the stream\n")
-    shares = stream_shares or {}
-    out += [
-        f"### {name}\n\n![pool growth, {name}]({png})\n" + (f"\n{shares[name]}\n" if name in shares else "")
-        for name, png in growth.items()
-    ]
-    if not growth:
-        out.append("No run has a decisions.jsonl.\n")
     return "\n".join(out) + "\n"
 
 
-def exclusion_markdown(path: Path, excluded: frozenset[str], runs: Sequence[Run]) -> str:
-    """What --exclude-tests left out, and the n that remains, per run at its last fill."""
+def exclusion_section(report: Report) -> str:
+    """What --exclude-tests left out, and the n that remains, per run at its last fill ('' without it)."""
+    if report.exclude_tests is None:
+        return ""
     lines = [
-        "## Test questions left out\n",
-        f"{len(excluded)} test ids listed in `{path}` are left out of every table, claim and figure above; "
-        "claims pair per question, so both sides of each comparison lose the same ones.\n",
+        "\n## Test questions left out\n",
+        f"{len(report.excluded)} test ids listed in `{report.exclude_tests}` are left out of every table, claim "
+        "and figure above; claims pair per question, so both sides of each comparison lose the same ones.\n",
         "| run | fill | left out | n that remains |",
         "|---|---:|---:|---:|",
     ]
-    for run in runs:
+    for run in report.runs:
         dropped = run.left_out(run.last_fill)
         if dropped is None:
             lines.append(f"| {run.name} | {run.last_fill} | not possible: no predictions.jsonl | - |")
@@ -152,4 +120,37 @@ def exclusion_markdown(path: Path, excluded: frozenset[str], runs: Sequence[Run]
             lines.append(
                 f"| {run.name} | {run.last_fill} | {dropped} | {len(run.predictions.get(run.last_fill, {}))} |"
             )
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
+
+
+def records_section(report: Report) -> str:
+    """Whether the runs pooled as seed replicates or paired in a claim ran alike: each difference, logged and
+    said once, under the first use that sets its two runs together; and the runs without a record to check."""
+    uses = [
+        *((f"seed replicates {c.name}", c.first, run) for c in report.conds for run in c.runs[1:]),
+        *(
+            (f"runs paired in claim ({p.claim.id}) {p.label}", p.a.first, run)
+            for p in report.compared
+            if p.a is not p.b
+            for run in p.b.runs
+        ),
+    ]
+    warnings: dict[str, str] = {}
+    for use, a, b in uses:
+        for line in differences(a, b):
+            warnings.setdefault(line, f"{use} differ in {line}")
+    for warning in warnings.values():
+        log.warning("%s", warning)
+    lacking = [r.name for r in report.runs if record_of(r) is None]
+    out = [
+        "## Reproducibility records\n",
+        "Runs pooled as seed replicates or paired in a claim are checked for the same model files "
+        "(SHA-256), engines and package versions (metrics.json's `provenance`).\n",
+        *([f"- warning: {w}" for w in warnings.values()] or ["No differences."]),
+    ]
+    if lacking:
+        out.append(
+            f"\n{len(lacking)} run(s) carry no record (written before metrics.json had one), so they "
+            f"are not checked: {', '.join(f'`{name}`' for name in lacking)}"
+        )
+    return "\n".join(out) + "\n"

@@ -8,8 +8,9 @@ from typing import Optional, Sequence
 from ms.common.stats import CONFIDENCE, RESAMPLES
 from ms.metrics.base import metric_of_key
 from ms.report.common.conditions import Condition, Score
-from ms.report.common.render import DIFF, OURS, PAPER, Table, Value, n_note
+from ms.report.common.render import DIFF, OURS, PAPER, Table, Value, n_note, to_csv, to_latex, to_markdown
 from ms.report.common.runs import Cell, metric_label
+from ms.report.context import Report
 from ms.report.tables.paper import PaperTables
 
 OVERALL = "overall"
@@ -164,4 +165,18 @@ def table2(chosen: dict[Cell, Condition], paper: PaperTables, metric: str) -> Ta
         rows=rows,
         notes=_notes(list(conds.values()), paper, "Table 2", metric) + notes,
         show_n=show_n,
+    )
+
+
+def tables_section(report: Report) -> str:
+    """table1 and table2 as .md, .csv and .tex, and summary.md's copy of each."""
+    chosen, paper, metric = report.chosen, report.paper, report.metric
+    report.tables = {"table1": table1(chosen, paper, metric), "table2": table2(chosen, paper, metric)}
+    for stem, table in report.tables.items():
+        for suffix, render in ((".md", to_markdown), (".csv", to_csv), (".tex", to_latex)):
+            (report.out / f"{stem}{suffix}").write_text(render(table), encoding="utf-8")
+    return "".join(
+        f"\n## {table.title}\n\nFiles: [{stem}.md]({stem}.md), [{stem}.csv]({stem}.csv), [{stem}.tex]({stem}.tex)\n"
+        f"\n{to_markdown(table)}\n"
+        for stem, table in report.tables.items()
     )

@@ -1,2 +1,1 @@
-"""What the runs' LLM calls cost (usage), what each gate admitted against the references (quality), and
-the stream-only runs that only grew a pool (screens)."""
+"""What the runs' LLM calls cost, what each gate admitted, and the stream-only runs."""

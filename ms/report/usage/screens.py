@@ -21,9 +21,7 @@ def _counts(run: Run) -> list[str]:
 
 
 def screens_markdown(screens: Sequence[Run]) -> str:
-    """summary.md's section on the stream-only runs ('' where there are none)."""
-    if not screens:
-        return ""
+    """summary.md's section on the stream-only runs."""
     rows = [
         [
             f"`{r.name}`",
