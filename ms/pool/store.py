@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
-from ms.config.files import POOL_FILENAME
 from ms.config.parts import POOL_BACKENDS
 from ms.pool.backend import Database
 from ms.pool.records import (
@@ -47,11 +46,6 @@ class Pool:
                     "INSERT INTO runs (run_id, label, first_opened) VALUES (?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
                     (run_id, run_label, time.time()),
                 )
-
-    @classmethod
-    def for_run(cls, run_dir: str | Path) -> Pool:
-        """The default: one pool file inside the run's output folder."""
-        return cls(Path(run_dir) / POOL_FILENAME)
 
     def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Sequence[Any]]:
         with self._db.read() as db:
