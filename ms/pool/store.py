@@ -154,15 +154,8 @@ class Pool:
         within `scope` if given, seeds only `with_seeds`; with `command`, an audit record in the
         removals table names it (ms.pool.removal). Other processes' scope snapshots drop the removed
         memories at their next search, through the change log."""
-        return remove(
-            self._db,
-            kind,
-            target,
-            scope=scope,
-            keep_origins=() if with_seeds else ("seed",),
-            command=command,
-            dry_run=dry_run,
-        )
+        keep = () if with_seeds else ("seed",)
+        return remove(self._db, kind, target, scope=scope, keep_origins=keep, command=command, dry_run=dry_run)
 
     def removals(self) -> list[dict]:
         """The audit records of every removal with a command, oldest first (ms.pool.removal.removals)."""
