@@ -83,13 +83,8 @@ def _split(rows: Sequence[Scored], kinds: Sequence[str]) -> tuple[list[float], l
 def instruction_shift(rows: Sequence[Scored]) -> Estimate:
     """Per seed pair, grader_instruction's score minus the real answer's, and their mean with its CI."""
     good = {r.pair: r.score for r in rows if r.kind == GOOD}
-    return mean_ci(
-        [
-            r.score - good[r.pair]
-            for r in rows
-            if r.kind == GRADER_INSTRUCTION and r.pair in good and math.isfinite(r.score - good[r.pair])
-        ]
-    )
+    shifts = [r.score - good[r.pair] for r in rows if r.kind == GRADER_INSTRUCTION and r.pair in good]
+    return mean_ci([s for s in shifts if math.isfinite(s)])
 
 
 def pooled_report(rows: Sequence[Scored], threshold: Optional[float], title: str) -> str:
