@@ -109,19 +109,23 @@ def llama_server(tmp_path_factory):
     proc.wait(timeout=30)
 
 
-def ms_run_in_process(monkeypatch, capsys, argv: list[str]) -> tuple[int, str]:
-    """`argv` (ms-run and its arguments) through ms.cli.run.main in this process: (exit status, what it
-    wrote to stderr)."""
+def ms_run_main(monkeypatch, argv: list[str]) -> int:
+    """`argv` (ms-run and its arguments) through ms.cli.run.main in this process: its exit status."""
     import ms.cli.run
 
     monkeypatch.setattr(sys, "argv", argv)
     monkeypatch.setattr(ms.cli.run, "_composed", False)
-    capsys.readouterr()
     try:
         ms.cli.run.main()
-        code = 0
     except SystemExit as done:
-        code = done.code
+        return done.code
+    return 0
+
+
+def ms_run_in_process(monkeypatch, capsys, argv: list[str]) -> tuple[int, str]:
+    """ms_run_main, and what it wrote to stderr."""
+    capsys.readouterr()
+    code = ms_run_main(monkeypatch, argv)
     return code, capsys.readouterr().err
 
 

@@ -189,11 +189,14 @@ def test_best_of_one_is_todays_greedy_stream_byte_for_byte(tmp_path, monkeypatch
 
     monkeypatch.setattr(LM, "sample", no_sampling)
     idle = ["stream.best_of=1", "stream.temperature=0.3", "stream.select=likelihood"]
-    metrics = run(tiny(tmp_path, "explicit", idle), tmp_path / "explicit")
+    # On the default run's response cache, which holds greedy replies only, each keyed by its whole
+    # request (temperature included): a request the default run did not make is answered anew.
+    metrics = run(tiny(tmp_path, "default", idle), tmp_path / "explicit")
     for name in ("decisions.jsonl", "predictions.jsonl"):
         assert (tmp_path / "default" / name).read_bytes() == (tmp_path / "explicit" / name).read_bytes(), name
     assert not any("candidates" in d for d in lines(tmp_path / "explicit", "decisions.jsonl"))
     assert "best_of" not in metrics["run"]
+    assert metrics["usage"]["total"]["calls"] == 0  # it asked nothing the default run had not asked
 
 
 @pytest.mark.slow

@@ -220,12 +220,17 @@ def test_a_run_names_its_folder_at_start_and_end_and_cli_log_holds_its_log(tmp_p
     assert f"output folder: {out}" in printed and f"done; this run wrote to {out}" in printed
 
 
-def test_experiment_configs_compose():
+def test_experiment_configs_compose(monkeypatch, capsys):
+    """`ms-run experiment=NAME --cfg job` for every experiment, in this process (a fresh interpreter per
+    experiment only repeated the start-up that the tests above check once)."""
+    from conftest import ms_run_in_process
+
     names = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
     assert {"quick", "table1_offline", "ablation_offline"} <= set(names)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
     for name in names:
-        done = cli(f"experiment={name}", "--cfg", "job")
-        assert done.returncode == 0, (name, done.stderr[-2000:])
+        code, err = ms_run_in_process(monkeypatch, capsys, ["ms-run", f"experiment={name}", "--cfg", "job"])
+        assert code == 0, (name, err[-2000:])
 
 
 def test_ms_data_stats_counts_every_agent():

@@ -4,6 +4,8 @@ run again logs nothing new; nothing of MLflow loaded without it."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -60,23 +62,41 @@ def no_secret_in(run, files: dict[str, bytes]) -> None:
     assert not [name for name, data in files.items() if b"sk-DO-NOT-LOG" in data]
 
 
+@pytest.fixture(scope="module")
+def logged_run(tmp_path_factory) -> Path:
+    """The folder in which a tiny real run was logged to the default store (outputs/mlflow.db under the
+    current folder), with a secret in the environment, then run again, which the loop skipped: what
+    it logged and what `mlflow ui` lists of it are read by two tests. The run is tmp/run."""
+    from conftest import ms_run_main
+
+    tmp = tmp_path_factory.mktemp("logged")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(tmp)
+        monkeypatch.setenv("MS_POOL_DSN", SECRET)
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+        monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+        quiet = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
+        argv = ["ms-run", *TINY, "hydra/callbacks=mlflow", f"hydra.run.dir={tmp / 'run'}", f"cache_dir={tmp / 'cache'}"]
+        for _ in range(2):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = ms_run_main(monkeypatch, argv + quiet)
+            assert code == 0, err.getvalue()[-3000:]
+    return tmp
+
+
 @pytest.mark.slow
-def test_a_run_is_logged_with_its_config_metrics_per_fill_record_and_files(ms_run, tmp_path, monkeypatch):
+def test_a_run_is_logged_with_its_config_metrics_per_fill_record_and_files(logged_run, tmp_path):
     from mlflow import MlflowClient
 
-    monkeypatch.chdir(tmp_path)  # the default store: outputs/mlflow.db under the current folder
-    monkeypatch.setenv("MS_POOL_DSN", SECRET)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
-    code, err = ms_run(*TINY, "hydra/callbacks=mlflow")
-    assert code == 0, err
-    out = tmp_path / "run"
+    out = logged_run / "run"
     metrics = json.loads((out / "metrics.json").read_text())
-    assert (out / "retriever").is_dir() and (tmp_path / "outputs" / "mlflow.db").is_file()
+    assert (out / "retriever").is_dir() and (logged_run / "outputs" / "mlflow.db").is_file()
 
-    client = MlflowClient(f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}")
+    client = MlflowClient(f"sqlite:///{logged_run / 'outputs' / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("ms")  # no experiment config chosen
-    [run] = client.search_runs([experiment.experiment_id])
+    [run] = client.search_runs([experiment.experiment_id])  # once, though it was run twice
     assert (run.info.run_name, run.info.status) == ("run", "FINISHED")
     assert "mlflow.parentRunId" not in run.data.tags
 
@@ -271,16 +291,11 @@ def test_a_finished_sweep_run_again_leaves_one_parent_with_its_children(tmp_path
 
 
 @pytest.mark.slow
-def test_mlflow_ui_lists_a_logged_run_once_after_the_run_is_run_again(ms_run, tmp_path, monkeypatch):
+def test_mlflow_ui_lists_a_logged_run_once_after_the_run_is_run_again(logged_run):
     """A tiny real run, logged, then run again (skipped by the loop); `mlflow ui` on its store answers
     over HTTP and its REST API lists the run, once. The UI needs the full package (the mlflow extra)."""
-    store = f"sqlite:///{tmp_path / 'store.db'}"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
-    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
-    for _ in range(2):
-        code, err = ms_run(*TINY, "hydra/callbacks=mlflow")
-        assert code == 0, err
-    out = tmp_path / "run"
+    store = f"sqlite:///{logged_run / 'outputs' / 'mlflow.db'}"
+    out = logged_run / "run"
 
     port = free_port()
     ui = subprocess.Popen(
@@ -294,7 +309,7 @@ def test_mlflow_ui_lists_a_logged_run_once_after_the_run_is_run_again(ms_run, tm
             "--port",
             str(port),
         ],
-        cwd=tmp_path,
+        cwd=logged_run,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
