@@ -19,7 +19,7 @@ import argparse
 from pathlib import Path
 
 from ms.common.stats import paired
-from ms.report.runs import PREDICTIONS_FILE, read_jsonl
+from ms.report.common.runs import PREDICTIONS_FILE, read_jsonl
 
 Item = tuple[str, str]
 

@@ -1,7 +1,9 @@
 """Where BERTScore P and ref_logprob disagree about a growing pool, measured per question. Markdown on stdout.
 
     python experiments/measures_disagree.py RUN [--pool RUN/pool.sqlite] [--first 27] [--last 100]
-    python experiments/measures_disagree.py RUN --against RUN0    (RUN at its last fill against RUN0 at its last)
+    python experiments/measures_disagree.py RUN --against RUN0 [--against-pool RUN0/pool.sqlite]
+        (RUN at its last fill against RUN0 at its last: a k = 3 run against its k = 0 run, or a Domain-pool
+        run against its Single-pool run, each side's shots read from its own pool)
 
 For each test question, between two fills of one run, or between two runs (`--against`: a k = 3 run
 against its k = 0 run, say): dP (BERTScore P of the generated answer) and dL
@@ -14,8 +16,9 @@ BCa interval (scipy.stats.bootstrap, questions resampled in pairs):
   measured against the shots the other side retrieved for the same question: the overlap it has by chance), and against the change in how much it shares with
   the reference (the share of its words that occur in the reference).
 Per agent: the mean dP and dL with their paired CIs, and the share of retrieved shots that changed
-between the fills. Shots' texts come from the run's pool file (`--pool`, default RUN/pool.sqlite): a
-published run folder keeps no pool, so this runs on the run's own folder.
+between the sides (compared by text, as two runs' pools number their memories apart). Shots' texts come
+from each side's pool file (`--pool`, default RUN/pool.sqlite; `--against-pool`, default RUN0/pool.sqlite
+where RUN0 has one, else RUN's): a published run folder keeps no pool, so this runs on the run folders.
 """
 
 from __future__ import annotations
@@ -74,6 +77,16 @@ def _at(rows: list[dict], fill: int) -> dict:
     return {(r["agent"], r["test_id"]): r for r in rows if int(r["fill"]) == fill}
 
 
+def _answers(pool: Path) -> dict[int, str]:
+    """memory id -> its answer, from a pool file."""
+    db = sqlite3.connect(f"file:{pool}?mode=ro", uri=True)
+    return dict(db.execute("SELECT id, answer FROM memories"))
+
+
+def _own_shots(texts: dict[int, str], row: dict) -> list[str]:
+    return [texts.get(i, "") for i in row.get("retrieved") or []]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path)
@@ -81,6 +94,7 @@ def main() -> None:
     parser.add_argument("--first", type=int, help="the earlier fill (default: the run's first)")
     parser.add_argument("--last", type=int, help="the later fill (default: the run's last)")
     parser.add_argument("--against", type=Path, help="another run, at its last fill, as the earlier side")
+    parser.add_argument("--against-pool", type=Path, help="RUN0's pool file (default RUN0/pool.sqlite, else RUN's)")
     args = parser.parse_args()
     rows = _rows(args.run)
     fills = sorted({int(r["fill"]) for r in rows})
@@ -98,17 +112,18 @@ def main() -> None:
     if len(keys) < 3:
         raise SystemExit(f"{sides}: fewer than 3 questions answered on both sides")
     pool_path = args.pool or args.run / "pool.sqlite"
-    db = sqlite3.connect(f"file:{pool_path}?mode=ro", uri=True)
-    texts = dict(db.execute("SELECT id, answer FROM memories"))
+    first_pool = args.against_pool or (args.against / "pool.sqlite" if args.against else None)
+    texts = {last: _answers(pool_path)}
+    texts[first] = _answers(first_pool) if first_pool and first_pool.exists() else texts[last]
+
+    def shots(f: int, k) -> list[str]:
+        """The answers of the shots question `k` retrieved at `f`, or the other side's where it retrieved none."""
+        g = f if at[f][k].get("retrieved") else (last if f == first else first)
+        return [texts[g].get(i, "") for i in at[g][k].get("retrieved") or []]
 
     def copied(f: int) -> np.ndarray:
-        """The share of each answer's words found in its shots, or the other side's where it retrieved none."""
-        out = []
-        for k in keys:
-            row = at[f][k]
-            ids = row.get("retrieved") or at[last if f == first else first][k].get("retrieved") or []
-            out.append(shared(row["answer"], "\n".join(texts.get(i, "") for i in ids)))
-        return np.array(out)
+        """The share of each answer's words found in its shots."""
+        return np.array([shared(at[f][k]["answer"], "\n".join(shots(f, k))) for k in keys])
 
     def series(f: int, measure) -> np.ndarray:
         return np.array([measure(at[f][k]) for k in keys], dtype=float)
@@ -148,7 +163,9 @@ def main() -> None:
         changed = np.mean(
             [
                 1
-                - len(set(at[first][keys[i]]["retrieved"]) & set(at[last][keys[i]]["retrieved"]))
+                - len(
+                    set(_own_shots(texts[first], at[first][keys[i]])) & set(_own_shots(texts[last], at[last][keys[i]]))
+                )
                 / max(len(at[last][keys[i]]["retrieved"]), 1)
                 for i in idx
             ]

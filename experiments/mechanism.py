@@ -36,7 +36,7 @@ import numpy as np
 from ms.common.stats import paired, paired_statistic_ci
 from ms.data.reference_twins import read_test_ids
 from ms.loop.cell import differences, stored
-from ms.report.runs import Run, find_runs
+from ms.report.common.runs import Run, find_runs
 
 
 def one_run(folder: Path, metric: str, excluded: frozenset[str] = frozenset()) -> Run:

@@ -27,7 +27,7 @@ from statistics import fmean
 from typing import Optional
 
 from ms.common.stats import paired
-from ms.report.runs import PREDICTIONS_FILE, Item, read_jsonl
+from ms.report.common.runs import PREDICTIONS_FILE, Item, read_jsonl
 
 
 def values(run: Path, metric: str, fill: Optional[int]) -> tuple[int, dict[Item, float]]:

@@ -26,7 +26,7 @@ from scipy import stats
 
 from ms.common.stats import CONFIDENCE, RESAMPLES, SEED, mean_ci
 from ms.config.files import DECISIONS_FILE, QUALITY_FILE
-from ms.report.runs import read_jsonl
+from ms.report.common.runs import read_jsonl
 
 
 def answers(run: Path) -> list[dict]:

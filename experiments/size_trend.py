@@ -27,7 +27,7 @@ from typing import Optional
 from ms.common.errors import UserError
 from ms.common.stats import Estimate, interval_text, mean_ci
 
-# The gates of the curves, as claims.csv's gate_a names them (ms.report.runs.Run.gate): the rubric's, and
+# The gates of the curves, as claims.csv's gate_a names them (ms.report.common.runs.Run.gate): the rubric's, and
 # every pair admitted with the stream writing its reference answers.
 RUBRIC_GATE, REFERENCE_GATE = "rubric", "all+reference"
 
@@ -159,7 +159,7 @@ def write_csv(path: Path, table) -> None:
 
 
 def draw(out: Path, table) -> None:
-    from ms.report.figures import new_figure, save_figure
+    from ms.report.figures.canvas import new_figure, save_figure
 
     fig = new_figure(12, 3.6)
     axes = fig.subplots(1, 3)

@@ -271,7 +271,7 @@ def test_a_run_recorded_before_access_rule_owned_its_file_resumes(tmp_path):
     from omegaconf import OmegaConf
 
     from ms.loop.cell import check_same_cell, identity
-    from ms.report.runs import Run
+    from ms.report.common.runs import Run
 
     cfg = compose_config()
     old = {**identity(cfg), "access.file": None}

@@ -13,8 +13,8 @@ import yaml
 from ms.cli.data import main as ms_data
 from ms.pool.access import SEED, Reader
 from ms.pool.access.table import RuleFileAccess, read_rule_file, rule_file_problems
-from ms.report.access_rule import learn_grants, question_halves
-from ms.report.writers import Writer
+from ms.report.common.writers import Writer
+from ms.report.sharing.access_rule import learn_grants, question_halves
 
 AGENTS = {"ann": "literary", "bob": "literary", "cal": "logic"}
 QUESTIONS = [("ann", f"ann-{i:02d}") for i in range(24)] + [("cal", f"cal-{i:02d}") for i in range(8)]
@@ -164,8 +164,8 @@ def test_learn_access_refuses_a_run_without_a_k0_run_to_pair_with(tmp_path, caps
 
 
 def test_the_sharing_matrix_shows_the_rules_grants_beside_the_retrievals(tmp_path):
-    from ms.report.runs import find_runs
-    from ms.report.sharing import FOLDER, write_sharing
+    from ms.report.common.runs import find_runs
+    from ms.report.sharing.matrices import FOLDER, write_sharing
 
     rows, base = predictions()
     access = {
@@ -188,8 +188,8 @@ def test_the_sharing_matrix_shows_the_rules_grants_beside_the_retrievals(tmp_pat
 
 
 def test_access_md_scores_each_learned_rule_on_its_held_out_half_and_cross_fits_both(tmp_path):
-    from ms.report.access_compare import DOMAIN, LEARNED, OPEN, comparisons, write_access
-    from ms.report.runs import find_runs
+    from ms.report.common.runs import find_runs
+    from ms.report.sharing.access_compare import DOMAIN, LEARNED, OPEN, comparisons, write_access
 
     rows, _ = predictions()
     shifted = {q: {**row, "ref_logprob": row["ref_logprob"] + 0.1} for q, row in rows.items()}

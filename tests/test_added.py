@@ -4,7 +4,7 @@ report's labels read it, and a field at the value older runs ran with is left ou
 from ms.config.added import ADDED, before, recorded, since_cell
 from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, POOL_BACKENDS, RETRIEVERS
 from ms.loop.cell import ADDED_SINCE, with_added
-from ms.report.labels import unrecorded
+from ms.report.common.labels import unrecorded
 
 
 def test_each_setting_and_field_is_listed_once():

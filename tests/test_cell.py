@@ -203,7 +203,7 @@ def read_back(folder, metrics: dict, cfg) -> None:
     """The run in `folder` resumes as `cfg`'s cell, and the report and plan_from read its settings as
     `cfg`'s: none of another option's keys."""
     from ms.plan.measured import source_settings
-    from ms.report.runs import Run
+    from ms.report.common.runs import Run
 
     check_same_cell(folder, metrics, cfg, metrics.get("cell", {}).get("data_sha256"))
     wanted = identity(cfg, data_dir="cell" not in metrics)  # a saved config is compared on its data's path too

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 from conftest import compose_config
 from fakes import FakeLM
@@ -16,7 +17,7 @@ from ms.agents import agents_from
 from ms.common.errors import UserError
 from ms.data import Example
 from ms.gates.check_corruptions import GOOD, corrupted_copies, with_model_praise
-from ms.gates.check_pooled import GROUPS, Scored, compare_report, pooled_report, read_check
+from ms.gates.check_pooled import GROUPS, Scored, compare_report, pooled_auc, pooled_report, read_check
 from ms.gates.check_praise import (
     DEVELOPMENT,
     HELD_OUT,
@@ -194,3 +195,17 @@ def test_gate_compare_reads_two_gates_of_one_check(tmp_path):
     (tmp_path / "gate_check_decisions.jsonl").write_text(json.dumps(untested) + "\n")
     with pytest.raises(UserError, match="no question-dependence test in this check"):
         read_check(tmp_path, "rubric_qdep")
+
+
+def test_the_pooled_auc_interval_resamples_seed_pairs_not_answers():
+    """A seed pair's corruptions share its question: copying each of them eight times adds no evidence. Drawn by
+    seed pair, the interval stays as it was; drawn answer by answer, it would narrow."""
+    rng = np.random.default_rng(0)
+    good, swapped = rng.normal(1.0, 1.0, 12), rng.normal(0.0, 1.0, 12)
+    once = [Scored(("riddle", str(i)), GOOD, g) for i, g in enumerate(good)]
+    eight = list(once)
+    once += [Scored(("riddle", str(i)), "swapped", b) for i, b in enumerate(swapped)]
+    eight += [Scored(("riddle", str(i)), "swapped", b) for i, b in enumerate(swapped) for _ in range(8)]
+    point, lo, hi = pooled_auc(once, ("swapped",))
+    assert pooled_auc(eight, ("swapped",)) == pytest.approx((point, lo, hi))
+    assert lo < point < hi

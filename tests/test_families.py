@@ -20,7 +20,7 @@ from ms.loop.compose_run import compose_run
 from ms.loop.pipeline import Experiment
 from ms.loop.validation import problems
 from ms.pool import Pool
-from ms.report.baseline import BASELINE_KEYS, _setting
+from ms.report.sharing.baseline import BASELINE_KEYS, _setting
 
 GEMMA_AGENTS = {"sonnet", "limerick", "travel", "fitness"}
 

@@ -1,4 +1,4 @@
-"""ms-report's poison figure (issue 38; ms.report.poison): drawn from synthetic run folders, a poisoned run
+"""ms-report's poison figure (issue 38; ms.report.sharing.poison): drawn from synthetic run folders, a poisoned run
 beside its clean run, with the numbers poison.md computes; written only where the report has poisoned runs."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from test_report import PNG_MAGIC, make_run
 
 from ms.config.files import WRITERS_FILE
 from ms.report.cli import write_report
-from ms.report.poison import OTHERS, VICTIM, poison_figure, poison_of, spread
-from ms.report.runs import find_runs
+from ms.report.common.runs import find_runs
+from ms.report.sharing.poison import OTHERS, VICTIM, poison_figure, poison_of, spread
 
 VICTIM_AGENT = "riddle"
 POISONED_IDS = (8, 9)  # the memories the poisoning writer wrote (memories.csv)
@@ -110,9 +110,10 @@ def test_the_poisoners_memories_are_its_own_not_a_models_or_a_domains(sweep, tmp
     """No model wrote the poisoner's pairs, and it is no agent of its victim's domain: its memories are
     labelled as its (even where an older memories.csv credited them to the run's backbone), in the sharing
     matrix and on the site."""
+    from ms.report.common.writers import POISONER, read_writers
     from ms.report.html.rundata import run_data
-    from ms.report.sharing import ALL, sharing_matrix, write_sharing
-    from ms.report.writers import POISONER, read_writers
+    from ms.report.sharing.counts import ALL, sharing_matrix
+    from ms.report.sharing.matrices import write_sharing
 
     runs, _ = find_runs([sweep])
     [run] = [r for r in runs if poison_of(r)]

@@ -119,9 +119,9 @@ def replicates(root, first: dict | None, second: dict | None) -> None:
 
 
 def report_warnings(root, caplog) -> tuple[list[str], str]:
-    with caplog.at_level(logging.WARNING, logger="ms.report.cli"):
+    with caplog.at_level(logging.WARNING, logger="ms.report.tables.pages"):
         summary = write_report([root], root / "report").read_text()
-    return [r.getMessage() for r in caplog.records if r.name == "ms.report.cli"], summary
+    return [r.getMessage() for r in caplog.records if r.name == "ms.report.tables.pages"], summary
 
 
 def test_report_warns_once_per_difference_between_pooled_runs(tmp_path, caplog):

@@ -13,10 +13,10 @@ from ms.cli.data import main as data_main
 from ms.common.errors import UserError
 from ms.metrics.evaluate import BERTScore, EvalConfig
 from ms.report.cli import main as report_main
-from ms.report.quality import match, quality_records
-from ms.report.runs import find_runs
-from ms.report.stream_share import ALL, question_counts, stream_share
-from ms.report.writers import stream_written
+from ms.report.common.runs import find_runs
+from ms.report.common.writers import stream_written
+from ms.report.sharing.stream_share import ALL, question_counts, stream_share
+from ms.report.usage.quality import match, quality_records
 
 DOMAIN = {"riddle": "logic", "pun": "logic"}
 # (agent, id, question, reference, split); the empty reference is a stream question without one, as
@@ -236,7 +236,7 @@ def test_stream_share_counts_stream_written_memories_per_fill_and_agent(tmp_path
 
 def test_a_stream_shares_interval_is_a_bootstrap_over_questions_not_retrievals():
     from ms.common.stats import mean_ci
-    from ms.report.stream_share import share
+    from ms.report.sharing.stream_share import share
 
     counts = [(3, 3)] * 5 + [(0, 3)] * 5 + [(1, 3), (2, 3)]  # 12 questions, 36 retrievals
     s = share(counts)

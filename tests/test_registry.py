@@ -275,7 +275,7 @@ def test_a_toy_gates_own_setting_is_checked_and_reaches_the_gate_alone(toy):
 @pytest.mark.slow
 def test_a_tiny_run_with_the_toy_gate_and_metric_records_them_and_the_report_reads_them(toy, tmp_path, models_cache):
     from ms.loop.pipeline import run
-    from ms.report.runs import find_runs, metric_label
+    from ms.report.common.runs import find_runs, metric_label
 
     cfg = composed(toy, [*TINY, f"cache_dir={models_cache}", "retriever=dense_frozen"])  # no memory train to read
     metrics = run(cfg, tmp_path / "run")

@@ -1,5 +1,5 @@
 """ms-report on synthetic run folders shaped like the pipeline's: the tables carry the runs'
-per-question numbers with their CIs beside the paper's (from ms/report/paper_tables.yaml), seed replicates
+per-question numbers with their CIs beside the paper's (from ms/report/tables/paper_tables.yaml), seed replicates
 are pooled, incomplete cells are skipped, figures exist; the helpers the other report tests share. The
 claims: tests/test_report_claims_*.py; the figures, the ablation, the command as users meet it:
 tests/test_report_figures.py, tests/test_report_ablation.py, tests/test_report_runs.py."""

@@ -40,9 +40,9 @@ def test_gates_are_compared_paired_and_each_gate_gets_its_growth_claim(tmp_path)
 
 
 def test_each_gates_change_since_its_first_fill_is_paired_per_question(tmp_path):
-    from ms.report.conditions import conditions, select
-    from ms.report.gates import by_gate, change_since_first_fill
-    from ms.report.runs import find_runs
+    from ms.report.common.conditions import conditions, select
+    from ms.report.common.gates import by_gate, change_since_first_fill
+    from ms.report.common.runs import find_runs
 
     k0, k3 = paired_predictors(0.2)
     make_run(tmp_path, "gate=rubric", backbone="smollm2", questions=20, predict=k0)

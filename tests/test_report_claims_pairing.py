@@ -193,8 +193,8 @@ def test_runs_pair_across_keys_that_cannot_change_a_value_and_say_so_but_not_acr
 def test_replicates_are_runs_whose_cells_differ_in_the_seed_alone(tmp_path):
     """Two seeds of one cell pool; a run of the same run fields whose cell differs in a setting besides
     its seed (here the split of the data into seed, stream and test) is its own condition."""
-    from ms.report.conditions import conditions
-    from ms.report.runs import find_runs
+    from ms.report.common.conditions import conditions
+    from ms.report.common.runs import find_runs
 
     cell_run(tmp_path, "seed=0", effect=0.2)
     cell_run(tmp_path, "seed=1", effect=0.2, settings={"seed": 1}, fields={"seed": 1})

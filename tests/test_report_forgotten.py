@@ -20,7 +20,8 @@ from ms.cli.data import main as ms_data
 from ms.config.files import POOL_FILENAME, WRITERS_FILE
 from ms.pool import Pool
 from ms.report.cli import main as report_main
-from ms.report.sharing import FOLDER, UNKNOWN
+from ms.report.sharing.counts import UNKNOWN
+from ms.report.sharing.matrices import FOLDER
 
 TINY = [
     "data.agents=[limerick,pun,sonnet]",
@@ -156,10 +157,11 @@ def test_without_memories_csv_the_stream_memories_come_from_decisions_and_the_re
     under their own column and named in a note, never guessed."""
     import shutil
 
+    from ms.report.common.runs import find_runs
+    from ms.report.common.writers import read_writers
     from ms.report.html.memories import run_memories
-    from ms.report.runs import find_runs
-    from ms.report.sharing import ALL, sharing_matrix, sharing_notes
-    from ms.report.writers import read_writers
+    from ms.report.sharing.counts import ALL, sharing_matrix
+    from ms.report.sharing.text import sharing_notes
 
     folder, *_ = forgotten
     gone = pun_ids(folder)

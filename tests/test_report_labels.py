@@ -1,5 +1,5 @@
 """How the report says what a run was: every registered option through one table of labels keyed by
-registry (ms.report.labels), a condition in words (Run.words), the short keys conditions are grouped and
+registry (ms.report.common.labels), a condition in words (Run.words), the short keys conditions are grouped and
 paired by; and under each table of runs (claims, runs, summary) how many were recorded dirty or carry no
 run record."""
 
@@ -16,7 +16,7 @@ from ms.data.poison_record import PoisonRecord
 from ms.gates.record import GateRecord
 from ms.pool.access.record import AccessRecord
 from ms.report import find_runs, write_report
-from ms.report.labels import (
+from ms.report.common.labels import (
     LABELS,
     Retrieval,
     gate_key,

@@ -138,7 +138,7 @@ def test_runs_without_predictions_fall_back_to_metrics_means(tmp_path):
 
 
 def test_a_report_cut_short_by_an_error_leaves_no_output_folder(tmp_path, monkeypatch, capsys):
-    import ms.report.cli
+    import ms.report.tables.tables
     from ms.common.errors import UserError
 
     make_run(tmp_path / "sweep", "k=3", backbone="smollm2")
@@ -146,7 +146,7 @@ def test_a_report_cut_short_by_an_error_leaves_no_output_folder(tmp_path, monkey
     def broken(*args, **kwargs):
         raise UserError("a damaged file, found after the first tables were written")
 
-    monkeypatch.setattr(ms.report.cli, "table2", broken)
+    monkeypatch.setattr(ms.report.tables.tables, "table2", broken)
     assert main([str(tmp_path / "sweep"), "--out", str(tmp_path / "report")]) == 2
     assert "a damaged file" in capsys.readouterr().err and not (tmp_path / "report").exists()
 

@@ -12,9 +12,9 @@ import pytest
 from test_report import make_run
 
 from ms.report import pool_growth, write_report
-from ms.report.figures import fitted
-from ms.report.run_labels import NAME_MAX, file_name, run_labels
-from ms.report.runs import find_runs
+from ms.report.common.run_labels import NAME_MAX, file_name, run_labels
+from ms.report.common.runs import find_runs
+from ms.report.figures.canvas import fitted
 
 SMALL = ["pun", "limerick", "sonnet"]  # not in the paper's order (limerick, sonnet, pun), on purpose
 LONG = "experiment=quick," + ",".join(f"data.hf.option_{i}=value_{i}" for i in range(9))  # ~250 bytes, no space

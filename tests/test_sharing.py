@@ -20,11 +20,13 @@ import yaml
 from ms.common.errors import UserError
 from ms.common.stats import Estimate
 from ms.pool import Pool
-from ms.report.baseline import find_baseline
 from ms.report.cli import main as report_main
-from ms.report.runs import find_runs
-from ms.report.sharing import FOLDER, _gain_cell, heatmap, sharing_matrix, write_sharing
-from ms.report.writers import WRITERS_FILE, export_writers, read_writers
+from ms.report.common.runs import find_runs
+from ms.report.common.writers import WRITERS_FILE, export_writers, read_writers
+from ms.report.sharing.baseline import find_baseline
+from ms.report.sharing.counts import sharing_matrix
+from ms.report.sharing.heatmap import _gain_cell, heatmap
+from ms.report.sharing.matrices import FOLDER, write_sharing
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO = Path(__file__).resolve().parent.parent

@@ -21,8 +21,8 @@ from omegaconf import OmegaConf
 from ms.config.schema import POOL_DSN_ENV
 from ms.loop.run_folder import open_run_pool
 from ms.report.cli import main as report_main
-from ms.report.sharing import FOLDER
-from ms.report.writers import WRITERS_FILE, read_writers
+from ms.report.common.writers import WRITERS_FILE, read_writers
+from ms.report.sharing.matrices import FOLDER
 from ms.retrieval.bm25 import BM25Retriever
 
 REPO = Path(__file__).resolve().parent.parent

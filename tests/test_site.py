@@ -24,11 +24,11 @@ from omegaconf import OmegaConf
 
 from ms.config.files import POOL_FILENAME, WRITERS_FILE
 from ms.report.cli import main as report_main
+from ms.report.common.runs import find_runs
+from ms.report.common.writers import export_writers
 from ms.report.html.memories import run_memories
 from ms.report.html.prompts import template_parts
 from ms.report.html.site import script
-from ms.report.runs import find_runs
-from ms.report.writers import export_writers
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 PLANT = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ms.common.errors import UserError
-from ms.report.claim_files import CSV_HEADER
+from ms.report.tables.claim_files import CSV_HEADER
 
 REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("size_trend", REPO / "experiments" / "size_trend.py")

@@ -3,7 +3,7 @@ contract in pyproject.toml, run by `make test` as `lint-imports`, says which dir
 ARCHITECTURE.md names the layers); none among the scripts of benchmarks/ and experiments/ either, which
 also stay small and keep to their own folder. And the report, the loop and plan mode name no registered
 option in a comparison or a dict key, and no shared config section holds one option's own settings: each
-part owns its settings, and what needs to know about a part asks it (ms.report.labels says options in words)."""
+part owns its settings, and what needs to know about a part asks it (ms.report.common.labels says options in words)."""
 
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ def test_scripts_beside_ms_stay_small_and_import_neither_each_other_nor_the_test
 
 # What names no registered option: each asks the part (its class's attributes and classmethods: Gate.files_read,
 # LM.runs_locally, UtilitySettings.probes_of) or its settings, and the report says options through its table of
-# labels (ms.report.labels).
+# labels (ms.report.common.labels).
 ASKING = ("report", "loop", "plan")
 
 
@@ -218,7 +218,9 @@ def test_the_report_the_loop_and_plan_mode_compare_no_field_with_an_option_name(
         f"{file}:{','.join(map(str, lines))}: {name!r}"
         for (file, name), lines in spelled_in(REPO, option_names()).items()
     ]
-    assert not found, "an option spelled out (ask the part, or say it through ms.report.labels): " + "; ".join(found)
+    assert not found, "an option spelled out (ask the part, or say it through ms.report.common.labels): " + "; ".join(
+        found
+    )
 
 
 def test_spelled_options_are_found_where_they_hide():

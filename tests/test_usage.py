@@ -85,8 +85,8 @@ def test_price_settings_are_checked_with_their_key():
 def test_the_report_sums_usage_and_cost_over_a_sweeps_runs(tmp_path):
     import csv
 
-    from ms.report.runs import Run
-    from ms.report.usage import write_usage
+    from ms.report.common.runs import Run
+    from ms.report.usage.usage import write_usage
 
     def run(name: str, calls: int, price: dict | None) -> Run:
         lm = word_lm("m")
@@ -125,8 +125,8 @@ def test_the_report_reads_every_usage_shape_ms_has_written(tmp_path):
     roles and the first without `retries`; some keep usage only in llm_usage.json. Each is counted."""
     import json
 
-    from ms.report.runs import Run
-    from ms.report.usage import write_usage
+    from ms.report.common.runs import Run
+    from ms.report.usage.usage import write_usage
 
     counters = {
         "calls": 5,

@@ -152,7 +152,6 @@ def import_paper_cmd(args: argparse.Namespace) -> None:
 def invert_cmd(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
-    from pathlib import Path
 
     from ms.agents import agents_from
     from ms.data.invert import invert, read_answers
@@ -180,8 +179,6 @@ def invert_cmd(args: argparse.Namespace) -> int:
 
 def pool_stats_cmd(args: argparse.Namespace) -> int:
     """Memories per run (oldest first, with its run folder), scope and agent, split by origin."""
-    from pathlib import Path
-
     from ms.pool import ORIGINS, Pool
 
     path = Path(args.pool)
@@ -220,6 +217,17 @@ AGENTS_HELP = (
 )
 
 
+def _data_arguments(command, fractions_help: str | None = None) -> None:
+    """The data folder, its split and the agent set, as stats and validate read them."""
+    command.add_argument("--data-dir", default="data")
+    splits = ("SEED", "STREAM", "TEST")
+    command.add_argument(
+        "--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4], metavar=splits, help=fractions_help
+    )
+    command.add_argument("--seed", type=int, default=0, help="split seed")
+    command.add_argument("--agents", help=AGENTS_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ms-data",
@@ -229,27 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     show = commands.add_parser("stats", help="pairs per agent and split, and text lengths")
-    show.add_argument("--data-dir", default="data")
-    show.add_argument("--fractions", type=float, nargs=3, default=[0.2, 0.4, 0.4], metavar=("SEED", "STREAM", "TEST"))
-    show.add_argument("--seed", type=int, default=0, help="split seed")
-    show.add_argument("--agents", help=AGENTS_HELP)
+    _data_arguments(show)
     show.set_defaults(handler=stats)
 
     check = commands.add_parser(
         "validate",
         help="check the schema of every file and the poetic forms, and report duplicates, test leaks and empty answers",
     )
-    check.add_argument("--data-dir", default="data")
-    check.add_argument(
-        "--fractions",
-        type=float,
-        nargs=3,
-        default=[0.2, 0.4, 0.4],
-        metavar=("SEED", "STREAM", "TEST"),
-        help="the split of examples that carry none",
-    )
-    check.add_argument("--seed", type=int, default=0, help="split seed")
-    check.add_argument("--agents", help=AGENTS_HELP)
+    _data_arguments(check, fractions_help="the split of examples that carry none")
     check.add_argument("--report", metavar="DIR", help="write the full hygiene report to DIR/hygiene.json")
     check.add_argument(
         "--drop-leaked-tests",

@@ -4,6 +4,7 @@ cross-grade (every grader on the pairs runs graded) and gate-quality (BERTScore 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ms.cli.compose import compose_checked
 from ms.common.errors import UserError
@@ -31,7 +32,6 @@ def check_settings(cfg):
 def gate_check_cmd(args: argparse.Namespace) -> int:
     import tempfile
     import time
-    from pathlib import Path
 
     from ms.agents import PromptTemplate
     from ms.config.files import USAGE_FILE
@@ -172,8 +172,6 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
 
 def gate_compare_cmd(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ms.gates.check_pooled import compare_report
 
     print(compare_report(Path(args.base), Path(args.other), args.gate, args.threshold, args.other_gate))
@@ -181,8 +179,6 @@ def gate_compare_cmd(args: argparse.Namespace) -> int:
 
 
 def cross_grade_cmd(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ms.gates.crossgrade import Grader, cross_grade, graded_pairs
     from ms.llm.backbones import Backbones
     from ms.plan.data import cross_grade_plan
@@ -205,7 +201,7 @@ def cross_grade_cmd(args: argparse.Namespace) -> int:
 
 
 def gate_quality_cmd(args: argparse.Namespace) -> None:
-    from ms.report.quality import gate_quality  # lazily: ms.report loads matplotlib
+    from ms.report.usage.quality import gate_quality  # lazily: ms.report loads matplotlib
 
     gate_quality(args.runs)
 

@@ -1,6 +1,6 @@
 """`ms-data learn-access RUN --half H --out FILE`: learn an access rule from a finished run (k > 0, and a
 k = 0 run of the same questions beside it) on one half of its test questions, and write it as a rule
-file the `access` group loads (access=rule access.file=FILE). ms.report.access_rule says how."""
+file the `access` group loads (access=rule access.file=FILE). ms.report.sharing.access_rule says how."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from ms.common.errors import UserError
 
 def learn_access_cmd(args: argparse.Namespace) -> int:
     from ms.pool.access.table import write_rule_file
-    from ms.report.access_rule import CREDIT, evidence_record, learn_grants
-    from ms.report.baseline import find_baseline
     from ms.report.cli import chosen_metric
-    from ms.report.runs import find_runs
-    from ms.report.writers import read_writers
+    from ms.report.common.runs import find_runs
+    from ms.report.common.writers import read_writers
+    from ms.report.sharing.access_rule import CREDIT, evidence_record, learn_grants
+    from ms.report.sharing.baseline import find_baseline
 
     folder = Path(args.run)
     found, _ = find_runs([folder])

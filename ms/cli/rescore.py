@@ -20,7 +20,7 @@ from tqdm import tqdm
 from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
 from ms.config.files import PREDICTIONS_FILE
 from ms.config.schema import EvalConfig
-from ms.report.runs import run_folders
+from ms.report.common.runs import run_folders
 
 
 def _jobs(roots: Sequence[Path], out: Path) -> list[tuple[Path, Path]]:

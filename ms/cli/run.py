@@ -95,7 +95,7 @@ def export_memories(out: Path) -> None:
     """memories.csv beside the run's results: who wrote each memory of its pool, so that ms-report and
     the sharing matrix never need the pool's file or server again."""
     from ms.config.files import WRITERS_FILE
-    from ms.report.writers import export_writers
+    from ms.report.common.writers import export_writers
 
     if (out / WRITERS_FILE).exists():
         return

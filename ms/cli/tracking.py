@@ -146,8 +146,7 @@ class MlflowCallback(Callback):
         self.tracking_uri = tracking_uri or os.environ.get(TRACKING_URI_ENV)
         self.artifacts: Optional[str] = None
         if not self.tracking_uri:  # the default: a path of our own, not MLflow's default in the current folder
-            store = DEFAULT_STORE.resolve()
-            self.tracking_uri = f"sqlite:///{store}"
+            self.tracking_uri = f"{SQLITE}{DEFAULT_STORE.resolve()}"
             self.artifacts = str(DEFAULT_ARTIFACTS.resolve())
         elif self.tracking_uri.startswith(SQLITE):  # a new experiment's artifacts beside its store, not in ./mlruns
             self.artifacts = str(Path(self.tracking_uri[len(SQLITE) :]).resolve().parent / DEFAULT_ARTIFACTS.name)
@@ -287,8 +286,8 @@ class MlflowCallback(Callback):
         from mlflow.exceptions import MlflowException
 
         if self._client is None:
-            if self.tracking_uri.startswith("sqlite:///"):
-                Path(self.tracking_uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+            if self.tracking_uri.startswith(SQLITE):
+                Path(self.tracking_uri[len(SQLITE) :]).parent.mkdir(parents=True, exist_ok=True)
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
         name = self.experiment_name(config)
         found = self._client.get_experiment_by_name(name)

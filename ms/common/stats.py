@@ -60,19 +60,13 @@ def _interval(values: np.ndarray) -> tuple[Optional[float], Optional[float]]:
     if np.ptp(values) == 0:  # every resample has the same mean: the interval is that point
         return float(values[0]), float(values[0])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # BCa warns on skewed small samples; it falls back below
-        ci = stats.bootstrap(
-            (values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="BCa", random_state=SEED
-        ).confidence_interval
-        if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+        warnings.simplefilter("ignore")  # BCa warns on skewed small samples; it falls back to percentile
+        for method in ("BCa", "percentile"):
             ci = stats.bootstrap(
-                (values,),
-                np.mean,
-                confidence_level=CONFIDENCE,
-                n_resamples=RESAMPLES,
-                method="percentile",
-                random_state=SEED,
+                (values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method=method, random_state=SEED
             ).confidence_interval
+            if math.isfinite(ci.low) and math.isfinite(ci.high):
+                break
     return float(ci.low), float(ci.high)
 
 

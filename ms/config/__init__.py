@@ -2,78 +2,33 @@
 declared limits (`fields`), where the configs live (`store`), and a run folder's file names
 (`files`), and the registered parts, by name (`registry`, `parts`; `options`: the groups whose options
 declare their own settings, each loaded by name from its part's light settings module). It imports no
-other part of ms and no torch, so a bad setting is reported before any heavy import."""
+other part of ms and no torch, so a bad setting is reported before any heavy import.
 
-from ms.config.fields import Check, setting
+Re-exported here: `register`, and the sections whose options extend them (the docs name them
+`ms.config.GateConfig` and so on); everything else is imported from its module."""
+
 from ms.config.schema import (
-    AT_TEST,
-    ENGINES,
-    EVAL_METRICS,
-    GATES,
-    LABEL_METHODS,
-    METRICS,
-    POLICIES,
-    POOL_BACKENDS,
-    POOL_MODES,
-    PROVIDERS,
-    READS,
-    REF_LOGPROB,
-    RETRIEVERS,
-    RUBRIC_TOTAL,
-    STREAM_ANSWERS,
-    AgentConfig,
+    AccessConfig,
     BackboneConfig,
-    Config,
-    DataConfig,
-    EvalConfig,
     GateConfig,
-    GenerationConfig,
-    HFDataConfig,
     MemoryConfig,
+    PoisonConfig,
     PoolConfig,
-    PriceConfig,
     PromptConfig,
     RetrieverConfig,
     ScorerConfig,
-    StreamConfig,
-    TrainConfig,
 )
-from ms.config.store import CONF_DIR, register
+from ms.config.store import register
 
 __all__ = [
-    "CONF_DIR",
-    "Check",
-    "register",
-    "setting",
-    "AT_TEST",
-    "AgentConfig",
+    "AccessConfig",
     "BackboneConfig",
-    "Config",
-    "DataConfig",
-    "ENGINES",
-    "EVAL_METRICS",
-    "METRICS",
-    "POOL_BACKENDS",
-    "EvalConfig",
-    "GATES",
     "GateConfig",
-    "GenerationConfig",
-    "HFDataConfig",
-    "LABEL_METHODS",
     "MemoryConfig",
-    "POLICIES",
-    "POOL_MODES",
-    "PROVIDERS",
+    "PoisonConfig",
     "PoolConfig",
-    "PriceConfig",
     "PromptConfig",
-    "READS",
-    "REF_LOGPROB",
-    "RETRIEVERS",
-    "RUBRIC_TOTAL",
     "RetrieverConfig",
-    "STREAM_ANSWERS",
     "ScorerConfig",
-    "StreamConfig",
-    "TrainConfig",
+    "register",
 ]

@@ -1,6 +1,6 @@
 """What was added when: every setting and run-record field that runs were committed without, with the value
 those older runs ran with. One table, read by the resume identity (ms.loop.cell), the typed run record
-(ms.loop.run_record), and the report's labels and pairing (ms.report.labels, ms.report.runs).
+(ms.loop.run_record), and the report's labels and pairing (ms.report.common.labels, ms.report.common.runs).
 
 A run records an added field only where it departs from the value older runs ran with, so that a run of
 today and one from before the field stay one condition in the report; a cell record lacking an added

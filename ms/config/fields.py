@@ -48,13 +48,13 @@ class Check:
             yield f"must be one of {', '.join(map(str, self.choices))}"
             return
         if self.ge is not None and value < self.ge:
-            yield f"must be at least {_number(self.ge)}"
+            yield f"must be at least {number(self.ge)}"
         if self.gt is not None and value <= self.gt:
-            yield f"must be greater than {_number(self.gt)}"
+            yield f"must be greater than {number(self.gt)}"
         if self.le is not None and value > self.le:
-            yield f"must be at most {_number(self.le)}"
+            yield f"must be at most {number(self.le)}"
         if self.lt is not None and value >= self.lt:
-            yield f"must be less than {_number(self.lt)}"
+            yield f"must be less than {number(self.lt)}"
 
 
 def _is_list_node(value: Any) -> bool:
@@ -63,7 +63,7 @@ def _is_list_node(value: Any) -> bool:
     return isinstance(value, ListConfig)
 
 
-def _number(x: float) -> str:
+def number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 

@@ -2,9 +2,9 @@
 conf/config.yaml (ms.config.store), so a misspelled or unknown key fails at composition with its
 name, and each field's limits sit beside it (ms.config.fields).
 
-The backbone's configs and choices live in ms.config.backbone and are named here too. This module
-imports nothing of ms but ms.config, and no torch: the parts take these
-dataclasses (or plain values read from them), never the other way round.
+The backbone's configs and choices live in ms.config.backbone. This module imports nothing of ms but
+ms.config, and no torch: the parts take these dataclasses (or plain values read from them), never the
+other way round.
 """
 
 from __future__ import annotations
@@ -14,19 +14,9 @@ from typing import Optional
 
 from omegaconf import MISSING
 
-from ms.config.backbone import BackboneConfig, GenerationConfig, PriceConfig
+from ms.config.backbone import BackboneConfig
 from ms.config.fields import setting
-from ms.config.parts import (
-    ACCESS_RULES,
-    ENGINES,
-    GATES,
-    METRICS,
-    POISONS,
-    POLICIES,
-    POOL_BACKENDS,
-    PROVIDERS,
-    RETRIEVERS,
-)
+from ms.config.parts import ACCESS_RULES, GATES, METRICS, POISONS, POLICIES, POOL_BACKENDS, RETRIEVERS
 
 # ---- choices --------------------------------------------------------------------------------
 
@@ -334,46 +324,3 @@ class Config:
     # numbers only when this is true; the acceptance is recorded in the run (ms.loop.cell).
     accept_code_change: bool = False
     seed: int = 0  # torch's seed: dropout while training the retriever
-
-
-__all__ = [
-    "ACCESS_RULES",
-    "AccessConfig",
-    "AT_TEST",
-    "AgentConfig",
-    "BackboneConfig",
-    "Config",
-    "DataConfig",
-    "DEFAULT_METRICS",
-    "DEFENCES",
-    "EVAL_METRICS",
-    "METRICS",
-    "ENGINES",
-    "EvalConfig",
-    "GATES",
-    "GateConfig",
-    "GenerationConfig",
-    "HFDataConfig",
-    "LABEL_METHODS",
-    "MemoryConfig",
-    "POLICIES",
-    "POOL_BACKENDS",
-    "POOL_DSN_ENV",
-    "POOL_MODES",
-    "PROVIDERS",
-    "POISONS",
-    "PoisonConfig",
-    "PoolConfig",
-    "PriceConfig",
-    "PromptConfig",
-    "READS",
-    "REF_LOGPROB",
-    "RETRIEVERS",
-    "RUBRIC_TOTAL",
-    "RetrieverConfig",
-    "ScorerConfig",
-    "SELECTORS",
-    "STREAM_ANSWERS",
-    "StreamConfig",
-    "TrainConfig",
-]

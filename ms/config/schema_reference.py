@@ -18,7 +18,7 @@ import typing
 from pathlib import Path
 from typing import Any, Optional
 
-from ms.config.fields import CHECK, Check
+from ms.config.fields import CHECK, Check, number
 from ms.config.options import OWNED, owned
 from ms.config.schema import Config
 
@@ -140,10 +140,6 @@ def _default(f: dataclasses.Field) -> str:
     return _value(f.default)
 
 
-def _number(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
 def allowed(check: Optional[Check]) -> str:
     """A field's declared limits in words: its choices (a registry's names as they are now), bounds,
     and list rules."""
@@ -155,7 +151,7 @@ def allowed(check: Optional[Check]) -> str:
     for attribute, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
         bound = getattr(check, attribute)
         if bound is not None:
-            said.append(f"{sign} {_number(bound)}")
+            said.append(f"{sign} {number(bound)}")
     if check.increasing:
         said.append("strictly increasing")
     if check.nonempty:

@@ -10,33 +10,16 @@
 from ms.config.schema import DataConfig, HFDataConfig
 
 from .hf import load_hf
-from .hygiene import drop_leaked_tests, format_hygiene, hygiene_report, normalize, write_hygiene
-from .load import (
-    FIELDS,
-    SPLITS,
-    DataError,
-    Example,
-    check_record,
-    form_problem,
-    json_lines,
-    line_numbers,
-    load_dir,
-    load_jsonl,
-    write_dir,
-    write_jsonl,
-)
+from .hygiene import drop_leaked_tests, format_hygiene, hygiene_report, write_hygiene
+from .load import DataError, Example, form_problem, json_lines, line_numbers, load_dir, load_jsonl, write_dir
 from .paper import import_paper
-from .splits import Splits, load_splits, split_examples, with_splits
+from .splits import load_splits, split_examples, with_splits
 
 __all__ = [
     "DataConfig",
     "DataError",
     "Example",
-    "FIELDS",
     "HFDataConfig",
-    "SPLITS",
-    "Splits",
-    "check_record",
     "drop_leaked_tests",
     "form_problem",
     "format_hygiene",
@@ -48,10 +31,8 @@ __all__ = [
     "load_hf",
     "load_jsonl",
     "load_splits",
-    "normalize",
     "split_examples",
     "with_splits",
     "write_dir",
     "write_hygiene",
-    "write_jsonl",
 ]

@@ -129,16 +129,9 @@ def _find_sources(root: Path) -> tuple[list[_Source], list[str]]:
             if role is None or (role == "test" and agent is None):
                 skipped.append(f"{folder.name}/{path.name} (not a pool, problem or <agent>Test file)")
                 continue
-            sources.append(
-                _Source(
-                    path,
-                    path.relative_to(root).as_posix(),
-                    role,
-                    ONEPOOL if single else "",
-                    tuple(agents) if single else by_domain[domain],
-                    agent,
-                )
-            )
+            candidates = tuple(agents) if single else by_domain[domain]
+            name = path.relative_to(root).as_posix()
+            sources.append(_Source(path, name, role, ONEPOOL if single else "", candidates, agent))
     if not sources:
         raise DataError(f"{root}: no pool, problem or test files in any domain folder")
     return sources, skipped
@@ -265,16 +258,9 @@ def import_paper(src: str | Path, out: str | Path, drop_leaked: str | Path | Non
             row["assigned"][agent] += 1
             numbering[source.group, agent, source.split] += 1
             number = numbering[source.group, agent, source.split]
-            data[source.group].setdefault(agent, []).append(
-                Example(
-                    id=f"{agent}-paper{'-' + source.group if source.group else ''}-{source.split}-{number:03d}",
-                    agent=agent,
-                    domain=default_agents()[agent].domain,
-                    question=question,
-                    answer=answer,
-                    split=source.split,
-                )
-            )
+            example_id = f"{agent}-paper{'-' + source.group if source.group else ''}-{source.split}-{number:03d}"
+            example = Example(example_id, agent, default_agents()[agent].domain, question, answer, source.split)
+            data[source.group].setdefault(agent, []).append(example)
         row["assigned"] = dict(row["assigned"])
         if labels:
             row["blocks"] = _runs(labels)

@@ -23,13 +23,8 @@ class PoisonRecord:
         """The section as recorded; None where the run records none (no poisoning writer)."""
         if not section:
             return None
-        return cls(
-            kind=section["kind"],
-            victim=section.get("victim"),
-            writer=section.get("writer"),
-            marker=section.get("marker"),
-            extra={k: v for k, v in section.items() if k not in KNOWN},
-        )
+        extra = {k: v for k, v in section.items() if k not in KNOWN}
+        return cls(section["kind"], section.get("victim"), section.get("writer"), section.get("marker"), extra)
 
     def to_json(self) -> dict[str, Any]:
         found = {"kind": self.kind, "victim": self.victim, "writer": self.writer}

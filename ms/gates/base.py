@@ -14,6 +14,9 @@ from ms.gates.question_dependence import QuestionTest
 from ms.gates.replay import Candidate, Utility, UtilityMeter
 from ms.gates.scorer import Decision, Scorer
 
+Decisions = Optional[Sequence[Decision]]  # a gate check's measurements of its pairs; None where not taken
+Utilities = Optional[Sequence[Utility]]
+
 
 @dataclass
 class GateParts:
@@ -119,9 +122,7 @@ class Gate(ABC):
         return {}
 
     @classmethod
-    def check_scores(
-        cls, decisions: Optional[Sequence[Decision]], utilities: Optional[Sequence[Utility]]
-    ) -> list[Optional[float]]:
+    def check_scores(cls, decisions: Decisions, utilities: Utilities) -> list[Optional[float]]:
         """The gate check: each pair's score from the measurements `checked_by` names."""
         raise NotImplementedError(f"gate {cls.name} is not checked by ms-data gate-check")
 
@@ -138,16 +139,6 @@ def unable_to_score(gate: str, backbones: Backbones) -> Iterator[str]:
 
 
 def decision(c: Candidate, accepted: bool, reason: str, read: str, utility: Optional[dict] = None) -> Decision:
-    """A decision that read no score (a control's, or one a measurement made, with what it measured)."""
-    return Decision(
-        agent=c.agent,
-        question=c.question,
-        answer=c.answer,
-        score=None,
-        accepted=accepted,
-        reason=reason,
-        attempts=0,
-        raw="",
-        read=read,
-        utility=utility,
-    )
+    """A decision that read no score, made no grader call and kept no reply (a control's, or one a
+    measurement made, with what it measured)."""
+    return Decision(c.agent, c.question, c.answer, None, accepted, reason, 0, "", read=read, utility=utility)

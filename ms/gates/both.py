@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from ms.gates.base import Acceptance, GateParts, GatePlan
+from ms.gates.base import Acceptance, Decisions, GateParts, GatePlan, Utilities
 from ms.gates.decisions import Decision
-from ms.gates.replay import Candidate, Utility, UtilityMeter
+from ms.gates.replay import Candidate, UtilityMeter
 from ms.gates.rubric import RubricGate, rubric_acceptance
 from ms.gates.utility import UTILITY_ACCEPT, UTILITY_SAID, MeasuringGate, UtilityGate
 
@@ -55,8 +55,6 @@ class BothGate(MeasuringGate):
         plan.measure_utility(agent, in_scope, cfg.probes, rubric_acceptance(plan.scorer.threshold)[0], exact=False)
 
     @classmethod
-    def check_scores(
-        cls, decisions: Optional[Sequence[Decision]], utilities: Optional[Sequence[Utility]]
-    ) -> list[Optional[float]]:
+    def check_scores(cls, decisions: Decisions, utilities: Utilities) -> list[Optional[float]]:
         filled = [UtilityGate.check_missing if m.u is None else m.u for m in utilities]
         return both_order([d.accepted for d in decisions], filled)

@@ -1,7 +1,8 @@
 """The gate check pooled over agents, and two checks of the same pairs compared (`ms-data gate-compare`).
 
 Pooled: the ROC AUC of every good pair against every corrupted pair of a group (ordinary `all`, the
-grader-directed pool, each kind), with a 95% bootstrap CI over seed pairs, and the share of each kind
+grader-directed pool, each kind), with a 95% bootstrap CI over seed pairs (a seed pair's good copy and
+its corruptions are drawn together: they share a question, so they are not independent answers), and the share of each kind
 a threshold admits. `grader_instruction` keeps the real answer, so it is read as a paired score
 shift (its score minus the real answer's, per seed pair), whose CI covering 0 means the instruction
 moved nothing.
@@ -25,14 +26,14 @@ from scipy import stats
 from ms.common.errors import UserError
 from ms.common.stats import CONFIDENCE, SEED, Estimate, mean_ci
 from ms.data.grader_directed import GRADER_INSTRUCTION
-from ms.gates.check_auc import auc, auc_with_ci
+from ms.gates.check_auc import auc
 from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_POOL, GRADER_POOLED, KINDS
 from ms.gates.check_praise import PRAISE_POOLS
 
 DECISIONS = "gate_check_decisions.jsonl"
 GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **PRAISE_POOLS, **{k: (k,) for k in KINDS}}
 QDEP_GATE = "rubric_qdep"  # the rubric's grade where the question-dependence test passed, else 0
-COMPARE_RESAMPLES = 2000  # each resample computes two AUCs; 2,000 keep a 2-core comparison to seconds
+PAIR_RESAMPLES = 2000  # each resample computes an AUC or two; 2,000 keep a 2-core report to seconds
 
 
 class Scored(NamedTuple):
@@ -82,13 +83,8 @@ def _split(rows: Sequence[Scored], kinds: Sequence[str]) -> tuple[list[float], l
 def instruction_shift(rows: Sequence[Scored]) -> Estimate:
     """Per seed pair, grader_instruction's score minus the real answer's, and their mean with its CI."""
     good = {r.pair: r.score for r in rows if r.kind == GOOD}
-    return mean_ci(
-        [
-            r.score - good[r.pair]
-            for r in rows
-            if r.kind == GRADER_INSTRUCTION and r.pair in good and math.isfinite(r.score - good[r.pair])
-        ]
-    )
+    shifts = [r.score - good[r.pair] for r in rows if r.kind == GRADER_INSTRUCTION and r.pair in good]
+    return mean_ci([s for s in shifts if math.isfinite(s)])
 
 
 def pooled_report(rows: Sequence[Scored], threshold: Optional[float], title: str) -> str:
@@ -104,7 +100,7 @@ def pooled_report(rows: Sequence[Scored], threshold: Optional[float], title: str
         if not present & set(kinds):
             continue
         good, bad = _split(rows, kinds)
-        point, lo, hi = auc_with_ci(good, bad)
+        point, lo, hi = pooled_auc(rows, kinds)
         ci = f"[{lo:.3f}, {hi:.3f}]" if lo is not None else "–"
         admitted = f" {np.mean(np.asarray(bad) >= threshold):>9.2f}" if threshold is not None else ""
         lines.append(f"{group:<24} {f'{len(good)}/{len(bad)}':>11} {point:>10.3f} {ci:>13}{admitted}")
@@ -124,34 +120,50 @@ def _auc_of(rows_by_pair: dict, pairs: Sequence, kinds: Sequence[str]) -> float:
     return float(auc(good, bad)) if good and bad else math.nan
 
 
+def _by_pair(rows: Sequence[Scored]) -> dict:
+    grouped = {}
+    for r in rows:
+        grouped.setdefault(r.pair, []).append(r)
+    return grouped
+
+
+def _over_pairs(pairs: Sequence, statistic) -> tuple[float, float]:
+    """95% percentile CI of `statistic(chosen pairs)`, the seed pairs resampled with replacement."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a perfect separation makes every resample 1.0
+        ci = stats.bootstrap(
+            (np.arange(len(pairs)),),
+            lambda index: statistic([pairs[i] for i in index]),
+            confidence_level=CONFIDENCE,
+            vectorized=False,
+            n_resamples=PAIR_RESAMPLES,
+            method="percentile",
+            random_state=SEED,
+        ).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def pooled_auc(rows: Sequence[Scored], kinds: Sequence[str]) -> tuple[float, Optional[float], Optional[float]]:
+    """The pooled AUC of good against `kinds`, and its 95% CI over seed pairs (None under 2 pairs)."""
+    by_pair = _by_pair(rows)
+    pairs = sorted(by_pair)
+    point = _auc_of(by_pair, pairs, kinds)
+    if len(pairs) < 2:
+        return point, None, None
+    return (point, *_over_pairs(pairs, lambda chosen: _auc_of(by_pair, chosen, kinds)))
+
+
 def compare(base: Sequence[Scored], other: Sequence[Scored], kinds: Sequence[str]) -> tuple[float, float, float, int]:
     """(other's pooled AUC minus base's, CI low, CI high, seed pairs) on the seed pairs both judged."""
-    by_base, by_other = {}, {}
-    for r in base:
-        by_base.setdefault(r.pair, []).append(r)
-    for r in other:
-        by_other.setdefault(r.pair, []).append(r)
+    by_base, by_other = _by_pair(base), _by_pair(other)
     pairs = sorted(by_base.keys() & by_other.keys())
     if not pairs:
         raise UserError("the two gate checks share no seed pair: compare checks of the same data and --per-agent")
 
-    def difference(index: np.ndarray) -> float:
-        chosen = [pairs[i] for i in index]
+    def difference(chosen: Sequence) -> float:
         return _auc_of(by_other, chosen, kinds) - _auc_of(by_base, chosen, kinds)
 
-    point = difference(np.arange(len(pairs)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ci = stats.bootstrap(
-            (np.arange(len(pairs)),),
-            difference,
-            confidence_level=CONFIDENCE,
-            vectorized=False,
-            n_resamples=COMPARE_RESAMPLES,
-            method="percentile",
-            random_state=SEED,
-        ).confidence_interval
-    return point, float(ci.low), float(ci.high), len(pairs)
+    return difference(pairs), *_over_pairs(pairs, difference), len(pairs)
 
 
 def compare_report(

@@ -15,6 +15,8 @@ from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_DIRECTED, 
 from ms.gates.decisions import Decision
 from ms.gates.replay import Utility
 
+CSV_COLUMNS = "gate agent corruption auc ci_lo ci_hi n_good n_corrupted missing mean_good mean_corrupted".split()
+
 
 def write_results(
     out,
@@ -42,39 +44,13 @@ def write_results(
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     with (out / "gate_check.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(
-            [
-                "gate",
-                "agent",
-                "corruption",
-                "auc",
-                "ci_lo",
-                "ci_hi",
-                "n_good",
-                "n_corrupted",
-                "missing",
-                "mean_good",
-                "mean_corrupted",
-            ]
+        writer.writerow(CSV_COLUMNS)
+        writer.writerows(
+            [gate, r.agent, kind, s.auc, s.lo, s.hi, s.n_good, s.n_corrupted, r.missing, r.mean_good, s.mean_corrupted]
+            for gate, agents in results.items()
+            for r in agents
+            for kind, s in r.by_kind.items()
         )
-        for gate, agents in results.items():
-            for r in agents:
-                for kind, s in r.by_kind.items():
-                    writer.writerow(
-                        [
-                            gate,
-                            r.agent,
-                            kind,
-                            s.auc,
-                            s.lo,
-                            s.hi,
-                            s.n_good,
-                            s.n_corrupted,
-                            r.missing,
-                            r.mean_good,
-                            s.mean_corrupted,
-                        ]
-                    )
 
 
 def format_results(results: dict[str, list[AgentAUC]], header: str) -> str:

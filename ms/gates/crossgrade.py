@@ -66,18 +66,8 @@ def read_pairs(run: Path) -> list[Pair]:
         for number, line in enumerate(f, 1):
             try:
                 d = json.loads(line)
-                pairs.append(
-                    Pair(
-                        run.name,
-                        d["agent"],
-                        writers.get(d["agent"], default),
-                        d["rubric"],
-                        d["question"],
-                        d["answer"],
-                        grader,
-                        d.get("score"),
-                    )
-                )
+                written = (d["agent"], writers.get(d["agent"], default), d["rubric"], d["question"], d["answer"])
+                pairs.append(Pair(run.name, *written, grader, d.get("score")))
             except json.JSONDecodeError as err:
                 raise UserError(f"{run / DECISIONS_FILE}, line {number}: {err}") from None
             except KeyError as err:
@@ -177,18 +167,9 @@ def write_scores(path: Path, pairs: Sequence[Pair], scores: dict[str, list[Optio
             ["run", "agent", "writer", "run_grader", "run_score", *(f"score_{g}" for g in scores), "question", "answer"]
         )
         for i, p in enumerate(pairs):
-            table.writerow(
-                [
-                    p.run,
-                    p.agent,
-                    p.writer,
-                    p.grader,
-                    "" if p.score is None else p.score,
-                    *("" if scores[g][i] is None else round(scores[g][i], 4) for g in scores),
-                    p.question,
-                    p.answer,
-                ]
-            )
+            recorded = "" if p.score is None else p.score
+            regraded = ("" if scores[g][i] is None else round(scores[g][i], 4) for g in scores)
+            table.writerow([p.run, p.agent, p.writer, p.grader, recorded, *regraded, p.question, p.answer])
 
 
 def graded_pairs(runs: Sequence[Path]) -> list[Pair]:

@@ -104,12 +104,8 @@ class QuestionTest:
             if not others:
                 # Nothing to compare with (an agent with one seed question): admitted, as the utility gate
                 # admits a pair with nothing to probe, so that such an agent's pool is not shut.
-                out[i] = Dependence(
-                    None,
-                    margin=self.margin,
-                    passed=True,
-                    why=f"question dependence unmeasured: {agent} has no other question",
-                )
+                why = f"question dependence unmeasured: {agent} has no other question"
+                out[i] = Dependence(None, margin=self.margin, passed=True, why=why)
                 continue
             lm = self.lm_for(agent)
             lms[id(lm)] = lm

@@ -69,14 +69,8 @@ class RandomGate(Gate):
         out = []
         for c in candidates:
             draw = self.rng.random()
-            out.append(
-                decision(
-                    c,
-                    draw < self.rate,
-                    f"random draw {draw:.4f} {'<' if draw < self.rate else '>='} rate {self.rate:g}",
-                    "random",
-                )
-            )
+            said = f"random draw {draw:.4f} {'<' if draw < self.rate else '>='} rate {self.rate:g}"
+            out.append(decision(c, draw < self.rate, said, "random"))
         return out
 
     @classmethod

@@ -138,21 +138,11 @@ class UtilityMeter:
                 (before, tokens_before), (after, tokens_after) = scored[2 * n], scored[2 * n + 1]
                 deltas[i].append(after / max(tokens_after, 1) - before / max(tokens_before, 1))
                 displaced[i].append(base[-1].id if base else None)
-        out = []
-        for i in range(len(candidates)):
-            estimate = mean_ci(deltas[i])
-            out.append(
-                Utility(
-                    estimate.mean,
-                    estimate.lo,
-                    estimate.hi,
-                    [p.id for p in probes[i]],
-                    deltas[i],
-                    displaced[i],
-                    self.shots,
-                )
-            )
-        return out
+        estimates = [mean_ci(d) for d in deltas]
+        return [
+            Utility(e.mean, e.lo, e.hi, [p.id for p in probes[i]], deltas[i], displaced[i], self.shots)
+            for i, e in enumerate(estimates)
+        ]
 
     def _group(self, c: Candidate) -> tuple[Group, Reader]:
         """The batch a candidate is searched in (its scope and its agent's grants), and its reader."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
-from ms.gates.base import Acceptance, Gate, GateParts, GatePlan
-from ms.gates.replay import Candidate, Utility
+from ms.gates.base import Acceptance, Decisions, Gate, GateParts, GatePlan, Utilities
+from ms.gates.replay import Candidate
 from ms.gates.scorer import Decision, Scorer
 
 
@@ -51,7 +51,5 @@ class RubricGate(Gate):
         return {}
 
     @classmethod
-    def check_scores(
-        cls, decisions: Optional[Sequence[Decision]], utilities: Optional[Sequence[Utility]]
-    ) -> list[Optional[float]]:
+    def check_scores(cls, decisions: Decisions, utilities: Utilities) -> list[Optional[float]]:
         return [d.score for d in decisions]

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator, Optional, Sequence
 
-from ms.gates.base import Acceptance, Backbones, Gate, GateParts, GatePlan, unable_to_score
+from ms.gates.base import Acceptance, Backbones, Decisions, Gate, GateParts, GatePlan, Utilities, unable_to_score
 from ms.gates.decisions import Decision
 from ms.gates.question_dependence import Dependence, QuestionTest
-from ms.gates.replay import Candidate, Utility
+from ms.gates.replay import Candidate
 from ms.gates.rubric import RubricGate, rubric_acceptance
 
 # Nothing is known of the test's verdicts before they are measured: plan mode assumes the rubric's
@@ -79,7 +79,5 @@ class RubricQdepGate(Gate):
         }
 
     @classmethod
-    def check_scores(
-        cls, decisions: Optional[Sequence[Decision]], utilities: Optional[Sequence[Utility]]
-    ) -> list[Optional[float]]:
+    def check_scores(cls, decisions: Decisions, utilities: Utilities) -> list[Optional[float]]:
         return [d.score if (d.question_test or {}).get("passed") else 0.0 for d in decisions]

@@ -130,18 +130,9 @@ class Scorer:
                     d.reason += f" (graded without: {quoted})"
                 d.answer = item[3]
             else:
-                d = Decision(
-                    agent=item[0],
-                    question=item[2],
-                    answer=item[3],
-                    score=0.0,
-                    accepted=False,
-                    reason=f"rejected before grading: it addresses its grader ({quoted})",
-                    attempts=0,
-                    raw="",
-                    rubric=item[1],
-                    read="screen",
-                )
+                agent, rubric, question, answer = item
+                why = f"rejected before grading: it addresses its grader ({quoted})"
+                d = Decision(agent, question, answer, 0.0, False, why, 0, "", rubric=rubric, read="screen")
             out.append(d)
         return out
 
@@ -207,16 +198,5 @@ class Scorer:
             accepted, reason = True, f"score {score:g} >= threshold {threshold:g}"
         else:
             accepted, reason = False, f"score {score:g} < threshold {threshold:g}"
-        return Decision(
-            agent=agent,
-            question=question,
-            answer=answer,
-            score=score,
-            accepted=accepted,
-            reason=reason,
-            attempts=attempts,
-            raw=raw,
-            rubric=rubric,
-            read=read,
-            mass=None if mass is None else round(mass, 6),
-        )
+        mass = None if mass is None else round(mass, 6)
+        return Decision(agent, question, answer, score, accepted, reason, attempts, raw, rubric, read, mass)

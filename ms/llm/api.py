@@ -89,6 +89,9 @@ def describe(error: BaseException) -> str:
 
 
 class ChatAPILM(LM):
+    # The backbone settings `build` hands the constructor, each under its own name.
+    SETTINGS = "api_key_env base_url max_concurrency timeout_s max_retries backoff_s max_retry_wait_s".split()
+
     def __init__(
         self,
         model: str,
@@ -117,17 +120,7 @@ class ChatAPILM(LM):
 
     @classmethod
     def build(cls, backbone, **common) -> "ChatAPILM":
-        return cls(
-            backbone.model,
-            api_key_env=backbone.api_key_env,
-            base_url=backbone.base_url,
-            max_concurrency=backbone.max_concurrency,
-            timeout_s=backbone.timeout_s,
-            max_retries=backbone.max_retries,
-            backoff_s=backbone.backoff_s,
-            max_retry_wait_s=backbone.max_retry_wait_s,
-            **common,
-        )
+        return cls(backbone.model, **{key: getattr(backbone, key) for key in cls.SETTINGS}, **common)
 
     @classmethod
     def cache_model_of(cls, backbone, kind: str) -> str:
@@ -152,6 +145,12 @@ class ChatAPILM(LM):
     ) -> tuple[str, int, int]:
         """One chat completion: (text, prompt tokens, completion tokens); UnusableReply when the
         2xx reply holds none."""
+
+    def _request(self, messages: list[Message], max_new_tokens: int, temperature: float, stop: list[str]) -> dict:
+        """The arguments of one chat completion request, as both clients name them."""
+        return dict(
+            model=self.model, messages=messages, max_tokens=max_new_tokens, temperature=temperature, stop=stop or None
+        )
 
     @abstractmethod
     def _is_transient(self, error: Exception) -> bool:

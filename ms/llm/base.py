@@ -96,9 +96,6 @@ class LM(ABC):
         self._reported += n
         self._advance(n)
 
-    def total_usage(self) -> Usage:
-        return Usage.total(self.usage_by_role.values())
-
     @property
     def cache_model(self) -> str:
         """The model as response-cache keys name it: two LMs share cached replies only where it is equal."""

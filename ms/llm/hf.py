@@ -23,15 +23,8 @@ from ms.llm.hf_generation import (  # noqa: F401 (re-exported: the engine regist
 )
 from ms.llm.hf_scoring import HFScoring
 from ms.llm.hf_source import engine_model_id, model_id, model_source, whole_gguf
-from ms.llm.local import (
-    derived_name,
-    made_once,
-    resolve_device,
-    resolve_dtype,
-)
-from ms.llm.local import (
-    models_dir as machine_models_dir,
-)
+from ms.llm.local import derived_name, made_once, resolve_device, resolve_dtype
+from ms.llm.local import models_dir as machine_models_dir
 from ms.llm.prefix_cache import PrefixCaches
 from ms.llm.prompt_format import prompt_format as make_prompt_format
 
@@ -109,14 +102,9 @@ class HFLM(HFGeneration, HFScoring, LM):
         self.tokenizer.padding_side = "left"
         self.prefix_caches = PrefixCaches()
         # Greedy generation may run on another engine; scoring stays on transformers, which is exact.
+        folder = None if gguf_file else source
         self.generator = make_generator(
-            engine,
-            gguf,
-            None if gguf_file else source,
-            self.tokenizer,
-            batch_size=batch_size,
-            max_length=max_length,
-            models_dir=models_dir,
+            engine, gguf, folder, self.tokenizer, batch_size=batch_size, max_length=max_length, models_dir=models_dir
         )
 
     def _key_model(self, kind: str) -> str:
@@ -141,11 +129,8 @@ class HFLM(HFGeneration, HFScoring, LM):
 
     @classmethod
     def cache_model_of(cls, backbone, kind: str) -> str:
-        model = model_id(
-            *model_source(backbone.model, backbone.gguf_file, backbone.gguf_package),
-            backbone.prompt_format,
-            resolve_dtype(backbone.dtype, backbone.device),
-        )
+        source = model_source(backbone.model, backbone.gguf_file, backbone.gguf_package)
+        model = model_id(*source, backbone.prompt_format, resolve_dtype(backbone.dtype, backbone.device))
         return engine_model_id(model, backbone.engine) if kind == "generate" else model
 
     @classmethod
@@ -167,11 +152,8 @@ class HFLM(HFGeneration, HFScoring, LM):
             from transformers import AutoTokenizer
 
             # A file shipped in chunks is read whole: assembled into the models folder once, as a run would.
-            source, gguf_file = whole_gguf(
-                *model_source(backbone.model, backbone.gguf_file, backbone.gguf_package),
-                backbone.gguf_package,
-                machine_models_dir(),
-            )
+            found = model_source(backbone.model, backbone.gguf_file, backbone.gguf_package)
+            source, gguf_file = whole_gguf(*found, backbone.gguf_package, machine_models_dir())
             local = Path(source) / gguf_file if gguf_file else None
             converted = machine_models_dir() / derived_name(local) if local and local.is_file() else None
             if converted is not None and converted.is_dir():

@@ -194,10 +194,6 @@ class LlamaCppGenerator(Engine):
         found = {}
         for k, (seq, _, _, logits) in enumerate(entries):
             if logits:
-                row = self.lib.llama_get_logits_ith(self.ctx, k)
-                found[seq] = int(
-                    np.ctypeslib.as_array(
-                        ctypes.cast(row, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,)
-                    ).argmax()
-                )
+                row = ctypes.cast(self.lib.llama_get_logits_ith(self.ctx, k), ctypes.POINTER(ctypes.c_float))
+                found[seq] = int(np.ctypeslib.as_array(row, shape=(self.n_vocab,)).argmax())
         return found

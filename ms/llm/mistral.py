@@ -18,13 +18,7 @@ class MistralLM(ChatAPILM):
         from mistralai.client import errors
 
         try:
-            response = self.client.chat.complete(
-                model=self.model,
-                messages=messages,
-                max_tokens=max_new_tokens,
-                temperature=temperature,
-                stop=stop or None,
-            )
+            response = self.client.chat.complete(**self._request(messages, max_new_tokens, temperature, stop))
         except errors.MistralError as error:
             # The client raises on a 2xx reply it cannot read (not JSON, or not a chat completion).
             if not 200 <= error.status_code < 300:

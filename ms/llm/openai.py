@@ -38,13 +38,7 @@ class OpenAILM(ChatAPILM):
 
     def _complete(self, messages, max_new_tokens, temperature, stop):
         try:
-            response = self.client.chat.completions.create(
-                model=self.model,
-                messages=messages,
-                max_tokens=max_new_tokens,
-                temperature=temperature,
-                stop=stop or None,
-            )
+            response = self.client.chat.completions.create(**self._request(messages, max_new_tokens, temperature, stop))
         except json.JSONDecodeError as error:  # a 2xx reply that says it is JSON but is not
             raise UnusableReply(f"the reply is not JSON ({error})") from error
         return reply_text(response)

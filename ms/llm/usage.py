@@ -79,14 +79,8 @@ def upgraded_usage(raw: Mapping[str, Any], backbone: str) -> Optional[dict[str, 
         else {(backbone if part == "agents" else part): counters for part, counters in raw.items()}
     )
     backbones = {
-        name: {
-            "model": None,
-            "provider": None,
-            "price": None,
-            "roles": {OTHER: _counters(counters)},
-            "total": _counters(counters),
-        }
-        for name, counters in lms.items()
+        name: {"model": None, "provider": None, "price": None, "roles": {OTHER: _counters(c)}, "total": _counters(c)}
+        for name, c in lms.items()
     }
     return {
         "backbones": backbones,

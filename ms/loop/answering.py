@@ -109,15 +109,10 @@ class Answering:
                 retrieved[i] = memories
         if mark:
             self.pool.mark_retrieved({m.id for ms in retrieved for m in ms}, self.step)
+        shown = ([{"question": m.question, "answer": m.answer} for m in memories] for memories in retrieved)
         prompts = [
-            chat(
-                self.agents[q.agent],
-                self.template.render(
-                    q.example.question, [{"question": m.question, "answer": m.answer} for m in memories]
-                ),
-                self.template.system,
-            )
-            for q, memories in zip(queries, retrieved)
+            chat(self.agents[q.agent], self.template.render(q.example.question, shots), self.template.system)
+            for q, shots in zip(queries, shown)
         ]
         return prompts, retrieved
 

@@ -201,10 +201,8 @@ def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint
     if cell and isinstance(cell.get("inputs"), Mapping):
         keys += changed_inputs(inputs_record(input_settings(cfg), known=cell["inputs"]), cell["inputs"])
     code = code_sha256()
-    other_code = bool(cell and cell.get("code_sha256")) and code not in (
-        cell["code_sha256"],
-        *cell.get("accepted_code", ()),
-    )
+    known = (cell.get("code_sha256"), *cell.get("accepted_code", ())) if cell else ()
+    other_code = bool(cell and cell.get("code_sha256")) and code not in known
     if keys:
         keys += [CODE_KEY] * other_code
         shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")

@@ -162,36 +162,23 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     access = build_access(cfg.access, list(cfg.agents))  # before any model loads: a bad rule file fails fast
     poison_cls = POISONS.load(cfg.poison.name)
     victim = agents.get(cfg.poison.victim) if poison_cls.active else None
-    poisoner = poison_cls.build(
-        cfg.poison,
-        agents,
-        splits,
-        cfg.seed,  # reads the data, and the victim's rubric
-        rubric_for(victim, cfg.pool.mode).quoted() if victim else None,
-    )
+    quoted = rubric_for(victim, cfg.pool.mode).quoted() if victim else None
+    poisoner = poison_cls.build(cfg.poison, agents, splits, cfg.seed, quoted)  # reads the data, and the victim's rubric
     pool = open_run_pool(cfg.pool, out_dir)  # before any model loads: a bad pool file fails fast
     # The backbone each agent that runs answers on; each distinct backbone is built once.
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
     agent_backbone = {a: catalog.resolve(agents[a].backbone) for a in splits}
     backbones = build_backbones(catalog, [*agent_backbone.values(), cfg.scorer.backbone, cfg.train.backbone])
     names = measurable(names, agent_backbone, backbones)
-    scorer = Scorer(
-        backbones[catalog.resolve(cfg.scorer.backbone)],
-        load_rubrics({rubric_ref(agents[a], cfg.pool.mode) for a in splits}),
-        cfg.scorer,
-    )
+    rubrics = load_rubrics({rubric_ref(agents[a], cfg.pool.mode) for a in splits})
+    scorer = Scorer(backbones[catalog.resolve(cfg.scorer.backbone)], rubrics, cfg.scorer)
     clock = Clock()  # the composite ranks by age in stream steps: its clock is the loop's step
     # Trained exactly where the schedule says memory train runs, as the run's plan counts it.
     retriever, trainable = build_retriever(cfg.retriever, pool, learned=schedule.trains, clock=clock)
     trainer = None
     if trainable is not None:
-        labeller = Labeller(
-            backbones[catalog.resolve(cfg.train.backbone)],
-            template,
-            cfg.train.label_method,
-            cfg.train.verbalized_prompt,
-            agents=agents,
-        )
+        labelling = backbones[catalog.resolve(cfg.train.backbone)]
+        labeller = Labeller(labelling, template, cfg.train.label_method, cfg.train.verbalized_prompt, agents=agents)
         trainer = RetrieverTrainer(cfg.train, trainable, BM25Retriever(pool), labeller, reader=access.reader)
     # The policy's thresholds are cosines of the untrained encoder, so it keeps its own copy.
     memory = build_policy(

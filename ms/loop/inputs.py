@@ -181,10 +181,8 @@ def files_read(settings: InputSettings) -> dict[str, Path]:
     files: dict[str, Path] = {}
     gate = GATES.load(settings.gate.name)
     stream, evaluation = settings.stream, settings.evaluation
-    if gate.grades_with_rubrics():
-        for ref in sorted({rubric_ref(agent, settings.pool_mode) for agent in agents.values()}):
-            files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
-    if stream.get("best_of", 1) > 1 and stream.get("select") == "grader":  # best-of-n grades with them too
+    best_of_grades = stream.get("best_of", 1) > 1 and stream.get("select") == "grader"  # grades with them too
+    if gate.grades_with_rubrics() or best_of_grades:
         for ref in sorted({rubric_ref(agent, settings.pool_mode) for agent in agents.values()}):
             files[f"rubric {Path(ref).stem}"] = rubric_path(ref)
     if settings.access.get("file"):

@@ -111,11 +111,8 @@ class Experiment(Answering):
         # What the gate's utility measurements showed about the candidates and the shots they displaced.
         self.pool.record_utility(effects((d.utility, i) for d, i in zip(decisions, memory_ids)))
         if self.trainer is not None:
-            self.pool.record_utility(
-                self.trainer.update(
-                    [(q.agent, q.scope, d.question, d.answer, i) for (q, d), i in zip(admitted, ids) if i is not None]
-                )
-            )
+            added = [(q.agent, q.scope, d.question, d.answer, i) for (q, d), i in zip(admitted, ids) if i is not None]
+            self.pool.record_utility(self.trainer.update(added))
         for what, ids_ in asdict(self.memory.maybe_consolidate(self.step)).items():
             self.consolidated[what] += len(ids_)
         self.retire()

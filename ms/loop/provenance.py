@@ -89,9 +89,8 @@ def backbone_record(backbone) -> dict[str, Any]:
     if local is not None:
         source, weight_file = local
         out["model"] = f"{source}::{weight_file}" if weight_file else source
-        out["sha256"] = hashes(weight_files(source, weight_file)) or chunked_hash(
-            getattr(backbone, "gguf_package", None)
-        )
+        package = getattr(backbone, "gguf_package", None)
+        out["sha256"] = hashes(weight_files(source, weight_file)) or chunked_hash(package)
     return out
 
 

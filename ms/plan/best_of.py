@@ -21,14 +21,9 @@ def planned_best_of(plan, agent: str, text: str, k: float, prompt: float, questi
         bc = plan.backbone(name)
         params = generate_params(bc.generation.max_new_tokens, stream.temperature, bc.generation.stop)
         provider = provider_class(bc)
+        model, asked = provider.cache_model_of(bc, "generate"), plan.zero_shot_chat(agent, text)
         for i in range(n):
-            key = cache_key(
-                "generate",
-                provider.provider,
-                provider.cache_model_of(bc, "generate"),
-                sample_params(params, settings.seed, i),
-                plan.zero_shot_chat(agent, text),
-            )
+            key = cache_key("generate", provider.provider, model, sample_params(params, settings.seed, i), asked)
             row.add(1, prompt, reply, cached=float(plan.probe.held(key)))
     else:
         row.add(n, prompt, reply, cached_exact=not settings.use_cache)

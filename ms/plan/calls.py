@@ -113,13 +113,9 @@ class CallCounter:
         self.accept, self.accept_note = acceptance(settings.gate, self, accept)
         named = PoisonerSettings.victim_of(settings.poison)  # poison=none names none
         victim = self.agents.get(named) if named in self.splits else None
-        self.poisoner = POISONS.load(settings.poison.name).build(
-            settings.poison,
-            self.agents,
-            self.splits,
-            settings.seed,
-            rubric_for(victim, settings.pool_mode).quoted() if victim else None,
-        )
+        quoted = rubric_for(victim, settings.pool_mode).quoted() if victim else None
+        poisoner = POISONS.load(settings.poison.name)
+        self.poisoner = poisoner.build(settings.poison, self.agents, self.splits, settings.seed, quoted)
         self.poisoned = 0  # the poisoning writer's pairs the gate judges (ms.data.poison)
         self.rows: dict[tuple[str, str], Row] = {}
         self.scope = {a: scope_for(self.agents[a].domain, settings.pool_mode) for a in self.splits}
@@ -167,13 +163,9 @@ class CallCounter:
         settings = self.settings
         probabilities = self.scorer_reads_probabilities()
         grading = grading_tokens(rubric_for(self.agents[agent], settings.pool_mode), agent) + question + reply
-        self.row("score", self.scorer.backbone).add(
-            1,
-            grading,
-            0.0 if probabilities else self.scorer.max_new_tokens,
-            exact=probabilities,
-            cached_exact=not settings.use_cache,
-        )
+        reply_tokens = 0.0 if probabilities else self.scorer.max_new_tokens
+        row = self.row("score", self.scorer.backbone)
+        row.add(1, grading, reply_tokens, exact=probabilities, cached_exact=not settings.use_cache)
 
     def measure_utility(self, agent: str, in_scope: float, probes: int, share: float, exact: bool) -> None:
         """A utility measurement of `share` of the pairs of `agent`: two scored prompts per probe."""
@@ -203,13 +195,9 @@ class CallCounter:
         seeds = self.splits[agent].seed
         asked = fmean(tokens(self.template.render(e.question)) for e in seeds) if seeds else 0.0
         passes = 1 + min(others, len(seeds))
-        self.row("score", self.agents[agent].backbone).add(
-            share * passes,
-            self.system(agent) + asked + PER_MESSAGE + reply,
-            0.0,
-            exact=False,
-            cached_exact=not self.settings.use_cache,
-        )
+        prompt = self.system(agent) + asked + PER_MESSAGE + reply
+        row = self.row("score", self.agents[agent].backbone)
+        row.add(share * passes, prompt, 0.0, exact=False, cached_exact=not self.settings.use_cache)
 
     # ---- what a metric asks for (ms.metrics.base.MetricPlan) ---------------------------------------
 
@@ -246,13 +234,8 @@ class CallCounter:
         if not self.settings.use_cache or bc.generation.temperature != 0:
             return None
         params = generate_params(bc.generation.max_new_tokens, bc.generation.temperature, bc.generation.stop)
-        return cache_key(
-            "generate",
-            provider_class(bc).provider,
-            key_model(bc, "generate"),
-            params,
-            self.zero_shot_chat(agent, question),
-        )
+        asked = self.zero_shot_chat(agent, question)
+        return cache_key("generate", provider_class(bc).provider, key_model(bc, "generate"), params, asked)
 
     def zero_shot_scored_key(self, agent: str, example) -> Optional[str]:
         """The cache key of ref_logprob's request for the agent's zero-shot prompt and the reference

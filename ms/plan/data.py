@@ -65,14 +65,10 @@ def _score_row(backbones, scorer, graded: Sequence[tuple[object, str, str, str]]
     from ms.plan.tokens import tokens
 
     row, probabilities = _row(backbones, "score", scorer.backbone), reads_probabilities(scorer, backbones)
+    reply = 0.0 if probabilities else scorer.max_new_tokens
     for rubric, agent, question, answer in graded:
-        row.add(
-            1,
-            grading_tokens(rubric, agent) + tokens(question) + tokens(answer),
-            0.0 if probabilities else scorer.max_new_tokens,
-            exact=probabilities,
-            cached_exact=not backbones.use_cache,
-        )
+        prompt = grading_tokens(rubric, agent) + tokens(question) + tokens(answer)
+        row.add(1, prompt, reply, exact=probabilities, cached_exact=not backbones.use_cache)
     return row
 
 
@@ -126,10 +122,8 @@ def _merged(rows: Sequence) -> list:
     """One row per role and backbone: the rubric's grading and the question test both count under score."""
     out: dict[tuple[str, str], object] = {}
     for row in rows:
-        if (row.role, row.backbone) in out:
-            out[row.role, row.backbone].merge(row)
-        else:
-            out[row.role, row.backbone] = row
+        if (kept := out.setdefault((row.role, row.backbone), row)) is not row:
+            kept.merge(row)
     return list(out.values())
 
 
@@ -140,12 +134,8 @@ def _praise_row(backbones, checked):
 
     row = _row(backbones, "answer", None)
     for asked in checked.asked:
-        row.add(
-            1,
-            sum(tokens(m["content"]) + PER_MESSAGE for m in asked.chat),
-            PRAISE_TOKENS,
-            cached_exact=not backbones.use_cache,
-        )
+        prompt = sum(tokens(m["content"]) + PER_MESSAGE for m in asked.chat)
+        row.add(1, prompt, PRAISE_TOKENS, cached_exact=not backbones.use_cache)
     return row
 
 
@@ -185,16 +175,9 @@ def gate_check_plan(settings, checked, out: Path) -> int:
     jobs = with_model_praise(checked.jobs, checked.asked, [capped] * len(checked.asked))
     rows = [_praise_row(settings.backbones, checked)]
     if checked.rubric:
-        rows.append(
-            _score_row(
-                settings.backbones,
-                settings.scorer,
-                [
-                    (rubric_for(checked.agents[j.agent], settings.pool_mode), j.agent, j.example.question, j.answer)
-                    for j in jobs
-                ],
-            )
-        )
+        mode = settings.pool_mode
+        graded = [(rubric_for(checked.agents[j.agent], mode), j.agent, j.example.question, j.answer) for j in jobs]
+        rows.append(_score_row(settings.backbones, settings.scorer, graded))
     if checked.utility:
         rows += _utility_rows(settings, checked, jobs)
     if checked.question:
@@ -247,12 +230,8 @@ def invert_plan(backbones, answers: Sequence[tuple[str, str, str]], agents: Mapp
 
     row = _row(backbones, "invert", None)
     for _, agent, answer in answers:
-        row.add(
-            1,
-            tokens(agents[agent].instruction) + tokens(INVERT_PROMPT.format(answer=answer)) + 2 * PER_MESSAGE,
-            backbones.default.generation.max_new_tokens,
-            cached_exact=not backbones.use_cache,
-        )
+        prompt = tokens(agents[agent].instruction) + tokens(INVERT_PROMPT.format(answer=answer)) + 2 * PER_MESSAGE
+        row.add(1, prompt, backbones.default.generation.max_new_tokens, cached_exact=not backbones.use_cache)
     return _printed(
         f"plan for {out} (nothing is written): ms-data invert, {len(answers)} answers",
         [row],

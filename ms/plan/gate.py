@@ -47,12 +47,7 @@ def reads_probabilities(scorer_cfg, backbones: Backbones) -> bool:
 
 def grading_tokens(rubric: Rubric, agent: str) -> float:
     """Tokens of the grader's prompt for a pair of `agent` under `rubric`, less the pair's question and answer."""
-    return (
-        tokens(SYSTEM_PROMPT)
-        + tokens(
-            USER_PROMPT.format(
-                title=rubric.title, total=rubric.total, criteria=rubric.render(), agent=agent, question="", answer=""
-            )
-        )
-        + 2 * PER_MESSAGE
+    user = USER_PROMPT.format(
+        title=rubric.title, total=rubric.total, criteria=rubric.render(), agent=agent, question="", answer=""
     )
+    return tokens(SYSTEM_PROMPT) + tokens(user) + 2 * PER_MESSAGE

@@ -154,24 +154,14 @@ def measured(run: Path) -> Measured:
         )
     settings = source_settings(run, metrics)
     gate = (settings or {}).get("gate.name")
-    under = (
-        (
-            f" (gate={gate}"
-            + (f", scorer.threshold={settings['scorer.threshold']}" if "scorer.threshold" in settings else "")
-            + ")"
-        )
-        if gate
-        else ""
-    )
+    threshold = f", scorer.threshold={settings['scorer.threshold']}" if "scorer.threshold" in (settings or {}) else ""
+    under = f" (gate={gate}{threshold})" if gate else ""
     rate = accepted / judged
-    return Measured(
-        rate,
+    said = (
         f"{rate:.2f} of stream pairs admitted, measured: the finished run {run} admitted "
-        f"{accepted} of the {judged} stream pairs its gate judged{under}",
-        run,
-        judged,
-        settings,
+        f"{accepted} of the {judged} stream pairs its gate judged{under}"
     )
+    return Measured(rate, said, run, judged, settings)
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:

@@ -91,21 +91,15 @@ class _Planner(CallCounter):
             user = self.user_prompt(a, e.question, kk)
             # memory.question=prompt: the pair's question is the whole prompt the agent saw
             question = user if cfg.memory.question == "prompt" else tokens(e.question)
+            prompt = self.system(a) + user + PER_MESSAGE
             if self.schedule.answers == "reference":  # the reference is the answer: nothing is generated
                 reply = tokens(e.answer)
-            elif self.schedule.answers == "best_of":  # n samples and the selector's calls on each (ms.plan.best_of)
-                reply = self.reply(a, self.backbone(self.agents[a].backbone).generation.max_new_tokens)
-                planned_best_of(self, a, e.question, kk, self.system(a) + user + PER_MESSAGE, question, reply)
             else:
                 reply = self.reply(a, self.backbone(self.agents[a].backbone).generation.max_new_tokens)
-                self.generated(
-                    self.row("answer", self.agents[a].backbone),
-                    a,
-                    e.question,
-                    kk,
-                    self.system(a) + user + PER_MESSAGE,
-                    reply,
-                )
+                if self.schedule.answers == "best_of":  # n samples and the selector's calls on each (ms.plan.best_of)
+                    planned_best_of(self, a, e.question, kk, prompt, question, reply)
+                else:
+                    self.generated(self.row("answer", self.agents[a].backbone), a, e.question, kk, prompt, reply)
             asked.append((e, question, reply))
             self.gate.planned_calls(cfg.gate, self, a, question, reply, pool[self.scope[a]])
         for p in self.poisoner.pairs(batch):  # a poisoning writer's pairs: the same gate judges them as the victim's
@@ -128,25 +122,15 @@ class _Planner(CallCounter):
         row = self.row("label", name)
         n = self.accept * max(candidates, 0.0)
         if cfg.train.label_method == "likelihood" and self.can(name, "scores_text"):
-            context = (
-                self.system(agent)
-                + tokens(self.template.with_examples.format(examples="", query=""))
-                + question
-                + memory
-                + PER_MESSAGE
-            )
+            template = tokens(self.template.with_examples.format(examples="", query=""))
+            context = self.system(agent) + template + question + memory + PER_MESSAGE
             row.add(n, context + reply, 0.0, exact=False, cached_exact=not cfg.use_cache)
             if cfg.train.utility_from_labels and candidates > 0:  # the zero-shot baseline of (X, Y)
                 row.add(self.accept, context - memory + reply, 0.0, exact=False, cached_exact=not cfg.use_cache)
         else:
             prompt = tokens((cfg.train.verbalized_prompt or VERBALIZED_PROMPT).format(example="", query="", answer=""))
-            row.add(
-                n,
-                prompt + memory + question + reply + PER_MESSAGE,
-                VERBALIZED_TOKENS,
-                exact=False,
-                cached_exact=not cfg.use_cache,
-            )
+            asked = prompt + memory + question + reply + PER_MESSAGE
+            row.add(n, asked, VERBALIZED_TOKENS, exact=False, cached_exact=not cfg.use_cache)
 
     def consolidate(self, stores: dict[str, list[tuple[int, float]]], step: int) -> None:
         """stm_ltm: a store that is full or has waited `interval` steps is consolidated; assumed to

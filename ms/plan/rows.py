@@ -38,20 +38,9 @@ class Row:
         cached: float = 0.0,
         cached_exact: bool = True,
     ) -> None:
-        self.merge(
-            Row(
-                self.role,
-                self.backbone,
-                self.price,
-                n,
-                exact,
-                n * prompt,
-                n * completion,
-                cached,
-                cached_exact,
-                {"prompt_tokens": (n - cached) * prompt, "completion_tokens": (n - cached) * completion},
-            )
-        )
+        billed = {"prompt_tokens": (n - cached) * prompt, "completion_tokens": (n - cached) * completion}
+        counts = (n, exact, n * prompt, n * completion, cached, cached_exact, billed)
+        self.merge(Row(self.role, self.backbone, self.price, *counts))
 
     def merge(self, other: "Row") -> None:
         """Add `other`'s counts: one call's, or another run's row of this role and backbone."""

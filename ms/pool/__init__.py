@@ -9,33 +9,17 @@ that is already there is a no-op instead of a duplicate that would skew retrieva
 
 from ms.config.files import POOL_FILENAME
 from ms.pool.opening import open_pool
-from ms.pool.records import (
-    COUNTABLE,
-    ORIGINS,
-    POOL_MODES,
-    TIERS,
-    Memory,
-    ScopeChanges,
-    content_hash,
-    normalize_space,
-    scope_for,
-)
-from ms.pool.schema import SCHEMA_VERSION, PoolFileError, damaged_pool_message
+from ms.pool.records import ORIGINS, Memory, normalize_space, scope_for
+from ms.pool.schema import SCHEMA_VERSION, PoolFileError
 from ms.pool.store import Pool
 
 __all__ = [
-    "COUNTABLE",
     "ORIGINS",
     "POOL_FILENAME",
-    "POOL_MODES",
     "SCHEMA_VERSION",
-    "TIERS",
     "Memory",
     "Pool",
     "PoolFileError",
-    "ScopeChanges",
-    "content_hash",
-    "damaged_pool_message",
     "normalize_space",
     "open_pool",
     "scope_for",

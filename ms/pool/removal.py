@@ -20,6 +20,8 @@ from ms.pool.backend import Database
 
 KINDS = ("agent", "run")  # whose memories: a writer agent's (memories.agent) or a run's (memories.run_id)
 _COLUMN = {"agent": "agent", "run": "run_id"}
+# An audit record's columns, as `removals` reads them
+RECORD_COLUMNS = "id removed_at kind target scope with_seeds removed unfolded counts ids command".split()
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ def remove(
     if kind not in KINDS:
         raise ValueError(f"cannot remove the memories of a {kind!r}; choose one of {', '.join(KINDS)}")
     keep = sorted(set(keep_origins))
+    with_seeds = "seed" not in keep
     where = f"{_COLUMN[kind]} = ? AND origin NOT IN {db.TEXTS}" + (" AND scope = ?" if scope is not None else "")
     params = (target, json.dumps(keep), *([scope] if scope is not None else []))
     kept_where = f"{_COLUMN[kind]} = ? AND origin IN {db.TEXTS}" + (" AND scope = ?" if scope is not None else "")
@@ -81,60 +84,23 @@ def remove(
         now = time.time()
         record_id = None
         if command is not None and not dry_run:
+            listed = json.dumps([[s, o, n] for (s, o), n in sorted(counts.items())])
             record_id = session.rows(
                 "INSERT INTO removals (removed_at, kind, target, scope, with_seeds, removed, unfolded, counts, ids,"
                 " command) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    now,
-                    kind,
-                    target,
-                    scope,
-                    int("seed" not in keep),
-                    len(ids),
-                    unfolded,
-                    json.dumps([[s, o, n] for (s, o), n in sorted(counts.items())]),
-                    json.dumps(ids),
-                    command,
-                ),
+                (now, kind, target, scope, int(with_seeds), len(ids), unfolded, listed, json.dumps(ids), command),
             )[0][0]
-    return Removal(
-        kind,
-        target,
-        scope,
-        "seed" not in keep,
-        dict(sorted(counts.items())),
-        ids,
-        int(unfolded),
-        int(kept),
-        now,
-        command,
-        record_id,
-    )
+    counted = dict(sorted(counts.items()))
+    return Removal(kind, target, scope, with_seeds, counted, ids, int(unfolded), int(kept), now, command, record_id)
 
 
 def removals(db: Database) -> list[dict]:
     """Every audit record, oldest first, as a dict of its columns (counts and ids decoded)."""
     with db.read() as session:
-        rows = session.rows(
-            "SELECT id, removed_at, kind, target, scope, with_seeds, removed, unfolded, counts, ids,"
-            " command FROM removals ORDER BY id"
-        )
-    names = (
-        "id",
-        "removed_at",
-        "kind",
-        "target",
-        "scope",
-        "with_seeds",
-        "removed",
-        "unfolded",
-        "counts",
-        "ids",
-        "command",
-    )
+        rows = session.rows(f"SELECT {', '.join(RECORD_COLUMNS)} FROM removals ORDER BY id")
     out = []
     for row in rows:
-        record = dict(zip(names, row))
+        record = dict(zip(RECORD_COLUMNS, row))
         record["with_seeds"] = bool(record["with_seeds"])
         record["counts"] = [tuple(c) for c in json.loads(record["counts"])]
         record["ids"] = json.loads(record["ids"])

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
-from ms.config.files import POOL_FILENAME
 from ms.config.parts import POOL_BACKENDS
 from ms.pool.backend import Database
 from ms.pool.records import (
@@ -47,11 +46,6 @@ class Pool:
                     "INSERT INTO runs (run_id, label, first_opened) VALUES (?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
                     (run_id, run_label, time.time()),
                 )
-
-    @classmethod
-    def for_run(cls, run_dir: str | Path) -> Pool:
-        """The default: one pool file inside the run's output folder."""
-        return cls(Path(run_dir) / POOL_FILENAME)
 
     def _read(self, sql: str, params: Iterable[Any] = ()) -> list[Sequence[Any]]:
         with self._db.read() as db:
@@ -160,15 +154,8 @@ class Pool:
         within `scope` if given, seeds only `with_seeds`; with `command`, an audit record in the
         removals table names it (ms.pool.removal). Other processes' scope snapshots drop the removed
         memories at their next search, through the change log."""
-        return remove(
-            self._db,
-            kind,
-            target,
-            scope=scope,
-            keep_origins=() if with_seeds else ("seed",),
-            command=command,
-            dry_run=dry_run,
-        )
+        keep = () if with_seeds else ("seed",)
+        return remove(self._db, kind, target, scope=scope, keep_origins=keep, command=command, dry_run=dry_run)
 
     def removals(self) -> list[dict]:
         """The audit records of every removal with a command, oldest first (ms.pool.removal.removals)."""

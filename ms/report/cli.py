@@ -10,38 +10,15 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, print_user_error, report_user_errors
-from ms.common.stats import MIN_CI_N
 from ms.data.reference_twins import read_test_ids
-from ms.metrics.base import metric_of_key
-from ms.report.ablation import ablation_csv, ablation_markdown, ablation_tables, combinations
-from ms.report.access_compare import write_access
-from ms.report.claim_files import claims_csv, claims_grid, claims_markdown, untested
-from ms.report.claims import comparisons, test_all
-from ms.report.conditions import FIGURE4_K, FIGURE4_POOL, choose, conditions
-from ms.report.figures import change_by_gate, figure4, save_figure
-from ms.report.gates import by_gate, change_since_first_fill
-from ms.report.pages import exclusion_markdown, runs_markdown, summary_markdown
-from ms.report.paper import PaperTables, load_paper_tables
-from ms.report.poison import write_poison
-from ms.report.quality import write_quality
-from ms.report.records import record_warnings, records_markdown
-from ms.report.render import to_csv, to_latex, to_markdown
-from ms.report.runs import Run, find_runs, in_known_order, metric_label, slug
-from ms.report.screens import screens_markdown, write_growth, write_screens_report
-from ms.report.sharing import write_sharing
-from ms.report.stream_share import write_stream_share
-from ms.report.tables import table1, table2
-from ms.report.usage import write_usage
+from ms.report.common.conditions import choose, conditions
+from ms.report.common.runs import Run, find_runs, in_known_order, slug
+from ms.report.context import Report
+from ms.report.sections import SECTIONS
+from ms.report.tables.paper import PaperTables, load_paper_tables
+from ms.report.usage.screens import write_screens_report
 
 log = logging.getLogger(__name__)
-
-
-def claim_metrics() -> list[str]:
-    """The keys every claim is tested on, as the registered metrics name them (`Metric.claim_key`): the
-    headline metric, BERTScore P, and the cheap, sensitive one, ref_logprob (ARCHITECTURE.md, "Metrics")."""
-    from ms.config.parts import METRICS
-
-    return [key for name in METRICS if (key := METRICS.load(name).claim_key)]
 
 
 # Where a report goes without --out: beside the runs' own outputs, which git ignores, so that a
@@ -77,24 +54,6 @@ def chosen_metric(runs: Sequence[Run], metric: Optional[str], roots: Sequence[Pa
     return metric
 
 
-def _write_claims(out: Path, compared, runs, metric: str) -> tuple[str, list, list[str]]:
-    """claims.md and claims.csv for the claims' comparisons; returns the part summary.md shows, the
-    tested rows and a line per claim not tested (the site shows both)."""
-    metrics = list(dict.fromkeys([*claim_metrics(), metric]))
-    rows, empty = test_all(compared, metrics)
-    (out / "claims.md").write_text(claims_markdown(rows, empty, metrics, [r.path for r in runs]), encoding="utf-8")
-    (out / "claims.csv").write_text(claims_csv(rows), encoding="utf-8")
-    lines = untested(rows, empty)
-    missing = "".join(f"\n- not tested here: {line}" for line in lines)
-    return (claims_grid(rows) if rows else "No claim could be tested on these runs.") + "\n" + missing, rows, lines
-
-
-def _records_its_model(metric: str) -> bool:
-    """Whether the metric's runs record the model that produced it (BERTScore's, metrics.json `bertscore`)."""
-    cls = metric_of_key(metric)
-    return cls is None or cls.record_key is not None
-
-
 def write_report(
     roots: Sequence[Path],
     out: Path,
@@ -128,110 +87,15 @@ def write_report(
     conds, replaced = conditions(runs)
     chosen, why_not = choose(conds, replaced)
     out.mkdir(parents=True, exist_ok=True)
-
-    tables = {"table1": table1(chosen, paper, metric), "table2": table2(chosen, paper, metric)}
-    for stem, table in tables.items():
-        for suffix, render in ((".md", to_markdown), (".csv", to_csv), (".tex", to_latex)):
-            (out / f"{stem}{suffix}").write_text(render(table), encoding="utf-8")
-
-    ablation = None
-    for stale in ("ablation.md", "ablation.csv"):  # a rerun into the same --out must not keep an old one
-        (out / stale).unlink(missing_ok=True)
-    if len(combinations(conds)) > 1:
-        ablations, single = ablation_tables(conds, metric, paper.agents)
-        (out / "ablation.md").write_text(ablation_markdown(ablations, metric, single), encoding="utf-8")
-        (out / "ablation.csv").write_text(ablation_csv(ablations, paper.agents), encoding="utf-8")
-        ablation = ablation_markdown(ablations, metric, single, level=2)
-
-    compared = comparisons(conds, chosen)
-    claims, claim_rows, not_tested = _write_claims(out, compared, runs, metric)
-    warnings = record_warnings(
-        [
-            *((f"seed replicates {c.name}", c.first, run) for c in conds for run in c.runs[1:]),
-            *(
-                (f"runs paired in claim ({p.claim.id}) {p.label}", p.a.first, run)
-                for p in compared
-                if p.a is not p.b
-                for run in p.b.runs
-            ),
-        ]
+    report = Report(
+        roots, out, metric, paper, runs, screens, skipped, conds, chosen, why_not, sharing_fill, exclude_tests, excluded
     )
-    for warning in warnings:
-        log.warning("%s", warning)
-
-    figure4s = {}
-    for (backbone, k, pool), cond in sorted(chosen.items()):
-        if (k, pool) == (FIGURE4_K, FIGURE4_POOL):
-            if metric not in cond.first.measured:
-                log.warning("no Figure 4 for %s: %s did not measure %s", backbone, cond.name, metric)
-                continue
-            scorer = f"\nBERTScore model {cond.scorer}" if _records_its_model(metric) else ""
-            fig = figure4(
-                cond.curves(metric),
-                f"{metric_label(metric)} vs memory fill: {backbone}, k = {k}, "
-                f"Domain-pool (95% CI: band, or bar at a single fill; none at n < {MIN_CI_N}){scorer}",
-                metric_label(metric),
-            )
-            figure4s[backbone] = save_figure(fig, out, f"figure4_{slug(backbone)}")
-
-    for backbone, gates in by_gate(conds, chosen).items():
-        fig = change_by_gate(
-            {gate: change_since_first_fill(c, metric) for gate, c in gates.items()},
-            f"Change since the first fill, by gate: {backbone}, k = {FIGURE4_K}, Domain-pool\n"
-            "(paired over the same test questions; band: 95% CI)",
-            f"change in {metric_label(metric)}",
-        )
-        figure4s[f"{backbone}, change since the first fill by gate"] = save_figure(
-            fig, out, f"figure4_gates_{slug(backbone)}"
-        )
-
-    growth = write_growth([*runs, *screens], out)
-
-    (out / "runs.md").write_text(runs_markdown(runs, why_not, paper, metric, skipped), encoding="utf-8")
-    sharing = write_sharing(runs, out, metric, sharing_fill)
-    stream_shares = write_stream_share(runs, out)
-    quality = write_quality([*runs, *screens], out)
-    access = write_access(runs, out, metric)  # every run under an access rule, against its open twin where given
-    poison = write_poison(runs, out, metric)  # runs with a poisoning writer, against their clean runs
-    usage = write_usage([*runs, *screens], out)
     summary = out / "summary.md"
-    summary.write_text(
-        summary_markdown(
-            list(roots),
-            metric,
-            runs,
-            skipped,
-            tables,
-            figure4s,
-            growth,
-            why_not,
-            paper,
-            claims,
-            ablation,
-            stream_shares,
-        )
-        + (f"\n{screens_markdown(screens)}" if screens else "")
-        + (f"\n{sharing}\n" if sharing else "")
-        + (f"\n{quality}" if quality else "")
-        + (f"\n{access}\n" if access else "")
-        + (f"\n{poison}\n" if poison else "")
-        + (f"\n{exclusion_markdown(exclude_tests, excluded, runs)}\n" if exclude_tests else "")
-        + f"\n## LLM usage and cost\n\n{usage}\n\n{records_markdown(warnings, runs)}",
-        encoding="utf-8",
-    )
+    summary.write_text("".join(section.draw(report) for section in SECTIONS), encoding="utf-8")
     if html is not None:
-        from ms.report.html import ReportParts, write_site
-        from ms.report.run_labels import run_labels
+        from ms.report.html.site import write_site
 
-        figures = {f"Figure 4, {name}": out / png for name, png in figure4s.items()}
-        labels = run_labels([*runs, *screens])  # the site names runs by their condition, not their folder
-        figures |= {f"Pool growth: {labels[name]}": out / png for name, png in growth.items()}
-        write_site(
-            html,
-            ReportParts(
-                roots, metric, runs, skipped, why_not, paper, tables, claim_rows, not_tested, figures, sharing_fill
-            ),
-        )
+        write_site(html, report)
     return summary
 
 

@@ -2,7 +2,7 @@
 
     python -m ms.report.export RUN_DIR OUT_CSV
 
-(A module of its own: the ms.report package imports ms.report.writers, which `python -m` would then
+(A module of its own: the ms.report package imports ms.report.common.writers, which `python -m` would then
 run a second time.)"""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ms.common.errors import report_user_errors
-from ms.report.writers import WRITERS_FILE, export_writers
+from ms.report.common.writers import WRITERS_FILE, export_writers
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

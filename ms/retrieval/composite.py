@@ -120,19 +120,8 @@ class CompositeRetriever(Retriever):
             totals = totals + cfg.similarity_weight * cos.clamp(0, 1) + cfg.utility_weight * utility
             # Stable sort: equal totals keep the dense order.
             order = sorted(range(len(memories)), key=lambda i: -totals[i].item())
-            ranked.append(
-                [
-                    Ranked(
-                        memories[i],
-                        cos[i].item(),
-                        recency[i].item(),
-                        importance[i].item(),
-                        utility[i].item(),
-                        totals[i].item(),
-                    )
-                    for i in order
-                ]
-            )
+            terms = (cos, recency, importance, utility, totals)
+            ranked.append([Ranked(memories[i], *(t[i].item() for t in terms)) for i in order])
         return ranked
 
     def retrieve(

@@ -74,16 +74,8 @@ class DenseRetriever(Retriever):
             from ms.retrieval.ann import require_faiss
 
             require_faiss()
-        dense = cls(
-            pool,
-            Encoder(cfg.encoder),
-            refresh,
-            cfg.refresh_every,
-            cfg.refresh_budget,
-            index=cfg.index,
-            ann_min_size=cfg.ann_min_size,
-            ann_ef=cfg.ann_ef,
-        )
+        search = {"index": cfg.index, "ann_min_size": cfg.ann_min_size, "ann_ef": cfg.ann_ef}
+        dense = cls(pool, Encoder(cfg.encoder), refresh, cfg.refresh_every, cfg.refresh_budget, **search)
         return Built(dense, dense if learned else None)
 
     def __init__(

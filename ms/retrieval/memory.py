@@ -165,15 +165,9 @@ class StmLtmPolicy:
         to_summarize = [(scope, agent, g) for scope, agent, g in groups if len(g) > 1]
         try:
             with self.lm.acting_as("summarize"):
-                replies = (
-                    self.lm.generate(
-                        [summary_prompt(agent, g) for _, agent, g in to_summarize],
-                        max_new_tokens=self.cfg.summary_tokens,
-                        temperature=0.0,
-                    )
-                    if to_summarize
-                    else []
-                )
+                prompts = [summary_prompt(agent, g) for _, agent, g in to_summarize]
+                most = self.cfg.summary_tokens
+                replies = self.lm.generate(prompts, max_new_tokens=most, temperature=0.0) if prompts else []
         except Exception as error:
             # Nothing has changed yet, so the stores stay as they are and are due again next step.
             done.deferred = [m.id for items in due.values() for m in items]
@@ -295,13 +289,10 @@ class StmLtmRetriever(Retriever):
 
 
 def _merge(short: list[Memory], long: list[Memory], k: int) -> list[Memory]:
-    seen: set[int] = set()
-    merged = []
+    merged: dict[int, Memory] = {}
     for m in short + long:
-        if m.id not in seen:
-            seen.add(m.id)
-            merged.append(m)
-    return merged[:k]
+        merged.setdefault(m.id, m)
+    return list(merged.values())[:k]
 
 
 def build_policy(cfg: MemoryConfig, pool: Pool, lm: LM, encoder: Callable[[], Encoder]) -> PlainPolicy | StmLtmPolicy:

@@ -98,15 +98,10 @@ class Labeller:
     def mean_logprobs(self, jobs: Sequence[tuple[str, str, str, Memory | None]]) -> list[float]:
         """Mean log-prob per token of each Y given X, with the candidate memory as the one shot
         (None: zero-shot)."""
+        shots = [[] if m is None else [{"question": m.question, "answer": m.answer}] for _, _, _, m in jobs]
         contexts = [
-            self.lm.chat_context(
-                chat(
-                    self.agents[agent],
-                    self.template.render(x, [] if m is None else [{"question": m.question, "answer": m.answer}]),
-                    self.template.system,
-                )
-            )
-            for agent, x, _, m in jobs
+            self.lm.chat_context(chat(self.agents[agent], self.template.render(x, shot), self.template.system))
+            for (agent, x, _, _), shot in zip(jobs, shots)
         ]
         scored = self.lm.loglikelihood(contexts, [y for _, _, y, _ in jobs])
         return [total / max(n, 1) for total, n in scored]

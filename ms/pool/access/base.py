@@ -14,7 +14,7 @@ The rules are registered parts (ms.config.parts.ACCESS_RULES, setting `access.na
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 SEED = "seed"  # the writer name that grants every seed pair
 ALL = "all"  # in a rule file: every writer
@@ -42,10 +42,6 @@ class AccessRule:
     """A registered access rule. `reader(agent)` is all the loop asks of it; the classmethods say
     what the run's checks and record need without building it."""
 
-    # Whether the rule lets every reader read everything: the run records nothing of it then, so
-    # runs under the open rule stay one condition with runs from before rules existed.
-    is_open: ClassVar[bool] = False
-
     @classmethod
     def build(cls, cfg, agents: Sequence[str]) -> "AccessRule":
         """The rule `cfg` (an AccessConfig) describes, for the configured `agents`."""
@@ -65,5 +61,6 @@ class AccessRule:
         return None
 
     def record(self) -> dict:
-        """What metrics.json's `run` records of the rule ({} for the open rule)."""
+        """What metrics.json's `run` records of the rule: {} for the open rule, so runs under it stay one
+        condition with runs from before rules existed."""
         return {}

@@ -8,8 +8,6 @@ from ms.pool.access.base import AccessRule, Reader
 
 
 class OpenAccess(AccessRule):
-    is_open = True
-
     @classmethod
     def build(cls, cfg, agents: Sequence[str]) -> "OpenAccess":
         return cls()

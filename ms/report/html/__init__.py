@@ -7,8 +7,3 @@ retrievals; two runs of a claim side by side.
 Modules: memories (each memory's record and text: the pool file, or rebuilt from the run's data and
 decisions.jsonl), prompts (the run's prompt template for the page to render), rundata (data/run-<n>.js),
 front (data/site.js), site (write_site); static/ holds the page, its scripts and its style."""
-
-from ms.report.html.front import ReportParts
-from ms.report.html.site import write_site
-
-__all__ = ["ReportParts", "write_site"]

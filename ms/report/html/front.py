@@ -4,37 +4,17 @@ The numbers are the ones ms-report's own files carry: they are computed once, by
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Optional, Sequence
-
 from ms.config.parts import POLICIES
-from ms.report.claim_files import claim_runs
-from ms.report.claims import CLAIMS, ClaimRow, higher_is_better
-from ms.report.conditions import SELECTION_RULE, Condition, used_in
-from ms.report.labels import words
-from ms.report.paper import PaperTables
-from ms.report.records import record_counts
-from ms.report.render import DIFF, Table, value_text
-from ms.report.run_labels import run_labels
-from ms.report.runs import Run, Skipped, metric_label, metric_words
-
-
-@dataclass
-class ReportParts:
-    """What write_report computed that the site shows."""
-
-    roots: Sequence[Path]
-    metric: str
-    runs: Sequence[Run]
-    skipped: Sequence[Skipped]
-    why_not: dict[str, str]
-    paper: PaperTables
-    tables: dict[str, Table]
-    claim_rows: Sequence[ClaimRow] = ()
-    untested: Sequence[str] = ()
-    figures: dict[str, Path] = field(default_factory=dict)  # title -> PNG written by the report
-    sharing_fill: Optional[int] = None
+from ms.report.common.conditions import SELECTION_RULE, Condition
+from ms.report.common.labels import words
+from ms.report.common.records import record_counts
+from ms.report.common.render import DIFF, Table, value_text
+from ms.report.common.run_labels import run_labels
+from ms.report.common.runs import Run, metric_label, metric_words
+from ms.report.context import Report
+from ms.report.tables.claim_files import claim_runs
+from ms.report.tables.claims import CLAIMS, ClaimRow, higher_is_better
+from ms.report.tables.pages import use_of
 
 
 def _side(c: Condition, fill: int, index: dict[str, int]) -> dict:
@@ -81,14 +61,8 @@ def table_data(table: Table) -> dict:
     }
 
 
-def run_entry(run: Run, parts: ReportParts, label: str) -> dict:
-    cond = Condition([run])
-    score = cond.score(parts.metric) if parts.metric in run.measured else None
-    use = (
-        f"not used: {parts.why_not[run.name]}"
-        if run.name in parts.why_not
-        else f"used in {', '.join(used_in(run.cell, parts.paper)) or 'no table (none shows this k and pool)'}"
-    )
+def run_entry(run: Run, report: Report, label: str) -> dict:
+    score = Condition([run]).score(report.metric) if report.metric in run.measured else None
     r = run.record
     return {
         "name": run.name,
@@ -104,36 +78,36 @@ def run_entry(run: Run, parts: ReportParts, label: str) -> dict:
         "last_fill": run.last_fill,
         "fills": run.fills,
         "overall": value_text(score, show_n=True, digits=3) if score else "–",
-        "use": use,
+        "use": use_of(run, report),
         "predictions": run.predictions is not None,
     }
 
 
-def front_data(parts: ReportParts, figure_files: dict[str, str]) -> dict:
+def front_data(report: Report, figure_files: dict[str, str]) -> dict:
     """site.js: everything the front page shows, and the runs' names in the order of their data files."""
-    index = {run.name: i for i, run in enumerate(parts.runs)}
-    labels = run_labels(parts.runs)
+    index = {run.name: i for i, run in enumerate(report.runs)}
+    labels = run_labels(report.runs)
     metrics = list(
         dict.fromkeys(
-            [parts.metric, *(r.metric for r in parts.claim_rows), *(m for run in parts.runs for m in run.measured)]
+            [report.metric, *(r.metric for r in report.claim_rows), *(m for run in report.runs for m in run.measured)]
         )
     )
     return {
-        "roots": [str(r) for r in parts.roots],
-        "metric": parts.metric,
-        "paper": parts.paper.source,
+        "roots": [str(r) for r in report.roots],
+        "metric": report.metric,
+        "paper": report.paper.source,
         "metrics": {
             m: {"label": metric_label(m), "words": metric_words(m), "higher_is_better": higher_is_better(m)}
             for m in metrics
         },
         "selection_rule": SELECTION_RULE,
-        "claims": [claim_data(row, index) for row in parts.claim_rows],
-        "claim_records": record_counts(claim_runs(parts.claim_rows)),
-        "run_records": record_counts(parts.runs),
+        "claims": [claim_data(row, index) for row in report.claim_rows],
+        "claim_records": record_counts(claim_runs(report.claim_rows)),
+        "run_records": record_counts(report.runs),
         "claim_rules": {c.id: {"text": c.text, "how": c.how} for c in CLAIMS.values()},
-        "untested": list(parts.untested),
-        "tables": [table_data(t) for t in parts.tables.values()],
+        "untested": list(report.untested),
+        "tables": [table_data(t) for t in report.tables.values()],
         "figures": [{"title": title, "file": file} for title, file in figure_files.items()],
-        "runs": [run_entry(run, parts, labels[run.name]) for run in parts.runs],
-        "skipped": [{"path": s.path.name, "reason": s.reason} for s in parts.skipped],
+        "runs": [run_entry(run, report, labels[run.name]) for run in report.runs],
+        "skipped": [{"path": s.path.name, "reason": s.reason} for s in report.skipped],
     }

@@ -26,8 +26,8 @@ from ms.config.schema import DataConfig
 from ms.data import load_splits
 from ms.loop.cell import data_fingerprint
 from ms.pool import Pool
-from ms.report.runs import Run, read_jsonl
-from ms.report.writers import (
+from ms.report.common.runs import Run, read_jsonl
+from ms.report.common.writers import (
     POISONER,
     Writer,
     agent_backbones,

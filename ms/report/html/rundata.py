@@ -9,15 +9,15 @@ import logging
 from collections import defaultdict
 from typing import Optional, Sequence
 
-from ms.report.baseline import find_baseline
-from ms.report.grants import Grants
+from ms.report.common.runs import Item, Run
+from ms.report.common.writers import run_config
 from ms.report.html.memories import Memories, decisions_of, run_memories
 from ms.report.html.prompts import prompt_spec
-from ms.report.poison import poison_of
-from ms.report.runs import Item, Run
-from ms.report.sharing_counts import ALL, Sharing, sharing_matrix
-from ms.report.sharing_text import sharing_notes
-from ms.report.writers import run_config
+from ms.report.sharing.baseline import find_baseline
+from ms.report.sharing.counts import ALL, Sharing, sharing_matrix
+from ms.report.sharing.grants import Grants
+from ms.report.sharing.poison import poison_of
+from ms.report.sharing.text import sharing_notes
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def _questions(run: Run) -> tuple[list[list[str]], dict[Item, int], dict[str, li
 
 
 def _baseline(run: Run, runs: Sequence[Run], index: dict[Item, int]) -> Optional[dict]:
-    """The k = 0 values each question pairs with (ms.report.baseline), per metric the run measured."""
+    """The k = 0 values each question pairs with (ms.report.sharing.baseline), per metric the run measured."""
     if run.cell[1] == 0 or run.predictions is None:
         return None
     values, name = {}, None
@@ -94,7 +94,8 @@ def _decisions(run: Run) -> list[dict]:
 def _sharing(
     run: Run, runs: Sequence[Run], memories: Memories, metric: str, fill: Optional[int], index: dict[Item, int]
 ) -> dict:
-    """The run's sharing matrix as ms.report.sharing draws it, each cell with its retrievals; or why there is none."""
+    """The run's sharing matrix as ms.report.sharing.matrices draws it, each cell with its retrievals; or
+    why there is none."""
     at = run.last_fill if fill is None else fill
     rows = (run.predictions or {}).get(at, {})
     if run.cell[1] == 0 or not any(r.get("retrieved") for r in rows.values()):
@@ -114,7 +115,7 @@ def _sharing(
 def _cell_memories(run: Run, memories: Memories, metric: str, at: int) -> dict[tuple[str, str], dict[Item, list[int]]]:
     """Which of each question's memories every cell counts: the matrix of one rank of the top k at a
     time (each question then adds one retrieval, to the cells its rank's memory falls in), so a cell's
-    memories are classified by ms.report.sharing itself."""
+    memories are classified by ms.report.sharing.matrices itself."""
     rows = run.predictions[at]
     out: dict[tuple[str, str], dict[Item, list[int]]] = defaultdict(lambda: defaultdict(list))
     for rank in range(max(len(r.get("retrieved") or []) for r in rows.values())):
@@ -171,7 +172,7 @@ def rule_and_poisoner(run: Run) -> dict:
 def run_data(
     run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[int] = None, label: Optional[str] = None
 ) -> dict:
-    """Everything the site shows of one run, JSON-ready; `label` names it on its page (ms.report.run_labels)."""
+    """Everything the site shows of one run, JSON-ready; `label` names it on its page (ms.report.common.run_labels)."""
     tests, index, rows = _questions(run)
     memories = run_memories(run)
     if run.cell[1] == 0 and not any(r["r"] for fill in rows.values() for r in fill):

@@ -14,9 +14,10 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional
 
-from ms.report.html.front import ReportParts, front_data
+from ms.report.common.runs import slug
+from ms.report.context import Report
+from ms.report.html.front import front_data
 from ms.report.html.rundata import run_data
-from ms.report.runs import slug
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def _clear(site: Path) -> None:
             path.unlink()
 
 
-def write_site(site: Path, parts: ReportParts) -> Path:
+def write_site(site: Path, report: Report) -> Path:
     """The site for the report's runs in folder `site`; returns its index.html."""
     _clear(site)
     (site / "assets").mkdir(parents=True)
@@ -60,15 +61,15 @@ def write_site(site: Path, parts: ReportParts) -> Path:
     for name in ASSETS:
         shutil.copyfile(STATIC / name, site / "assets" / name)
     figures = {}
-    for title, png in parts.figures.items():
+    for title, png in report.figures.items():
         (site / "figures").mkdir(exist_ok=True)
         name = slug(png.name)
         shutil.copyfile(png, site / "figures" / name)
         figures[title] = name
-    front = front_data(parts, figures)
+    front = front_data(report, figures)
     sharing: dict[str, dict] = {}
-    for i, run in enumerate(parts.runs):
-        data = run_data(run, parts.runs, parts.metric, parts.sharing_fill, front["runs"][i]["label"])
+    for i, run in enumerate(report.runs):
+        data = run_data(run, report.runs, report.metric, report.sharing_fill, front["runs"][i]["label"])
         matrix: Optional[dict] = data.get("sharing")
         if matrix is not None:  # the front page draws the matrix; the run's file keeps its cells' retrievals
             sharing[str(i)] = {k: v for k, v in matrix.items() if k != "cells"}

@@ -1,0 +1,52 @@
+"""Each run's record (metrics.json `provenance`, ms.loop.provenance): where two runs the report pools (seed
+replicates) or pairs (the claims' comparisons) differ in model files, engines or package versions (summary.md
+warns of each: ms.report.tables.pages), and how many runs of a table were recorded dirty or carry none. A
+different commit alone is no difference: most commits do not touch the arithmetic, and a sweep resumed after
+a commit would warn on every cell."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from ms.report.common.runs import Run
+
+
+def compared_fields(record: dict) -> dict[str, Any]:
+    """The record's fields that must agree between runs whose numbers are set against each other,
+    by a readable name."""
+    out: dict[str, Any] = {f"{package} version": v for package, v in (record.get("versions") or {}).items()}
+    for name, backbone in (record.get("backbones") or {}).items():
+        out[f"backbone {name} engine"] = backbone.get("engine")
+        out |= {f"backbone {name} file {file} SHA-256": sha for file, sha in (backbone.get("sha256") or {}).items()}
+    for role, encoder in (record.get("encoders") or {}).items():
+        out |= {f"{role} encoder file {file} SHA-256": sha for file, sha in (encoder.get("sha256") or {}).items()}
+    return out
+
+
+def record_of(run: Run) -> Optional[dict]:
+    """The run's record; None for runs written before metrics.json had one."""
+    record = run.metrics.get("provenance")
+    return record if isinstance(record, dict) else None
+
+
+def differences(a: Run, b: Run) -> list[str]:
+    """One line per field in which the two runs' records differ; none where either has no record."""
+    record_a, record_b = record_of(a), record_of(b)
+    if record_a is None or record_b is None:
+        return []
+    fields_a, fields_b = compared_fields(record_a), compared_fields(record_b)
+    return [
+        f"{key}: {fields_a.get(key, 'absent')} in {a.name}, {fields_b.get(key, 'absent')} in {b.name}"
+        for key in dict.fromkeys([*fields_a, *fields_b])
+        if fields_a.get(key) != fields_b.get(key)
+    ]
+
+
+def record_counts(runs: Sequence[Run]) -> str:
+    """The line under a table of runs: how many it shows, how many of them recorded a tree that differed
+    from their commit (provenance `dirty: true`) and how many carry no run record at all (written before
+    metrics.json had one), e.g. "runs: 6, of which 2 recorded dirty, 1 without a run record"."""
+    shown = list({run.name: run for run in runs}.values())  # a run a table names twice counts once
+    dirty = sum((record_of(run) or {}).get("dirty") is True for run in shown)
+    lacking = sum(record_of(run) is None for run in shown)
+    return f"runs: {len(shown)}, of which {dirty} recorded dirty, {lacking} without a run record"

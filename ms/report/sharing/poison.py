@@ -1,0 +1,326 @@
+"""poison.md and poison.csv: for each run with a poisoning writer (`run.poison` in metrics.json,
+ms.data.poison), how far its memories spread and whom they hurt.
+
+Per run: the poisoner's pairs the gate judged and admitted (metrics.json `stream.poison`); the test
+questions' retrievals of its memories (the memories its writer name wrote, read from the pool file or
+memories.csv as the sharing matrix reads them) by the victim and by the other agents, at the run's last
+fill; for an injection, the stream answers that carry its marker (decisions.jsonl: the agents' own
+pairs, not the poisoner's), and the test answers that do where the run generated them; and the change
+in the metric against the clean run (the run whose fields are the same but for the poisoner and the
+access rule), paired per test question with a 95% bootstrap CI, for the victim and for everyone else.
+poison.png/.pdf draws the retrieval shares and the changes of the same Spreads, one row per run.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ms.common.stats import MIN_CI_N, Estimate, mean_ci
+from ms.config.files import DECISIONS_FILE
+from ms.config.parts import ACCESS_RULES
+from ms.data.poison_record import PoisonRecord
+from ms.report.common.labels import option
+from ms.report.common.render import markdown_grid
+from ms.report.common.runs import Run, metric_label, read_jsonl
+from ms.report.common.writers import read_writers
+from ms.report.figures.canvas import new_figure, save_figure
+
+FILE = "poison"
+VICTIM, OTHERS = "victim", "others"
+SIDES = {VICTIM: "the victim", OTHERS: "the other agents"}
+BAR = 0.38  # the height of one side's bar in a run's row (two sides per row)
+
+
+def poison_of(run: Run) -> Optional[PoisonRecord]:
+    """The run's poisoner (kind, victim, writer[, marker]); None for a clean run."""
+    return run.record.poison
+
+
+def clean_twin(run: Run, runs: Sequence[Run]) -> Optional[Run]:
+    """The newest run without a poisoner whose fields equal `run`'s but for the poisoner, its access rule
+    and its seed, on the same examples."""
+
+    def rest(r: Run) -> dict:
+        return r.record.without("poison", "access", "seed")
+
+    found = [r for r in runs if poison_of(r) is None and r.data == run.data and rest(r) == rest(run)]
+    return max(found, key=lambda r: (r.finished, r.name)) if found else None
+
+
+@dataclass
+class Spread:
+    """What one poisoned run shows."""
+
+    run: Run
+    poison: PoisonRecord
+    asked: Optional[int]
+    admitted: Optional[int]  # from the pool where it could be read, else metrics.json's count
+    retrievals: dict[str, tuple[int, int]]  # VICTIM / OTHERS -> (retrievals of poisoned memories, all retrievals)
+    marked: dict[str, tuple[int, int]]  # "stream: victim" ... -> (answers with the marker, answers)
+    harm: dict[str, Estimate]  # VICTIM / OTHERS -> the metric's change against the clean run
+    clean: Optional[Run]
+
+
+def _retrievals(run: Run, victim: str, poisoned: set[int]) -> dict[str, tuple[int, int]]:
+    counts = {VICTIM: [0, 0], OTHERS: [0, 0]}
+    for (agent, _), row in (run.predictions or {}).get(run.last_fill, {}).items():
+        ids = [int(m) for m in row.get("retrieved") or []]
+        side = counts[VICTIM if agent == victim else OTHERS]
+        side[0] += sum(m in poisoned for m in ids)
+        side[1] += len(ids)
+    return {k: (a, b) for k, (a, b) in counts.items()}
+
+
+def _marked(run: Run, victim: str, marker: str) -> dict[str, tuple[int, int]]:
+    """Answers that carry the marker: the agents' own stream answers (decisions.jsonl), and the test
+    answers at the last fill where the run generated them (BERTScore runs)."""
+    out = {}
+    path = run.path / DECISIONS_FILE
+    own = [d for d in read_jsonl(path) if not d.get("writer")] if path.is_file() else []
+    tests = [
+        (a, r["answer"])
+        for (a, _), r in (run.predictions or {}).get(run.last_fill, {}).items()
+        if isinstance(r.get("answer"), str)
+    ]
+    for where, answers in (("stream", [(d["agent"], d.get("answer") or "") for d in own]), ("test", tests)):
+        if not answers:
+            continue
+        for side, keep in ((VICTIM, lambda a: a == victim), (OTHERS, lambda a: a != victim)):
+            mine = [text for a, text in answers if keep(a)]
+            out[f"{where}: {side}"] = (sum(marker in text for text in mine), len(mine))
+    return out
+
+
+def _harm(run: Run, clean: Optional[Run], victim: str, metric: str) -> dict[str, Estimate]:
+    if clean is None:
+        return {}
+    mine, theirs = run.values(metric, run.last_fill) or {}, clean.values(metric, clean.last_fill) or {}
+    shared = sorted(mine.keys() & theirs.keys())
+    return {
+        side: mean_ci([mine[q] - theirs[q] for q in shared if (q[0] == victim) == (side == VICTIM)])
+        for side in (VICTIM, OTHERS)
+    }
+
+
+def spread(run: Run, runs: Sequence[Run], metric: str) -> Spread:
+    poison = poison_of(run)
+    victim, writer = poison.victim, poison.writer
+    stream = (run.metrics.get("stream") or {}).get("poison") or {}
+    writers = read_writers(run.path, run.record.backbone)
+    poisoned = {i for i, w in (writers or {}).items() if w.agent == writer}
+    admitted = len(poisoned) if writers is not None else stream.get("accepted")
+    marker = poison.marker
+    clean = clean_twin(run, runs)
+    return Spread(
+        run,
+        poison,
+        stream.get("asked"),
+        admitted,
+        _retrievals(run, victim, poisoned),
+        _marked(run, victim, marker) if marker else {},
+        _harm(run, clean, victim, metric),
+        clean,
+    )
+
+
+def _share(counts: Optional[tuple[int, int]]) -> str:
+    if counts is None:
+        return "–"
+    n, total = counts
+    return f"{n} of {total}" + (f" ({n / total:.0%})" if total else "")
+
+
+def poison_markdown(found: Sequence[Spread], metric: str) -> str:
+    header = [
+        "run",
+        "kind",
+        "victim",
+        "gate",
+        "access",
+        "asked",
+        "admitted",
+        "victim's retrievals",
+        "others' retrievals",
+        "marker: victim's stream answers",
+        "marker: others' stream answers",
+        f"change, victim ({metric_label(metric)})",
+        "change, others",
+        "clean run",
+    ]
+    rows = []
+    for s in found:
+        harm = {side: s.harm[side].text(3, signed=True) if side in s.harm else "–" for side in (VICTIM, OTHERS)}
+        rows.append(
+            [
+                f"`{s.run.name}`",
+                s.poison.kind,
+                s.poison.victim,
+                s.run.gate,
+                option(ACCESS_RULES, s.run.record.access),
+                "–" if s.asked is None else s.asked,
+                "–" if s.admitted is None else s.admitted,
+                _share(s.retrievals[VICTIM]),
+                _share(s.retrievals[OTHERS]),
+                _share(s.marked.get("stream: victim")),
+                _share(s.marked.get("stream: others")),
+                harm[VICTIM],
+                harm[OTHERS],
+                f"`{s.clean.name}`" if s.clean else "none",
+            ]
+        )
+    return "\n".join(
+        [
+            "# A poisoned writer",
+            "",
+            "Each run with a poisoning writer (any `poison=` option but `none`): the pairs it asked the gate to "
+            "admit (one per stream question of its victim) and those admitted; the test questions' retrievals of its "
+            "memories at the run's last fill (k per question), by the victim and by the other agents; for an "
+            "injection, the agents' own stream answers that carry its marker; and the change in the metric against "
+            "the clean run (the same fields without the poisoner and its access rule), paired per test question, "
+            "mean with its 95% bootstrap CI and n (higher is better: a negative change is harm).",
+            "",
+            markdown_grid(header, rows, 5),
+            "",
+            f"![A poisoned writer: retrievals of its memories and the change against the clean run]({FILE}.png) "
+            f"([pdf]({FILE}.pdf))",
+            "",
+        ]
+    )
+
+
+def poison_csv(found: Sequence[Spread]) -> str:
+    out = io.StringIO()
+    table = csv.writer(out, lineterminator="\n")
+    table.writerow(
+        [
+            "run",
+            "kind",
+            "victim",
+            "gate",
+            "asked",
+            "admitted",
+            "side",
+            "poisoned_retrievals",
+            "retrievals",
+            "stream_marked",
+            "stream_answers",
+            "test_marked",
+            "test_answers",
+            "change",
+            "change_ci_lo",
+            "change_ci_hi",
+            "change_n",
+            "clean_run",
+        ]
+    )
+    for s in found:
+        for side in (VICTIM, OTHERS):
+            e = s.harm.get(side, Estimate(None, None, None, 0))
+            stream = s.marked.get(f"stream: {side}", ("", ""))
+            test = s.marked.get(f"test: {side}", ("", ""))
+            table.writerow(
+                [
+                    s.run.name,
+                    s.poison.kind,
+                    s.poison.victim,
+                    s.run.gate,
+                    "" if s.asked is None else s.asked,
+                    "" if s.admitted is None else s.admitted,
+                    side,
+                    *s.retrievals[side],
+                    *stream,
+                    *test,
+                    *("" if x is None else repr(x) for x in (e.mean, e.lo, e.hi)),
+                    e.n,
+                    s.clean.name if s.clean else "",
+                ]
+            )
+    return out.getvalue()
+
+
+def _label(s: Spread) -> str:
+    access = option(ACCESS_RULES, s.run.record.access)
+    return f"{s.poison.kind}, gate={s.run.gate}, {access}" + ("" if s.clean else "\n(no clean run)")
+
+
+def _distinct(labels: list[str], found: Sequence[Spread]) -> list[str]:
+    """Two runs of one kind, gate and rule (seeds, another metric) get the fields they differ in, so
+    that the labels stay short enough to leave the axes their room."""
+    out = []
+    for label, s in zip(labels, found):
+        twins = [t for other, t in zip(labels, found) if other == label and t is not s]
+        mine = s.run.record.to_json()
+        theirs = [t.run.record.to_json() for t in twins]
+        keys = sorted({k for other in theirs for k in mine.keys() | other.keys() if mine.get(k) != other.get(k)})
+        out.append(label + "".join(f", {k}={mine.get(k)}" for k in keys) if twins else label)
+    return out
+
+
+def poison_figure(found: Sequence[Spread], metric: str) -> Figure:
+    """One row per poisoned run (kind, gate, access rule), the victim's bar or point beside the other
+    agents': left, the share of their test questions' retrievals that were the poisoner's memories; right,
+    the change in the metric against the clean run with its 95% CI bar (none at n < MIN_CI_N; no point
+    without a clean run). The numbers are the Spreads' own, as poison.md and poison.csv show them."""
+    labels = _distinct([_label(s) for s in found], found)
+    fig = new_figure(11, 2.2 + 0.6 * len(found))
+    share, change = fig.subplots(1, 2, sharey=True)
+    rows = np.arange(len(found))
+    for i, side in enumerate((VICTIM, OTHERS)):
+        at = rows + (i - 0.5) * BAR
+        counts = [s.retrievals[side] for s in found]
+        bars = share.barh(
+            at, [n / total if total else np.nan for n, total in counts], height=BAR, color=f"C{i}", label=SIDES[side]
+        )
+        share.bar_label(bars, [f"{n} of {total}" for n, total in counts], padding=3, fontsize="x-small")
+        points = [(y, s.harm[side]) for y, s in zip(at, found) if s.harm.get(side) and s.harm[side].mean is not None]
+        if points:
+            spans = [[0.0, 0.0] if e.lo is None else [e.mean - e.lo, e.hi - e.mean] for _, e in points]
+            change.errorbar(
+                [e.mean for _, e in points],
+                [y for y, _ in points],
+                xerr=np.array(spans).T,
+                fmt="o",
+                capsize=4,
+                color=f"C{i}",
+                label=SIDES[side],
+            )
+    share.set_yticks(rows, labels)
+    share.invert_yaxis()  # the table's order, top to bottom
+    share.set_xlim(0, 1.15)  # room for the counts beside a full bar
+    share.set_xticks(np.linspace(0, 1, 5))
+    share.set_xlabel("share of the test questions' retrievals\nthat are the poisoner's memories")
+    change.axvline(0.0, color="grey", linewidth=0.8)
+    change.set_xlabel(f"change in {metric_label(metric)}\nagainst the clean run (negative: harm)")
+    for ax in (share, change):
+        ax.grid(axis="x", alpha=0.3)
+    fig.legend(*share.get_legend_handles_labels(), fontsize="small", loc="outside lower center", ncol=2, frameon=False)
+    victims = ", ".join(sorted({str(s.poison.victim) for s in found}))
+    fig.suptitle(
+        f"A poisoned writer (victim: {victims}): how far its memories spread and the change they made\n"
+        f"(at each run's last fill, paired per test question; bar: 95% bootstrap CI, none at n < {MIN_CI_N})"
+    )
+    return fig
+
+
+def write_poison(runs: Sequence[Run], out: Path, metric: str) -> str:
+    """poison.md, poison.csv and poison.png/.pdf where some run had a poisoning writer; returns a line for
+    summary.md."""
+    for suffix in (".md", ".csv", ".png", ".pdf"):  # a rerun into the same --out must not keep an old one
+        (out / f"{FILE}{suffix}").unlink(missing_ok=True)
+    found = [spread(run, runs, metric) for run in runs if poison_of(run) is not None]
+    if not found:
+        return ""
+    (out / f"{FILE}.md").write_text(poison_markdown(found, metric), encoding="utf-8")
+    (out / f"{FILE}.csv").write_text(poison_csv(found), encoding="utf-8")
+    png = save_figure(poison_figure(found, metric), out, FILE)
+    return (
+        f"A poisoned writer: its memories admitted, retrieved, and the change against the clean run "
+        f"([{FILE}.md]({FILE}.md); figure: [{png}]({png}))"
+    )

@@ -1,0 +1,1 @@
+"""What the runs' LLM calls cost, what each gate admitted, and the stream-only runs."""
