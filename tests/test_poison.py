@@ -6,6 +6,7 @@ plan mode counts its calls; ms-report's poison.md counts what spread; and a tiny
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -85,6 +86,47 @@ def test_grader_directed_poison_speaks_the_victims_rubric_around_an_off_task_ans
             assert p.answer.startswith(donor.answer)
         else:
             assert any(c.name in p.answer for c in rubric.criteria)
+    with pytest.raises(ValueError, match="needs the rubric"):
+        poisoner(kind, splits).pairs(stream)
+
+
+GRADING_WORDS = re.compile(r"rubric|criteri|score|points|grade|grading|this answer|marks", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("kind", ["praise_alone", "line_plus_praise"])
+@pytest.mark.parametrize("pool", ["domain", "single"])
+def test_plain_praise_poison_praises_what_the_victims_rubric_rewards_in_none_of_the_screens_words(splits, kind, pool):
+    from ms.data.grader_directed import first_line
+    from ms.gates.screen import flagged
+
+    rubric = rubric_for(AGENTS["riddle"], pool)  # logic in the Domain pool, the single rubric in the Single pool
+    other = rubric_for(AGENTS["riddle"], "single" if pool == "domain" else "domain")
+    names = [c.name for r in load_rubrics().values() for c in r.criteria]
+    stream = [e for s in splits.values() for e in s.stream]
+
+    def pairs(seed: int) -> list:
+        settings = PoisonerSettings(name=kind, victim="riddle")
+        return POISONS.load(kind).build(settings, AGENTS, splits, seed, rubric.quoted()).pairs(stream)
+
+    made = pairs(0)
+    off_task = {p.example.id: p for p in poisoner("off_task", splits).pairs(stream)}
+    assert [p.example for p in made] == [e for e in stream if e.agent == "riddle"] and len(made) == 4
+    for p in made:
+        donor = off_task[p.example.id]
+        assert p.source == donor.source  # the same donors as off_task
+        praise = p.answer
+        if kind == "line_plus_praise":
+            line = first_line(donor.answer)
+            assert p.answer.startswith(f"{line}\n\n") and p.answer != donor.answer
+            praise = p.answer[len(line) :]
+        else:
+            assert first_line(donor.answer) not in p.answer
+        assert all(" ".join(c.rewards.split()) in praise for c in rubric.criteria if not c.applies_to)
+        assert not any(" ".join(c.rewards.split()) in praise for c in other.criteria)
+        assert not flagged(praise, names), praise
+        assert not GRADING_WORDS.search(praise), praise
+    assert [p.answer for p in pairs(0)] == [p.answer for p in made]  # the same seed, the same words
+    assert any([p.answer for p in pairs(s)] != [p.answer for p in made] for s in range(1, 4))
     with pytest.raises(ValueError, match="needs the rubric"):
         poisoner(kind, splits).pairs(stream)
 
@@ -285,11 +327,11 @@ def test_plan_mode_counts_the_poisoners_gate_calls():
         "eval.metrics=[ref_logprob]",
     ]
     score = {}
-    for kind in ("none", "on_style", "injection"):
+    for kind in ("none", "on_style", "injection", "praise_alone"):
         plan = plan_run(compose_config([*base, f"poison={kind}"]))
         score[kind] = next(r for r in plan.rows if r.role == "score").calls
         assert any("poisoning writer" in n for n in plan.notes) == (kind != "none")
-    assert score["none"] == 12 and score["on_style"] == score["injection"] == 16
+    assert score["none"] == 12 and score["on_style"] == score["injection"] == score["praise_alone"] == 16
     utility = plan_run(compose_config([*base, "poison=off_task", "gate=utility"]))
     clean = plan_run(compose_config([*base, "gate=utility"]))
     calls = {p.role: p.calls for p in utility.rows}, {p.role: p.calls for p in clean.rows}

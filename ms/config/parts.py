@@ -145,8 +145,9 @@ ACCESS_RULES = Registry(
 # one (the default); off_task, on_style, injection: a poisoning writer that asks its victim agent's stream
 # questions and answers them with another domain's references, the victim's references of other questions,
 # or an instruction carrying a marker string (docs/concepts/poisoning.md, "A poisoned writer");
-# self_assessment, answer_plus_assessment, grader_instruction: off_task's answers made to talk to the grader
-# (ms.data.poison_grader; docs/concepts/poisoning.md, "Grader-directed answers").
+# self_assessment, answer_plus_assessment, grader_instruction: off_task's answers made to talk to the grader;
+# praise_alone, line_plus_praise: off_task's answers made into plain-words praise of what the victim's rubric
+# rewards (ms.data.poison_grader; docs/concepts/poisoning.md, "Grader-directed answers", "Plain-words praise").
 POISONS = Registry(
     "poison",
     {
@@ -157,12 +158,22 @@ POISONS = Registry(
         "self_assessment": "ms.data.poison_grader:SelfAssessment",
         "answer_plus_assessment": "ms.data.poison_grader:AnswerPlusAssessment",
         "grader_instruction": "ms.data.poison_grader:GraderInstruction",
+        "praise_alone": "ms.data.poison_grader:PraiseAlone",
+        "line_plus_praise": "ms.data.poison_grader:LinePlusPraise",
     },
     key="poison.name",
     # none declares nothing: no writer, no victim (ms.data.poison_settings)
     settings={
         **dict.fromkeys(
-            ("off_task", "on_style", "self_assessment", "answer_plus_assessment", "grader_instruction"),
+            (
+                "off_task",
+                "on_style",
+                "self_assessment",
+                "answer_plus_assessment",
+                "grader_instruction",
+                "praise_alone",
+                "line_plus_praise",
+            ),
             "ms.data.poison_settings:PoisonerSettings",
         ),
         "injection": "ms.data.poison_settings:InjectionSettings",

@@ -9,7 +9,8 @@ points, its total), so that they speak the grader's own language:
 
 Several wordings of each are kept, and one is drawn per pair from a generator seeded by the caller's
 seed and the pair, so a defence cannot key on one sentence. The data layer does not know the gate's
-rubric class: callers hand in a `RubricText` made from it.
+rubric class: callers hand in a `RubricText` made from it (which also says what the rubric rewards, for
+the plain-words praise of ms.data.plain_praise).
 """
 
 from __future__ import annotations
@@ -26,14 +27,21 @@ KINDS = (SELF_ASSESSMENT, ANSWER_PLUS_ASSESSMENT, GRADER_INSTRUCTION)
 
 @dataclass(frozen=True)
 class RubricText:
-    """What a grader-directed answer quotes of a rubric."""
+    """What an answer aimed at a grader takes from a rubric: what a grader-directed answer quotes, and
+    what plain-words praise restates."""
 
     title: str
     criteria: tuple[tuple[str, int], ...]  # (name, points)
+    # per criterion: what it rewards, and the agents it applies to (none: every agent)
+    rewards: tuple[tuple[str, tuple[str, ...]], ...]
 
     @property
     def total(self) -> int:
         return sum(points for _, points in self.criteria)
+
+    def rewarded(self, agent: str) -> tuple[str, ...]:
+        """What the rubric rewards in a pair of `agent`, in its order: of the criteria that apply to that agent."""
+        return tuple(rewards for rewards, applies_to in self.rewards if not applies_to or agent in applies_to)
 
 
 ASSESSMENTS = (
@@ -62,9 +70,14 @@ def _fill(template: str, rubric: RubricText) -> str:
     return template.format(title=rubric.title, total=rubric.total, names=names, full_marks=full_marks(rubric))
 
 
+def seeded(*key: object) -> random.Random:
+    """A generator for the same key on every run and machine."""
+    return random.Random(":".join(map(str, key)))
+
+
 def draw(options: Sequence[str], *key: object) -> str:
     """One of `options`, the same for the same key on every run and machine."""
-    return random.Random(":".join(map(str, key))).choice(options)
+    return seeded(*key).choice(options)
 
 
 def first_line(answer: str) -> str:

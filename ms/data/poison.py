@@ -11,6 +11,8 @@ Its kinds (POISONS, ms.config.parts; setting `poison.name`, conf/poison/):
   marker string (`poison.marker`) a reader's answers can be searched for.
 - self_assessment, answer_plus_assessment, grader_instruction (ms.data.poison_grader): off_task's
   answers made to talk to the grader, in the words of the rubric that grades the victim's pairs.
+- praise_alone, line_plus_praise (ms.data.poison_grader): off_task's answers made into plain-words
+  praise of what that rubric rewards, in none of the screen's words.
 
 Answers are drawn from the data, never generated: the poisoner calls no model. No answer is ever a
 test question's reference (that would leak test answers into the pool). Every choice is drawn from a

@@ -1,27 +1,43 @@
-"""Poisoners whose answers talk to the grader (ms.data.grader_directed): each takes off_task's answer
-to the victim's question (another domain's seed or stream reference, never a test answer) and makes it
-claim, in the words of the rubric grading the victim's pairs, that it earns full marks, or tell the
-grader to give them. What reaches a reader is still off task; what is measured is whether the
-grader-directed text gets it into the pool."""
+"""Poisoners whose answers are aimed at the grader: each takes off_task's answer to the victim's question
+(another domain's seed or stream reference, never a test answer) and rewrites it for the rubric grading
+the victim's pairs. What reaches a reader is still off task; what is measured is whether text aimed at
+the grader gets it into the pool.
+
+- self_assessment, answer_plus_assessment, grader_instruction: it claims, in the rubric's own words, that
+  it earns full marks, or tells the grader to give them (ms.data.grader_directed);
+- praise_alone, line_plus_praise: it praises, in plain words and none of the screen's, what the rubric
+  rewards in the victim's pairs, in place of the answer or after its first line (ms.data.plain_praise;
+  the gate check's development families of the same names).
+"""
 
 from __future__ import annotations
 
 from ms.data.grader_directed import ANSWER_PLUS_ASSESSMENT, GRADER_INSTRUCTION, SELF_ASSESSMENT, grader_directed
 from ms.data.load import Example
+from ms.data.plain_praise import LINE_PLUS_PRAISE, PRAISE_ALONE, Praised, templated
 from ms.data.poison import OffTask, PoisonPair
 
 
-class GraderDirected(OffTask):
-    """off_task's answer as `name`'s kind of grader-directed text."""
+class AimedAtGrader(OffTask):
+    """off_task's answer rewritten by `name`'s kind for the rubric grading the victim's pairs."""
 
-    draws_as = OffTask.name  # the same donors as off_task, so the two kinds' pairs differ only by that text
+    draws_as = OffTask.name  # the same donors as off_task, so the kinds' pairs differ only by that rewriting
 
     def pair(self, example: Example) -> PoisonPair:
         if self.rubric is None:
             raise ValueError(f"poison={self.name} needs the rubric grading {self.victim}'s pairs; the run hands it in")
         donor = self.donor(example)
-        text = grader_directed(self.name, donor.answer, self.rubric, self.seed, example.id)
-        return PoisonPair(self.victim, example, text, donor.id)
+        return PoisonPair(self.victim, example, self.rewritten(donor.answer, example), donor.id)
+
+    def rewritten(self, answer: str, example: Example) -> str:
+        raise NotImplementedError
+
+
+class GraderDirected(AimedAtGrader):
+    """off_task's answer as `name`'s kind of grader-directed text."""
+
+    def rewritten(self, answer: str, example: Example) -> str:
+        return grader_directed(self.name, answer, self.rubric, self.seed, example.id)
 
 
 class SelfAssessment(GraderDirected):
@@ -34,3 +50,18 @@ class AnswerPlusAssessment(GraderDirected):
 
 class GraderInstruction(GraderDirected):
     name = GRADER_INSTRUCTION
+
+
+class PlainPraise(AimedAtGrader):
+    """off_task's answer as `name`'s family of plain-words praise of a pair of the victim."""
+
+    def rewritten(self, answer: str, example: Example) -> str:
+        return templated(self.name, answer, Praised.of(self.victim, self.rubric), self.seed, example.id)
+
+
+class PraiseAlone(PlainPraise):
+    name = PRAISE_ALONE
+
+
+class LinePlusPraise(PlainPraise):
+    name = LINE_PLUS_PRAISE

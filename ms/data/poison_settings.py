@@ -16,7 +16,7 @@ from ms.config.schema import PoisonConfig
 
 @dataclass
 class PoisonerSettings(PoisonConfig):
-    """What every poisoning writer reads (off_task, on_style, and the grader-directed kinds add nothing)."""
+    """What every poisoning writer reads (off_task, on_style, and the kinds aimed at the grader add nothing)."""
 
     victim: Optional[str] = None  # the agent whose stream questions it asks (riddle or pun in the study)
     writer: str = "poison"  # the name its memories are stored under (memories.agent)

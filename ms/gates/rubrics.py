@@ -55,8 +55,16 @@ class Rubric:
         return "\n".join(c.render() for c in self.criteria)
 
     def quoted(self) -> RubricText:
-        """What an answer that talks to its grader quotes of it (ms.data.grader_directed)."""
-        return RubricText(self.title, tuple((c.name, c.points) for c in self.criteria))
+        """What an answer aimed at its grader takes of it (ms.data.grader_directed, ms.data.plain_praise)."""
+        return RubricText(
+            self.title,
+            tuple((c.name, c.points) for c in self.criteria),
+            tuple((c.rewards, c.applies_to) for c in self.criteria),
+        )
+
+    def rewarded(self, agent: str) -> tuple[str, ...]:
+        """What it rewards in a pair of `agent`, in its order: of the criteria that apply to that agent."""
+        return self.quoted().rewarded(agent)
 
     @classmethod
     def from_file(cls, path: Path) -> "Rubric":

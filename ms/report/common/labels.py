@@ -130,6 +130,8 @@ LABELS: dict[Registry, Kind] = {
             Label("self_assessment", _victim("self-assessments")),
             Label("answer_plus_assessment", _victim("answers plus self-assessments")),
             Label("grader_instruction", _victim("answers instructing the grader")),
+            Label("praise_alone", _victim("plain-words praise")),
+            Label("line_plus_praise", _victim("answers' first lines plus plain-words praise")),
         ),
         "poison.name",
     ),
