@@ -206,7 +206,7 @@ def test_a_best_of_two_screen_keeps_the_graders_best_writes_no_predictions_and_r
     from ms.loop.pipeline import run
     from ms.plan.planner import plan_run
     from ms.report.cli import write_report
-    from ms.report.usage.quality import quality_records
+    from ms.report.usage.gate_quality import quality_records
 
     # Sampling is most of the work: candidates of 12 tokens, not TINY's 24, still differ where sampled.
     overrides = ["stream.best_of=2", "eval.enabled=false", "backbone.generation.max_new_tokens=12"]

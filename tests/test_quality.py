@@ -16,7 +16,7 @@ from ms.report.cli import main as report_main
 from ms.report.common.runs import find_runs
 from ms.report.common.writers import stream_written
 from ms.report.sharing.stream_share import ALL, question_counts, stream_share
-from ms.report.usage.quality import match, quality_records
+from ms.report.usage.gate_quality import match, quality_records
 
 DOMAIN = {"riddle": "logic", "pun": "logic"}
 # (agent, id, question, reference, split); the empty reference is a stream question without one, as

@@ -201,7 +201,7 @@ def cross_grade_cmd(args: argparse.Namespace) -> int:
 
 
 def gate_quality_cmd(args: argparse.Namespace) -> None:
-    from ms.report.usage.quality import gate_quality  # lazily: ms.report loads matplotlib
+    from ms.report.usage.gate_quality import gate_quality  # lazily: ms.report loads matplotlib
 
     gate_quality(args.runs)
 

@@ -38,12 +38,14 @@ from ms.loop.cell import check_same_cell, data_fingerprint
 from ms.loop.cell import record as cell_record
 from ms.loop.inputs import encoder_models, test_retriever_name
 from ms.loop.provenance import provenance
+from ms.loop.provenance_record import CellRecord, Provenance
 from ms.loop.run_folder import clear_partial, completed, open_run_pool, write_atomic
 from ms.loop.run_record import Retire, RunRecord
 from ms.loop.schedule import Schedule, stream_k
 from ms.loop.validation import validate
 from ms.metrics.base import Metric
 from ms.metrics.evaluate import validate_metrics
+from ms.metrics.summary_record import description_of
 from ms.pool import Pool, scope_for
 from ms.pool.access import AccessRule, build_access
 from ms.pool.access.record import AccessRecord
@@ -106,9 +108,10 @@ class Parts:
     trainer: Optional[RetrieverTrainer]
     metrics: list[Metric]  # in the registry's order
     record: RunRecord  # metrics.json's `run`
-    described: dict = field(default_factory=dict)  # metrics.json's record of what produced each metric
-    provenance: dict = field(default_factory=dict)
-    cell: dict = field(default_factory=dict)
+    # metrics.json's record of what produced each metric: record_key -> its description (None: not used)
+    described: dict = field(default_factory=dict)
+    provenance: Optional[Provenance] = None
+    cell: Optional[CellRecord] = None
     best_of: Optional[BestOf] = None  # stream.best_of > 1: n sampled answers, one kept (ms.loop.best_of)
 
 
@@ -265,7 +268,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         agent_backbones=agent_backbone if set(agent_backbone.values()) != {cfg.backbone.name} else None,
     )
     described = {cls.record_key: None for cls in map(METRICS.load, METRICS) if cls.record_key}
-    described.update({m.record_key: m.describe() for m in metrics if m.record_key})
+    described.update({m.record_key: description_of(m.record_key, m.describe()) for m in metrics if m.record_key})
+    made_with = provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch)
     return Parts(
         settings=settings,
         schedule=schedule,
@@ -286,8 +290,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         metrics=metrics,
         record=record,
         described=described,
-        provenance=provenance({name: catalog.config(name) for name in backbones}, encoders, cfg.micro_batch),
-        cell=cell_record(cfg, data_fingerprint(splits)),  # what a resumed sweep must match
+        provenance=Provenance.from_json(made_with),
+        cell=CellRecord.from_json(cell_record(cfg, data_fingerprint(splits))),  # what a resumed sweep must match
         best_of=build_best_of(cfg.stream, cfg.seed, scorer, lambda a: rubric_for(agents[a], cfg.pool.mode).name),
     )
 

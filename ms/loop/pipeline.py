@@ -27,10 +27,14 @@ from ms.config.files import DECISIONS_FILE, METRICS_FILE, RETIREMENTS_FILE, USAG
 from ms.gates.replay import Candidate, effects
 from ms.gates.scorer import append_decisions
 from ms.llm.usage import save_usage
+from ms.llm.usage_record import UsageRecord
 from ms.loop.answering import Answering, Query, release_freed_memory
 from ms.loop.compose_run import Parts, open_run
 from ms.loop.printout import format_table
 from ms.loop.run_folder import write_atomic
+from ms.loop.run_metrics import RunMetrics
+from ms.loop.stream_record import MemoryRecord, PoisonCounts, StreamRecord
+from ms.metrics.summary_record import FillSummary
 
 log = logging.getLogger(__name__)
 
@@ -189,48 +193,46 @@ class Experiment(Answering):
                     if schedule.evaluates:  # a stream-only run answers no test question
                         rows = self.evaluate(fill)
                         bar.unpause()  # the stream's elapsed time and rate leave out the evaluation
-                        by_fill[str(fill)] = self.record_evaluation(rows)
+                        by_fill[fill] = FillSummary.from_json(self.record_evaluation(rows))
                     pool_sizes[str(fill)] = self.pool.count_by("agent")
         if self.trainer is not None and self.settings.save_retriever:
             self.trainer.save(self.out / "retriever")
         usage = save_usage(self.backbones.values(), self.out / USAGE_FILE)
         answers = self.settings.stream_answers
-        metrics = {
-            "complete": True,
-            "run": self.parts.record.to_json(),
-            **self.parts.described,
-            "fills": by_fill,
-            "stream": {
-                "questions": len(stream) if schedule.streams else 0,
-                "k": self.stream_k,
-                "seeded": seeded,
-                "answers": answers,
-                **({"skipped_without_reference": dict(no_reference)} if answers == "reference" else {}),
-                "accepted": dict(accepted),
-                "rejected": dict(rejected),
+        metrics = RunMetrics(
+            run=self.parts.record,
+            complete=True,
+            described=self.parts.described,
+            fills=by_fill,
+            stream=StreamRecord.of(
+                questions=len(stream) if schedule.streams else 0,
+                k=self.stream_k,
+                seeded=seeded,
+                answers=answers,
+                skipped_without_reference=dict(no_reference) if answers == "reference" else None,
+                accepted=dict(accepted),
+                rejected=dict(rejected),
                 # rejected because no score could be read; 0 wherever the scorer reads probabilities
-                "unscored": sum(unscored.values()),
-                "unscored_by_agent": dict(+unscored),
-                "pool_by_agent": pool_sizes,
-                "train_losses": self.trainer.losses if self.trainer else [],
+                unscored=sum(unscored.values()),
+                unscored_by_agent=dict(+unscored),
+                pool_by_agent=pool_sizes,
+                train_losses=tuple(self.trainer.losses) if self.trainer else (),
                 # only where a poisoning writer wrote: its pairs the gate judged, admitted and refused
-                **(
-                    {"poison": {n: self.poisoned[n] for n in ("asked", "accepted", "rejected")}}
-                    if self.parts.poisoner.active
-                    else {}
-                ),
-            },
-            "memory": {
-                "policy": self.settings.memory_policy,
-                "consolidation": dict(self.consolidated),
-                # only where memory.retire_below is set: the memories retired, by writer
-                **({"retired": dict(self.retired)} if self.settings.retire_below is not None else {}),
-            },
-            "usage": usage,
-            "provenance": self.parts.provenance,
-            "wall_seconds": round(time.perf_counter() - started, 1),
-            "cell": self.parts.cell,  # what a resumed sweep must match
-        }
+                poison=PoisonCounts(**{n: self.poisoned[n] for n in ("asked", "accepted", "rejected")})
+                if self.parts.poisoner.active
+                else None,
+            ),
+            # only where memory.retire_below is set: the memories retired, by writer
+            memory=MemoryRecord.of(
+                self.settings.memory_policy,
+                dict(self.consolidated),
+                dict(self.retired) if self.settings.retire_below is not None else None,
+            ),
+            usage=UsageRecord.from_json(usage),
+            provenance=self.parts.provenance,
+            wall_seconds=round(time.perf_counter() - started, 1),
+            cell=self.parts.cell,  # what a resumed sweep must match
+        ).to_json()
         write_atomic(self.out / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False))
         return metrics
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ms.common.stats import interval_text
 from ms.llm.usage import format_usage
 from ms.metrics.base import metric_of_key
+from ms.metrics.summary_record import SUMMARY_FIELDS
 
 
 def format_table(metrics: dict) -> str:
@@ -60,9 +61,6 @@ def format_table(metrics: dict) -> str:
     if "backbones" in usage:  # runs written before usage was kept per role have no such table
         lines += ["", format_usage(usage)]
     return "\n".join(lines)
-
-
-SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.metrics.evaluate.summarize)
 
 
 def _stream_only(metrics: dict) -> str:

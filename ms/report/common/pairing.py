@@ -55,7 +55,7 @@ def stream_batches(run: Run) -> Optional[list[tuple[int, int]]]:
     """The stream's micro-batches as the run took them (ms.loop.schedule.batches: its fills and
     micro_batch cut them), as (start, end) positions; [] for a run that grew no pool (k = 0 skips the
     stream), None where the stream's length or the micro-batch size is not recorded."""
-    n = (run.metrics.get("stream") or {}).get("questions")
+    n = run.written.stream.questions
     settings = run.settings or {}
     micro_batch = settings.get("micro_batch")
     if n is not None and int(n) == 0:

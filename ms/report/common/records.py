@@ -8,25 +8,25 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from ms.loop.provenance_record import Provenance
 from ms.report.common.runs import Run
 
 
-def compared_fields(record: dict) -> dict[str, Any]:
+def compared_fields(record: Provenance) -> dict[str, Any]:
     """The record's fields that must agree between runs whose numbers are set against each other,
     by a readable name."""
-    out: dict[str, Any] = {f"{package} version": v for package, v in (record.get("versions") or {}).items()}
-    for name, backbone in (record.get("backbones") or {}).items():
-        out[f"backbone {name} engine"] = backbone.get("engine")
-        out |= {f"backbone {name} file {file} SHA-256": sha for file, sha in (backbone.get("sha256") or {}).items()}
-    for role, encoder in (record.get("encoders") or {}).items():
-        out |= {f"{role} encoder file {file} SHA-256": sha for file, sha in (encoder.get("sha256") or {}).items()}
+    out: dict[str, Any] = {f"{package} version": v for package, v in (record.versions or {}).items()}
+    for name, backbone in (record.backbones or {}).items():
+        out[f"backbone {name} engine"] = backbone.engine
+        out |= {f"backbone {name} file {file} SHA-256": sha for file, sha in (backbone.sha256 or {}).items()}
+    for role, encoder in (record.encoders or {}).items():
+        out |= {f"{role} encoder file {file} SHA-256": sha for file, sha in (encoder.sha256 or {}).items()}
     return out
 
 
-def record_of(run: Run) -> Optional[dict]:
+def record_of(run: Run) -> Optional[Provenance]:
     """The run's record; None for runs written before metrics.json had one."""
-    record = run.metrics.get("provenance")
-    return record if isinstance(record, dict) else None
+    return run.written.provenance
 
 
 def differences(a: Run, b: Run) -> list[str]:
@@ -47,6 +47,6 @@ def record_counts(runs: Sequence[Run]) -> str:
     from their commit (provenance `dirty: true`) and how many carry no run record at all (written before
     metrics.json had one), e.g. "runs: 6, of which 2 recorded dirty, 1 without a run record"."""
     shown = list({run.name: run for run in runs}.values())  # a run a table names twice counts once
-    dirty = sum((record_of(run) or {}).get("dirty") is True for run in shown)
+    dirty = sum(record_of(run) is not None and record_of(run).dirty is True for run in shown)
     lacking = sum(record_of(run) is None for run in shown)
     return f"runs: {len(shown)}, of which {dirty} recorded dirty, {lacking} without a run record"

@@ -19,8 +19,11 @@ from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, RETRIEVERS
 from ms.loop.cell import stored, with_added
 from ms.loop.run_folder import failure
+from ms.loop.run_metrics import RunMetrics
 from ms.loop.run_record import RunRecord
+from ms.loop.stream_record import total
 from ms.metrics.base import metric_keys, metric_of_key
+from ms.metrics.summary_record import BertScoreRecord
 from ms.pool.access.record import AccessRecord
 from ms.report.common.labels import answers_words, gate_key, option, pool_words, rank, retriever_key, said, words
 
@@ -29,7 +32,6 @@ log = logging.getLogger(__name__)
 Cell = tuple[str, int, str]  # (backbone, k, pool)
 Item = tuple[str, str]  # (agent, test_id): one test question, the unit every CI resamples
 
-SUMMARY_FIELDS = ("n", "ci")  # a fill summary's fields that are no metric (ms.metrics.evaluate.summarize)
 SEPARATOR = " · "  # between the parts of a condition in words (Run.words)
 # The parts of a condition in words, in the order Run.words says them: the names its `omit` takes.
 DESCRIBED = ("backbone", "k", "pool", "retriever", "memory", "gate", "answers", "access", "poison", "grader")
@@ -85,9 +87,14 @@ class Run:
     excluded: frozenset[str] = frozenset()
 
     @cached_property
+    def written(self) -> RunMetrics:
+        """Its metrics.json, typed (ms.loop.run_metrics): every section read as attributes."""
+        return RunMetrics.from_json(self.metrics, self.path / METRICS_FILE)
+
+    @property
     def record(self) -> RunRecord:
         """What the run was, as its metrics.json records it (`run`), typed (ms.loop.run_record)."""
-        return RunRecord.from_metrics(self.metrics, self.path / METRICS_FILE)
+        return self.written.run
 
     @property
     def cell(self) -> Cell:
@@ -179,7 +186,7 @@ class Run:
     @property
     def data(self) -> Optional[str]:
         """The fingerprint of the examples the run read (ms.loop.cell); None for runs that predate it."""
-        return (self.metrics.get("cell") or {}).get("data_sha256")
+        return self.written.cell.data_sha256 if self.written.cell is not None else None
 
     @property
     def grader(self) -> str:
@@ -189,12 +196,11 @@ class Run:
     @property
     def accepted(self) -> Optional[int]:
         """Stream questions whose answers the gate admitted to the pool; None where not recorded."""
-        counts = (self.metrics.get("stream") or {}).get("accepted")
-        return sum(int(n) for n in counts.values()) if isinstance(counts, dict) else None
+        return total(self.written.stream.accepted)
 
     @property
     def consolidation(self) -> Optional[dict]:
-        return (self.metrics.get("memory") or {}).get("consolidation") or None
+        return dict(self.written.memory.consolidation or {}) or None
 
     @property
     def evaluated(self) -> bool:
@@ -203,7 +209,7 @@ class Run:
 
     @property
     def fills(self) -> list[int]:
-        return sorted(int(f) for f in self.metrics["fills"])
+        return sorted(self.written.fills)
 
     @property
     def last_fill(self) -> int:
@@ -211,20 +217,20 @@ class Run:
 
     @property
     def agents(self) -> list[str]:
-        return list(self.metrics["fills"][str(self.last_fill)]["per_agent"])
+        return list(self.written.fills[self.last_fill].per_agent)
 
     @property
     def measured(self) -> list[str]:
         """The metric keys the run recorded a value of at its last fill (metrics.json), registered ones
         in the registry's order."""
-        overall = self.metrics["fills"][str(self.last_fill)]["overall"]
-        return in_known_order([m for m, v in overall.items() if m not in SUMMARY_FIELDS and v is not None])
+        return in_known_order(self.written.fills[self.last_fill].overall.measured)
 
     @property
     def scorer(self) -> str:
         """The BERTScore model and layer, as notes name them (runs that skipped BERTScore have none)."""
-        b = self.metrics.get("bertscore") or {}
-        return f"{b.get('model', 'unknown model')}, layer {b.get('num_layers', '?')}"
+        b = self.written.bertscore or BertScoreRecord()
+        model = "unknown model" if b.model is None else b.model
+        return f"{model}, layer {'?' if b.num_layers is None else b.num_layers}"
 
     @cached_property
     def prediction_rows(self) -> Optional[list[dict]]:
@@ -263,10 +269,8 @@ class Run:
     def summary(self, metric: str, fill: int, agent: Optional[str] = None) -> tuple[Optional[float], int]:
         """metrics.json's mean and n (for runs without predictions.jsonl); agent None: over all agents.
         n is per metric; runs written before that hold one n, the rows of the cell."""
-        fill_summary = self.metrics["fills"][str(fill)]
-        scores = fill_summary["overall"] if agent is None else fill_summary["per_agent"].get(agent, {})
-        n = scores.get("n") or 0
-        return scores.get(metric), int(n.get(metric, 0) if isinstance(n, dict) else n)
+        scores = self.written.fills[fill].scores(agent)
+        return scores.mean(metric), scores.n_of(metric)
 
 
 @dataclass
@@ -285,14 +289,15 @@ def _read_metrics(folder: Path) -> tuple[Optional[dict], str]:
         metrics = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
         return None, f"unreadable metrics.json ({e})"
+    # Checked before the file is read as a run's: a file without a run record may say it is not complete.
     if not isinstance(metrics, dict) or metrics.get("complete") is not True:
         return None, "metrics.json does not say complete: true"
     try:
-        record: Optional[RunRecord] = RunRecord.from_metrics(metrics, path)
+        written: Optional[RunMetrics] = RunMetrics.from_json(metrics, path)
     except UserError:  # no run record at all
-        record = None
+        written = None
     # a stream-only run (eval.enabled=false) has no fill results, and says so
-    if record is None or not record.has_cell or not (metrics.get("fills") or record.evaluated is False):
+    if written is None or not written.run.has_cell or not (written.fills or written.run.evaluated is False):
         return None, "metrics.json lacks its run fields (backbone, k, pool) or fill results"
     return metrics, ""
 

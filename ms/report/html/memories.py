@@ -93,7 +93,7 @@ def rebuild_seeds(run: Run) -> tuple[dict[int, dict], Optional[str]]:
     items = [row for a, s in splits.items() for row in seed_memories(agents[a], s.seed, mode)]
     with tempfile.TemporaryDirectory() as tmp, Pool(Path(tmp) / POOL_FILENAME) as pool:
         ids = pool.add(items, step=0)  # as the run seeded its own pool (ms.loop.pipeline: seed_pool)
-    seeded = run.metrics.get("stream", {}).get("seeded")
+    seeded = run.written.stream.seeded
     if seeded is not None and seeded != sum(i is not None for i in ids):
         return {}, (
             f"seeding from {folder} adds {sum(i is not None for i in ids)} memories, the run added "

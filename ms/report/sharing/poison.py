@@ -112,16 +112,16 @@ def _harm(run: Run, clean: Optional[Run], victim: str, metric: str) -> dict[str,
 def spread(run: Run, runs: Sequence[Run], metric: str) -> Spread:
     poison = poison_of(run)
     victim, writer = poison.victim, poison.writer
-    stream = (run.metrics.get("stream") or {}).get("poison") or {}
+    counts = run.written.stream.poison  # None: not recorded
     writers = read_writers(run.path, run.record.backbone)
     poisoned = {i for i, w in (writers or {}).items() if w.agent == writer}
-    admitted = len(poisoned) if writers is not None else stream.get("accepted")
+    admitted = len(poisoned) if writers is not None else (counts.accepted if counts else None)
     marker = poison.marker
     clean = clean_twin(run, runs)
     return Spread(
         run,
         poison,
-        stream.get("asked"),
+        counts.asked if counts else None,
         admitted,
         _retrievals(run, victim, poisoned),
         _marked(run, victim, marker) if marker else {},

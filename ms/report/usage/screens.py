@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from ms.loop.stream_record import total
 from ms.report.common.render import markdown_grid
 from ms.report.common.runs import Run, Skipped
 from ms.report.figures.growth import write_growth
@@ -16,8 +17,8 @@ from ms.report.usage.usage import write_usage
 
 
 def _counts(run: Run) -> list[str]:
-    stream = run.metrics.get("stream") or {}
-    return [str(sum((stream.get(key) or {}).values())) for key in ("accepted", "rejected", "unscored_by_agent")]
+    stream = run.written.stream
+    return [str(total(counts) or 0) for counts in (stream.accepted, stream.rejected, stream.unscored_by_agent)]
 
 
 def screens_markdown(screens: Sequence[Run]) -> str:

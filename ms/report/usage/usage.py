@@ -13,7 +13,8 @@ from typing import Optional, Sequence
 
 from ms.config.files import USAGE_FILE
 from ms.llm.base import OTHER, Usage
-from ms.llm.usage import ROWS, by_role, upgraded_usage
+from ms.llm.usage import ROWS, by_role
+from ms.llm.usage_record import UsageRecord
 from ms.report.common.runs import Run
 
 log = logging.getLogger(__name__)
@@ -23,13 +24,13 @@ FIELDS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "backend_
 
 def _usage(run: Run) -> Optional[dict]:
     """The run's usage report in today's shape; None for a run that kept none."""
-    raw, path = run.metrics.get("usage"), run.path / USAGE_FILE
-    if not raw and path.is_file():
+    usage, path = run.written.usage, run.path / USAGE_FILE
+    if not usage.kept and path.is_file():
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            usage = UsageRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, json.JSONDecodeError) as err:
             log.warning("%s unreadable, its usage left out: %s", path, err)
-    return upgraded_usage(raw or {}, str(run.record.backbone))
+    return usage.upgraded(str(run.record.backbone))
 
 
 def _without_roles(report: dict) -> bool:
