@@ -27,8 +27,13 @@ class BackboneUsage:
         )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        out = {"model": self.model, "provider": self.provider, "price": self.price, "roles": self.roles}
-        out["total"] = self.total
+        out = {
+            "model": self.model,
+            "provider": self.provider,
+            "price": self.price,
+            "roles": self.roles,
+            "total": self.total,
+        }
         return out if self.cost is None else {**out, "cost": self.cost}
 
 

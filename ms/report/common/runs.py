@@ -279,27 +279,27 @@ class Skipped:
     reason: str
 
 
-def _read_metrics(folder: Path) -> tuple[Optional[dict], str]:
-    """A run's metrics, or None and why the folder is an incomplete cell."""
+def _read_metrics(folder: Path) -> tuple[Optional[dict], Optional[RunMetrics], str]:
+    """A run's metrics as read and typed, or None and why the folder is an incomplete cell."""
     path = folder / METRICS_FILE
     if not path.exists():
         failed = failure(folder)
-        return None, f"failed: {failed}" if failed else "no metrics.json (still running, or failed)"
+        return None, None, f"failed: {failed}" if failed else "no metrics.json (still running, or failed)"
     try:
         metrics = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
-        return None, f"unreadable metrics.json ({e})"
+        return None, None, f"unreadable metrics.json ({e})"
     # Checked before the file is read as a run's: a file without a run record may say it is not complete.
     if not isinstance(metrics, dict) or metrics.get("complete") is not True:
-        return None, "metrics.json does not say complete: true"
+        return None, None, "metrics.json does not say complete: true"
     try:
         written: Optional[RunMetrics] = RunMetrics.from_json(metrics, path)
     except UserError:  # no run record at all
         written = None
     # a stream-only run (eval.enabled=false) has no fill results, and says so
     if written is None or not written.run.has_cell or not (written.fills or written.run.evaluated is False):
-        return None, "metrics.json lacks its run fields (backbone, k, pool) or fill results"
-    return metrics, ""
+        return None, None, "metrics.json lacks its run fields (backbone, k, pool) or fill results"
+    return metrics, written, ""
 
 
 def _read_overrides(folder: Path) -> list[str]:
@@ -344,7 +344,7 @@ def find_runs(roots: Sequence[Path], excluded: frozenset[str] = frozenset()) -> 
             if folder.resolve() in seen:  # the same run under two roots, or through a link and directly
                 continue
             seen.add(folder.resolve())
-            metrics, problem = _read_metrics(folder)
+            metrics, written, problem = _read_metrics(folder)
             if metrics is None:
                 log.warning("skipped incomplete run %s: %s", folder, problem)
                 skipped.append(Skipped(folder, problem))
@@ -359,5 +359,7 @@ def find_runs(roots: Sequence[Path], excluded: frozenset[str] = frozenset()) -> 
             while name in taken:
                 name, i = f"{base}_{i}", i + 1
             finished = (folder / METRICS_FILE).stat().st_mtime
-            runs.append(Run(name, folder, metrics, _read_overrides(folder), finished, excluded))
+            run = Run(name, folder, metrics, _read_overrides(folder), finished, excluded)
+            vars(run)["written"] = written  # typed once, by the check above: Run.written's cached value
+            runs.append(run)
     return runs, skipped
