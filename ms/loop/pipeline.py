@@ -243,7 +243,10 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
     sweep redoes only its unfinished cells."""
     opened = open_run(cfg, out_dir)
     if isinstance(opened, Parts):
-        metrics = Experiment(opened, out_dir).run()
+        # Closed as the run ends, so SQLite folds its write-ahead log into pool.sqlite before anything (the MLflow
+        # callback, a copy of the folder) reads the folder: the pool is then one complete file.
+        with opened.pool:
+            metrics = Experiment(opened, out_dir).run()
     else:
         log.info("%s already holds a complete run of these settings and data; skipping it", out_dir)
         metrics = opened
