@@ -12,17 +12,15 @@ import pytest
 
 from ms.data import Example
 from ms.gates.both import both_order
-from ms.gates.check import (
+from ms.gates.check import gate_scores
+from ms.gates.check_auc import auc, auc_with_ci, summarize
+from ms.gates.check_corruptions import (
     CORRUPTIONS,
     EMPTY_ANSWER,
     GOOD,
     GRADER_DIRECTED,
     GRADER_POOL,
-    auc,
-    auc_with_ci,
     corrupted_copies,
-    gate_scores,
-    summarize,
     truncated,
 )
 from ms.gates.check_praise import MODEL_PRAISE, PRAISE_KINDS
@@ -128,7 +126,7 @@ def test_gate_scores_derive_both_from_the_rubric_and_utility_measurements():
 
 
 def test_youden_threshold_admits_what_separates_best_and_prefers_zero_on_a_tie():
-    from ms.gates.check import youden_threshold
+    from ms.gates.check_auc import youden_threshold
 
     t, j = youden_threshold([0.3, 0.2, -0.05], [-0.1, -0.2, 0.1])
     assert t == -0.1 and j == pytest.approx(2 / 3)  # admits every good pair and one corrupted pair of three

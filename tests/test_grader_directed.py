@@ -21,7 +21,8 @@ from ms.data.grader_directed import (
     SELF_ASSESSMENT,
     grader_directed,
 )
-from ms.gates.check import GRADER_POOL, corrupted_copies, kind_groups
+from ms.gates.check_auc import kind_groups
+from ms.gates.check_corruptions import GRADER_POOL, corrupted_copies
 from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_for
 from ms.gates.screen import flagged, stripped
 

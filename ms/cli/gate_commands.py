@@ -35,20 +35,12 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
     from ms.agents import PromptTemplate
     from ms.config.files import USAGE_FILE
-    from ms.gates.check import (
-        format_results,
-        gate_scores,
-        grade,
-        missing_score,
-        question_tests,
-        summarize,
-        threshold_report,
-        what_to_check,
-        write_results,
-    )
+    from ms.gates.check import gate_scores, grade, missing_score, question_tests, what_to_check
+    from ms.gates.check_auc import summarize
     from ms.gates.check_corruptions import with_model_praise
     from ms.gates.check_pooled import QDEP_GATE, Scored, pooled_report
     from ms.gates.check_praise import HELD_OUT, written
+    from ms.gates.check_report import format_results, threshold_report, write_results
     from ms.gates.check_utility import utility_of_jobs
     from ms.gates.question_dependence import QuestionTest
     from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_ref

@@ -27,31 +27,8 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from ms.common.errors import UserError
 from ms.config.parts import GATES
-from ms.gates.check_auc import (  # noqa: F401 (re-exported: callers import the check from here)
-    AgentAUC,
-    Separation,
-    auc,
-    auc_with_ci,
-    kind_groups,
-    mean_auc,
-    summarize,
-    youden_threshold,
-)
-from ms.gates.check_corruptions import (  # noqa: F401 (re-exported)
-    ALL,
-    CORRUPTIONS,
-    EMPTY_ANSWER,
-    GOOD,
-    GRADER_DIRECTED,
-    GRADER_POOL,
-    GRADER_POOLED,
-    KINDS,
-    Job,
-    corrupted_copies,
-    truncated,
-)
+from ms.gates.check_corruptions import Job, corrupted_copies
 from ms.gates.check_praise import Praised, PraiseRequest, requests
-from ms.gates.check_report import format_results, threshold_report, write_results  # noqa: F401 (re-exported)
 from ms.gates.question_dependence import QuestionTest
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer, rubric_for

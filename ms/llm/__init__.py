@@ -7,10 +7,10 @@ from pathlib import Path
 
 from ms.config.parts import PROVIDERS
 from ms.config.registry import UnknownPart
-from ms.llm.base import LM, BackendError, LoglikelihoodUnsupported, Usage
+from ms.llm.base import LM, BackendError
 from ms.llm.cache import CACHE_FILENAME, ResponseCache
 
-__all__ = ["LM", "BackendError", "LoglikelihoodUnsupported", "Usage", "ResponseCache", "build_lm"]
+__all__ = ["LM", "BackendError", "ResponseCache", "build_lm"]
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ms.config.schema import POOL_MODES  # noqa: F401  (ms.pool re-exports it)
+from ms.config.schema import POOL_MODES
 
 ORIGINS = ("seed", "stream", "imported", "summary")
 TIERS = ("short", "long")

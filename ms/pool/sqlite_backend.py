@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from ms.config.files import POOL_FILENAME, SQLITE_HEADER, not_sqlite, writable_folder  # noqa: F401 (re-exported)
+from ms.config.files import POOL_FILENAME, not_sqlite, writable_folder
 from ms.pool.backend import Database, Session
 from ms.pool.schema import (
     ADDED_IN,
