@@ -1,11 +1,4 @@
-"""Question-answer datasets.
-
-- `load`: the schema, loading with line-exact validation, and the literary form checks;
-- `splits`: deterministic per-agent seed/stream/test splits and the Hydra data config;
-- `hf`: importer for any dataset `datasets` can open;
-- `paper`: importer for the paper authors' repository, with `segment` reading its agent blocks;
-- `hygiene`: duplicates, test leaks, empty answers and form failures, and the clean variant.
-"""
+"""Question-answer datasets: loading and validating them, their splits, importers and hygiene."""
 
 from ms.config.schema import DataConfig, HFDataConfig
 
