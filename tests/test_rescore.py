@@ -1,6 +1,6 @@
-"""ms.metrics.rescore edits a run's record, not its numbers' source: rescoring a committed run with a scorer
-that replays the answers' scores of its committed rescored copy writes that copy again, byte for byte
-(metrics.json and predictions.jsonl). The encoder itself is tested in test_paper_measure."""
+"""ms-rescore (ms.cli.rescore) edits a run's record, not where its numbers come from: rescoring a committed
+run with a scorer that replays the answers' scores of its committed rescored copy writes that copy again,
+byte for byte (metrics.json and predictions.jsonl). The encoder itself is tested in test_paper_measure."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ms.metrics.rescore import rescore_run
+from ms.cli.rescore import rescore_run
 
 REPO = Path(__file__).resolve().parent.parent
 RESCORED = sorted(p.parent for p in REPO.glob("results/**/metrics.json") if '"rescored_from"' in p.read_text())
