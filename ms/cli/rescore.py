@@ -18,13 +18,14 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 from tqdm import tqdm
 
 from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.config.schema import EvalConfig
+from ms.data.load import write_jsonl
 from ms.loop.run_metrics import RunMetrics
 from ms.metrics.evaluate import BERTSCORE_KEYS, BERTScore, summarize
 from ms.metrics.summary_record import BertScoreRecord, FillSummary, Scores
@@ -87,7 +88,7 @@ def rescore_run(folder: Path, out: Path, scorer: BERTScore) -> int:
     fills = {}
     for fill, summary in metrics.fills.items():
         fresh = FillSummary.from_json(summarize([r for r in answered if int(r["fill"]) == fill], BERTSCORE_KEYS))
-        per_agent = {agent: _replaced(scores, fresh.scores(agent)) for agent, scores in summary.per_agent.items()}
+        per_agent = {agent: _replaced(scope, fresh.scores(agent)) for agent, scope in summary.per_agent.items()}
         fills[fill] = FillSummary(_replaced(summary.overall, fresh.overall), per_agent)
     described = BertScoreRecord.from_json({**scorer.describe(), "rescored_from": str(folder)})
     cell = metrics.cell
@@ -96,11 +97,8 @@ def rescore_run(folder: Path, out: Path, scorer: BERTScore) -> int:
     metrics = replace(metrics, fills=fills, described={**metrics.described, "bertscore": described}, cell=cell)
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / PREDICTIONS_FILE).write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
-    )
-    text = json.dumps(metrics.to_json(), indent=1, ensure_ascii=False) + "\n"
-    (out / METRICS_FILE).write_text(text, encoding="utf-8")
+    write_jsonl(out / PREDICTIONS_FILE, rows)
+    (out / METRICS_FILE).write_text(json.dumps(metrics.to_json(), indent=1, ensure_ascii=False) + "\n", "utf-8")
     for name in COPIED:
         if (folder / name).is_file():
             shutil.copy2(folder / name, out / name)
@@ -114,12 +112,9 @@ def _replaced(scores: Scores, fresh: Scores) -> Scores:
     keys = [key for key in BERTSCORE_KEYS if key in fresh.means]
     if not keys:
         return scores
-
-    def pick(values: Mapping) -> dict:
-        return {key: values[key] for key in keys}
-
-    n = {**scores.n, **pick(fresh.n)} if isinstance(scores.n, dict) else scores.n
-    ci, means = {**(scores.ci or {}), **pick(fresh.ci)}, {**scores.means, **pick(fresh.means)}
+    n = {**scores.n, **{key: fresh.n[key] for key in keys}} if isinstance(scores.n, dict) else scores.n
+    ci = {**(scores.ci or {}), **{key: fresh.ci[key] for key in keys}}
+    means = {**scores.means, **{key: fresh.means[key] for key in keys}}
     return replace(scores, n=n, ci=ci, means=means, absent=scores.absent - {"ci"})
 
 

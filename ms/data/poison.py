@@ -57,8 +57,7 @@ class Poisoner:
     name: ClassVar[str] = "none"
     active: ClassVar[bool] = True  # False: no poisoner (poison=none): the run records nothing of it
     draws_as: ClassVar[Optional[str]] = None  # another kind whose donors it draws (its answers built on them)
-    # What it writes, in the report's words: "poisoner of riddle: off-task answers" (an inactive one's: all it says)
-    in_words: ClassVar[str] = "poisoned answers"
+    in_words: ClassVar[str] = "poisoned answers"  # what it writes, as the report says: "poisoner of riddle: <this>"
 
     def __init__(
         self,
@@ -143,7 +142,7 @@ class NoPoison(Poisoner):
 
     name = "none"
     active = False
-    in_words = "no poisoning writer"
+    in_words = "no poisoning writer"  # writes nothing: the report says this alone, where it says it at all
 
     @classmethod
     def problems(cls, cfg, agents, running) -> Iterator[str]:
