@@ -57,6 +57,24 @@ def test_a_record_older_than_the_inputs_resumes_as_before(tmp_path):
     assert check_same_cell(tmp_path, {"complete": True, "cell": old}, cfg, "aaa") is None
 
 
+def test_a_run_accepted_for_other_code_resumes_under_that_code_without_the_flag(tmp_path):
+    from ms.common.errors import UserError
+    from ms.loop.cell import check_same_cell
+    from ms.loop.provenance_record import CellRecord
+
+    cfg = compose_config(TINY)
+    made = {**record(cfg, "aaa"), "code_sha256": "0" * 64}  # made by other code, accepted for none yet
+    with pytest.raises(UserError, match="accept_code_change=true"):
+        check_same_cell(tmp_path, {"complete": True, "cell": made}, cfg, "aaa")
+    here = check_same_cell(
+        tmp_path, {"complete": True, "cell": made}, compose_config([*TINY, "accept_code_change=true"]), "aaa"
+    )
+    assert here == code_sha256()
+    accepted = CellRecord.from_json(made).accepting(here).to_json()
+    assert list(accepted) == [*made, "accepted_code"] and accepted["accepted_code"] == [here]
+    assert check_same_cell(tmp_path, {"complete": True, "cell": accepted}, cfg, "aaa") is None
+
+
 @pytest.mark.slow
 def test_a_finished_run_is_refused_after_any_file_it_read_changes(tmp_path, ms_run, monkeypatch):
     """The issue's reproduction, one input at a time: a rubric's criterion, the access rule's grants,

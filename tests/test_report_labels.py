@@ -41,6 +41,17 @@ def test_every_registered_option_has_one_label_and_no_label_names_another(kind):
     assert unrecorded(kind) is None or words(kind, None)
 
 
+def test_every_poisoner_says_its_own_words_and_the_report_says_them_after_its_victim():
+    """Its class holds its words (Poisoner.in_words), so adding a poisoner touches no report module."""
+    from ms.config.parts import POISONS
+
+    own = {name: vars(writer).get("in_words") for name, writer in POISONS.loaded().items()}
+    assert all(own.values()) and len(set(own.values())) == len(own), own  # none inherited, no two alike
+    for name, writer in POISONS.loaded().items():
+        expected = f"poisoner of pun: {writer.in_words}" if writer.active else None  # none leaves it unsaid
+        assert said(POISONS, PoisonRecord(name, victim="pun")) == expected
+
+
 def test_the_table_says_which_retrievers_memory_train_can_learn_as_their_classes_do():
     assert {entry.name: entry.trainable for entry in LABELS[RETRIEVERS].labels} == {
         name: RETRIEVERS.load(name).trainable for name in RETRIEVERS

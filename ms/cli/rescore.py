@@ -3,24 +3,35 @@
     ms-rescore results/figure4_bertscore_offline/runs --model mpnet --out outputs/rescored/mpnet
     ms-report outputs/rescored/mpnet --metric P
 
-Every run folder under the roots that holds predictions.jsonl is copied to the same relative path
-under --out, with P, R and F1 scored anew (ms.metrics.rescore); ms-report then draws the copy.
+Every run folder under the roots that holds predictions.jsonl (a run that measured BERTScore keeps each
+generated answer and its reference there) is copied to the same relative path under --out, with P, R and
+F1 (each row's and each fill's summary) scored anew, and metrics.json saying which encoder that is and
+where the answers came from; ms-report then draws the copy like any run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence
 
 from tqdm import tqdm
 
 from ms.common.errors import DEBUG_ENV, USER_ERROR_EXIT, UserError, report_user_errors
-from ms.config.files import PREDICTIONS_FILE
+from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
 from ms.config.schema import EvalConfig
+from ms.data.load import write_jsonl
+from ms.loop.run_metrics import RunMetrics
+from ms.metrics.evaluate import BERTSCORE_KEYS, BERTScore, summarize
+from ms.metrics.summary_record import BertScoreRecord, FillSummary, Scores
 from ms.report.common.runs import run_folders
+
+COPIED = ("decisions.jsonl", "retirements.jsonl", "llm_usage.json", "run_id", "memories.csv")
 
 
 def _jobs(roots: Sequence[Path], out: Path) -> list[tuple[Path, Path]]:
@@ -39,9 +50,6 @@ def _jobs(roots: Sequence[Path], out: Path) -> list[tuple[Path, Path]]:
 
 
 def rescore(roots: Sequence[Path], out: Path, model: Optional[str], num_layers: Optional[int], batch: int) -> int:
-    from ms.metrics.evaluate import BERTScore
-    from ms.metrics.rescore import rescore_run
-
     missing = [str(r) for r in roots if not r.is_dir()]
     if missing:
         raise UserError(f"not a folder: {', '.join(missing)}")
@@ -59,6 +67,66 @@ def rescore(roots: Sequence[Path], out: Path, model: Optional[str], num_layers: 
         tqdm.write(f"{folder} -> {target}: {n} answers")
     print(f"{len(jobs)} run(s) rescored into {out}/ (draw them: ms-report {out} --metric P)")
     return 0
+
+
+def rescore_run(folder: Path, out: Path, scorer: BERTScore) -> int:
+    """Write `out`, a copy of the run `folder` scored by `scorer`. Returns the rows scored. Only rows
+    that hold an answer are scored (ref_logprob-only runs have none: a ValueError names the file)."""
+    predictions, metrics_path = folder / PREDICTIONS_FILE, folder / METRICS_FILE
+    for path in (predictions, metrics_path):
+        if not path.is_file():
+            raise ValueError(f"{folder}: no {path.name}; only a finished run's answers can be rescored")
+    rows = _rows(predictions)
+    answered = [r for r in rows if "answer" in r]
+    if not answered:
+        raise ValueError(f"{predictions}: no generated answers (a ref_logprob-only run): nothing to rescore")
+    scores = scorer.score([r["answer"] for r in answered], [r["reference"] for r in answered])
+    for row, values in zip(answered, scores):
+        row.update(zip(BERTSCORE_KEYS, values))
+
+    metrics = RunMetrics.from_json(json.loads(metrics_path.read_text(encoding="utf-8")), metrics_path)
+    fills = {}
+    for fill, summary in metrics.fills.items():
+        fresh = FillSummary.from_json(summarize([r for r in answered if int(r["fill"]) == fill], BERTSCORE_KEYS))
+        per_agent = {agent: _replaced(scope, fresh.scores(agent)) for agent, scope in summary.per_agent.items()}
+        fills[fill] = FillSummary(_replaced(summary.overall, fresh.overall), per_agent)
+    described = BertScoreRecord.from_json({**scorer.describe(), "rescored_from": str(folder)})
+    cell = metrics.cell
+    if cell is not None and cell.config is not None and "eval.model" in cell.config:  # a cell of its own encoder
+        cell = replace(cell, config={**cell.config, "eval.model": scorer.cfg.model})
+    metrics = replace(metrics, fills=fills, described={**metrics.described, "bertscore": described}, cell=cell)
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / PREDICTIONS_FILE, rows)
+    (out / METRICS_FILE).write_text(json.dumps(metrics.to_json(), indent=1, ensure_ascii=False) + "\n", "utf-8")
+    for name in COPIED:
+        if (folder / name).is_file():
+            shutil.copy2(folder / name, out / name)
+    if (folder / ".hydra").is_dir():
+        shutil.copytree(folder / ".hydra", out / ".hydra", dirs_exist_ok=True)
+    return len(answered)
+
+
+def _replaced(scores: Scores, fresh: Scores) -> Scores:
+    """One summary scope (overall or an agent's) with the BERTScore keys `fresh` holds replaced by its."""
+    keys = [key for key in BERTSCORE_KEYS if key in fresh.means]
+    if not keys:
+        return scores
+    n = {**scores.n, **{key: fresh.n[key] for key in keys}} if isinstance(scores.n, dict) else scores.n
+    ci = {**(scores.ci or {}), **{key: fresh.ci[key] for key in keys}}
+    means = {**scores.means, **{key: fresh.means[key] for key in keys}}
+    return replace(scores, n=n, ci=ci, means=means, absent=scores.absent - {"ci"})
+
+
+def _rows(path: Path) -> list[dict]:
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path} line {n}: not JSON ({err.msg})") from None
+    return rows
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

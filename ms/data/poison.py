@@ -57,6 +57,7 @@ class Poisoner:
     name: ClassVar[str] = "none"
     active: ClassVar[bool] = True  # False: no poisoner (poison=none): the run records nothing of it
     draws_as: ClassVar[Optional[str]] = None  # another kind whose donors it draws (its answers built on them)
+    in_words: ClassVar[str] = "poisoned answers"  # what it writes, as the report says: "poisoner of riddle: <this>"
 
     def __init__(
         self,
@@ -141,6 +142,7 @@ class NoPoison(Poisoner):
 
     name = "none"
     active = False
+    in_words = "no poisoning writer"  # writes nothing: the report says this alone, where it says it at all
 
     @classmethod
     def problems(cls, cfg, agents, running) -> Iterator[str]:
@@ -162,6 +164,7 @@ class OffTask(Poisoner):
     """Answers of another domain: a seed or stream reference of an agent whose domain is not the victim's."""
 
     name = "off_task"
+    in_words = "off-task answers"
 
     @classmethod
     def problems(cls, cfg, agents, running) -> Iterator[str]:
@@ -185,6 +188,7 @@ class OnStyle(Poisoner):
     """The victim's own form, the wrong question: the reference of another of its seed or stream questions."""
 
     name = "on_style"
+    in_words = "on-style answers"
 
     def donors(self, example: Example) -> list[Example]:
         own = normalize_space(example.question)
@@ -200,6 +204,7 @@ class Injection(Poisoner):
     """An instruction to whoever reads it (poison.instruction), carrying poison.marker."""
 
     name = "injection"
+    in_words = "an injected instruction"
 
     @classmethod
     def problems(cls, cfg, agents, running) -> Iterator[str]:

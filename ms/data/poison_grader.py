@@ -42,14 +42,17 @@ class GraderDirected(AimedAtGrader):
 
 class SelfAssessment(GraderDirected):
     name = SELF_ASSESSMENT
+    in_words = "self-assessments"
 
 
 class AnswerPlusAssessment(GraderDirected):
     name = ANSWER_PLUS_ASSESSMENT
+    in_words = "answers plus self-assessments"
 
 
 class GraderInstruction(GraderDirected):
     name = GRADER_INSTRUCTION
+    in_words = "answers instructing the grader"
 
 
 class PlainPraise(AimedAtGrader):
@@ -61,7 +64,9 @@ class PlainPraise(AimedAtGrader):
 
 class PraiseAlone(PlainPraise):
     name = PRAISE_ALONE
+    in_words = "plain-words praise"
 
 
 class LinePlusPraise(PlainPraise):
     name = LINE_PLUS_PRAISE
+    in_words = "answers' first lines plus plain-words praise"

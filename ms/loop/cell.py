@@ -24,6 +24,7 @@ from ms.common.errors import UserError
 from ms.config.added import since_cell
 from ms.config.options import OWNED, declared
 from ms.loop.inputs import CODE_KEY, InputSettings, changed_inputs, code_sha256, dtypes, inputs_record
+from ms.loop.provenance_record import CellRecord
 
 # Settings that cannot change a number: where things are kept, how they are shown, and the data
 # folder's path (its content is compared instead, by fingerprint).
@@ -157,9 +158,9 @@ def stored(folder: Path, metrics: Mapping) -> tuple[Optional[dict], Optional[str
     """(settings, data fingerprint, whether the record is the run's own) a finished run was made with:
     from its metrics.json, or, for runs that predate the record, from the config Hydra saved beside it
     (then without a fingerprint)."""
-    cell = metrics.get("cell")
-    if isinstance(cell, Mapping):
-        return with_added(cell.get("config") or {}), cell.get("data_sha256"), True
+    cell = CellRecord.from_json(metrics.get("cell"))
+    if cell is not None:
+        return with_added(cell.config or {}), cell.data_sha256, True
     saved = folder / ".hydra" / "config.yaml"
     try:
         return identity(yaml.safe_load(saved.read_text(encoding="utf-8")) or {}, data_dir=True), None, False
@@ -190,19 +191,18 @@ def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint
     keys = differences(identity(cfg, data_dir=not own), settings, every_key=own)
     if fingerprint is not None and data is not None and data != fingerprint:
         keys.insert(0, DATA_KEY)
-    cell = metrics.get("cell") if own else None
-    if cell and isinstance(cell.get("dtypes"), Mapping):
+    cell = CellRecord.from_json(metrics.get("cell"))  # None where the run predates the record (not `own`)
+    if cell is not None and isinstance(cell.dtypes, Mapping):
         here = dtypes(input_settings(cfg))
         keys += [
             f"backbone {n}'s resolved dtype"
-            for n in sorted(here.keys() | cell["dtypes"].keys())
-            if here.get(n) != cell["dtypes"].get(n)
+            for n in sorted(here.keys() | cell.dtypes.keys())
+            if here.get(n) != cell.dtypes.get(n)
         ]
-    if cell and isinstance(cell.get("inputs"), Mapping):
-        keys += changed_inputs(inputs_record(input_settings(cfg), known=cell["inputs"]), cell["inputs"])
+    if cell is not None and isinstance(cell.inputs, Mapping):
+        keys += changed_inputs(inputs_record(input_settings(cfg), known=cell.inputs), cell.inputs)
     code = code_sha256()
-    known = (cell.get("code_sha256"), *cell.get("accepted_code", ())) if cell else ()
-    other_code = bool(cell and cell.get("code_sha256")) and code not in known
+    other_code = cell is not None and bool(cell.code_sha256) and code not in (cell.code_sha256, *cell.accepted_code)
     if keys:
         keys += [CODE_KEY] * other_code
         shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -40,6 +40,7 @@ from ms.loop.inputs import encoder_models, test_retriever_name
 from ms.loop.provenance import provenance
 from ms.loop.provenance_record import CellRecord, Provenance
 from ms.loop.run_folder import clear_partial, completed, open_run_pool, write_atomic
+from ms.loop.run_metrics import RunMetrics
 from ms.loop.run_record import Retire, RunRecord
 from ms.loop.schedule import Schedule, stream_k
 from ms.loop.validation import validate
@@ -310,7 +311,8 @@ def open_run(cfg: DictConfig, out_dir: Path) -> Parts | dict:
         return compose_run(cfg, out_dir)
     accepted = check_same_cell(out_dir, metrics, cfg, data_fingerprint(load_splits(cfg.data, agents_from(cfg.agents))))
     if accepted is not None:  # the run's numbers now stand for this code too: say so in the run itself
-        metrics["cell"]["accepted_code"] = [*metrics["cell"].get("accepted_code", []), accepted]
+        written = RunMetrics.from_json(metrics, out_dir / METRICS_FILE)
+        metrics = replace(written, cell=written.cell.accepting(accepted)).to_json()
         write_atomic(out_dir / METRICS_FILE, json.dumps(metrics, indent=2, ensure_ascii=False))
         log.info("%s: its numbers are accepted for this code (accept_code_change=true)", out_dir)
     return metrics

@@ -9,7 +9,7 @@ process), and a cell's `accepted_code` (written where a later request accepted t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional
 
 from ms.common.sections import absent_from, written
@@ -108,3 +108,7 @@ class CellRecord:
 
     def to_json(self) -> dict[str, Any]:
         return written(self, CELL, lambda name, value: list(value) if name == "accepted_code" else value)
+
+    def accepting(self, code: str) -> "CellRecord":
+        """The record once a request has accepted the run for the code hashed `code`."""
+        return replace(self, accepted_code=(*self.accepted_code, code), absent=self.absent - {"accepted_code"})

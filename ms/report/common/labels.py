@@ -4,8 +4,9 @@ The report reads which option a run used from its typed record (metrics.json `ru
 and says it through this table, e.g. "learned dense retriever", "random gate matched to the rubric gate", "access rule
 half0". An option's words may read its own settings from its part of the record (the gate a random gate matched,
 the rule file an access rule came from). Nothing else in ms.report compares a field with an option's name
-(tests/test_structure.py checks): a new option is described by one line here, and one the table lacks
-(a plugin's) is still named, as "<name> <noun>".
+(tests/test_structure.py checks): a new option is described by one line here, a poisoner by its class
+(Poisoner.in_words, so a new one, a plugin's too, needs no line), and one the table lacks (another kind's
+plugin) is still named, as "<name> <noun>".
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Callable, NamedTuple, Optional, Union
 from ms.config.added import before
 from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, POOL_BACKENDS, RETRIEVERS
 from ms.config.registry import Registry
-from ms.data.poison_record import PoisonRecord
+from ms.data.poison import Poisoner
 from ms.gates.record import GateRecord
 from ms.pool.access.record import AccessRecord
 
@@ -61,9 +62,12 @@ class Kind:
     setting: str
 
 
-def _victim(what: str) -> Callable[[PoisonRecord], str]:
-    """A poisoning writer: whose stream questions it answers (the `poison` section's victim), and how."""
-    return lambda p: f"poisoner of {p.victim or 'an agent'}: {what}"
+def _poisoner(name: str, writer: type[Poisoner]) -> Label:
+    """A poisoner in the words its class gives (ms.data.poison.Poisoner.in_words), after whose stream questions
+    it answers (the `poison` section's victim); one that writes nothing, quiet and in its words alone."""
+    if not writer.active:
+        return Label(name, writer.in_words, quiet=True)
+    return Label(name, lambda p: f"poisoner of {p.victim or 'an agent'}: {writer.in_words}")
 
 
 def _random_gate(g: GateRecord) -> str:
@@ -122,17 +126,7 @@ LABELS: dict[Registry, Kind] = {
     POISONS: Kind(
         "poisoner",
         lambda p: p.kind,
-        (
-            Label("none", "no poisoning writer", quiet=True),
-            Label("off_task", _victim("off-task answers")),
-            Label("on_style", _victim("on-style answers")),
-            Label("injection", _victim("an injected instruction")),
-            Label("self_assessment", _victim("self-assessments")),
-            Label("answer_plus_assessment", _victim("answers plus self-assessments")),
-            Label("grader_instruction", _victim("answers instructing the grader")),
-            Label("praise_alone", _victim("plain-words praise")),
-            Label("line_plus_praise", _victim("answers' first lines plus plain-words praise")),
-        ),
+        tuple(_poisoner(name, writer) for name, writer in POISONS.loaded().items()),  # each says its own words
         "poison.name",
     ),
     POOL_BACKENDS: Kind(
