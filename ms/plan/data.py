@@ -164,8 +164,7 @@ def _question_rows(settings, checked, jobs: Sequence) -> list:
 def gate_check_plan(settings, checked, out: Path) -> int:
     """`settings`: ms.gates.check.CheckSettings, what the check reads of its config; `checked`:
     ms.gates.check.Checked, the pairs gate-check built from them and the data."""
-    from ms.gates.check_corruptions import GOOD
-    from ms.gates.check_corruptions import with_model_praise
+    from ms.gates.check_corruptions import GOOD, with_model_praise
     from ms.gates.check_praise import PRAISE_TOKENS
     from ms.gates.scorer import rubric_for
     from ms.plan.tokens import CHARS_PER_TOKEN
