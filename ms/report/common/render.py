@@ -9,7 +9,7 @@ import io
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Sequence, Union
+from typing import Iterable, Sequence, Union
 
 from ms.common.stats import interval_text
 from ms.report.common.conditions import Score
@@ -105,6 +105,13 @@ def estimate_row(value: Value) -> list[str]:
     return [csv_number(value), "", "", ""]
 
 
+def csv_text(rows: Iterable[Sequence]) -> str:
+    """The rows as CSV, each line ended by "\\n" on every platform."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue()
+
+
 def to_csv(table: Table) -> str:
     """One column per value; a column holding cells of ours adds its ci_lo, ci_hi, n and replicates."""
     ours = [any(isinstance(values[i], Score) for _, values in table.rows) for i in range(len(table.columns))]
@@ -112,9 +119,7 @@ def to_csv(table: Table) -> str:
     for column, has_ci in zip(table.columns, ours):
         name = " ".join(column)
         header += [*estimate_header(name), f"{name} replicates"] if has_ci else [name]
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
+    rows = [header]
     for labels, values in table.rows:
         row = list(labels)
         for value, has_ci in zip(values, ours):
@@ -122,8 +127,8 @@ def to_csv(table: Table) -> str:
                 row += [*estimate_row(value), str(value.replicates) if isinstance(value, Score) else ""]
             else:
                 row.append(csv_number(value))
-        writer.writerow(row)
-    return buf.getvalue()
+        rows.append(row)
+    return csv_text(rows)
 
 
 def _tex(text: str) -> str:

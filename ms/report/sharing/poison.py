@@ -13,8 +13,6 @@ poison.png/.pdf draws the retrieval shares and the changes of the same Spreads, 
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -27,7 +25,7 @@ from ms.config.files import DECISIONS_FILE
 from ms.config.parts import ACCESS_RULES
 from ms.data.poison_record import PoisonRecord
 from ms.report.common.labels import option
-from ms.report.common.render import markdown_grid
+from ms.report.common.render import csv_text, markdown_grid
 from ms.report.common.runs import Run, metric_label, read_jsonl
 from ms.report.common.writers import read_writers
 from ms.report.figures.canvas import new_figure, save_figure
@@ -196,9 +194,7 @@ def poison_markdown(found: Sequence[Spread], metric: str) -> str:
 
 
 def poison_csv(found: Sequence[Spread]) -> str:
-    out = io.StringIO()
-    table = csv.writer(out, lineterminator="\n")
-    table.writerow(
+    table = [
         [
             "run",
             "kind",
@@ -219,13 +215,13 @@ def poison_csv(found: Sequence[Spread]) -> str:
             "change_n",
             "clean_run",
         ]
-    )
+    ]
     for s in found:
         for side in (VICTIM, OTHERS):
             e = s.harm.get(side, Estimate(None, None, None, 0))
             stream = s.marked.get(f"stream: {side}", ("", ""))
             test = s.marked.get(f"test: {side}", ("", ""))
-            table.writerow(
+            table.append(
                 [
                     s.run.name,
                     s.poison.kind,
@@ -242,7 +238,7 @@ def poison_csv(found: Sequence[Spread]) -> str:
                     s.clean.name if s.clean else "",
                 ]
             )
-    return out.getvalue()
+    return csv_text(table)
 
 
 def _label(s: Spread) -> str:

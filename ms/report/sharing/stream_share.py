@@ -7,14 +7,13 @@ over retrievals would be too narrow."""
 
 from __future__ import annotations
 
-import csv
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from ms.common.stats import Estimate, interval_text, mean_ci
-from ms.report.common.render import csv_number, markdown_grid
+from ms.report.common.render import csv_number, csv_text, markdown_grid
 from ms.report.common.runs import Run
 from ms.report.common.writers import stream_written
 from ms.report.sharing.counts import ALL
@@ -122,6 +121,5 @@ def write_stream_share(runs: Sequence[Run], out: Path) -> dict[str, str]:
             ),
             encoding="utf-8",
         )
-        with (out / f"{STREAM_SHARE}.csv").open("w", newline="", encoding="utf-8") as f:
-            csv.writer(f, lineterminator="\n").writerows(table)
+        (out / f"{STREAM_SHARE}.csv").write_text(csv_text(table), encoding="utf-8")
     return lines

@@ -4,11 +4,9 @@ definitions sharing.md opens with."""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 
-from ms.report.common.render import csv_number
+from ms.report.common.render import csv_number, csv_text
 from ms.report.common.runs import metric_label
 from ms.report.common.writers import POISONER
 from ms.report.sharing.counts import (
@@ -72,9 +70,7 @@ def sharing_notes(s: Sharing) -> list[str]:
 
 def sharing_csv(s: Sharing) -> str:
     """One block of rows per quantity (QUANTITIES), each with a row per retrieving agent and ALL."""
-    out = io.StringIO()
-    table = csv.writer(out, lineterminator="\n")
-    table.writerow(["quantity", "agent", *s.columns])
+    table = [["quantity", "agent", *s.columns]]
     for quantity in QUANTITIES:
         for row in s.rows:
             cells = []
@@ -92,17 +88,17 @@ def sharing_csv(s: Sharing) -> str:
                         "gain_n": str(est.n if est else ""),
                     }[quantity]
                 )
-            table.writerow([quantity, row, *cells])
+            table.append([quantity, row, *cells])
     if not s.grants.open:  # 1 where the rule granted the row's agent the column's writer, 0 where it withheld it
         for row in s.rows[:-1]:
-            table.writerow(
+            table.append(
                 [
                     "granted",
                     row,
                     *("" if not c.startswith("agent=") else str(int(not s.withheld(row, c))) for c in s.columns),
                 ]
             )
-    return out.getvalue()
+    return csv_text(table)
 
 
 def _share(s: Sharing, row: str, column: str) -> str:

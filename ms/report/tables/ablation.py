@@ -3,8 +3,6 @@ score with its 95% CI."""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -12,7 +10,7 @@ from typing import Sequence
 from ms.config.parts import POLICIES
 from ms.report.common.conditions import FIGURE4_K, Condition, Score
 from ms.report.common.labels import rank, words
-from ms.report.common.render import estimate_header, estimate_row, markdown_grid, value_text
+from ms.report.common.render import csv_text, estimate_header, estimate_row, markdown_grid, value_text
 from ms.report.common.runs import Cell, metric_label
 from ms.report.context import Report
 from ms.report.tables.tables import order, uncertainty_notes
@@ -142,9 +140,7 @@ def ablation_csv(tables: Sequence[Ablation], agent_order: Sequence[str] = ()) ->
     """All cells in one long table; full precision, each score as value, ci_lo, ci_hi, n."""
     found = {a for t in tables for a in t.agents}
     agents = [a for a in order(found, agent_order) if a in found] + ["overall"]
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(
+    rows = [
         [
             "backbone",
             "k",
@@ -154,10 +150,10 @@ def ablation_csv(tables: Sequence[Ablation], agent_order: Sequence[str] = ()) ->
             *(c for a in agents for c in estimate_header(a)),
             "accepted",
         ]
-    )
+    ]
     for table in tables:
         for row, scores in zip(table.rows, table.scores):
-            writer.writerow(
+            rows.append(
                 [
                     *table.cell,
                     row.retriever,
@@ -168,7 +164,7 @@ def ablation_csv(tables: Sequence[Ablation], agent_order: Sequence[str] = ()) ->
                     _accepted(row.condition, ""),
                 ]
             )
-    return buf.getvalue()
+    return csv_text(rows)
 
 
 def ablation_section(report: Report) -> str:

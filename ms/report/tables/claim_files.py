@@ -3,8 +3,6 @@ runs were paired and how many of them were recorded dirty or without a run recor
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -12,7 +10,7 @@ from ms.common.stats import ALPHA, CONFIDENCE, RESAMPLES
 from ms.config.parts import METRICS
 from ms.report.common.pairing import NOT_COMPARED
 from ms.report.common.records import record_counts
-from ms.report.common.render import csv_number, markdown_grid
+from ms.report.common.render import csv_number, csv_text, markdown_grid
 from ms.report.common.runs import Run, metric_words
 from ms.report.context import Report
 from ms.report.tables.claims import CLAIMS, ClaimRow, Comparison, comparisons, higher_is_better, test_all
@@ -42,12 +40,10 @@ CSV_HEADER = [
 
 
 def claims_csv(rows: Sequence[ClaimRow]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
+    lines = [CSV_HEADER]
     for row in rows:
         c, r = row.comparison, row.result
-        writer.writerow(
+        lines.append(
             [
                 c.claim.id,
                 c.claim.text,
@@ -69,7 +65,7 @@ def claims_csv(rows: Sequence[ClaimRow]) -> str:
                 c.b.gate,
             ]
         )
-    return buf.getvalue()
+    return csv_text(lines)
 
 
 def claim_runs(rows: Sequence[ClaimRow]) -> list[Run]:

@@ -5,15 +5,13 @@ answers closer to the references than it rejects."""
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 from typing import Sequence
 
 from ms.common.stats import Estimate, mean_ci
 from ms.config.files import QUALITY_FILE
 from ms.metrics.evaluate import BERTSCORE_KEYS
-from ms.report.common.render import csv_number, markdown_grid
+from ms.report.common.render import csv_number, csv_text, markdown_grid
 from ms.report.common.runs import Run, read_jsonl
 
 ALL = "all"
@@ -79,9 +77,7 @@ def quality_markdown(rows: Sequence[dict]) -> str:
 
 
 def quality_csv(rows: Sequence[dict]) -> str:
-    out = io.StringIO()
-    table = csv.writer(out, lineterminator="\n")
-    table.writerow(
+    table = [
         [
             "run",
             "gate",
@@ -92,10 +88,10 @@ def quality_csv(rows: Sequence[dict]) -> str:
             "n",
             *(f"{m}{s}" for m in BERTSCORE_KEYS for s in ("", "_ci_lo", "_ci_hi")),
         ]
-    )
+    ]
     for r in rows:
         estimates: list[Estimate] = [r[m] for m in BERTSCORE_KEYS]
-        table.writerow(
+        table.append(
             [
                 r["run"],
                 r["gate"],
@@ -107,7 +103,7 @@ def quality_csv(rows: Sequence[dict]) -> str:
                 *(csv_number(x) for e in estimates for x in (e.mean, e.lo, e.hi)),
             ]
         )
-    return out.getvalue()
+    return csv_text(table)
 
 
 def write_quality(runs: Sequence[Run], out: Path) -> str:

@@ -4,8 +4,6 @@ llm_usage.json, in any of the shapes ms has written them (ms.llm.usage.upgraded_
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import logging
 from pathlib import Path
@@ -15,6 +13,7 @@ from ms.config.files import USAGE_FILE
 from ms.llm.base import OTHER, Usage
 from ms.llm.usage import ROWS, by_role
 from ms.llm.usage_record import UsageRecord
+from ms.report.common.render import csv_text
 from ms.report.common.runs import Run
 
 log = logging.getLogger(__name__)
@@ -102,12 +101,9 @@ def write_usage(runs: Sequence[Run], out: Path) -> str:
         + "\n",
         encoding="utf-8",
     )
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["run", "role", *FIELDS])
+    rows = [["run", "role", *FIELDS]]
     for name, u in reports.items():
-        for role, values in per_role[name].items():
-            writer.writerow([name, role, *(values[f] for f in FIELDS)])
-        writer.writerow([name, "total", *(dict(u["total"], cost=u.get("cost"))[f] for f in FIELDS)])
-    (out / "usage.csv").write_text(buffer.getvalue(), encoding="utf-8")
+        rows += [[name, role, *(values[f] for f in FIELDS)] for role, values in per_role[name].items()]
+        rows.append([name, "total", *(dict(u["total"], cost=u.get("cost"))[f] for f in FIELDS)])
+    (out / "usage.csv").write_text(csv_text(rows), encoding="utf-8")
     return "\n".join(summary)
