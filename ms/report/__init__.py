@@ -7,10 +7,7 @@ predictions.jsonl what it scored on each test question (every mean and 95% CI is
 decisions.jsonl how its pool grew, its pool file (or memories.csv) who wrote each memory. Writes into --out
 (default: outputs/report/<SWEEP_DIR path>, never into the runs' own folders) summary.md and the files of
 its sections: sections.SECTIONS lists them in summary.md's order, each drawing from one Report (context),
-which cli builds (write_report, main). Packages, by what they draw: common (what every section reads runs
-through), tables (Tables 1-2, the ablation, the claims, runs.md), figures, sharing (who helped whom, access
-rules, a poisoned writer), usage (LLM cost, gate quality, stream-only runs), html (the site of --html).
-export writes memories.csv (python -m ms.report.export).
+which cli builds (write_report, main). ARCHITECTURE.md lists the packages.
 """
 
 from ms.report.cli import main, write_report

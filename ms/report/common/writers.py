@@ -153,7 +153,7 @@ def _pool_rows(path: Path) -> tuple[list[dict], dict[int, str]]:
         return rows, removal_reasons(conn)
 
 
-def _domains(config: dict):
+def agent_domains(config: dict) -> dict:
     """agent -> its domain, as the run's agents config (else the default agents) names it."""
     entries = config.get("agents") if isinstance(config.get("agents"), dict) else {}
     named = {a: (e or {}).get("domain") for a, e in entries.items() if isinstance(e, dict) or e is None}
@@ -174,7 +174,7 @@ def _with_gone(run_dir: Path, config: dict, rows: list[dict], removed: dict[int,
         table,
         read_jsonl(decisions) if decisions.is_file() else [],
         removed,
-        _domains(config).get,
+        agent_domains(config).get,
         own_run_id(run_dir),
     )
 

@@ -31,6 +31,7 @@ from ms.report.common.writers import (
     POISONER,
     Writer,
     agent_backbones,
+    agent_domains,
     poison_writer,
     pool_copy,
     read_writers,
@@ -209,10 +210,7 @@ def run_memories(run: Run) -> Memories:
                 seeds, missing = {}, [f"seed texts: memories.csv numbers the seeds otherwise (id {i})"]
                 break
     else:  # no writers table: who wrote each memory is what the rebuild and decisions.jsonl say
-        entries = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-        domain = {a: (e or {}).get("domain") for a, e in entries.items()} or {
-            a.name: a.domain for a in default_agents().values()
-        }
+        domain = agent_domains(config)
         backbones = agent_backbones(config, backbone)
         poisoner = poison_writer(run.path)
         # A poisoner's pair is stored in the domain of the agent whose question it answered, and no backbone wrote it.

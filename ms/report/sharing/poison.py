@@ -1,15 +1,7 @@
-"""poison.md and poison.csv: for each run with a poisoning writer (`run.poison` in metrics.json,
-ms.data.poison), how far its memories spread and whom they hurt.
-
-Per run: the poisoner's pairs the gate judged and admitted (metrics.json `stream.poison`); the test
-questions' retrievals of its memories (the memories its writer name wrote, read from the pool file or
-memories.csv as the sharing matrix reads them) by the victim and by the other agents, at the run's last
-fill; for an injection, the stream answers that carry its marker (decisions.jsonl: the agents' own
-pairs, not the poisoner's), and the test answers that do where the run generated them; and the change
-in the metric against the clean run (the run whose fields are the same but for the poisoner and the
-access rule), paired per test question with a 95% bootstrap CI, for the victim and for everyone else.
-poison.png/.pdf draws the retrieval shares and the changes of the same Spreads, one row per run.
-"""
+"""poison.md, poison.csv and poison.png/.pdf: for each run with a poisoning writer (`run.poison` in metrics.json,
+ms.data.poison), how far its memories spread and whom they hurt; poison.md's opening paragraph (poison_markdown)
+says what each number is. The poisoner's memories are read from the pool file or memories.csv as the sharing matrix
+reads them; the clean run is the one whose fields are the same but for the poisoner and the access rule."""
 
 from __future__ import annotations
 

@@ -45,24 +45,15 @@ def runs_markdown(
             use,
         ]
 
+    def grid(shown: Sequence[Run], use) -> str:
+        return f"{markdown_grid(header, [row(r, use(r)) for r in shown], len(header))}\n\n{record_counts(shown)}"
+
     in_tables = [r for r in runs if r.name not in why_not and used_in(r.cell, paper)]
     others = [r for r in runs if r not in in_tables]
     parts = ["# Runs\n", SELECTION_RULE + "\n", f"## Runs in the tables ({len(in_tables)})\n"]
-    parts.append(
-        markdown_grid(header, [row(r, ", ".join(used_in(r.cell, paper))) for r in in_tables], len(header))
-        + f"\n\n{record_counts(in_tables)}"
-        if in_tables
-        else "None."
-    )
+    parts.append(grid(in_tables, lambda r: ", ".join(used_in(r.cell, paper))) if in_tables else "None.")
     parts.append(f"\n## Other runs ({len(others)})\n")
-    parts.append(
-        markdown_grid(
-            header, [row(r, why_not.get(r.name, "no table shows this k and pool")) for r in others], len(header)
-        )
-        + f"\n\n{record_counts(others)}"
-        if others
-        else "None."
-    )
+    parts.append(grid(others, lambda r: why_not.get(r.name, "no table shows this k and pool")) if others else "None.")
     parts.append(f"\n## Skipped: incomplete ({len(skipped)})\n")
     parts.append("".join(f"- `{s.path}`: {s.reason}\n" for s in skipped) or "None.")
     return "\n".join(parts) + "\n"
