@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 from ms.common.errors import UserError
 from ms.plan.flags import take_plan_flags
 from ms.plan.table import format_rows
+from ms.plan.tokens import CHARS_PER_TOKEN, PER_MESSAGE, tokens
 
 LEGEND = (
     "calls: requests the command will make (~: an estimate); cached: how many of them the response cache "
@@ -62,7 +63,6 @@ def _score_row(backbones, scorer, graded: Sequence[tuple[object, str, str, str]]
     """The grader's calls (`scorer`, the scorer's section) on `graded`: (rubric, agent, question, answer)
     each, one call a pair."""
     from ms.plan.gate import grading_tokens, reads_probabilities
-    from ms.plan.tokens import tokens
 
     row, probabilities = _row(backbones, "score", scorer.backbone), reads_probabilities(scorer, backbones)
     reply = 0.0 if probabilities else scorer.max_new_tokens
@@ -78,7 +78,6 @@ def _utility_rows(settings, checked, jobs: Sequence) -> list:
     (ms.gates.check_utility withholds them)."""
     from ms.agents import PromptTemplate
     from ms.gates.settings import UtilitySettings
-    from ms.plan.tokens import PER_MESSAGE, tokens
     from ms.pool import normalize_space, scope_for
 
     agents, template, shots = checked.agents, PromptTemplate(**settings.prompt), max(1, settings.shots)
@@ -130,7 +129,6 @@ def _merged(rows: Sequence) -> list:
 def _praise_row(backbones, checked):
     """The model-written praise: one sample per seed pair on the check's backbone, each at its cap."""
     from ms.gates.check_praise import PRAISE_TOKENS
-    from ms.plan.tokens import PER_MESSAGE, tokens
 
     row = _row(backbones, "answer", None)
     for asked in checked.asked:
@@ -145,7 +143,6 @@ def _question_rows(settings, checked, jobs: Sequence) -> list:
     from ms.agents import PromptTemplate, chat
     from ms.gates.question_dependence import others_of
     from ms.gates.settings import RubricQdepSettings
-    from ms.plan.tokens import PER_MESSAGE, tokens
 
     tested, template = RubricQdepSettings.of(settings.gate), PromptTemplate(**settings.prompt)
     rows: dict[str, object] = {}
@@ -167,7 +164,7 @@ def gate_check_plan(settings, checked, out: Path) -> int:
     from ms.gates.check_corruptions import GOOD, with_model_praise
     from ms.gates.check_praise import PRAISE_TOKENS
     from ms.gates.scorer import rubric_for
-    from ms.plan.tokens import CHARS_PER_TOKEN
+    from ms.gates.settings import RubricQdepSettings, UtilitySettings
 
     # The praise the backbone will write stands in at its cap: as many characters as that many tokens.
     capped = "x" * int(PRAISE_TOKENS * CHARS_PER_TOKEN)
@@ -188,15 +185,11 @@ def gate_check_plan(settings, checked, out: Path) -> int:
         f"are judged too, and counted at their cap",
     ]
     if checked.question:
-        from ms.gates.settings import RubricQdepSettings
-
         notes.append(
             f"question test: every pair's answer scored after its question and after up to "
             f"gate.others={RubricQdepSettings.of(settings.gate).others} other seed questions of its agent"
         )
     if checked.utility:
-        from ms.gates.settings import UtilitySettings
-
         notes.append(
             f"utility: 2 scored prompts per probe, up to gate.probes={UtilitySettings.probes_of(settings.gate)} probes per pair "
             f"among its scope's seed pairs"
@@ -225,7 +218,6 @@ def invert_plan(backbones, answers: Sequence[tuple[str, str, str]], agents: Mapp
     """`backbones`: ms.llm.backbones.Backbones of the command's `backbone`; `answers`: (id, agent, answer) each,
     as ms.data.invert.read_answers reads them."""
     from ms.data.invert import INVERT_PROMPT
-    from ms.plan.tokens import PER_MESSAGE, tokens
 
     row = _row(backbones, "invert", None)
     for _, agent, answer in answers:

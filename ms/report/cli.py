@@ -158,14 +158,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = args.out or default_out(args.sweep_dirs[0])
     html = out / "site" if args.html is True else args.html
     fresh, fresh_site = not out.exists(), html is not None and not html.exists()
+    summary = None
     try:
         summary = report_user_errors(
             "ms-report",
             lambda: write_report(args.sweep_dirs, out, args.metric, None, args.sharing_fill, html, args.exclude_tests),
         )
-    except BaseException:
-        summary = None
-        raise
     finally:
         if summary in (None, USER_ERROR_EXIT):  # a report cut short is no report: no half-written folder
             for folder in [f for f, new in ((out, fresh), (html, fresh_site)) if new]:

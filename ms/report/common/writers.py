@@ -61,6 +61,12 @@ class Writer:
         return self.backbone == POISONER
 
 
+def decisions_of(run_dir: Path) -> list[dict]:
+    """The gate's decisions the run recorded (decisions.jsonl); [] for a folder without them."""
+    path = run_dir / DECISIONS_FILE
+    return read_jsonl(path) if path.is_file() else []
+
+
 def run_config(run_dir: Path) -> dict:
     """The run's composed config (.hydra/config.yaml); {} for a folder without one."""
     path = run_dir / ".hydra" / "config.yaml"
@@ -162,8 +168,7 @@ def agent_domains(config: dict) -> dict:
 
 def _with_gone(run_dir: Path, config: dict, rows: list[dict], removed: dict[int, str]) -> list[dict]:
     """The pool file's rows and those of the memories that left it since the run (ms.report.common.forgotten)."""
-    recorded, decisions = run_dir / WRITERS_FILE, run_dir / DECISIONS_FILE
-    table = []
+    recorded, table = run_dir / WRITERS_FILE, []
     if recorded.is_file():
         try:
             table = _csv_rows(recorded)
@@ -172,7 +177,7 @@ def _with_gone(run_dir: Path, config: dict, rows: list[dict], removed: dict[int,
     return rows + gone_rows(
         {int(r["id"]) for r in rows},
         table,
-        read_jsonl(decisions) if decisions.is_file() else [],
+        decisions_of(run_dir),
         removed,
         agent_domains(config).get,
         own_run_id(run_dir),

@@ -26,12 +26,13 @@ from ms.config.schema import DataConfig
 from ms.data import load_splits
 from ms.loop.cell import data_fingerprint
 from ms.pool import Pool
-from ms.report.common.runs import Run, read_jsonl
+from ms.report.common.runs import Run
 from ms.report.common.writers import (
     POISONER,
     Writer,
     agent_backbones,
     agent_domains,
+    decisions_of,
     poison_writer,
     pool_copy,
     read_writers,
@@ -50,11 +51,6 @@ class Memories:
     source: str
     missing: list[str] = field(default_factory=list)
     writers: dict[int, Writer] = field(default_factory=dict)  # for the sharing matrix
-
-
-def decisions_of(run: Run) -> list[dict]:
-    path = run.path / DECISIONS_FILE
-    return read_jsonl(path) if path.is_file() else []
 
 
 def _data_dir(data: dict) -> Optional[Path]:
@@ -163,7 +159,7 @@ def run_memories(run: Run) -> Memories:
     backbone = run.record.backbone
     writers = read_writers(run.path, backbone) or {}
     source = writers_source(run.path)
-    decisions = [d for d in decisions_of(run) if d.get("memory_id") is not None]
+    decisions = [d for d in decisions_of(run.path) if d.get("memory_id") is not None]
     stream = {
         int(d["memory_id"]): {
             "question": d.get("question"),

@@ -10,8 +10,8 @@ from collections import defaultdict
 from typing import Optional, Sequence
 
 from ms.report.common.runs import Item, Run
-from ms.report.common.writers import run_config
-from ms.report.html.memories import Memories, decisions_of, run_memories
+from ms.report.common.writers import decisions_of, run_config
+from ms.report.html.memories import Memories, run_memories
 from ms.report.html.prompts import prompt_spec
 from ms.report.sharing.baseline import find_baseline
 from ms.report.sharing.counts import ALL, Sharing, sharing_matrix
@@ -88,7 +88,7 @@ def _baseline(run: Run, runs: Sequence[Run], index: dict[Item, int]) -> Optional
 
 
 def _decisions(run: Run) -> list[dict]:
-    return [{k: d[k] for k in DECISION_FIELDS if d.get(k) is not None} for d in decisions_of(run)]
+    return [{k: d[k] for k in DECISION_FIELDS if d.get(k) is not None} for d in decisions_of(run.path)]
 
 
 def _sharing(

@@ -13,13 +13,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ms.common.stats import MIN_CI_N, Estimate, mean_ci
-from ms.config.files import DECISIONS_FILE
 from ms.config.parts import ACCESS_RULES
 from ms.data.poison_record import PoisonRecord
 from ms.report.common.labels import option
 from ms.report.common.render import csv_text, markdown_grid
-from ms.report.common.runs import Run, metric_label, read_jsonl
-from ms.report.common.writers import read_writers
+from ms.report.common.runs import Run, metric_label
+from ms.report.common.writers import decisions_of, read_writers
 from ms.report.figures.canvas import new_figure, save_figure
 
 FILE = "poison"
@@ -72,8 +71,7 @@ def _marked(run: Run, victim: str, marker: str) -> dict[str, tuple[int, int]]:
     """Answers that carry the marker: the agents' own stream answers (decisions.jsonl), and the test
     answers at the last fill where the run generated them (BERTScore runs)."""
     out = {}
-    path = run.path / DECISIONS_FILE
-    own = [d for d in read_jsonl(path) if not d.get("writer")] if path.is_file() else []
+    own = [d for d in decisions_of(run.path) if not d.get("writer")]
     tests = [
         (a, r["answer"])
         for (a, _), r in (run.predictions or {}).get(run.last_fill, {}).items()
