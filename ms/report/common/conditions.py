@@ -148,16 +148,6 @@ class Condition:
         return len(self.runs)
 
     @property
-    def has_predictions(self) -> bool:
-        return all(r.predictions is not None for r in self.runs)
-
-    def replicate_note(self) -> Optional[str]:
-        if self.replicates < 2:
-            return None
-        seeds = ", ".join(str(r.seed) for r in self.runs)
-        return f"{self.name}: replicates: {self.replicates} (seeds {seeds}), each test question averaged over them."
-
-    @property
     def accepted(self) -> list[Optional[int]]:
         """Admitted stream questions, one count per replicate; None where not recorded."""
         return [r.accepted for r in self.runs]

@@ -6,7 +6,7 @@ a commit would warn on every cell."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from ms.loop.provenance_record import Provenance
 from ms.report.common.runs import Run
@@ -24,14 +24,9 @@ def compared_fields(record: Provenance) -> dict[str, Any]:
     return out
 
 
-def record_of(run: Run) -> Optional[Provenance]:
-    """The run's record; None for runs written before metrics.json had one."""
-    return run.written.provenance
-
-
 def differences(a: Run, b: Run) -> list[str]:
     """One line per field in which the two runs' records differ; none where either has no record."""
-    record_a, record_b = record_of(a), record_of(b)
+    record_a, record_b = a.written.provenance, b.written.provenance
     if record_a is None or record_b is None:
         return []
     fields_a, fields_b = compared_fields(record_a), compared_fields(record_b)
@@ -47,6 +42,7 @@ def record_counts(runs: Sequence[Run]) -> str:
     from their commit (provenance `dirty: true`) and how many carry no run record at all (written before
     metrics.json had one), e.g. "runs: 6, of which 2 recorded dirty, 1 without a run record"."""
     shown = list({run.name: run for run in runs}.values())  # a run a table names twice counts once
-    dirty = sum(record_of(run) is not None and record_of(run).dirty is True for run in shown)
-    lacking = sum(record_of(run) is None for run in shown)
+    records = [run.written.provenance for run in shown]  # None: written before metrics.json had one
+    dirty = sum(record is not None and record.dirty is True for record in records)
+    lacking = sum(record is None for record in records)
     return f"runs: {len(shown)}, of which {dirty} recorded dirty, {lacking} without a run record"

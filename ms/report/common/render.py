@@ -88,6 +88,11 @@ def to_markdown(table: Table) -> str:
     return f"**{table.title}**\n\n{markdown_grid(header, _cells(table, '–'), len(table.index))}\n\n{notes}"
 
 
+def id_span(ids: Sequence[int]) -> str:
+    """Memory ids in a line of text: the first eight, and how many more."""
+    return ", ".join(map(str, ids[:8])) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+
+
 def csv_number(x) -> str:
     """Full precision (repr round-trips a float), blank where missing."""
     return "" if x is None else repr(x)

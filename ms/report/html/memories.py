@@ -26,6 +26,7 @@ from ms.config.schema import DataConfig
 from ms.data import load_splits
 from ms.loop.cell import data_fingerprint
 from ms.pool import Pool
+from ms.report.common.render import id_span
 from ms.report.common.runs import Run
 from ms.report.common.writers import (
     POISONER,
@@ -193,7 +194,7 @@ def run_memories(run: Run) -> Memories:
             if untold:
                 missing.append(
                     f"{len(untold)} memories no longer in the pool have no text in the run's files "
-                    f"(ids {_span(untold)})"
+                    f"(ids {id_span(untold)})"
                 )
         return Memories(records, where, missing, writers)
     seeds, why = rebuild_seeds(run)
@@ -227,7 +228,7 @@ def run_memories(run: Run) -> Memories:
     records = {i: _record(i, writers.get(i), rows.get(i)) for i in ids}
     unknown = [i for i in ids if "question" not in records[i]]
     if unknown:
-        missing.append(f"{len(unknown)} memories have no text in the run's files (ids {_span(unknown)})")
+        missing.append(f"{len(unknown)} memories have no text in the run's files (ids {id_span(unknown)})")
     parts = [
         p
         for p, ok in (
@@ -237,7 +238,3 @@ def run_memories(run: Run) -> Memories:
         if ok
     ]
     return Memories(records, "; ".join(parts) or "no texts: the run kept no pool file", missing, writers)
-
-
-def _span(ids: list[int]) -> str:
-    return ", ".join(map(str, ids[:8])) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")

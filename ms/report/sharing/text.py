@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ms.report.common.render import csv_number, csv_text
+from ms.report.common.render import csv_number, csv_text, id_span
 from ms.report.common.runs import metric_label
 from ms.report.common.writers import POISONER
 from ms.report.sharing.counts import (
@@ -60,9 +60,8 @@ def sharing_notes(s: Sharing) -> list[str]:
     ]
     if s.unknown:
         ids = sorted(s.unknown)
-        listed = ", ".join(map(str, ids[:8])) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
         notes.append(
-            f"{s.count(ALL, f'agent={UNKNOWN}')} retrievals of {len(ids)} memories (ids {listed}) whose "
+            f"{s.count(ALL, f'agent={UNKNOWN}')} retrievals of {len(ids)} memories (ids {id_span(ids)}) whose "
             f"writer no file of the run records: counted under `{UNKNOWN}`."
         )
     return notes

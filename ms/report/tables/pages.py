@@ -7,7 +7,7 @@ import logging
 from typing import Sequence
 
 from ms.report.common.conditions import SELECTION_RULE, Condition, used_in
-from ms.report.common.records import differences, record_counts, record_of
+from ms.report.common.records import differences, record_counts
 from ms.report.common.render import markdown_grid, value_text
 from ms.report.common.runs import Run, Skipped, metric_label
 from ms.report.context import Report
@@ -132,7 +132,7 @@ def records_section(report: Report) -> str:
             warnings.setdefault(line, f"{use} differ in {line}")
     for warning in warnings.values():
         log.warning("%s", warning)
-    lacking = [r.name for r in report.runs if record_of(r) is None]
+    lacking = [r.name for r in report.runs if r.written.provenance is None]
     out = [
         "## Reproducibility records\n",
         "Runs pooled as seed replicates or paired in a claim are checked for the same model files "

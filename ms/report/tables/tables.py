@@ -51,11 +51,16 @@ def uncertainty_notes(conds: Sequence[Condition], scores: Sequence[dict[str, Sco
         [s for d in scores for a, s in d.items() if a != OVERALL], [d[OVERALL] for d in scores if OVERALL in d]
     )
     notes.append(note)
-    notes += [n for c in conds if (n := c.replicate_note())]
+    notes += [
+        f"{c.name}: replicates: {c.replicates} (seeds {', '.join(str(r.seed) for r in c.runs)}), each test "
+        "question averaged over them."
+        for c in conds
+        if c.replicates > 1
+    ]
     notes += [
         f"{c.name} has no predictions.jsonl: its cells are metrics.json means, without a CI."
         for c in conds
-        if not c.has_predictions
+        if any(r.predictions is None for r in c.runs)
     ]
     return notes, show_n
 
