@@ -1,9 +1,7 @@
 """What one call of a planned run costs and which row it goes into: the planner's state built from the
-settings it reads (`PlanSettings`, which ms.plan.planner takes from the root config), the response-cache probe and the request keys it looks up, prompt sizes, and the calls the gate
-and the metrics plan (ms.gates.base.GatePlan, ms.metrics.base.MetricPlan). Apart from ms.plan.planner,
-which walks the run's steps with them; its docstring says how tokens are counted and where the cache
-is looked up.
-"""
+settings it reads (`PlanSettings`), the response-cache probe and the request keys it looks up, prompt
+sizes, and the calls the gate and the metrics plan (ms.gates.base.GatePlan, ms.metrics.base.MetricPlan).
+ms.plan.planner walks the run's steps with them; its docstring says where the cache is looked up."""
 
 from __future__ import annotations
 

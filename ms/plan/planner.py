@@ -6,14 +6,13 @@ micro-batches), and the gate's calls where ms.plan.gate says so. Estimated: the 
 calls, which follow from what the gate admits (an assumed acceptance rate), text-read score calls
 (re-asks not counted), and every token count.
 
-Tokens are counted from the text the run will send: 4 characters a token, 1 a CJK character, a few
-per chat message. Text the run has not made yet stands in at typical sizes: a retrieved memory as
-long as its scope's mean seed pair, a reply as long as its agent's mean seed answer, capped at
-max_new_tokens. A request is looked up in the response cache only where it does not depend on the
-pool the run grows (zero-shot prompts); elsewhere what the cache holds is unknown. A scored request
-(ref_logprob) is looked up with its context rendered by the backbone's chat template, which loads
-the backbone's tokenizer (not its weights). The counts go into a `Row` per role and backbone
-(ms.plan.rows).
+Tokens are counted from the text the run will send (ms.plan.tokens). Text the run has not made yet
+stands in at typical sizes: a retrieved memory as long as its scope's mean seed pair, a reply as long
+as its agent's mean seed answer, capped at max_new_tokens. A request is looked up in the response cache
+only where it does not depend on the pool the run grows (zero-shot prompts); elsewhere what the cache
+holds is unknown. A scored request (ref_logprob) is looked up with its context rendered by the
+backbone's chat template, which loads the backbone's tokenizer (not its weights). The counts go into a
+`Row` per role and backbone (ms.plan.rows).
 """
 
 from __future__ import annotations

@@ -44,9 +44,8 @@ class Label:
     # Retrievers: memory train can learn it (the class's `trainable`, which would import torch to ask), so
     # its words say whether the run's did (the `learned` run field): "learned dense retriever".
     trainable: bool = False
-    server: bool = (
-        False  # pool backends: the pool lives on a server (ms.report.common.pool_server reads it), not a file
-    )
+    # Pool backends: the pool lives on a server (ms.report.common.pool_server reads it), not a file.
+    server: bool = False
 
 
 @dataclass(frozen=True)

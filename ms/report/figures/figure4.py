@@ -44,6 +44,14 @@ def _legend_below(ax) -> None:
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
 
 
+def _curve(ax, points: list[tuple[int, Estimate]], label: str) -> None:
+    """A line through the (fill, estimate) points' means, in a shaded band of their CIs where they have one."""
+    (line,) = ax.plot([f for f, _ in points], [e.mean for _, e in points], marker="o", label=label)
+    band = [(f, e.lo, e.hi) for f, e in points if e.lo is not None]
+    if band:
+        ax.fill_between(*zip(*band), color=line.get_color(), alpha=0.15, linewidth=0)
+
+
 def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> Figure:
     """One panel per domain, one curve per agent: the mean against memory fill (%), in a shaded
     band of its 95% CI wherever the fill has one. An agent measured at one fill is a point with its
@@ -63,10 +71,7 @@ def figure4(curves: dict[str, dict[int, Estimate]], title: str, ylabel: str) -> 
                     [fill + (i - (len(drawn) - 1) / 2) * DODGE], [e.mean], yerr=bar, fmt="o", capsize=4, label=agent
                 )
                 continue
-            (line,) = ax.plot([f for f, _ in points], [e.mean for _, e in points], marker="o", label=agent)
-            band = [(f, e.lo, e.hi) for f, e in points if e.lo is not None]
-            if band:
-                ax.fill_between(*zip(*band), color=line.get_color(), alpha=0.15, linewidth=0)
+            _curve(ax, points, agent)
         ax.set_title(heading)
         ax.set_xlabel("memory fill (%)")
         ax.set_xticks(fills)
@@ -88,11 +93,7 @@ def change_by_gate(curves: dict[str, dict[int, Estimate]], title: str, ylabel: s
     ax.axhline(0.0, color="grey", linewidth=0.8)
     for gate, points in curves.items():
         drawn = sorted((f, e) for f, e in points.items() if e.mean is not None)
-        n = max(e.n for _, e in drawn)  # test questions paired at each fill
-        (line,) = ax.plot([f for f, _ in drawn], [e.mean for _, e in drawn], marker="o", label=f"gate={gate}, n = {n}")
-        band = [(f, e.lo, e.hi) for f, e in drawn if e.lo is not None]
-        if band:
-            ax.fill_between(*zip(*band), color=line.get_color(), alpha=0.15, linewidth=0)
+        _curve(ax, drawn, f"gate={gate}, n = {max(e.n for _, e in drawn)}")  # n: test questions paired at each fill
     ax.set_xticks(sorted({f for points in curves.values() for f in points}))
     ax.set_xlabel("memory fill (%)")
     ax.set_ylabel(ylabel)

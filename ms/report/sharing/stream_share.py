@@ -1,9 +1,6 @@
-"""H3: how much of each top k the stream wrote, fill by fill and per retrieving agent, with a 95% CI.
-
-The unit is the test question: its share is the fraction of its k retrieved memories that the stream
-wrote (not the data's seed pairs), and an agent's share is the mean over its questions with a bootstrap
-CI over them. The k retrievals of one question share its prompt and are not independent, so an interval
-over retrievals would be too narrow."""
+"""H3: how much of each top k the stream wrote, fill by fill and per retrieving agent, with a 95% CI
+(stream_share.md says what each number is). The unit is the test question, not the retrieval: the k
+retrievals of one question share its prompt, so an interval over retrievals would be too narrow."""
 
 from __future__ import annotations
 
