@@ -14,7 +14,7 @@ from ms.report.common.runs import Run, metric_label, metric_words
 from ms.report.context import Report
 from ms.report.tables.claim_files import claim_runs
 from ms.report.tables.claims import CLAIMS, ClaimRow, higher_is_better
-from ms.report.tables.pages import use_of
+from ms.report.tables.pages import overall_text, use_of
 
 
 def _side(c: Condition, fill: int, index: dict[str, int]) -> dict:
@@ -62,7 +62,6 @@ def table_data(table: Table) -> dict:
 
 
 def run_entry(run: Run, report: Report, label: str) -> dict:
-    score = Condition([run]).score(report.metric) if report.metric in run.measured else None
     r = run.record
     return {
         "name": run.name,
@@ -77,7 +76,7 @@ def run_entry(run: Run, report: Report, label: str) -> dict:
         "seed": run.seed,
         "last_fill": run.last_fill,
         "fills": run.fills,
-        "overall": value_text(score, show_n=True, digits=3) if score else "–",
+        "overall": overall_text(run, report.metric) if report.metric in run.measured else "–",
         "use": use_of(run, report),
         "predictions": run.predictions is not None,
     }

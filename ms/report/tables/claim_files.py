@@ -80,7 +80,9 @@ def _signed(x: Optional[float]) -> str:
 
 def claims_grid(rows: Sequence[ClaimRow]) -> str:
     """The claims table in Markdown, as claims.md and summary.md show it, and under it how many of the runs
-    it compares were recorded dirty or carry no run record."""
+    it compares were recorded dirty or carry no run record; a line saying so where there is no row."""
+    if not rows:
+        return "No claim could be tested on these runs."
     header = [
         "claim",
         "comparison",
@@ -177,7 +179,7 @@ def claims_markdown(
         f"Metrics, where the runs have them: {'; '.join(f'{m}, {metric_words(m)}' for m in metrics)}. "
         + _better(metrics)
         + " 'agents ahead': agents whose mean difference is above 0, of those compared.\n",
-        claims_grid(rows) if rows else "No claim could be tested on these runs.",
+        claims_grid(rows),
         "",
         "## How each claim is tested\n",
         *(f"- ({c.id}) {c.text}: {c.how}" for c in CLAIMS.values()),
@@ -218,8 +220,7 @@ def claims_section(report: Report) -> str:
     (report.out / "claims.csv").write_text(claims_csv(rows), encoding="utf-8")
     report.claim_rows, report.untested = rows, untested(rows, empty)
     missing = "".join(f"\n- not tested here: {line}" for line in report.untested)
-    grid = claims_grid(rows) if rows else "No claim could be tested on these runs."
     return (
         "\n## Claims\n\nPaired tests of the paper's claims; method, per-claim rules and run folders: "
-        f"[claims.md](claims.md), [claims.csv](claims.csv).\n\n{grid}\n{missing}\n"
+        f"[claims.md](claims.md), [claims.csv](claims.csv).\n\n{claims_grid(rows)}\n{missing}\n"
     )

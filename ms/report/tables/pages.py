@@ -20,7 +20,7 @@ def _field_text(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def _overall(run: Run, metric: str) -> str:
+def overall_text(run: Run, metric: str) -> str:
     """The run on its own (not pooled with its replicates): mean [95% CI] n."""
     return value_text(Condition([run]).score(metric), show_n=True, digits=3)
 
@@ -41,7 +41,7 @@ def runs_markdown(
             *(_field_text(written[run.name].get(k, "")) for k in keys),
             " ".join(run.overrides),
             f"{run.last_fill}%",
-            _overall(run, metric),
+            overall_text(run, metric),
             use,
         ]
 
@@ -82,7 +82,7 @@ def runs_section(report: Report) -> str:
     for r in runs:
         out.append(
             f"- `{r.name}`: {r.words()}" + ("" if r.seed is None else f", seed {r.seed}") + f"; overall {metric} "
-            f"{_overall(r, metric)} at {r.last_fill}% fill; {use_of(r, report)}"
+            f"{overall_text(r, metric)} at {r.last_fill}% fill; {use_of(r, report)}"
         )
     if runs:
         out.append(f"\n{record_counts(runs)}")
