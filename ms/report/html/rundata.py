@@ -16,7 +16,6 @@ from ms.report.html.prompts import prompt_spec
 from ms.report.sharing.baseline import find_baseline
 from ms.report.sharing.counts import ALL, Sharing, sharing_matrix
 from ms.report.sharing.grants import Grants
-from ms.report.sharing.poison import poison_of
 from ms.report.sharing.text import sharing_notes
 
 log = logging.getLogger(__name__)
@@ -87,10 +86,6 @@ def _baseline(run: Run, runs: Sequence[Run], index: dict[Item, int]) -> Optional
     return {"run": name, "values": values} if values else None
 
 
-def _decisions(run: Run) -> list[dict]:
-    return [{k: d[k] for k in DECISION_FIELDS if d.get(k) is not None} for d in decisions_of(run.path)]
-
-
 def _sharing(
     run: Run, runs: Sequence[Run], memories: Memories, metric: str, fill: Optional[int], index: dict[Item, int]
 ) -> dict:
@@ -156,19 +151,6 @@ def _cells(s: Sharing, memory_ids: dict[tuple[str, str], dict[Item, list[int]]],
     }
 
 
-def rule_and_poisoner(run: Run) -> dict:
-    """The access rule the run retrieved under and its poisoning writer, in words, for the run's header."""
-    poison = poison_of(run)
-    return {
-        "access": Grants.of(run.record).describe(),
-        "poison": (
-            f"poison={poison.kind}: writer `{poison.writer}` answering the questions of {poison.victim}"
-            if poison
-            else "no poisoning writer"
-        ),
-    }
-
-
 def run_data(
     run: Run, runs: Sequence[Run], metric: str, sharing_fill: Optional[int] = None, label: Optional[str] = None
 ) -> dict:
@@ -179,6 +161,7 @@ def run_data(
         # k = 0 reads no memory: its pool's seeds would only weigh on the page
         memories = Memories({}, "none shown: at k = 0 no test question read the pool", [], memories.writers)
     prompt, prompt_missing = prompt_spec(run_config(run.path))
+    poison = run.record.poison
     data = {
         "name": run.name,
         "label": label or run.words(),
@@ -196,9 +179,15 @@ def run_data(
         "memories": memories.records,
         "memory_source": memories.source,
         "memory_missing": memories.missing,
-        "decisions": _decisions(run),
+        "decisions": [{k: d[k] for k in DECISION_FIELDS if d.get(k) is not None} for d in decisions_of(run.path)],
         "baseline": _baseline(run, runs, index),
-        **rule_and_poisoner(run),
+        # the run's header: the access rule it retrieved under and its poisoning writer, in words
+        "access": Grants.of(run.record).describe(),
+        "poison": (
+            f"poison={poison.kind}: writer `{poison.writer}` answering the questions of {poison.victim}"
+            if poison
+            else "no poisoning writer"
+        ),
     }
     if run.predictions is None:
         data["no_predictions"] = "this run's folder holds no predictions.jsonl (runs from before it was written)"

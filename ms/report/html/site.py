@@ -76,9 +76,6 @@ def write_site(site: Path, report: Report) -> Path:
         (site / "data" / f"run-{i}.js").write_text(script(f"run-{i}", data), encoding="utf-8")
     front["sharing"] = sharing
     (site / "data" / "site.js").write_text(script("site", front), encoding="utf-8")
-    log.info("site written to %s (%.1f MB)", site, size_of(site) / 1e6)
+    size = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+    log.info("site written to %s (%.1f MB)", site, size / 1e6)
     return site / "index.html"
-
-
-def size_of(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
