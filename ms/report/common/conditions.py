@@ -221,50 +221,39 @@ def conditions(runs: Sequence[Run]) -> tuple[list[Condition], dict[str, str]]:
     return out, replaced
 
 
+def _unused(c: Condition) -> Optional[str]:
+    """Why no table uses the condition, whichever others there are (SELECTION_RULE); None where one may."""
+    if c.record.retriever != TABLE_RETRIEVER:
+        return f"{c.first.retriever_words} (the tables use the {TABLE_RETRIEVER} retriever only)"
+    if c.memory != TABLE_MEMORY:
+        return f"{words(POLICIES, c.memory)} (the tables use {words(POLICIES, TABLE_MEMORY)} only; see ablation.md)"
+    if c.record.access is not None:
+        return (
+            f"{said(ACCESS_RULES, c.first.access)} (the tables read under {words(ACCESS_RULES, None)}; see access.md)"
+        )
+    if c.record.poison is not None:
+        return "a poisoning writer wrote into its pool (the tables read clean runs; see poison.md)"
+    if c.record.retire is not None:
+        return "memory.retire_below retired memories (the tables read runs that keep what they admit)"
+    if not c.record.greedy:
+        return f"its stream kept the best of {c.record.best_of} sampled answers (the tables read greedy streams)"
+    return None
+
+
 def choose(conds: Sequence[Condition], replaced: dict[str, str]) -> tuple[dict[Cell, Condition], dict[str, str]]:
     """The condition that speaks for each cell (SELECTION_RULE), and why each other run does not."""
 
     def rank(c: Condition):
         return c.gate == TABLE_GATE, bool(c.record.learned), c.finished, c.name
 
-    def eligible(c: Condition) -> bool:
-        return (
-            c.record.retriever == TABLE_RETRIEVER
-            and c.memory == TABLE_MEMORY
-            and c.record.access is None
-            and c.record.poison is None
-            and c.record.retire is None
-            and c.record.greedy
-        )
-
-    table_memory, open_access = words(POLICIES, TABLE_MEMORY), words(ACCESS_RULES, None)
     chosen: dict[Cell, Condition] = {}
     for c in conds:
-        if eligible(c) and (c.cell not in chosen or rank(c) > rank(chosen[c.cell])):
+        if _unused(c) is None and (c.cell not in chosen or rank(c) > rank(chosen[c.cell])):
             chosen[c.cell] = c
     why_not = dict(replaced)
     for c in conds:
-        for run in c.runs:
-            if c.record.retriever != TABLE_RETRIEVER:
-                why_not[run.name] = f"{c.first.retriever_words} (the tables use the {TABLE_RETRIEVER} retriever only)"
-            elif c.memory != TABLE_MEMORY:
-                why_not[run.name] = f"{words(POLICIES, c.memory)} (the tables use {table_memory} only; see ablation.md)"
-            elif c.record.access is not None:
-                why_not[run.name] = (
-                    f"{said(ACCESS_RULES, c.first.access)} (the tables read under {open_access}; see access.md)"
-                )
-            elif c.record.poison is not None:
-                why_not[run.name] = "a poisoning writer wrote into its pool (the tables read clean runs; see poison.md)"
-            elif c.record.retire is not None:
-                why_not[run.name] = (
-                    "memory.retire_below retired memories (the tables read runs that keep what they admit)"
-                )
-            elif not c.record.greedy:
-                why_not[run.name] = (
-                    f"its stream kept the best of {c.record.best_of} sampled answers (the tables read greedy streams)"
-                )
-            elif chosen[c.cell] is not c:
-                why_not[run.name] = f"its cell is taken by {chosen[c.cell].name}"
+        why = _unused(c) or (None if chosen[c.cell] is c else f"its cell is taken by {chosen[c.cell].name}")
+        why_not |= {run.name: why for run in c.runs if why}
     return chosen, why_not
 
 
