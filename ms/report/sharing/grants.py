@@ -16,8 +16,6 @@ class Grants:
     def __init__(self, record: Optional[AccessRecord]):
         self.record = record
         self.table: dict[str, Optional[list[str]]] = dict(record.grants) if record is not None else {}
-        self.has_default = record is not None and record.has_default
-        self.default: Optional[list[str]] = record.default if record is not None else None
 
     @classmethod
     def of(cls, run: RunRecord) -> "Grants":
@@ -33,7 +31,7 @@ class Grants:
             return None
         if reader in self.table:
             return self.table[reader]
-        return self.default if self.has_default else None
+        return self.record.default if self.record.has_default else None
 
     def granted(self, reader: str, writer: str) -> bool:
         """Whether `reader` was granted the memories `writer`'s stream wrote (its seeds: where it was
