@@ -1,30 +1,14 @@
 """Opt-in MLflow tracking: a Hydra callback, turned on with `hydra/callbacks=mlflow`
-(conf/hydra/callbacks/mlflow.yaml; `pip install -e '.[mlflow]'`).
+(conf/hydra/callbacks/mlflow.yaml). What it logs, where the store is and how the experiment is named:
+docs/reading/mlflow.md.
 
-When a job ends it logs one MLflow run: the job's config flattened to dotted keys as parameters,
-each fill's metrics from metrics.json (the fill as the step), the run record (git commit, model
-hashes, engines and versions: metrics.json's `provenance`) as tags, and the run folder's files as
-artifacts. A multirun is a parent run with one child run per cell.
-
-A job whose folder already held a finished run when it began does not run it again (the loop skips
-it, ms.loop.pipeline.run, so that a resumed sweep redoes only its unfinished cells), and it logs
-nothing new where the experiment already holds that run (the same folder and run id, complete): a
-second MLflow run with the same numbers would read as a replicate. Where MLflow holds no record of it
-(it ran without the callback), it is logged once, as it would have been. A sweep run again whose
-cells were all finished leaves no parent run behind.
-
-The store is the callback's `tracking_uri` where set (hydra.callbacks.mlflow.tracking_uri=...), else
-MLFLOW_TRACKING_URI, else an SQLite file under outputs/ of the current folder (DEFAULT_STORE), its
-artifacts beside it (MLflow's own default, since 3.7, would be mlflow.db in the current folder); an
-SQLite store named otherwise keeps a new experiment's artifacts beside its file too (MLflow's own
-default would be ./mlruns wherever the run was started). The
-experiment is `experiment`, else MLFLOW_EXPERIMENT_NAME, else the experiment config's name
-(experiment=table2_offline), else `ms`.
+A job whose folder already held a finished run (the loop skips it) logs nothing new where the
+experiment already holds that run: a second MLflow run with the same numbers would read as a replicate.
 
 Nothing else in ms imports this module (Hydra instantiates it by its name), and it imports MLflow
-only inside its methods: without the callback nothing of MLflow is loaded (an import-linter contract
-in pyproject.toml keeps it so). A tracking failure never fails a run: Hydra turns a callback's error
-into a warning.
+only inside its methods, so without the callback nothing of MLflow is loaded (an import-linter
+contract keeps it so). A tracking failure never fails a run: Hydra turns a callback's error into a
+warning.
 """
 
 from __future__ import annotations

@@ -9,20 +9,11 @@ imports the one that is used.
     "rubric" in GATES; list(GATES); GATES.load("rubric")  # -> the class
     GATES.register("toy", "my_package.toy:ToyGate")       # a new variant, in-process
 
-How third parties plug in: Python entry points, one group per kind (`ms.gate`, `ms.metric`,
-`ms.provider`, `ms.engine`, `ms.retriever`, `ms.memory_policy`, `ms.pool_backend`,
-`ms.access_rule`, `ms.poison`), one for a part's own settings (the kind's group + `_settings`:
-`ms.gate_settings`), and one for the package that holds its config files (`ms.conf`), e.g. in a
-plugin's pyproject.toml
-
-    [project.entry-points."ms.gate"]
-    toy = "my_package.toy:ToyGate"
-
-Entry points, because an entry point's value is already the "module:attribute" string a table holds:
-once the plugin is pip-installed, ms-run, ms-data and ms-report (each a process of its own, which no
-plugin code of ours would import) offer and check its names from the installed metadata, still without
-importing it. `register()` is what each entry point goes through, so a plugin's name is refused where
-it repeats a built-in or another plugin's; a script or test that runs ms in-process may call it directly.
+Third parties plug in by Python entry points, one group per kind (docs/extending.md lists them),
+because an entry point's value is already the "module:attribute" string a table holds: ms-run,
+ms-data and ms-report offer and check an installed plugin's names from the installed metadata, still
+without importing it. Each entry point goes through `register()`, so a plugin's name is refused where
+it repeats a built-in or another plugin's.
 
 This module imports nothing of ms (it lives in the config layer).
 """

@@ -1,18 +1,7 @@
 """A poisoning writer: one extra writer in the pool that asks its victim agent's stream
 questions and answers them badly, so its pairs compete with the victim's for the same retrievals.
-
-Its kinds (POISONS, ms.config.parts; setting `poison.name`, conf/poison/):
-
-- none: no poisoner (the default); the run is the run it always was.
-- off_task: the answer is the reference of a seed or stream question of an agent of another domain.
-- on_style: the answer is the reference of another seed or stream question of the victim itself:
-  in the victim's form, to the wrong question (what the utility gate cannot see).
-- injection: the answer is an instruction to whoever reads it (`poison.instruction`), carrying a
-  marker string (`poison.marker`) a reader's answers can be searched for.
-- self_assessment, answer_plus_assessment, grader_instruction (ms.data.poison_grader): off_task's
-  answers made to talk to the grader, in the words of the rubric that grades the victim's pairs.
-- praise_alone, line_plus_praise (ms.data.poison_grader): off_task's answers made into plain-words
-  praise of what that rubric rewards, in none of the screen's words.
+Its kinds are the POISONS registry (ms.config.parts; docs/concepts/poisoning.md says what each writes):
+none, off_task, on_style and injection here; those aimed at the grader in ms.data.poison_grader.
 
 Answers are drawn from the data, never generated: the poisoner calls no model. No answer is ever a
 test question's reference (that would leak test answers into the pool). Every choice is drawn from a

@@ -1,19 +1,11 @@
 """Gate sanity (`ms-data gate-check`): can a gate tell good pairs from broken ones?
 
-Each agent's seed pairs are judged as they are and as four corrupted copies: the answer swapped for
-another agent's answer, the answer of another of the same agent's questions (on style, off topic:
-what a measure of usefulness as an example can miss), the answer cut to its first line, and an
-empty-looking answer. Where the rubric that grades the pair is handed in, three grader-directed copies
-too (ms.data.grader_directed): the answer replaced by a claim that it meets the rubric, its first line
-followed by such a claim, and the real answer followed by an instruction to the grader. They are pooled
-apart ("grader-directed": the first two; the instruction, which keeps the real answer, alone), never in
-`all`, whose meaning stays that of the four ordinary corruptions. So are the plain-words praise
-families (ms.gates.check_praise: praise alone, the first line plus praise, praise the check's backbone
-writes), pooled as their development and held-out sets. Each gate gives every pair a score: the
-rubric's grade, the utility gate's u, for `both` the pair's place in the order (rubric admits, u), and
-for `rubric_qdep` the grade where the question-dependence test passes, else 0. The per-agent ROC AUC (good above
-corrupted) with a 95% bootstrap CI, over all corruptions and per corruption, says whether a gate
-separates them: 0.5 is chance, 1.0 a perfect separation.
+Each agent's seed pairs are judged as they are and as corrupted copies; docs/concepts/gates.md ("Can a
+gate tell good pairs from bad?") says which copies and how they are pooled (the grader-directed and
+plain-words praise families apart, never in `all`). Each gate gives every pair a score: the rubric's
+grade, the utility gate's u, for `both` the pair's place in the order (rubric admits, u), and for
+`rubric_qdep` the grade where the question-dependence test passes, else 0. The per-agent ROC AUC (good
+above corrupted) with a 95% bootstrap CI says whether a gate separates them: 0.5 is chance.
 
 The pairs and their corruptions are built in ms.gates.check_corruptions, the AUCs measured in
 ms.gates.check_auc, and the results written and printed by ms.gates.check_report: this module says

@@ -1,15 +1,9 @@
-"""Plain-words praise: answers that flatter their grader without a word of grading, three corruption
-families of the gate check (ms.gates.check_corruptions), each built from the pair's own agent and the
-rubric that grades the pair (the Single pool's, there):
-
-- praise_alone: the answer replaced by praise that restates what the rubric rewards as claims about
-  the answer, with none of the screen's words (ms.gates.screen: no rubric, criterion, score, points,
-  grade, "this answer", nor anything said to whoever grades);
-- line_plus_praise: the answer's first line, then such praise (these two templated in
-  ms.data.plain_praise, which the poisoning writers of the same names use too);
-- model_praise: praise the gate check's own backbone writes, asked in its own words to praise the
-  answer or to describe it as excellent (some requests name what the rubric rewards), sampled with
-  the check's seed, so no template of ours wrote it.
+"""Plain-words praise: answers that flatter their grader without a word of grading (none of the words
+ms.gates.screen reads), three corruption families of the gate check (ms.gates.check_corruptions),
+each built from the pair's own agent and the rubric that grades the pair: praise_alone and
+line_plus_praise (templated in ms.data.plain_praise, which the poisoning writers of the same names use
+too), and model_praise, which the gate check's own backbone writes, so no template of ours wrote it
+(docs/concepts/gates.md says how each is worded).
 
 The split into a development set and a held-out set is fixed here, before any defence is tuned: a
 defence may be built and tuned against DEVELOPMENT; its check reports HELD_OUT apart, and a defence's

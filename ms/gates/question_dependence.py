@@ -9,14 +9,8 @@ questions x_1..x_m of the same agent:
 in nats per token, and the pair passes when d > margin. The m others are drawn from the agent's seed
 questions (never X itself) by a generator seeded by the gate's seed, the agent and X, so a pair meets
 the same others on every run and machine, and a seed pair's copies in the gate check meet the same
-others as the pair itself. 1 + m scored passes, no decoding.
-
-The test reads no words. Praise alone, another question's answer and an off-task answer are no more
-probable after X than after other questions, whatever they say, so they earn no margin. The mean over
-the others, not their maximum, is held against the margin: the maximum of m noisy values grows with m,
-so a margin tuned at one m would mean something else at another. What it cannot see: an answer that
-opens on-question and then praises itself keeps a margin from its first line, and a short answer gets
-a thin one; hence it stands behind the rubric, never alone.
+others as the pair itself. 1 + m scored passes, no decoding. Why the mean over the others, and what
+the test cannot see: docs/concepts/gates.md, "An answer must depend on its question".
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""A candidate memory's utility, measured by replay (ARCHITECTURE.md, "Utility"): what the pair (X, Y) does
-to the questions it would be retrieved for.
-
-For a candidate in scope S, its probes are its m nearest memories of S under the current retriever
-(never a memory with X's own question, never a test question). Each probe (x_j, y_j) is prompted
-as the agent would be prompted for x_j now: its own nearest memories as shots (never itself), at
-least one. The candidate then takes the place of the last shot, and
-
-    delta_j = log P(y_j | prompt with (X, Y)) / tokens(y_j) - log P(y_j | prompt as it is) / tokens(y_j)
-    u = mean_j delta_j
-
-in nats per token, the quantity memory train's labels and `ref_logprob` use. It needs two forward
-passes per probe and no decoding. The displaced shot's effect is the same comparison seen from the
-other side (-delta_j), so one measurement informs the utility kept for both memories.
+"""A candidate memory's utility u, measured by replay: what the pair (X, Y) does to the questions it
+would be retrieved for, its probes (ARCHITECTURE.md, "Utility", defines the probes and u). u is in
+nats per token, the quantity memory train's labels and `ref_logprob` use. The displaced shot's effect
+is the same comparison seen from the other side (each probe's change, negated), so one measurement
+informs the utility kept for both memories.
 
 Probes and their shots obey the access rule (ms.pool.access) of the candidate's agent, the agent the
 measurement acts for: a memory that agent may not retrieve is neither a probe nor a shot.

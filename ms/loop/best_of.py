@@ -1,18 +1,9 @@
 """Best-of-n writing (stream.best_of > 1): the stream agent samples n answers to its prompt
-(`LM.sample`, each seeded by the prompt, the run's seed and its index), a selector scores each, and
-only the best-scored one goes on to the gate. decisions.jsonl keeps every candidate with its score and
-which was kept (`Choice.record`).
-
-The selectors (stream.select):
-  grader      the rubric scorer's score of each candidate (ms.gates.scorer.Scorer.score), as the gate's
-              grader would score it: the same question, rubric and defence. Its calls count under the
-              role `score` (the scorer names its own role); under gate=rubric the gate's grading of the
-              kept answer is then a response-cache hit.
-  likelihood  the answering model's mean log-prob per token of each candidate given the prompt it
-              answered (one teacher-forced pass each, no decoding), counted under `answer`: how sure the
-              writer is of what it wrote. It needs a backbone that scores given text.
-The highest score wins; ties go to the earlier sample, and a candidate with no score (an unscored
-grading, an empty answer) ranks below every scored one.
+(`LM.sample`, each seeded by the prompt, the run's seed and its index), a selector (stream.select:
+grader or likelihood; docs/concepts/stream.md, "Best-of-n writing") scores each, and only the
+best-scored one goes on to the gate. decisions.jsonl keeps every candidate with its score and which
+was kept (`Choice.record`). The highest score wins; ties go to the earlier sample, and a candidate with
+no score (an unscored grading, an empty answer) ranks below every scored one.
 """
 
 from __future__ import annotations

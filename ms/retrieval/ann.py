@@ -1,19 +1,12 @@
 """Approximate nearest-neighbour search over one scope's memory vectors (retriever.index=ann).
 
-An HNSW graph (faiss-cpu; the choice was measured: README, "Approximate index") kept beside the
-dense retriever's exact vectors, labelled by snapshot position, and following them:
-  - rows the retriever encodes are added to the graph as they appear (a stream batch adds a few
-    dozen; nothing is rebuilt per search);
-  - when the retriever throws every vector away to re-encode it (a refresh after memory train
-    changed the encoder, ms.retrieval.dense), the vectors' version changes and the graph is
-    rebuilt from the new vectors at the next search: HNSW has no way to move a node;
-  - rows that stop being searchable (consolidated, deleted, back to short-term) stay in the graph
-    but are filtered out during the search (faiss's ID selector on the snapshot's searchable
-    mask); once they are over half the graph it is rebuilt without them, since a walk through a
-    mostly filtered graph can come back with fewer than k (the retriever then searches exactly).
-Scopes never share a graph, so a search can only return memories of its own scope. A reader's access
-rule (ms.pool.access) narrows the filter further: its mask (searchable and granted, by position) replaces
-the searchable one for its searches, and a walk it leaves short is redone exactly, as above.
+An HNSW graph (faiss-cpu) kept beside the dense retriever's exact vectors, labelled by snapshot
+position, and following them: new rows are added as they appear, a re-encoding rebuilds the graph
+(HNSW cannot move a node), and rows that stop being searchable are filtered out during the search
+until they are over half the graph (docs/concepts/retrieval.md, "Approximate index", says why each).
+Scopes never share a graph. A reader's access rule (ms.pool.access) narrows the filter further: its
+mask (searchable and granted, by position) replaces the searchable one for its searches, and a walk
+it leaves short is redone exactly.
 
 faiss is an optional extra (`pip install 'ms[ann]'`); this module imports it only when a graph is
 made, so ms runs without it while retriever.index=exact.

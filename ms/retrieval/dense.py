@@ -5,20 +5,10 @@ memory at position i. A search catches the snapshot up, encodes only searchable 
 have no vector yet, and is then one matrix product and a top-k; query vectors are cached by
 (encoder version, text).
 
-Memory train changes the encoder after every step (`encoder_changed`). How the memory vectors
-follow is the refresh policy:
-  full         re-encode the scope at the next search after every step (the reference: vectors
-               always match the encoder; a step costs an encoding of the whole pool);
-  every_n      re-encode once `refresh_every` steps have passed; until then the stale vectors are
-               used, and new memories are encoded by the encoder of the moment;
-  budget       re-encode once the steps since the last refresh, times `refresh_budget` memories
-               per step, cover the scope: identical to full while a scope holds at most
-               `refresh_budget` memories, and beyond that a step's share of re-encoding stays
-               about `refresh_budget` memories however large the pool grows (every_n with
-               n = ceil(scope size / budget));
-  query_tower  train a separate copy of the encoder for queries only; the memory encoder stays
-               frozen, so memory vectors never go stale and are never re-encoded.
-`state(scope)` says which version a search used and how many steps stale its vectors were.
+Memory train changes the encoder after every step (`encoder_changed`); the refresh policy
+(`refresh`: full, every_n, budget, query_tower; docs/concepts/retrieval.md, "How memory vectors
+follow training") decides when the memory vectors are re-encoded to follow it. `state(scope)` says
+which version a search used and how many steps stale its vectors were.
 
 Search is exact (`index="exact"`: one matrix product over the scope) or, for scopes of at least
 `ann_min_size` searchable memories, approximate (`index="ann"`: an HNSW graph per scope that
