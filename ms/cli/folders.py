@@ -1,14 +1,10 @@
 """What a run's folder is called (conf/config.yaml's hydra.run.dir and hydra.sweep.subdir): the
 command's settings, so that the same command finds the same folder again and resumes there, a single
-run as a sweep's cell does.
-
-    ms-run experiment=quick               -> outputs/quick
-    ms-run experiment=quick k=1           -> outputs/quick,k=1
-    ms-run k=1 pool=single                -> outputs/k=1,pool=single
-    ms-run                                -> outputs/default
+run as a sweep's cell does (docs/running/runs.md shows the names commands get).
 
 The resolvers are registered when ms.cli.run is imported, not in its main(): a launcher's worker
-processes import it to unpickle the task, and resolve each job's folder name there."""
+processes import it to unpickle the task, and resolve each job's folder name there.
+"""
 
 from __future__ import annotations
 

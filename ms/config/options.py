@@ -1,19 +1,15 @@
-"""Config groups whose options own their settings. The root schema (ms.config.schema.Config) types such a
-group's section by what every option shares (`gate`: GateConfig, its name alone); each option's own
-dataclass, which the part declares beside its code and its registry names (`Registry.settings`), is
-stored in Hydra's ConfigStore under `schema_name(group, option)`, and the option's file names it first
-in its defaults list:
+"""Config groups whose options own their settings (ARCHITECTURE.md, "Each part owns its settings"). The
+root schema types such a group's section by what every option shares (`gate`: GateConfig); each
+option's own dataclass (`Registry.settings`) is stored in Hydra's ConfigStore under
+`schema_name(group, option)`, and the option's file names it first in its defaults list:
 
     # conf/gate/utility.yaml
     defaults:
       - /ms_gate_utility@_here_
       - _self_
 
-so the composed section is typed by that option's dataclass: a key it does not declare (gate.rate under
-gate=rubric) or a value of the wrong type fails at composition, and ms.cli.compose says so in one line
-naming the option. An option whose part declares nothing gets the shared section.
-
-Stored at the top level rather than in the group, so that `ms-run --help` offers no schema as an option.
+An option whose part declares nothing gets the shared section. Stored at the top level rather than in
+the group, so that `ms-run --help` offers no schema as an option.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Poisoners whose answers are aimed at the grader: each takes off_task's answer to the victim's question
 (another domain's seed or stream reference, never a test answer) and rewrites it for the rubric grading
-the victim's pairs. What reaches a reader is still off task; what is measured is whether text aimed at
-the grader gets it into the pool.
-
-- self_assessment, answer_plus_assessment, grader_instruction: it claims, in the rubric's own words, that
-  it earns full marks, or tells the grader to give them (ms.data.grader_directed);
-- praise_alone, line_plus_praise: it praises, in plain words and none of the screen's, what the rubric
-  rewards in the victim's pairs, in place of the answer or after its first line (ms.data.plain_praise;
-  the gate check's development families of the same names).
+the victim's pairs, as grader-directed text (ms.data.grader_directed) or plain-words praise
+(ms.data.plain_praise). What reaches a reader is still off task; what is measured is whether text aimed
+at the grader gets it into the pool.
 """
 
 from __future__ import annotations

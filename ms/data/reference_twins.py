@@ -4,9 +4,8 @@ same agent, under another question.
 The question checks of ms.data.hygiene cannot see these: the questions differ ("What can be broken,
 but is never held?" against a riddle worded otherwise), but the answer is the same text. A pool grown
 with the stream's references then holds the test item's reference word for word, so the
-reference-written pool is flattered on exactly those items. `ms-data validate` lists them and
-`--twins FILE` writes their ids, which `ms-report --exclude-tests FILE` leaves out of every table,
-claim and figure.
+reference-written pool is flattered on exactly those items (docs/reading/claims.md says how to list
+them and leave them out of the report).
 
 The rule compares references only, after ms.data.hygiene.normalize: equal normalized references at any
 length, or character-trigram Jaccard >= TWIN_SIMILARITY where both references are at least

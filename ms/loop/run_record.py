@@ -1,16 +1,14 @@
-"""A run's record: what metrics.json's `run` section says the run was, typed. `compose_run` builds it and
-writes `to_json()`; the report reads every committed vintage back with `from_metrics` and reads its
-attributes, never its keys.
-
-The parts that a registry can vary own their sections, declared beside their settings: the gate's fields
-(ms.gates.record), the access rule's (ms.pool.access.record), the poisoner's (ms.data.poison_record).
+"""A run's record: what metrics.json's `run` section says the run was, typed (ARCHITECTURE.md, "One
+typed run record"). The parts that a registry can vary own their sections, declared beside their
+settings: the gate's fields (ms.gates.record), the access rule's (ms.pool.access.record), the
+poisoner's (ms.data.poison_record).
 
 Vintages. A field added after runs were committed is recorded only where it departs from the value older
 runs ran with (ms.config.added): reading, a record that lacks it takes that value from the table
-(`field_of`); writing, `recorded` leaves it out again, so a run's record reads back to the dict it was
-written as. A field every run wrote since the record began but that some early vintage lacks (`refresh`)
-is None here and named in `absent`, so that it stays out when written back. A key no section declares (a
-plugin gate's own setting) is kept with the gate's fields (GateRecord.extra), never dropped.
+(`field_of`); writing, `recorded` leaves it out again. A field every run wrote since the record began
+but that some early vintage lacks (`refresh`) is None here and named in `absent`, so that it stays out
+when written back. A key no section declares (a plugin gate's own setting) is kept with the gate's
+fields (GateRecord.extra), never dropped.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """access=rule: an arbitrary grant table, read from a rule file (access.file), which a person writes
-or `ms-data learn-access` learns from a finished run.
-
-    # readers -> the writers whose memories each may retrieve (agent names, `seed`, or `all`)
-    grants:
-      limerick: [limerick, sonnet, seed]
-      haiku: all
-      pun: [seed]          # its seeds and every other agent's, nothing the stream wrote
-    default: [seed]        # optional: readers the table does not list (without it, each must be listed)
-    learned: {...}         # optional, free-form: how ms-data learn-access made the table (recorded, not read)
+or `ms-data learn-access` learns from a finished run. The file's keys (KEYS: `grants`, reader -> the
+writers it may retrieve; an optional `default`; `learned`, recorded, not read) and an example:
+docs/concepts/access.md.
 
 A reader's own memories are granted only where the table says so; seeds count as written by the
 agent they were seeded for, and `seed` grants every seed pair.
