@@ -1,14 +1,6 @@
 """Each provider's own backbone settings: one dataclass per registered provider, extending what every
-backbone shares (ms.config.BackboneConfig: name, provider, model, generation, price), registered as the
-schema a conf/backbone file names for its provider (ms.config.options):
-
-    # conf/backbone/smollm2.yaml
-    defaults:
-      - /ms_backbone_hf@_here_
-      - _self_
-
-A key its provider does not declare (backbone.dtype under an API backbone, backbone.base_url under an
-in-process one) is refused at composition in one line (ms.cli.compose).
+backbone shares (ms.config.BackboneConfig), registered as the schema a conf/backbone file names for
+its provider (ms.config.options says how, and why a key its provider does not declare is refused).
 
 Light on purpose: it imports the config layer only, no torch, since composing a config loads it.
 """

@@ -1,9 +1,8 @@
-"""One Hydra job: seed the pool, stream questions through the agents (retrieve k, answer, score,
-admit, train), and evaluate on the test split at every fill checkpoint, in the order of the run's
-schedule (ms.loop.schedule), which its plan walks too. This module holds what changes the pool, the
-stream step (gate, admit, train, consolidate, retire, and decisions.jsonl), and the run over the schedule
-with its record (metrics.json); ms.loop.answering holds how a question is put to its agent, and the
-evaluation at a fill, which only reads the pool.
+"""One Hydra job: seed the pool, stream questions through the agents, and evaluate on the test split at
+every fill checkpoint, in the order of the run's schedule (ms.loop.schedule), which its plan walks too.
+This module holds what changes the pool, the stream step (gate, admit, train, consolidate, retire, and
+decisions.jsonl), and the run over the schedule with its record (metrics.json); how a question is put
+to its agent, and the evaluation, are in ms.loop.answering.
 
 `run(cfg, out_dir)` is a plain function: tests and sweeps call it without the CLI. It hands the config
 to the composition root (ms.loop.compose_run) and runs what that builds; nothing here reads the config.

@@ -1,10 +1,7 @@
 """Each retriever's and each memory policy's own settings: one dataclass per registered option that has
-any, extending the section every option of its group shares (ms.config.RetrieverConfig: the name, the
-test questions' retriever, the seed of random draws and `save`; ms.config.MemoryConfig: the policy and
-what every policy reads), registered as the schema of its option in the `retriever` and `memory` groups
-(ms.config.options; conf/retriever/<name>.yaml and conf/memory/<policy>.yaml name it in their defaults
-list). A key an option does not declare is refused at composition under that option, in one line
-(ms.cli.compose); bm25 and random retrievers and the plain policy declare nothing of their own.
+any, extending the section every option of its group shares (ms.config.RetrieverConfig,
+ms.config.MemoryConfig), registered as the schema of its option in the `retriever` and `memory` groups
+(ms.config.options says how); bm25 and random retrievers and the plain policy declare nothing of their own.
 
 Light on purpose: it imports the config layer only, no torch, since composing a config loads it.
 """

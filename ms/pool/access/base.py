@@ -1,14 +1,8 @@
 """Who may read whose memories: an access rule maps each reading agent to the writers whose memories
-it may retrieve, inside the scope it reads (ms.pool.records.scope_for fixes a memory's scope when it
-is written, and every index is per scope, so a rule is a writer filter within a scope, never a scope
-of its own).
-
-A memory's writer is the agent it records (`memories.agent`); seeds count as written by the agent
-they were seeded for, and a rule may also grant `seed` as a writer of its own: every seed pair,
-whoever it was seeded for. A reader holds its grants as a frozenset, so readers with the same
-grants can be searched as one batch, and each index keeps one mask per distinct set of grants.
-
-The rules are registered parts (ms.config.parts.ACCESS_RULES, setting `access.name`, conf/access/).
+it may retrieve, a writer filter within the scope it reads (docs/concepts/access.md). A rule may also
+grant `seed` as a writer of its own: every seed pair, whoever it was seeded for. A reader holds its
+grants as a frozenset, so readers with the same grants can be searched as one batch, and each index
+keeps one mask per distinct set of grants.
 """
 
 from __future__ import annotations
