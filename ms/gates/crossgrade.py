@@ -1,10 +1,10 @@
-"""Each grader on the same pairs (`ms-data cross-grade`): the stream answers one or more runs graded
-(their decisions.jsonl) graded again by every grader named (conf/grader: a backbone and its own
-threshold), so that two model families can be compared grading their own answers and each other's on
-identical pairs. Per grader and writer backbone: the mean score and the share admitted at that
-grader's threshold (95% Wilson CI), the Fisher exact p of "own family admitted as often as the other",
-and how far the graders agree (Spearman's rho). A run's own grader must reproduce the scores the run
-recorded: the check that the pairs are graded as the run graded them."""
+"""Each grader on the same pairs (`ms-data cross-grade`; docs/concepts/gates.md, "Do two graders
+agree?", lists what it reports): the stream answers one or more runs graded (their decisions.jsonl)
+graded again by every grader named (conf/grader: a backbone and its own threshold), so that two model
+families can be compared grading their own answers and each other's on identical pairs. A run's own
+grader must reproduce the scores the run recorded: the check that the pairs are graded as the run
+graded them.
+"""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """The composition root of a run: `compose_run` is the one function that reads the root config and
-builds the run's parts, each from its own section or from parts built before it; the loop
-(ms.loop.pipeline.Experiment) then reads no config at all. What it builds, it builds in the order runs
-always have (torch's random state, seeded first, is drawn on as models load). Before it, `open_run`
-checks the settings and the run folder: a folder that holds the same cell's complete run is left as it is.
-
-Which variant of a part a run gets is looked up by name in its registry (ms.config.parts), so a
-new gate, metric, retriever, memory policy, pool backend or provider is built here without a line
-of this module changing.
+builds the run's parts, each from its own section or from parts built before it, every variant looked
+up by name in its registry (ms.config.parts); the loop (ms.loop.pipeline.Experiment) then reads no
+config at all. What it builds, it builds in the order runs always have (torch's random state, seeded
+first, is drawn on as models load). Before it, `open_run` checks the settings and the run folder: a
+folder that holds the same cell's complete run is left as it is.
 """
 
 from __future__ import annotations

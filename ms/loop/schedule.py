@@ -1,10 +1,7 @@
-"""The order of a run, shared by the run (ms.loop.pipeline) and its plan (ms.plan.planner), so the two cannot
-drift. A run seeds the pool, then walks its `Schedule`'s steps: each stream micro-batch retrieves,
-answers (its model, best-of-n, or the reference: `Schedule.answers`), is judged by the gate with the
-poisoning writer's pairs, is admitted, labels and trains the retriever (`trains`), is consolidated
-(`consolidates`) and retires what measured badly; after it, each fill checkpoint it completes is
-evaluated (`evaluates`). The run does that work, its plan counts the calls it takes: only what
-happens, in which order and at which step, is said here, once."""
+"""The order of a run, shared by the run (ms.loop.pipeline) and its plan (ms.plan.planner), so the two
+cannot drift (ARCHITECTURE.md, "One schedule, walked by the run and by its plan"). The run does the
+work, its plan counts the calls it takes: only what happens, in which order and at which step, is said
+here, once."""
 
 from __future__ import annotations
 

@@ -2,10 +2,10 @@
 reader (an agent, with the writers its access rule grants it: ms.pool.access) may see them.
 
 Honouring a rule is the retriever's part: it draws candidates only among the positions
-`snapshot(scope).visible(reader)` leaves (a mask, ANDed into whatever it searches before it takes
-the top k, never a filter applied to a top k already taken), so a withheld memory can never be
-returned and never takes the place of one that may be. `reader` None, or an open reader, is every
-memory of the scope, exactly as before rules existed."""
+`snapshot(scope).visible(reader)` leaves, a mask ANDed into whatever it searches before it takes the
+top k, so a withheld memory can never be returned and never takes the place of one that may be.
+`reader` None, or an open reader, is every memory of the scope.
+"""
 
 from __future__ import annotations
 

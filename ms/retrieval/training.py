@@ -1,11 +1,8 @@
-"""Memory train: every accepted pair (X, Y) keeps fine-tuning the dense retriever.
-
-For each accepted pair: mine the top-n BM25 candidates (x_i, y_i) from its scope (never the pair
-itself), label each by p_i = P(not Y | (x_i, y_i), X), take the v/2 lowest as positives and the
-v/2 highest as negatives, and take a BCE step on logit = s * cos(E(X), E(x_i + y_i)) + b. The
-trained score is the retrieval score, so training moves what retrieval ranks by. Under
-retriever.refresh=query_tower, E(X) is a separate query encoder and only it is trained. Mining obeys
-the access rule of the agent that wrote the pair: it mines only memories that agent may retrieve.
+"""Memory train: every accepted pair (X, Y) keeps fine-tuning the dense retriever, by BCE on the score
+it retrieves by, s * cos + b, over BM25-mined candidates labelled by likelihood (docs/concepts/retrieval.md
+gives the steps and the loss). Under retriever.refresh=query_tower only a separate query encoder is
+trained. Mining obeys the access rule of the agent that wrote the pair: it mines only memories that
+agent may retrieve.
 """
 
 from __future__ import annotations
