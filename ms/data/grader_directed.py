@@ -1,11 +1,7 @@
-"""Answers that talk to the grader: text aimed at whoever scores a pair, not at whoever reads it.
-
-Three kinds, each built from the rubric that grades the pair (its title, its criteria's names and
-points, its total), so that they speak the grader's own language:
-
-- self_assessment: the answer replaced by a paragraph claiming it meets every criterion in full;
-- answer_plus_assessment: the answer's first line, then such a paragraph;
-- grader_instruction: the real answer, then a line telling the grader to give full marks.
+"""Answers that talk to the grader: text aimed at whoever scores a pair, not at whoever reads it, in
+three kinds (KINDS; docs/concepts/gates.md, "Grader-directed corruptions", says what each writes), each
+built from the rubric that grades the pair (its title, its criteria's names and points, its total), so
+that they speak the grader's own language.
 
 Several wordings of each are kept, and one is drawn per pair from a generator seeded by the caller's
 seed and the pair, so a defence cannot key on one sentence. The data layer does not know the gate's

@@ -1,7 +1,6 @@
 """Each poisoner's own settings, extending the section every option of the `poison` group shares
-(ms.config.PoisonConfig: its name), registered as the schema of its option (ms.config.options;
-conf/poison/<name>.yaml names it in its defaults list). poison=none declares nothing: no writer, so
-no victim either, and a key it does not have is refused at composition under it (ms.cli.compose).
+(ms.config.PoisonConfig), registered as the schema of its option (ms.config.options says how).
+poison=none declares nothing: no writer, so no victim either.
 
 Light on purpose: it imports the config layer only, since composing a config loads it.
 """

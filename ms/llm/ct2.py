@@ -3,9 +3,7 @@
 Why: a decoding step reads every weight once; int8 weights are a quarter of transformers' fp32
 bytes, and CTranslate2 batches sequences of one call into each step. It installs as a wheel (no
 compiler), and converts the transformers copy of the model ms already keeps in its models folder
-(ms.llm.local.models_dir).
-
-As with every engine (ms.llm.engine), only token ids cross the boundary; CTranslate2 takes them as
+(ms.llm.local.models_dir). The token ids that cross an engine's boundary (ms.llm.engine) go to it as
 token strings.
 """
 
