@@ -1,13 +1,10 @@
 """The gate in front of the shared pool: an LLM grades each new question-answer pair against a
-rubric, and only pairs scoring at or above a threshold become memories.
-
-Rubrics are data (conf/rubric/*.yaml, from the paper's appendix A.1; read by ms.gates.rubrics). Where
-the backbone exposes token probabilities, the score is read without decoding, in the manner of G-Eval:
-the expected value of the grader's own distribution over the replies "0" to "100", so every pair gets
-a score. Elsewhere scores come back as free text, so `parse_score` (ms.gates.score_text) reads a number
-out of whatever the grader says; a reply with no readable number gets one stricter retry, and a pair
-that still has none is rejected ("unscored"), never raised on. What the gate decided on each pair is a
-`Decision` (ms.gates.decisions); scorer.defence screens answers that talk to their grader (ms.gates.screen).
+rubric (conf/rubric/*.yaml, read by ms.gates.rubrics), and only pairs scoring at or above a threshold
+become memories. How the score is read, from the grader's distribution over "0".."100" where the
+backbone exposes token probabilities, else from its text: docs/concepts/gates.md, "The rubric gate".
+A reply with no readable number (ms.gates.score_text) gets one stricter retry, and a pair that still
+has none is rejected ("unscored"), never raised on. What the gate decided on each pair is a `Decision`
+(ms.gates.decisions); scorer.defence screens answers that talk to their grader (ms.gates.screen).
 """
 
 from __future__ import annotations
