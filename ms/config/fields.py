@@ -13,6 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from omegaconf import ListConfig
+
 CHECK = "ms_check"  # the dataclass field metadata key `setting` writes and ms.loop.validation reads
 _NO_DEFAULT = object()
 
@@ -32,7 +34,7 @@ class Check:
     def problems(self, value: Any) -> Iterator[str]:
         if value is None:  # Optional fields mean "use the default behaviour"
             return
-        if isinstance(value, (list, tuple)) or _is_list_node(value):
+        if isinstance(value, (list, tuple, ListConfig)):
             items = list(value)
             if self.nonempty and not items:
                 yield "must list at least one value"
@@ -55,12 +57,6 @@ class Check:
             yield f"must be at most {number(self.le)}"
         if self.lt is not None and value >= self.lt:
             yield f"must be less than {number(self.lt)}"
-
-
-def _is_list_node(value: Any) -> bool:
-    from omegaconf import ListConfig
-
-    return isinstance(value, ListConfig)
 
 
 def number(x: float) -> str:

@@ -24,7 +24,11 @@ def build_lm(backbone, cache_dir: str | Path, use_response_cache: bool = True) -
         backbone.provider,
         backbone.model or getattr(backbone, "gguf_package", None),
     )
-    lm = _provider_lm(backbone, cache_dir, use_response_cache)
+    cache = ResponseCache(Path(cache_dir) / CACHE_FILENAME) if use_response_cache else None
+    gen = backbone.generation
+    lm = provider_class(backbone).build(
+        backbone, cache=cache, max_new_tokens=gen.max_new_tokens, temperature=gen.temperature, stop=list(gen.stop)
+    )
     lm.name = backbone.name  # llm_usage.json reports usage and cost per backbone config
     lm.price = price_of(backbone)
     return lm
@@ -55,11 +59,3 @@ def offered_variant(provider: str, what: str) -> str | None:
     it with (`offer`, as EchoLogprobsLM says it); None where no variant of the provider can."""
     variants = PROVIDERS.load(provider).__subclasses__()
     return next((v.offer for v in variants if getattr(v, what) is True and hasattr(v, "offer")), None)
-
-
-def _provider_lm(backbone, cache_dir: str | Path, use_response_cache: bool) -> LM:
-    cache = ResponseCache(Path(cache_dir) / CACHE_FILENAME) if use_response_cache else None
-    gen = backbone.generation
-    return provider_class(backbone).build(
-        backbone, cache=cache, max_new_tokens=gen.max_new_tokens, temperature=gen.temperature, stop=list(gen.stop)
-    )
