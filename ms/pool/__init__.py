@@ -8,10 +8,9 @@ that is already there is a no-op instead of a duplicate that would skew retrieva
 """
 
 from ms.config.files import POOL_FILENAME
-from ms.pool.opening import open_pool
 from ms.pool.records import ORIGINS, Memory, normalize_space, scope_for
 from ms.pool.schema import SCHEMA_VERSION, PoolFileError
-from ms.pool.store import Pool
+from ms.pool.store import Pool, open_pool
 
 __all__ = [
     "ORIGINS",

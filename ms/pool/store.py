@@ -1,5 +1,5 @@
-"""The pool: adds, reads, counts and the change feed that snapshots follow, written once over
-whichever database holds it (ms.pool.backend)."""
+"""The pool: opened from its config (`open_pool`), adds, reads, counts and the change feed that snapshots
+follow, written once over whichever database holds it (ms.pool.backend)."""
 
 from __future__ import annotations
 
@@ -258,3 +258,10 @@ class Pool:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def open_pool(cfg, default_path: Path, *, run_id: str | None = None, run_label: str | None = None) -> Pool:
+    """The pool that `cfg` (a PoolConfig) names: the SQLite file pool.path (`default_path` when unset),
+    or the PostgreSQL database pool.dsn; or any registered backend's, so the rest of ms never asks
+    which one it is."""
+    return Pool(POOL_BACKENDS.load(cfg.backend).connect(cfg, default_path), run_id=run_id, run_label=run_label)
