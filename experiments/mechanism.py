@@ -54,7 +54,7 @@ def one_run(folder: Path, metric: str, excluded: frozenset[str] = frozenset()) -
 def check_same_backbone(runs: dict[str, Run]) -> None:
     """Refuse runs whose backbone settings or data fingerprints differ (compared where both recorded
     them: ms.loop.cell.stored reads a record, or the config Hydra saved for a run older than records)."""
-    records = {name: stored(run.path, run.metrics) for name, run in runs.items()}
+    records = {name: stored(run.path, run.written.cell) for name, run in runs.items()}
     first_name, (first, first_data, _) = next(iter(records.items()))
     for name, (settings, data, _) in records.items():
         if settings is None or first is None:

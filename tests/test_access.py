@@ -277,7 +277,7 @@ def test_a_run_recorded_before_access_rule_owned_its_file_resumes(tmp_path):
     old = {**identity(cfg), "access.file": None}
     metrics = {"complete": True, "cell": {"config": old, "data_sha256": None}}
     check_same_cell(tmp_path, metrics, cfg, None)
-    assert Run("old", tmp_path, metrics, [], 0.0).settings == identity(cfg)
+    assert Run("old", tmp_path, {"run": {}, **metrics}, [], 0.0).settings == identity(cfg)  # as find_runs holds it
     tree = OmegaConf.to_container(cfg, resolve=True)
     (tmp_path / ".hydra").mkdir()
     (tmp_path / ".hydra" / "config.yaml").write_text(yaml.safe_dump({**tree, "access": {"name": "open", "file": None}}))

@@ -17,6 +17,7 @@ from ms.llm.sampling import sample_seed
 from ms.loop.best_of import BestOf, GraderSelector, LikelihoodSelector, best
 from ms.loop.cell import differences, identity, stored
 from ms.loop.printout import format_table
+from ms.loop.provenance_record import CellRecord
 
 QUESTION = [{"role": "user", "content": "What has keys but opens no lock?"}]
 
@@ -111,7 +112,7 @@ def test_the_cell_leaves_out_what_it_does_not_read_and_old_runs_resume_as_greedy
     assert screen["eval.enabled"] is False and not any(k.startswith("eval.") and k != "eval.enabled" for k in screen)
     # A run recorded before these settings existed ran greedy and evaluated: it is the same cell as today's default.
     old = {k: v for k, v in greedy.items() if k not in ("eval.enabled", "stream.best_of")}
-    settings, _, own = stored(tmp_path, {"cell": {"config": old}})
+    settings, _, own = stored(tmp_path, CellRecord(config=old))
     assert own and differences(greedy, settings, every_key=True) == []
     assert {"stream.best_of"} <= set(differences(sampled, settings, every_key=True))
 

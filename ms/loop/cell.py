@@ -154,11 +154,10 @@ def record(cfg: DictConfig, fingerprint: str) -> dict:
     }
 
 
-def stored(folder: Path, metrics: Mapping) -> tuple[Optional[dict], Optional[str], bool]:
+def stored(folder: Path, cell: Optional[CellRecord]) -> tuple[Optional[dict], Optional[str], bool]:
     """(settings, data fingerprint, whether the record is the run's own) a finished run was made with:
-    from its metrics.json, or, for runs that predate the record, from the config Hydra saved beside it
-    (then without a fingerprint)."""
-    cell = CellRecord.from_json(metrics.get("cell"))
+    from its metrics.json's cell record, or, for runs that predate the record (`cell` None), from the
+    config Hydra saved beside it (then without a fingerprint)."""
     if cell is not None:
         return with_added(cell.config or {}), cell.data_sha256, True
     saved = folder / ".hydra" / "config.yaml"
@@ -182,7 +181,8 @@ def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint
     Returns the hash of today's code where it differs from the run's and `cfg` accepts that (for the
     caller to record), else None. A record older than the files' or the code's keys is not compared
     on them."""
-    settings, data, own = stored(folder, metrics)
+    cell = CellRecord.from_json(metrics.get("cell"))  # None where the run predates the record (not `own`)
+    settings, data, own = stored(folder, cell)
     if settings is None:
         raise UserError(
             f"{folder} holds a finished run whose settings cannot be read (no cell record in "
@@ -191,7 +191,6 @@ def check_same_cell(folder: Path, metrics: Mapping, cfg: DictConfig, fingerprint
     keys = differences(identity(cfg, data_dir=not own), settings, every_key=own)
     if fingerprint is not None and data is not None and data != fingerprint:
         keys.insert(0, DATA_KEY)
-    cell = CellRecord.from_json(metrics.get("cell"))  # None where the run predates the record (not `own`)
     if cell is not None and isinstance(cell.dtypes, Mapping):
         here = dtypes(input_settings(cfg))
         keys += [

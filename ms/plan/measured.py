@@ -22,6 +22,7 @@ from ms.config.added import before
 from ms.config.files import USAGE_FILE
 from ms.llm.usage import upgraded_usage
 from ms.loop.cell import stored
+from ms.loop.provenance_record import CellRecord
 from ms.loop.run_folder import completed
 from ms.loop.schedule import stream_k
 
@@ -116,7 +117,7 @@ def source_settings(run: Path, metrics: Mapping) -> Optional[dict]:
     saved beside it, else the little its `run` record keeps; `agents` the agents it asked. None where
     none of them is there."""
     record = metrics.get("run") or {}
-    settings, _, _ = stored(run, metrics)
+    settings, _, _ = stored(run, CellRecord.from_json(metrics.get("cell")))
     if settings is None and record:
         settings = {key: record[name] for name, key in FROM_RUN_RECORD.items() if name in record}
         if "stream_retriever" in record:  # "dense (learned)": the stream's retriever, and whether it learned

@@ -106,7 +106,7 @@ class Run:
         recorded it (metrics.json `cell.config`) or, for a run that predates the record, as Hydra saved it
         beside the run (.hydra/config.yaml), both read by ms.loop.cell.stored. A setting added since runs
         began recording their cell takes the value every earlier run ran with. None where neither is readable."""
-        found, _, _ = stored(self.path, self.metrics)
+        found, _, _ = stored(self.path, self.written.cell)
         return None if found is None else with_added(found)
 
     @property
