@@ -111,6 +111,7 @@ def test_a_tiny_run_of_the_installed_gate_and_its_report(installed, tmp_path):
 
     target, _ = installed
     settings = "gate=toy data.agents=[riddle] data.max_seed=4 data.max_stream=2 data.max_test=1 fills=[100]"
+    settings += " backbone.generation.max_new_tokens=8"  # the toy gate gives every answer the same reason
     settings += f" retriever=bm25 eval.metrics=[ref_logprob] data.dir={REPO / 'data'} cache_dir={tmp_path / 'cache'}"
     done = run(f"ms-run {settings}", tmp_path, target)
     assert done.returncode == 0, done.stderr[-3000:]
