@@ -31,14 +31,16 @@ backbone:
   generation:
     max_new_tokens: 8
 """
+# In the experiment file, so that the cells' folders stay named by the swept key alone.
+BY_LOGPROB = TINY_EXPERIMENT + "eval:\n  metrics: [ref_logprob]\n"
 
 
-def sweep(tmp_path: Path, sweep_dir: Path, *params: str, **popen) -> subprocess.Popen:
-    """A real multirun of a tiny experiment, which a search-path folder adds to conf/experiment/;
-    its response cache is tmp_path/cache."""
+def sweep(tmp_path: Path, sweep_dir: Path, *params: str, experiment=TINY_EXPERIMENT, **popen) -> subprocess.Popen:
+    """A real multirun of a tiny experiment (`experiment`), which a search-path folder adds to
+    conf/experiment/; its response cache is tmp_path/cache."""
     extra = tmp_path / "conf"
     (extra / "experiment").mkdir(parents=True, exist_ok=True)
-    (extra / "experiment" / "tiny.yaml").write_text(TINY_EXPERIMENT)
+    (extra / "experiment" / "tiny.yaml").write_text(experiment)
     cmd = [
         sys.executable,
         "-m",
@@ -92,9 +94,10 @@ def test_two_cell_sweep_and_report(tmp_path, basic_sweep):
 
 @pytest.mark.slow
 def test_resuming_an_interrupted_sweep_redoes_only_unfinished_cells(tmp_path):
-    """k=0 (no stream, so the cheaper cell) first, then k=1."""
+    """k=0 (no stream, so the cheaper cell) first, then k=1. Scored by ref_logprob alone: what is resumed,
+    not what is measured, is the point (the report test reads BERTScore's P)."""
     sweep_dir = tmp_path / "multirun"
-    proc = sweep(tmp_path, sweep_dir, "k=0,1", start_new_session=True)
+    proc = sweep(tmp_path, sweep_dir, "k=0,1", experiment=BY_LOGPROB, start_new_session=True)
     first = sweep_dir / "k=0" / "metrics.json"
     second = sweep_dir / "k=1"
     deadline = time.time() + 1200
@@ -107,7 +110,7 @@ def test_resuming_an_interrupted_sweep_redoes_only_unfinished_cells(tmp_path):
     assert first.exists() and not (second / "metrics.json").exists()
     finished_at = first.stat().st_mtime_ns
 
-    again = sweep(tmp_path, sweep_dir, "k=0,1")
+    again = sweep(tmp_path, sweep_dir, "k=0,1", experiment=BY_LOGPROB)
     out, _ = again.communicate(timeout=1200)
     assert again.returncode == 0, out[-3000:]
     assert first.stat().st_mtime_ns == finished_at  # the complete cell was skipped
