@@ -227,6 +227,7 @@ def test_a_tiny_run_under_the_utility_gate_retires_what_it_measured_below_the_th
         "fills=[50,100]",
         "eval.metrics=[ref_logprob]",
         "retriever=dense_frozen",  # no memory train: its miner's side is test_memory_train_mines_no_retired_memory's
+        "backbone.generation.max_new_tokens=8",  # what is retired follows from utilities, not from the answers' length
     ]
     cfg = compose_config(overrides)
     metrics = run(cfg, tmp_path)
