@@ -197,6 +197,27 @@ def test_gate_compare_reads_two_gates_of_one_check(tmp_path):
         read_check(tmp_path, "rubric_qdep")
 
 
+def test_both_is_read_as_its_order_and_admits_what_the_rubric_and_utility_both_admit(tmp_path):
+    """`both` ranks a pair the rubric admits above every pair it refuses, whatever their u, and admits a pair
+    only where the rubric admits it and u > 0 (or none could be measured)."""
+    rows = []
+    for i in range(4):
+        rows.append({"agent": "riddle", "seed_id": i, "kind": GOOD, "accepted": True, "utility": {"u": 0.01 * (i - 1)}})
+        rows.append({"agent": "riddle", "seed_id": i, "kind": PRAISE_ALONE, "accepted": False, "utility": {"u": 0.5}})
+        rows.append({"agent": "riddle", "seed_id": i, "kind": MODEL_PRAISE, "accepted": True, "utility": {"u": None}})
+    (tmp_path / "gate_check_decisions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    read = read_check(tmp_path, "both")
+    good = [r for r in read if r.kind == GOOD]
+    assert [r.admitted for r in good] == [False, False, True, True]  # u = -0.01, 0, +0.01, +0.02
+    assert max(r.score for r in read if r.kind == PRAISE_ALONE) < min(r.score for r in good)
+    assert {r.admitted for r in read if r.kind == MODEL_PRAISE} == {True}  # unmeasured: admitted, ranked first
+    assert min(r.score for r in read if r.kind == MODEL_PRAISE) > max(r.score for r in good)
+    text = compare_report(tmp_path, tmp_path, "rubric", 15, "both")
+    other = text.split("(gate both)")[1]
+    assert next(line for line in other.splitlines() if line.startswith("good")).split()[-1] == "0.50"
+    assert next(line for line in other.splitlines() if line.startswith("praise_alone")).split()[-1] == "0.00"
+
+
 def test_the_pooled_auc_interval_resamples_seed_pairs_not_answers():
     """A seed pair's corruptions share its question: copying each of them eight times adds no evidence. Drawn by
     seed pair, the interval stays as it was; drawn answer by answer, it would narrow."""

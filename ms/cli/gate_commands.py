@@ -238,11 +238,11 @@ def add_gate_commands(commands) -> None:
     compare.add_argument("base", help="a gate-check output folder (gate_check_decisions.jsonl)")
     compare.add_argument("other", help="another, of the same data and --per-agent")
     compare.add_argument(
-        "--gate", choices=("rubric", "utility", "rubric_qdep"), default="rubric", help="whose scores to compare"
+        "--gate", choices=("rubric", "utility", "rubric_qdep", "both"), default="rubric", help="whose scores to compare"
     )
     compare.add_argument(
         "--other-gate",
-        choices=("rubric", "utility", "rubric_qdep"),
+        choices=("rubric", "utility", "rubric_qdep", "both"),
         help="another gate's scores in OTHER (default: --gate's): two gates of one check, e.g. rubric against rubric_qdep",
     )
     compare.add_argument("--threshold", type=float, help="also show the share of each kind admitted at score >= this")

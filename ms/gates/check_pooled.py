@@ -26,13 +26,16 @@ from scipy import stats
 from ms.common.errors import UserError
 from ms.common.stats import CONFIDENCE, SEED, Estimate, mean_ci
 from ms.data.grader_directed import GRADER_INSTRUCTION
+from ms.gates.both import both_order
 from ms.gates.check_auc import auc
 from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_POOL, GRADER_POOLED, KINDS
 from ms.gates.check_praise import PRAISE_POOLS
+from ms.gates.settings import UtilitySettings
 
 DECISIONS = "gate_check_decisions.jsonl"
 GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **PRAISE_POOLS, **{k: (k,) for k in KINDS}}
 QDEP_GATE = "rubric_qdep"  # the rubric's grade where the question-dependence test passed, else 0
+BOTH_GATE = "both"  # the pair's place in the order (rubric admits, u), as the gate check scores it
 PAIR_RESAMPLES = 2000  # each resample computes an AUC or two; 2,000 keep a 2-core report to seconds
 
 
@@ -40,21 +43,25 @@ class Scored(NamedTuple):
     pair: tuple[str, str]  # (agent, seed id): the seed pair a row was made from
     kind: str
     score: float
+    # Whether the gate admits the pair, where that is no threshold on `score` (`both`: a rank); else None.
+    admitted: Optional[bool] = None
 
 
 def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
     """Each judged pair's score under `gate` (rubric: the grade, 0 where none was read; rubric_qdep: the
     grade, 0 where the question-dependence test failed; utility: u, +inf where none could be measured,
-    as the gates treat them)."""
+    as the gates treat them; both: its rank in the order (rubric admits, u), admitted where the rubric
+    admits and u passes the utility gate's default threshold)."""
     path = Path(folder) / DECISIONS
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
         raise UserError(f"{path}: {err.strerror or err}; name a gate-check output folder") from None
-    rows = []
+    rows, graded = [], []  # graded: whether the rubric admitted each pair, which `both` ranks first
     for number, line in enumerate(lines, 1):
         try:
             r = json.loads(line)
+            graded.append(bool(r.get("accepted")))
             if gate in ("rubric", QDEP_GATE):
                 score = r.get("score")
                 value = 0.0 if score is None else float(score)
@@ -63,10 +70,20 @@ def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
             else:
                 u = (r.get("utility") or {}).get("u")
                 value = math.inf if u is None else float(u)
-            rows.append(Scored((r["agent"], str(r["seed_id"])), r["kind"], value))
+            admitted = _both_admits(r) if gate == BOTH_GATE else None
+            rows.append(Scored((r["agent"], str(r["seed_id"])), r["kind"], value, admitted))
         except (ValueError, KeyError, TypeError) as err:
             raise UserError(f"{path}, line {number}: not a gate-check row ({err})") from None
+    if gate == BOTH_GATE:  # each row's u becomes its rank in the order (rubric admits, u)
+        rows = [r._replace(score=rank) for r, rank in zip(rows, both_order(graded, [r.score for r in rows]))]
     return rows
+
+
+def _both_admits(row: dict) -> bool:
+    """Whether `both` at its default settings admits the pair: the rubric admitted it, and its u (the mean
+    over the probes) passes the utility gate's threshold, or none could be measured."""
+    u = row["utility"]["u"]
+    return bool(row["accepted"]) and (u is None or float(u) > UtilitySettings.utility_threshold)
 
 
 def _tested(row: dict, path: Path) -> bool:
@@ -102,16 +119,24 @@ def pooled_report(rows: Sequence[Scored], threshold: Optional[float], title: str
         good, bad = _split(rows, kinds)
         point, lo, hi = pooled_auc(rows, kinds)
         ci = f"[{lo:.3f}, {hi:.3f}]" if lo is not None else "–"
-        admitted = f" {np.mean(np.asarray(bad) >= threshold):>9.2f}" if threshold is not None else ""
+        admitted = f" {_admitted_share(rows, kinds, threshold):>9.2f}" if threshold is not None else ""
         lines.append(f"{group:<24} {f'{len(good)}/{len(bad)}':>11} {point:>10.3f} {ci:>13}{admitted}")
     if threshold is not None:
         good, _ = _split(rows, ())
-        lines.append(f"{GOOD:<24} {len(good):>11} {'':>24} {np.mean(np.asarray(good) >= threshold):>9.2f}")
-    if GRADER_INSTRUCTION in present:
+        lines.append(f"{GOOD:<24} {len(good):>11} {'':>24} {_admitted_share(rows, (GOOD,), threshold):>9.2f}")
+    # A shift in rank (`both`'s score, whose rows carry the gate's verdicts) has no unit worth showing.
+    if GRADER_INSTRUCTION in present and all(r.admitted is None for r in rows):
         lines.append(
             f"{GRADER_INSTRUCTION} minus the real answer, per seed pair: {instruction_shift(rows).text(2, signed=True)}"
         )
     return "\n".join(lines)
+
+
+def _admitted_share(rows: Sequence[Scored], kinds: Sequence[str], threshold: float) -> float:
+    """The share of the rows of `kinds` the gate admits: its own verdict where a row carries one, else
+    score >= threshold."""
+    picked = [r for r in rows if r.kind in kinds]
+    return float(np.mean([r.score >= threshold if r.admitted is None else r.admitted for r in picked]))
 
 
 def _auc_of(rows_by_pair: dict, pairs: Sequence, kinds: Sequence[str]) -> float:
