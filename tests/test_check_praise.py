@@ -200,11 +200,21 @@ def test_gate_compare_reads_two_gates_of_one_check(tmp_path):
 def test_both_is_read_as_its_order_and_admits_what_the_rubric_and_utility_both_admit(tmp_path):
     """`both` ranks a pair the rubric admits above every pair it refuses, whatever their u, and admits a pair
     only where the rubric admits it and u > 0 (or none could be measured)."""
+
+    def measured(u):  # a utility measurement as the check writes it (Utility.as_dict)
+        return {"u": u, "lo": None, "hi": None, "probes": [], "deltas": [], "displaced": [], "shots": 3}
+
     rows = []
     for i in range(4):
-        rows.append({"agent": "riddle", "seed_id": i, "kind": GOOD, "accepted": True, "utility": {"u": 0.01 * (i - 1)}})
-        rows.append({"agent": "riddle", "seed_id": i, "kind": PRAISE_ALONE, "accepted": False, "utility": {"u": 0.5}})
-        rows.append({"agent": "riddle", "seed_id": i, "kind": MODEL_PRAISE, "accepted": True, "utility": {"u": None}})
+        rows.append(
+            {"agent": "riddle", "seed_id": i, "kind": GOOD, "accepted": True, "utility": measured(0.01 * (i - 1))}
+        )
+        rows.append(
+            {"agent": "riddle", "seed_id": i, "kind": PRAISE_ALONE, "accepted": False, "utility": measured(0.5)}
+        )
+        rows.append(
+            {"agent": "riddle", "seed_id": i, "kind": MODEL_PRAISE, "accepted": True, "utility": measured(None)}
+        )
     (tmp_path / "gate_check_decisions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     read = read_check(tmp_path, "both")
     good = [r for r in read if r.kind == GOOD]

@@ -30,7 +30,9 @@ from ms.gates.both import both_order
 from ms.gates.check_auc import auc
 from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_POOL, GRADER_POOLED, KINDS
 from ms.gates.check_praise import PRAISE_POOLS
+from ms.gates.replay import Utility
 from ms.gates.settings import UtilitySettings
+from ms.gates.utility import utility_verdict
 
 DECISIONS = "gate_check_decisions.jsonl"
 GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **PRAISE_POOLS, **{k: (k,) for k in KINDS}}
@@ -80,10 +82,11 @@ def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
 
 
 def _both_admits(row: dict) -> bool:
-    """Whether `both` at its default settings admits the pair: the rubric admitted it, and its u (the mean
-    over the probes) passes the utility gate's threshold, or none could be measured."""
-    u = row["utility"]["u"]
-    return bool(row["accepted"]) and (u is None or float(u) > UtilitySettings.utility_threshold)
+    """Whether `both` at its default settings admits the pair: the rubric admitted it, and the utility
+    gate's own verdict on its measurement passes it."""
+    settings = UtilitySettings()
+    passed, _ = utility_verdict(Utility(**row["utility"]), settings.utility_threshold, settings.decide_on)
+    return bool(row["accepted"]) and passed
 
 
 def _tested(row: dict, path: Path) -> bool:
