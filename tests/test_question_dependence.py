@@ -164,7 +164,7 @@ def test_plan_mode_counts_the_tests_passes_behind_the_rubric(tmp_path):
 
 # ---- what the defence may not see ---------------------------------------------------------------------
 
-DEFENCE = ("ms.gates.question_dependence", "ms.gates.rubric_qdep")
+DEFENCE = ("ms.gates.question_dependence", "ms.gates.rubric_qdep", "ms.gates.genre", "ms.gates.rubric_genre")
 HELD_OUT_SOURCES = ("ms.gates.check_praise",)  # the module that writes and declares the held-out praise
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from ms.cli.compose import compose_checked
 from ms.common.errors import UserError
 
+COMPARED = ("rubric", "utility", "rubric_qdep", "rubric_genre", "both")  # the gates gate-compare reads scores of
+
 
 def check_settings(cfg):
     """What the gate check and its plan read of the root config `cfg` (ms.gates.check.CheckSettings)."""
@@ -35,16 +37,17 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
     from ms.agents import PromptTemplate
     from ms.config.files import USAGE_FILE
-    from ms.gates.check import gate_scores, grade, missing_score, question_tests, what_to_check
+    from ms.gates.check import contrast_tests, gate_scores, grade, missing_score, what_to_check
     from ms.gates.check_auc import summarize
     from ms.gates.check_corruptions import with_model_praise
-    from ms.gates.check_pooled import QDEP_GATE, Scored, pooled_report
+    from ms.gates.check_pooled import GENRE_GATE, QDEP_GATE, Scored, pooled_report
     from ms.gates.check_praise import HELD_OUT, written
     from ms.gates.check_report import format_results, threshold_report, write_results
     from ms.gates.check_utility import utility_of_jobs
+    from ms.gates.genre import REVIEWS, GenreTest
     from ms.gates.question_dependence import QuestionTest
     from ms.gates.scorer import Scorer, load_rubric, load_rubrics, rubric_ref
-    from ms.gates.settings import RubricQdepSettings, UtilitySettings
+    from ms.gates.settings import RubricGenreSettings, RubricQdepSettings, UtilitySettings
     from ms.llm.backbones import build_backbones
     from ms.llm.usage import format_usage, save_usage
     from ms.plan.data import gate_check_plan
@@ -58,11 +61,12 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     if args.plan:
         return gate_check_plan(settings, checked, out)
     catalog = settings.backbones
-    scoring = utility or question  # both score answers on each agent's backbone
+    scoring = utility or question or checked.genre  # each scores answers on each agent's backbone
     backbones = build_backbones(catalog, [*(backbone_of.values() if scoring else []), cfg.scorer.backbone])
     shots = settings.shots
     probes = UtilitySettings.probes_of(cfg.gate)  # the config's gate's where it measures utility, else the default
     tested = RubricQdepSettings.of(cfg.gate)  # likewise the question test's settings
+    genre_margin = RubricGenreSettings.of(cfg.gate).margin  # and the genre test's
     seconds, decisions, utilities, scorer = {}, None, None, None
     started = time.perf_counter()
     # The held-out family: praise the check's own backbone writes, sampled with the check's seed.
@@ -87,8 +91,15 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
             tested.margin,
             tested.seed,
         )
-        decisions = question_tests(test, jobs, decisions)
+        decisions = contrast_tests(test, jobs, decisions, "question_test")
         seconds["question"] = time.perf_counter() - started
+    if checked.genre:
+        started = time.perf_counter()
+        genre = GenreTest(
+            lambda agent: backbones[backbone_of[agent]], agents, PromptTemplate(**cfg.prompt), genre_margin
+        )
+        decisions = contrast_tests(genre, jobs, decisions, "genre_test")
+        seconds["genre"] = time.perf_counter() - started
     if utility:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="ms-gate-check-") as folder:
@@ -131,6 +142,11 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
             f"mean after m = {tested.others} other questions of its agent by more than {tested.margin:g} "
             f"(seed {tested.seed}), else 0"
         )
+    if checked.genre:
+        header += (
+            f"\n{GENRE_GATE}: the rubric's grade where the answer's log-prob per token after its question beats its "
+            f"mean after {len(REVIEWS)} requests to review a reply to it by more than {genre_margin:g}, else 0"
+        )
     if utility:
         header += (
             f"\nutility: u over m = {probes} probes from a {cfg.pool.mode} pool of every seed pair, "
@@ -146,12 +162,14 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         text += "\n\n" + pooled_report(
             rows, cfg.scorer.threshold, f"rubric, pooled over agents (admitted: score >= {cfg.scorer.threshold:g})"
         )
-    if question:
-        rows = [Scored((j.agent, str(j.example.id)), j.kind, score) for j, score in zip(jobs, scores[QDEP_GATE])]
+    for defended, test in ((QDEP_GATE, "question test"), (GENRE_GATE, "genre test")):
+        if defended not in scores:
+            continue
+        rows = [Scored((j.agent, str(j.example.id)), j.kind, score) for j, score in zip(jobs, scores[defended])]
         text += "\n\n" + pooled_report(
             rows,
             cfg.scorer.threshold,
-            f"{QDEP_GATE}, pooled over agents (admitted: score >= {cfg.scorer.threshold:g} and the question test "
+            f"{defended}, pooled over agents (admitted: score >= {cfg.scorer.threshold:g} and the {test} "
             f"passed); held out: {', '.join(HELD_OUT)}",
         )
     if utilities is not None:
@@ -237,12 +255,10 @@ def add_gate_commands(commands) -> None:
     )
     compare.add_argument("base", help="a gate-check output folder (gate_check_decisions.jsonl)")
     compare.add_argument("other", help="another, of the same data and --per-agent")
-    compare.add_argument(
-        "--gate", choices=("rubric", "utility", "rubric_qdep", "both"), default="rubric", help="whose scores to compare"
-    )
+    compare.add_argument("--gate", choices=COMPARED, default="rubric", help="whose scores to compare")
     compare.add_argument(
         "--other-gate",
-        choices=("rubric", "utility", "rubric_qdep", "both"),
+        choices=COMPARED,
         help="another gate's scores in OTHER (default: --gate's): two gates of one check, e.g. rubric against rubric_qdep",
     )
     compare.add_argument("--threshold", type=float, help="also show the share of each kind admitted at score >= this")

@@ -15,7 +15,8 @@ from ms.config.registry import Registry
 # What admits a new pair: each a ms.gates.base.Gate (conf/gate/<name>.yaml). rubric: the LLM grades the
 # pair against its rubric; utility: it joins when it helps its nearest memories' answers (ms.gates.replay);
 # both: rubric, then utility; rubric_qdep: rubric, then the answer must be likelier after its own question
-# than after others (ms.gates.question_dependence); all and random: admission controls that judge nothing.
+# than after others (ms.gates.question_dependence); rubric_genre: rubric, then the answer must be likelier
+# after its question than after requests to review a reply to it (ms.gates.genre); all and random: admission controls that judge nothing.
 # Each declares its own settings (ms.gates.settings), the schema its conf/gate file is checked against
 # (ms.config.options).
 GATES = Registry(
@@ -25,6 +26,7 @@ GATES = Registry(
         "utility": "ms.gates.utility:UtilityGate",
         "both": "ms.gates.both:BothGate",
         "rubric_qdep": "ms.gates.rubric_qdep:RubricQdepGate",
+        "rubric_genre": "ms.gates.rubric_genre:RubricGenreGate",
         "all": "ms.gates.all:AllGate",
         "random": "ms.gates.random:RandomGate",
     },
@@ -34,6 +36,7 @@ GATES = Registry(
         "utility": "ms.gates.settings:UtilitySettings",
         "both": "ms.gates.settings:BothSettings",
         "rubric_qdep": "ms.gates.settings:RubricQdepSettings",
+        "rubric_genre": "ms.gates.settings:RubricGenreSettings",
         "all": "ms.gates.settings:AllSettings",
         "random": "ms.gates.settings:RandomSettings",
     },

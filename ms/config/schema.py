@@ -195,7 +195,8 @@ class GateConfig:
     # utility: admit the pair when it raises the likelihood of its nearest memories' answers as an
     # in-context example (ms.gates.replay) | both: rubric first, then utility on what the rubric admits |
     # rubric_qdep: rubric first, then the answer must be likelier after its own question than after others
-    # (ms.gates.question_dependence) | all, random: admission controls.
+    # (ms.gates.question_dependence) | rubric_genre: rubric first, then the answer must be likelier after its
+    # question than after requests to review a reply to it (ms.gates.genre) | all, random: admission controls.
     name: str = setting("rubric", choices=GATES)
 
 

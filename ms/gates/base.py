@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, NamedTuple, Optional, Protocol, Sequence
 
+from ms.gates.genre import GenreTest
 from ms.gates.question_dependence import QuestionTest
 from ms.gates.replay import Candidate, Utility, UtilityMeter
 from ms.gates.scorer import Decision, Scorer
@@ -23,14 +24,15 @@ class GateParts:
     """What the composition root builds a gate from: the scorer (the rubric grader), each agent's
     rubric name, a factory of the utility meter given its probes, the gate's own setting (called only by
     the gates that measure utility, since it needs the run's retriever), the run's seed (the random
-    gate's coins), and a factory of the question-dependence test given the gate's others, margin and
-    seed (called only by gate=rubric_qdep)."""
+    gate's coins), a factory of the question-dependence test given the gate's others, margin and seed
+    (called only by gate=rubric_qdep), and one of the genre test given its margin (gate=rubric_genre)."""
 
     scorer: Optional[Scorer]
     rubric_of: Callable[[str], str]
     meter: Callable[[int], UtilityMeter]
     seed: int = 0
     question_test: Optional[Callable[[int, float, int], QuestionTest]] = None
+    genre_test: Optional[Callable[[float], GenreTest]] = None
 
 
 class Backbones(Protocol):
@@ -54,9 +56,11 @@ class GatePlan(Protocol):
         of the pairs (two scored prompts per probe), under role utility; `exact`: as far as the gate
         knows (the planner adds what the pool's growth leaves unknown)."""
 
-    def test_question(self, agent: str, reply: float, others: int, share: float) -> None:
-        """The question-dependence test of a pair of `agent` (`reply` in tokens) after its own question and
-        `others` of the agent's others, for `share` of the pairs (one scored prompt each), under role score."""
+    def test_question(self, agent: str, reply: float, others: int, share: float, drawn: bool = True) -> None:
+        """A contrast test of a pair of `agent` (`reply` in tokens) after its own question and `others`
+        contrasts, for `share` of the pairs (one scored prompt each), under role score; `drawn`: the
+        contrasts are drawn from the agent's other seed questions (the question-dependence test), so there
+        are no more of them than it has seed questions."""
 
 
 class Acceptance(NamedTuple):

@@ -4,7 +4,8 @@ Each agent's seed pairs are judged as they are and as corrupted copies; docs/con
 gate tell good pairs from bad?") says which copies and how they are pooled (the grader-directed and
 plain-words praise families apart, never in `all`). Each gate gives every pair a score: the rubric's
 grade, the utility gate's u, for `both` the pair's place in the order (rubric admits, u), and for
-`rubric_qdep` the grade where the question-dependence test passes, else 0. The per-agent ROC AUC (good
+`rubric_qdep` the grade where the question-dependence test passes, else 0 (`rubric_genre` likewise with
+the genre test). The per-agent ROC AUC (good
 above corrupted) with a 95% bootstrap CI says whether a gate separates them: 0.5 is chance.
 
 The pairs and their corruptions are built in ms.gates.check_corruptions, the AUCs measured in
@@ -21,7 +22,7 @@ from ms.common.errors import UserError
 from ms.config.parts import GATES
 from ms.gates.check_corruptions import Job, corrupted_copies
 from ms.gates.check_praise import Praised, PraiseRequest, requests
-from ms.gates.question_dependence import QuestionTest
+from ms.gates.question_dependence import ContrastTest
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer, rubric_for
 
@@ -66,6 +67,7 @@ class Checked(NamedTuple):
     backbone_of: dict[str, str]  # agent -> the backbone it answers (and its utility is scored) on
     question: bool = False  # whether the question-dependence test measures them (--gate rubric_qdep)
     asked: list[PraiseRequest] = []  # the praise the check's backbone is asked to write (model_praise)
+    genre: bool = False  # whether the genre test measures them (--gate rubric_genre)
 
 
 def what_to_check(settings: CheckSettings, per_agent: int, gates: Sequence[str]) -> Checked:
@@ -78,6 +80,7 @@ def what_to_check(settings: CheckSettings, per_agent: int, gates: Sequence[str])
     splits = load_splits(settings.data, agents)
     measured = {m for gate in gates for m in GATES.load(gate).checked_by}
     rubric, utility, question = "rubric" in measured, "utility" in measured, "question" in measured
+    genre = "genre" in measured
     # The grader-directed copies and the praise speak the rubric that grades the pair (the Single pool's, there).
     graded = {agent: rubric_for(agents[agent], settings.pool_mode) for agent in splits}
     praised = {agent: Praised.of(agent, rubric) for agent, rubric in graded.items()}
@@ -86,13 +89,13 @@ def what_to_check(settings: CheckSettings, per_agent: int, gates: Sequence[str])
     backbones = settings.backbones
     backbone_of = {agent: backbones.resolve(agents[agent].backbone) for agent in splits}
     for agent, name in backbone_of.items():
-        if (utility or question) and not backbones.can(name, "scores_text"):
+        if (utility or question or genre) and not backbones.can(name, "scores_text"):
             raise UserError(
                 f"--gate {','.join(gates)}: backbone '{name}' of agent {agent} cannot score given "
                 f"text; use an hf backbone, or backbone.prompt_logprobs=echo"
             )
     return Checked(
-        agents, splits, jobs, rubric, utility, backbone_of, question, requests(seeds, praised, settings.seed)
+        agents, splits, jobs, rubric, utility, backbone_of, question, requests(seeds, praised, settings.seed), genre
     )
 
 
@@ -108,18 +111,18 @@ def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch:
     return decisions
 
 
-def question_tests(
-    test: QuestionTest, jobs: Sequence[Job], decisions: Sequence[Decision], batch: int = 32
+def contrast_tests(
+    test: ContrastTest, jobs: Sequence[Job], decisions: Sequence[Decision], field: str, batch: int = 32
 ) -> list[Decision]:
-    """The question-dependence test of every job, kept in its decision (`question_test`) beside the grade,
-    which stays the rubric's: gate=rubric_qdep's check score is read from both."""
+    """A contrast test (question dependence, genre) of every job, kept in its decision (`field`) beside the
+    grade, which stays the rubric's: the check score of the gate that adds the test is read from both."""
     from tqdm.auto import tqdm
 
     out: list[Decision] = []
-    for start in tqdm(range(0, len(jobs), batch), desc="gate-check question test", unit="batch"):
+    for start in tqdm(range(0, len(jobs), batch), desc=f"gate-check {test.what}", unit="batch"):
         part = jobs[start : start + batch]
         measured = test.measure([(j.agent, j.example.question, j.answer) for j in part])
-        out += [replace(d, question_test=m.as_dict()) for d, m in zip(decisions[start : start + batch], measured)]
+        out += [replace(d, **{field: m.as_dict()}) for d, m in zip(decisions[start : start + batch], measured)]
     return out
 
 

@@ -37,6 +37,8 @@ from ms.gates.utility import utility_verdict
 DECISIONS = "gate_check_decisions.jsonl"
 GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **PRAISE_POOLS, **{k: (k,) for k in KINDS}}
 QDEP_GATE = "rubric_qdep"  # the rubric's grade where the question-dependence test passed, else 0
+GENRE_GATE = "rubric_genre"  # the rubric's grade where the genre test passed, else 0
+TESTED = {QDEP_GATE: ("question_test", "question-dependence test"), GENRE_GATE: ("genre_test", "genre test")}
 BOTH_GATE = "both"  # the pair's place in the order (rubric admits, u), as the gate check scores it
 PAIR_RESAMPLES = 2000  # each resample computes an AUC or two; 2,000 keep a 2-core report to seconds
 
@@ -50,8 +52,8 @@ class Scored(NamedTuple):
 
 
 def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
-    """Each judged pair's score under `gate` (rubric: the grade, 0 where none was read; rubric_qdep: the
-    grade, 0 where the question-dependence test failed; utility: u, +inf where none could be measured,
+    """Each judged pair's score under `gate` (rubric: the grade, 0 where none was read; rubric_qdep and
+    rubric_genre: the grade, 0 where their test failed; utility: u, +inf where none could be measured,
     as the gates treat them; both: its rank in the order (rubric admits, u), admitted where the rubric
     admits and u passes the utility gate's default threshold)."""
     path = Path(folder) / DECISIONS
@@ -64,10 +66,10 @@ def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
         try:
             r = json.loads(line)
             graded.append(bool(r.get("accepted")))
-            if gate in ("rubric", QDEP_GATE):
+            if gate == "rubric" or gate in TESTED:
                 score = r.get("score")
                 value = 0.0 if score is None else float(score)
-                if gate == QDEP_GATE and not _tested(r, path):
+                if gate in TESTED and not _tested(r, path, gate):
                     value = 0.0
             else:
                 u = (r.get("utility") or {}).get("u")
@@ -89,11 +91,12 @@ def _both_admits(row: dict) -> bool:
     return bool(row["accepted"]) and passed
 
 
-def _tested(row: dict, path: Path) -> bool:
-    """Whether the row's pair passed the question-dependence test."""
-    if "question_test" not in row:
-        raise UserError(f"{path}: no question-dependence test in this check; run ms-data gate-check --gate {QDEP_GATE}")
-    return bool(row["question_test"]["passed"])
+def _tested(row: dict, path: Path, gate: str) -> bool:
+    """Whether the row's pair passed the test `gate` adds to the rubric."""
+    field, test = TESTED[gate]
+    if field not in row:
+        raise UserError(f"{path}: no {test} in this check; run ms-data gate-check --gate {gate}")
+    return bool(row[field]["passed"])
 
 
 def _split(rows: Sequence[Scored], kinds: Sequence[str]) -> tuple[list[float], list[float]]:

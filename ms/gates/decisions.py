@@ -31,6 +31,7 @@ class Decision:
     # gate=rubric_qdep's question-dependence test (ms.gates.question_dependence.Dependence as a dict); None
     # where it was not made.
     question_test: Optional[dict] = None
+    genre_test: Optional[dict] = None  # gate=rubric_genre's genre test (ms.gates.genre), likewise
 
     @property
     def unscored(self) -> bool:
@@ -38,10 +39,11 @@ class Decision:
         return self.score is None and self.utility is None and self.read in READS_OF_A_GRADER
 
     def as_dict(self) -> dict:
-        """Its fields; question_test only where the test was made, so other gates write the lines they always wrote."""
+        """Its fields; a test's only where the test was made, so other gates write the lines they always wrote."""
         out = asdict(self)
-        if out["question_test"] is None:
-            del out["question_test"]
+        for test in ("question_test", "genre_test"):
+            if out[test] is None:
+                del out[test]
         return out
 
 

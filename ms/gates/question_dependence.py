@@ -11,6 +11,9 @@ questions (never X itself) by a generator seeded by the gate's seed, the agent a
 the same others on every run and machine, and a seed pair's copies in the gate check meet the same
 others as the pair itself. 1 + m scored passes, no decoding. Why the mean over the others, and what
 the test cannot see: docs/concepts/gates.md, "An answer must depend on its question".
+
+`ContrastTest` is the measurement both this test and the genre test (ms.gates.genre) make: they differ
+only in what the answer is scored after besides its own question.
 """
 
 from __future__ import annotations
@@ -57,18 +60,74 @@ def others_of(questions: Sequence[str], agent: str, question: str, m: int, seed:
     return random.Random(f"{seed}:{agent}:{own}").sample(pool, min(m, len(pool)))
 
 
-def dependence(own: float, after: Sequence[float], margin: float) -> Dependence:
-    """The verdict on a pair from its per-token log-probs: after its own question, after the others."""
+def dependence(
+    own: float, after: Sequence[float], margin: float, what: str = "question dependence", over: str = "other questions"
+) -> Dependence:
+    """The verdict on a pair from its per-token log-probs: after its own question, after each contrast
+    (`what` names the test and `over` its contrasts in the verdict's words)."""
     d = own - sum(after) / len(after)
     passed = d > margin
-    why = f"question dependence {d:+.4f} {'>' if passed else '<='} margin {margin:g} over {len(after)} other questions"
+    why = f"{what} {d:+.4f} {'>' if passed else '<='} margin {margin:g} over {len(after)} {over}"
     return Dependence(round(d, 6), round(own, 6), [round(a, 6) for a in after], margin, passed, why)
 
 
-class QuestionTest:
-    """`lm_for(agent)`: the backbone an agent answers on, which scores its pairs; `questions`: agent ->
-    the questions its others are drawn from (its seed questions); `others`, `margin`, `seed`: the gate's
-    settings (ms.gates.settings.RubricQdepSettings)."""
+class ContrastTest:
+    """A pair's answer scored after its own question and after each of its contrasts (user prompts of the
+    same agent's chat), passing when it is likelier after its own by more than `margin` nats per token.
+    `lm_for(agent)`: the backbone an agent answers on, which scores its pairs. A test says which contrasts
+    a pair meets (`contrasts`), and names itself and them in its verdicts (`what`, `over`)."""
+
+    what = "question dependence"
+    over = "other questions"
+
+    def __init__(
+        self, lm_for: Callable[[str], LM], agents: Mapping[str, Agent], template: PromptTemplate, margin: float
+    ):
+        self.lm_for, self.agents, self.template, self.margin = lm_for, agents, template, margin
+
+    def contrasts(self, agent: str, question: str) -> list[str]:
+        """The queries the answer is also scored after, each rendered by the template like its own question."""
+        raise NotImplementedError
+
+    def unmeasured(self, agent: str) -> Dependence:
+        """The measurement of a pair that meets no contrast."""
+        return Dependence(None, margin=self.margin, why=f"{self.what} unmeasured: no contrast for {agent}")
+
+    def measure(self, items: Sequence[tuple[str, str, str]]) -> list[Dependence]:
+        """Each (agent, question, answer)'s measurement: one batched `loglikelihood` call per backbone."""
+        out: list[Optional[Dependence]] = [None] * len(items)
+        todo: dict[int, list[tuple[int, list[str]]]] = {}  # lm -> (item, its contexts: own first)
+        lms: dict[int, LM] = {}
+        for i, (agent, question, answer) in enumerate(items):
+            contrasts = self.contrasts(agent, question)
+            if not answer.strip():
+                out[i] = Dependence(None, margin=self.margin, why=f"{self.what} unmeasured: an empty answer")
+                continue
+            if not contrasts:
+                out[i] = self.unmeasured(agent)
+                continue
+            lm = self.lm_for(agent)
+            lms[id(lm)] = lm
+            contexts = [
+                lm.chat_context(chat(self.agents[agent], self.template.render(q), self.template.system))
+                for q in (question, *contrasts)
+            ]
+            todo.setdefault(id(lm), []).append((i, contexts))
+        for key, jobs in todo.items():
+            contexts = [c for _, cs in jobs for c in cs]
+            answers = [items[i][2] for i, cs in jobs for _ in cs]
+            with lms[key].acting_as(QUESTION_ROLE):
+                scored = iter(lms[key].loglikelihood(contexts, answers))
+            for i, cs in jobs:
+                per_token = [total / max(tokens, 1) for total, tokens in (next(scored) for _ in cs)]
+                out[i] = dependence(per_token[0], per_token[1:], self.margin, self.what, self.over)
+        return out
+
+
+class QuestionTest(ContrastTest):
+    """The question-dependence test: the contrasts are m other questions of the same agent. `questions`:
+    agent -> the questions its others are drawn from (its seed questions); `others`, `margin`, `seed`: the
+    gate's settings (ms.gates.settings.RubricQdepSettings)."""
 
     def __init__(
         self,
@@ -82,38 +141,14 @@ class QuestionTest:
     ):
         if others < 1:
             raise ValueError(f"gate.others must be at least 1, got {others}")
-        self.lm_for, self.agents, self.template, self.questions = lm_for, agents, template, questions
-        self.others, self.margin, self.seed = others, margin, seed
+        super().__init__(lm_for, agents, template, margin)
+        self.questions, self.others, self.seed = questions, others, seed
 
-    def measure(self, items: Sequence[tuple[str, str, str]]) -> list[Dependence]:
-        """Each (agent, question, answer)'s measurement: one batched `loglikelihood` call per backbone."""
-        out: list[Optional[Dependence]] = [None] * len(items)
-        todo: dict[int, list[tuple[int, list[str]]]] = {}  # lm -> (item, its contexts: own first)
-        lms: dict[int, LM] = {}
-        for i, (agent, question, answer) in enumerate(items):
-            others = others_of(self.questions.get(agent, ()), agent, question, self.others, self.seed)
-            if not answer.strip():
-                out[i] = Dependence(None, margin=self.margin, why="question dependence unmeasured: an empty answer")
-                continue
-            if not others:
-                # Nothing to compare with (an agent with one seed question): admitted, as the utility gate
-                # admits a pair with nothing to probe, so that such an agent's pool is not shut.
-                why = f"question dependence unmeasured: {agent} has no other question"
-                out[i] = Dependence(None, margin=self.margin, passed=True, why=why)
-                continue
-            lm = self.lm_for(agent)
-            lms[id(lm)] = lm
-            contexts = [
-                lm.chat_context(chat(self.agents[agent], self.template.render(q), self.template.system))
-                for q in (question, *others)
-            ]
-            todo.setdefault(id(lm), []).append((i, contexts))
-        for key, jobs in todo.items():
-            contexts = [c for _, cs in jobs for c in cs]
-            answers = [items[i][2] for i, cs in jobs for _ in cs]
-            with lms[key].acting_as(QUESTION_ROLE):
-                scored = iter(lms[key].loglikelihood(contexts, answers))
-            for i, cs in jobs:
-                per_token = [total / max(tokens, 1) for total, tokens in (next(scored) for _ in cs)]
-                out[i] = dependence(per_token[0], per_token[1:], self.margin)
-        return out
+    def contrasts(self, agent: str, question: str) -> list[str]:
+        return others_of(self.questions.get(agent, ()), agent, question, self.others, self.seed)
+
+    def unmeasured(self, agent: str) -> Dependence:
+        # Nothing to compare with (an agent with one seed question): admitted, as the utility gate admits
+        # a pair with nothing to probe, so that such an agent's pool is not shut.
+        why = f"question dependence unmeasured: {agent} has no other question"
+        return Dependence(None, margin=self.margin, passed=True, why=why)

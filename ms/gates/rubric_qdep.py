@@ -10,7 +10,7 @@ from typing import Iterator, Optional, Sequence
 
 from ms.gates.base import Acceptance, Backbones, Decisions, Gate, GateParts, GatePlan, Utilities, unable_to_score
 from ms.gates.decisions import Decision
-from ms.gates.question_dependence import Dependence, QuestionTest
+from ms.gates.question_dependence import ContrastTest, Dependence
 from ms.gates.replay import Candidate
 from ms.gates.rubric import RubricGate, rubric_acceptance
 
@@ -19,13 +19,13 @@ from ms.gates.rubric import RubricGate, rubric_acceptance
 QDEP_SAID = "every pair the rubric admits passes the question-dependence test (assumed)"
 
 
-def defended(decision: Decision, measured: Dependence) -> Decision:
-    """The rubric's decision after the test: refused where the test fails, its measurement kept."""
+def defended(decision: Decision, measured: Dependence, field: str = "question_test") -> Decision:
+    """The rubric's decision after the test: refused where the test fails, its measurement kept in `field`."""
     return replace(
         decision,
         accepted=decision.accepted and measured.passed,
         reason=f"{decision.reason}; {measured.why}",
-        question_test=measured.as_dict(),
+        **{field: measured.as_dict()},
     )
 
 
@@ -35,8 +35,9 @@ class RubricQdepGate(Gate):
     # passes and 0 where it fails, as the screen's rejections score 0 (ms.gates.scorer).
     checked_by = ("rubric", "question")
     check_missing = 0.0
+    field = "question_test"  # where a decision keeps the test's measurement
 
-    def __init__(self, rubric: RubricGate, test: QuestionTest):
+    def __init__(self, rubric: RubricGate, test: ContrastTest):
         self.rubric, self.test = rubric, test
 
     @classmethod
@@ -50,7 +51,7 @@ class RubricQdepGate(Gate):
             [(candidates[i].agent, candidates[i].question, candidates[i].answer) for i in passed]
         )
         for i, m in zip(passed, measured):
-            decisions[i] = defended(decisions[i], m)
+            decisions[i] = defended(decisions[i], m, self.field)
         return decisions
 
     @classmethod
@@ -80,4 +81,4 @@ class RubricQdepGate(Gate):
 
     @classmethod
     def check_scores(cls, decisions: Decisions, utilities: Utilities) -> list[Optional[float]]:
-        return [d.score if (d.question_test or {}).get("passed") else 0.0 for d in decisions]
+        return [d.score if (getattr(d, cls.field) or {}).get("passed") else 0.0 for d in decisions]

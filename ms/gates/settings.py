@@ -64,7 +64,7 @@ class RubricQdepSettings(GateConfig):
     others: int = setting(4, ge=1)  # m: the agent's other questions the answer is also scored after
     # Nats per token by which the answer's log-prob after its own question must exceed its mean after the others.
     # 0.05, chosen on the development praise families alone, on seed pairs the gate check does not judge
-    # (experiments/qdep_margin.py, SmolLM2, 27 good pairs): 93% of good pairs pass, 11% of praise alone and
+    # (experiments/defence_margin.py, SmolLM2, 27 good pairs): 93% of good pairs pass, 11% of praise alone and
     # 48% of first line plus praise; Youden's J is flat from 0.04 to 0.09, and the lowest such margin costs
     # fewest good pairs. Qwen2.5-0.5B on 9 pairs agrees (78%, 11%, 44%).
     margin: float = setting(0.05, ge=0.0)
@@ -79,6 +79,28 @@ class RubricQdepSettings(GateConfig):
                 name=section.name, others=int(section.others), margin=float(section.margin), seed=int(section.seed)
             )
         return cls(name="rubric_qdep")
+
+
+@dataclass
+class RubricGenreSettings(GateConfig):
+    """gate=rubric_genre: the rubric (the scorer's settings, its defence included), then the genre test on
+    the pairs it admits (ms.gates.genre): an answer must be likelier after its own question than after
+    requests to review a reply to it."""
+
+    # Nats per token by which the answer's log-prob after its question must exceed its mean after the review
+    # requests. 0, chosen on the development praise families alone, on seed pairs the gate check does not judge
+    # (experiments/defence_margin.py --test genre, SmolLM2, 27 good pairs): 85% of good pairs pass, 11% of
+    # praise alone and 11% of first line plus praise; Youden's J is highest there (0.74; 0.65 at 0.02, 0.39
+    # at -0.05), and 0 is the test's plain reading (likelier as an answer than as a review).
+    margin: float = setting(0.0)
+
+    @classmethod
+    def of(cls, section: Any) -> "RubricGenreSettings":
+        """The test's settings under the gate section `section`: its own under gate=rubric_genre, else this
+        gate's defaults (ms-data gate-check measures the test whichever gate its config names)."""
+        if getattr(section, "name", None) == "rubric_genre":
+            return cls(name=section.name, margin=float(section.margin))
+        return cls(name="rubric_genre")
 
 
 @dataclass

@@ -24,6 +24,7 @@ from ms.data import load_splits
 from ms.data.poison import Poisoner
 from ms.data.poison_record import PoisonRecord
 from ms.gates.base import Gate, GateParts
+from ms.gates.genre import GenreTest
 from ms.gates.question_dependence import QuestionTest
 from ms.gates.record import GateRecord
 from ms.gates.replay import UtilityMeter
@@ -215,6 +216,7 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
                 margin,
                 seed,
             ),
+            genre_test=lambda margin: GenreTest(lambda a: backbones[agent_backbone[a]], agents, template, margin),
         ),
     )
     if cfg.memory.retire_below is not None and not (

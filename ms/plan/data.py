@@ -137,21 +137,26 @@ def _praise_row(backbones, checked):
     return row
 
 
-def _question_rows(settings, checked, jobs: Sequence) -> list:
-    """The question-dependence test of every job: its answer scored after its question and after m others of
-    its agent (ms.gates.question_dependence), each in the agent's zero-shot chat, on the agent's backbone."""
+def _contrast_rows(settings, checked, jobs: Sequence, genre: bool = False) -> list:
+    """A contrast test of every job: its answer scored after its question and after its contrasts, each in
+    the agent's zero-shot chat, on the agent's backbone: m other questions of its agent (the question-dependence
+    test, ms.gates.question_dependence), or the review requests (`genre`: the genre test, ms.gates.genre)."""
     from ms.agents import PromptTemplate, chat
-    from ms.gates.question_dependence import others_of
+    from ms.gates.genre import GenreTest
+    from ms.gates.question_dependence import QuestionTest
     from ms.gates.settings import RubricQdepSettings
 
     tested, template = RubricQdepSettings.of(settings.gate), PromptTemplate(**settings.prompt)
+    if genre:
+        test = GenreTest(None, checked.agents, template, 0.0)
+    else:
+        seeds = {a: [e.question for e in split.seed] for a, split in checked.splits.items()}
+        test = QuestionTest(None, checked.agents, template, seeds, tested.others, tested.margin, tested.seed)
     rows: dict[str, object] = {}
     for job in jobs:
         name = checked.backbone_of[job.agent]
         row = rows.setdefault(name, _row(settings.backbones, "score", name))
-        seeds = [e.question for e in checked.splits[job.agent].seed]
-        drawn = others_of(seeds, job.agent, job.example.question, tested.others, tested.seed)
-        for q in (job.example.question, *drawn):
+        for q in (job.example.question, *test.contrasts(job.agent, job.example.question)):
             asked = chat(checked.agents[job.agent], template.render(q), template.system)
             prompt = sum(tokens(m["content"]) + PER_MESSAGE for m in asked)
             row.add(1, prompt + tokens(job.answer), 0.0, cached_exact=not settings.backbones.use_cache)
@@ -177,7 +182,9 @@ def gate_check_plan(settings, checked, out: Path) -> int:
     if checked.utility:
         rows += _utility_rows(settings, checked, jobs)
     if checked.question:
-        rows += _question_rows(settings, checked, jobs)
+        rows += _contrast_rows(settings, checked, jobs)
+    if checked.genre:
+        rows += _contrast_rows(settings, checked, jobs, genre=True)
     good = sum(j.kind == GOOD for j in jobs)
     notes = [
         f"{len(jobs)} pairs to judge: {good} seed pairs of {len(checked.splits)} agents and their corrupted copies",
@@ -188,6 +195,12 @@ def gate_check_plan(settings, checked, out: Path) -> int:
         notes.append(
             f"question test: every pair's answer scored after its question and after up to "
             f"gate.others={RubricQdepSettings.of(settings.gate).others} other seed questions of its agent"
+        )
+    if checked.genre:
+        from ms.gates.genre import REVIEWS
+
+        notes.append(
+            f"genre test: every pair's answer scored after its question and after {len(REVIEWS)} requests to review a reply to it"
         )
     if checked.utility:
         notes.append(

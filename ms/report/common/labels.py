@@ -88,6 +88,7 @@ LABELS: dict[Registry, Kind] = {
             Label("utility", "utility gate"),
             Label("both", "both gate (rubric, then utility)"),
             Label("rubric_qdep", "rubric gate with the question-dependence test"),
+            Label("rubric_genre", "rubric gate with the genre test"),
             Label("all", "all gate (admits every pair)"),
             Label("random", _random_gate),
         ),

@@ -1,10 +1,10 @@
-"""How gate=rubric_qdep's margin was chosen: the question-dependence d (ms/gates/question_dependence.py) of
-good pairs, of another question's answer and of the development praise families (ms/gates/check_praise.py;
+"""How the margins of gate=rubric_qdep and gate=rubric_genre were chosen: the test's score (the question-dependence
+d of ms/gates/question_dependence.py, or the genre test's g of ms/gates/genre.py) of good pairs, of another question's answer and of the development praise families (ms/gates/check_praise.py;
 never the held-out one), on seed pairs the gate check does not judge (each agent's seed pairs after its
 first 8), and the share of each kind a margin lets through, with Youden's J of good against the development
 families. Markdown on stdout; the scores go through the response cache like every call.
 
-    python experiments/qdep_margin.py [--pairs 3] [OVERRIDE ...]     # e.g. backbone=qwen2.5-0.5b
+    python experiments/defence_margin.py [--test question|genre] [--pairs 3] [OVERRIDE ...]   # e.g. backbone=qwen2.5-0.5b
 """
 
 from __future__ import annotations
@@ -15,17 +15,19 @@ from ms.agents import PromptTemplate, agents_from
 from ms.cli.compose import compose_checked
 from ms.data import load_splits
 from ms.gates.check_praise import DEVELOPMENT, Praised, templated
+from ms.gates.genre import GenreTest
 from ms.gates.question_dependence import QuestionTest
 from ms.gates.rubrics import rubric_for
 from ms.gates.settings import RubricQdepSettings
 from ms.llm.backbones import Backbones, build_backbones
 
 CHECKED = 8  # the gate check's pairs (--per-agent 8): the held-out check judges them, so they tune nothing
-MARGINS = (0.0, 0.02, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, 0.2)
+MARGINS = (-0.2, -0.1, -0.05, 0.0, 0.02, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, 0.2)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--test", choices=("question", "genre"), default="question", help="which test's score")
     parser.add_argument("--pairs", type=int, default=3, help="seed pairs per agent after the check's first 8")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
@@ -36,7 +38,11 @@ def main() -> None:
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
     lm = build_backbones(catalog, [])[catalog.resolve(None)]
     questions = {a: [e.question for e in s.seed] for a, s in splits.items()}
-    test = QuestionTest(lambda a: lm, agents, PromptTemplate(**cfg.prompt), questions, settings.others, 0.0, 0)
+    template = PromptTemplate(**cfg.prompt)
+    if args.test == "genre":
+        test = GenreTest(lambda a: lm, agents, template, 0.0)
+    else:
+        test = QuestionTest(lambda a: lm, agents, template, questions, settings.others, 0.0, 0)
     items: list[tuple[str, str, str]] = []
     kinds: list[str] = []
     for agent, split in splits.items():
@@ -55,7 +61,11 @@ def main() -> None:
         if d is not None:
             by_kind.setdefault(kind, []).append(d)
     names = list(by_kind)
-    print(f"backbone {cfg.backbone.name}, m = {settings.others}, seed pairs {CHECKED + 1}-{CHECKED + args.pairs}")
+    contrasts = f"m = {settings.others}" if args.test == "question" else f"{test.over}"
+    print(
+        f"{args.test} test, backbone {cfg.backbone.name}, {contrasts}, seed pairs {CHECKED + 1}-{CHECKED + args.pairs}"
+    )
+    print("medians: " + ", ".join(f"{k} {sorted(v)[len(v) // 2]:+.3f}" for k, v in by_kind.items()))
     print("| margin | " + " | ".join(f"{k} (n={len(by_kind[k])})" for k in names) + " | J (good vs development) |")
     print("|---" * (len(names) + 2) + "|")
     for margin in MARGINS:

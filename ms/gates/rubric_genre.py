@@ -1,0 +1,41 @@
+"""gate=rubric_genre: the rubric first (ms.gates.scorer, its defence included), then the genre test
+(ms.gates.genre) on the pairs the rubric admits; a pair needs both. Praise of an answer reads to the
+backbone as a review, whatever its words, and fails the test; so does any text that talks about an
+answer instead of giving one."""
+
+from __future__ import annotations
+
+from ms.gates.base import Acceptance, GateParts, GatePlan
+from ms.gates.genre import REVIEWS
+from ms.gates.rubric import RubricGate, rubric_acceptance
+from ms.gates.rubric_qdep import RubricQdepGate
+
+# As for rubric_qdep: plan mode assumes the rubric's admissions pass the test, so its calls are not undercounted.
+GENRE_SAID = "every pair the rubric admits passes the genre test (assumed)"
+
+
+class RubricGenreGate(RubricQdepGate):
+    """rubric_qdep's gate with the genre test in place of the question-dependence test: the same order,
+    verdicts and check score, its measurement kept in the decision's genre_test."""
+
+    name = "rubric_genre"
+    checked_by = ("rubric", "genre")
+    field = "genre_test"
+
+    @classmethod
+    def build(cls, cfg, parts: GateParts) -> "RubricGenreGate":
+        return cls(RubricGate.build(cfg, parts), parts.genre_test(cfg.margin))
+
+    @classmethod
+    def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:
+        rate, why = rubric_acceptance(plan.scorer.threshold)
+        return Acceptance(rate, f"{why}; {GENRE_SAID}")
+
+    @classmethod
+    def planned_calls(cls, cfg, plan: GatePlan, agent: str, question: float, reply: float, in_scope: float) -> None:
+        plan.grade(agent, question, reply)
+        plan.test_question(agent, reply, len(REVIEWS), rubric_acceptance(plan.scorer.threshold)[0], drawn=False)
+
+    @classmethod
+    def record(cls, cfg) -> dict:
+        return {"gate": cfg.name, "genre_margin": cfg.margin}
