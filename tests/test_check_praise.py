@@ -177,24 +177,47 @@ def test_the_pooled_report_gives_the_held_out_auc_apart():
     assert "0.000" in held and "1.000" in development
 
 
-def test_gate_compare_reads_two_gates_of_one_check(tmp_path):
-    """rubric_qdep's score is the grade where the question test passed, else 0: read from one check's rows."""
+@pytest.mark.parametrize(
+    "gate, field, test",
+    [("rubric_qdep", "question_test", "question-dependence test"), ("rubric_genre", "genre_test", "genre test")],
+)
+def test_gate_compare_reads_two_gates_of_one_check(tmp_path, gate, field, test):
+    """A defended rubric's score is the grade where its test passed, else 0: read from one check's rows, the
+    other test's measurement ignored."""
+    other = "genre_test" if field == "question_test" else "question_test"
     rows = []
     for i in range(4):
-        rows.append({"agent": "riddle", "seed_id": i, "kind": GOOD, "score": 20.0, "question_test": {"passed": True}})
         rows.append(
-            {"agent": "riddle", "seed_id": i, "kind": PRAISE_ALONE, "score": 30.0, "question_test": {"passed": False}}
+            {
+                "agent": "riddle",
+                "seed_id": i,
+                "kind": GOOD,
+                "score": 20.0,
+                field: {"passed": True},
+                other: {"passed": False},
+            }
+        )
+        rows.append(
+            {
+                "agent": "riddle",
+                "seed_id": i,
+                "kind": PRAISE_ALONE,
+                "score": 30.0,
+                field: {"passed": False},
+                other: {"passed": True},
+            }
         )
     (tmp_path / "gate_check_decisions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert {r.score for r in read_check(tmp_path, "rubric_qdep") if r.kind == PRAISE_ALONE} == {0.0}
-    text = compare_report(tmp_path, tmp_path, "rubric", 15, "rubric_qdep")
-    assert "(gate rubric)" in text and "(gate rubric_qdep)" in text
+    assert {r.score for r in read_check(tmp_path, gate) if r.kind == PRAISE_ALONE} == {0.0}
+    assert {r.score for r in read_check(tmp_path, gate) if r.kind == GOOD} == {20.0}
+    text = compare_report(tmp_path, tmp_path, "rubric", 15, gate)
+    assert "(gate rubric)" in text and f"(gate {gate})" in text
     differences = [line.split() for line in text.splitlines() if line.endswith("seed pairs")]
     assert ["praise", "(development)", "+1.000", "[+1.000,", "+1.000]", "over", "4", "seed", "pairs"] in differences
-    untested = {k: v for k, v in rows[0].items() if k != "question_test"}
+    untested = {k: v for k, v in rows[0].items() if k != field}
     (tmp_path / "gate_check_decisions.jsonl").write_text(json.dumps(untested) + "\n")
-    with pytest.raises(UserError, match="no question-dependence test in this check"):
-        read_check(tmp_path, "rubric_qdep")
+    with pytest.raises(UserError, match=f"no {test} in this check"):
+        read_check(tmp_path, gate)
 
 
 def test_both_is_read_as_its_order_and_admits_what_the_rubric_and_utility_both_admit(tmp_path):
