@@ -91,7 +91,8 @@ class RubricGenreSettings(GateConfig):
     # requests. 0, chosen on the development praise families alone, on seed pairs the gate check does not judge
     # (experiments/defence_margin.py --test genre, SmolLM2, 27 good pairs): 85% of good pairs pass, 11% of
     # praise alone and 11% of first line plus praise; Youden's J is highest there (0.74; 0.65 at 0.02, 0.39
-    # at -0.05), and 0 is the test's plain reading (likelier as an answer than as a review).
+    # at -0.05), and 0 is the test's plain reading (likelier as an answer than as a review). Qwen2.5-0.5B on the
+    # same pairs, run after 0 was fixed, agrees: 96%, 4% and 4%, J 0.93, also highest at 0.
     margin: float = setting(0.0)
 
     @classmethod
