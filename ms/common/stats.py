@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -41,9 +41,6 @@ class Estimate:
     lo: Optional[float]
     hi: Optional[float]
     n: int
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
     def text(self, digits: int = 3, signed: bool = False) -> str:
         """Compact: '0.412 [0.380, 0.444] n=20', or '0.412 (n<3, too small) n=2'; a difference
@@ -110,9 +107,6 @@ class Paired:
     p: Optional[float]
     n: int
     verdict: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def verdict(lo: Optional[float], hi: Optional[float], p: Optional[float], alpha: float = ALPHA) -> str:

@@ -14,7 +14,7 @@ which gates are checked, and takes their measurements of the pairs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from ms.common.errors import UserError
@@ -119,7 +119,7 @@ def question_tests(
     for start in tqdm(range(0, len(jobs), batch), desc="gate-check question test", unit="batch"):
         part = jobs[start : start + batch]
         measured = test.measure([(j.agent, j.example.question, j.answer) for j in part])
-        out += [replace(d, question_test=m.as_dict()) for d, m in zip(decisions[start : start + batch], measured)]
+        out += [replace(d, question_test=asdict(m)) for d, m in zip(decisions[start : start + batch], measured)]
     return out
 
 

@@ -16,7 +16,7 @@ the test cannot see: docs/concepts/gates.md, "An answer must depend on its quest
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
 from ms.agents import Agent, PromptTemplate, chat
@@ -38,9 +38,6 @@ class Dependence:
     margin: float = 0.0
     passed: bool = False
     why: str = ""
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def others_of(questions: Sequence[str], agent: str, question: str, m: int, seed: int) -> list[str]:
