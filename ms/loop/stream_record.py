@@ -9,7 +9,7 @@ under a poisoning writer, `retired` where memories can be retired) are None wher
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, Optional
 
 from ms.common.sections import read, written
@@ -35,7 +35,7 @@ class PoisonCounts:
         return None if fields is None else cls(fields["asked"], fields["accepted"], fields["rejected"])
 
     def to_json(self) -> dict[str, int]:
-        return {"asked": self.asked, "accepted": self.accepted, "rejected": self.rejected}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
