@@ -224,7 +224,7 @@ def test_both_is_read_as_its_order_and_admits_what_the_rubric_and_utility_both_a
     """`both` ranks a pair the rubric admits above every pair it refuses, whatever their u, and admits a pair
     only where the rubric admits it and u > 0 (or none could be measured)."""
 
-    def measured(u):  # a utility measurement as the check writes it (Utility.as_dict)
+    def measured(u):  # a utility measurement as the check writes it (a Utility as a dict)
         return {"u": u, "lo": None, "hi": None, "probes": [], "deltas": [], "displaced": [], "shots": 3}
 
     rows = []

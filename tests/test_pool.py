@@ -1,5 +1,6 @@
 import multiprocessing
 import time
+from dataclasses import asdict
 
 import pytest
 
@@ -168,7 +169,7 @@ def test_memory_round_trips_every_field(pool):
     (mid,) = pool.add([item(score=72.5, importance=0.4, origin="summary", sources=[1, 2])], step=5)
     memory = pool.get([mid])[0]
     assert isinstance(memory, Memory)
-    d = memory.as_dict()
+    d = asdict(memory)
     assert (d["score"], d["importance"], d["origin"], d["sources"]) == (72.5, 0.4, "summary", [1, 2])
     assert (d["added_step"], d["tier"], d["consolidated"]) == (5, "long", False)
     assert pool.count_by("origin") == {"summary": 1}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import asdict
 
 import pytest
 from conftest import compose_config
@@ -92,7 +93,7 @@ def test_the_candidate_replaces_the_last_shot_of_its_nearest_memories_prompts(lo
     expected = {99: u.deltas}
     for displaced, delta in zip(u.displaced, u.deltas):
         expected.setdefault(displaced, []).append(-delta)
-    assert effects([(u.as_dict(), 99), (None, 7)]) == expected
+    assert effects([(asdict(u), 99), (None, 7)]) == expected
 
 
 def test_a_candidate_asking_a_memorys_own_question_never_probes_that_memory(logic_pool):

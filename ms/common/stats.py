@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
-from typing import Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
 
 import numpy as np
 from scipy import stats
@@ -42,9 +42,6 @@ class Estimate:
     hi: Optional[float]
     n: int
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
     def text(self, digits: int = 3, signed: bool = False) -> str:
         """Compact: '0.412 [0.380, 0.444] n=20', or '0.412 (n<3, too small) n=2'; a difference
         `signed`: '+0.012 [-0.003, +0.019] n=20'."""
@@ -54,39 +51,43 @@ class Estimate:
         return f"{self.mean:{sign}.{digits}f}{interval_text(self.lo, self.hi, self.n, digits, signed)} n={self.n}"
 
 
-def _interval(values: np.ndarray) -> tuple[Optional[float], Optional[float]]:
-    if len(values) < MIN_CI_N:
-        return None, None
-    if np.ptp(values) == 0:  # every resample has the same mean: the interval is that point
-        return float(values[0]), float(values[0])
+def bootstrap_ci(
+    samples: Sequence, statistic, methods: Sequence[str] = ("BCa",), n_resamples: int = RESAMPLES, **options: Any
+) -> tuple[float, float]:
+    """The 95% interval of `statistic` over `samples` resampled (scipy.stats.bootstrap, with `options`), with
+    the project's seed, by the first of `methods` whose bounds are finite: BCa is undefined on some small
+    skewed samples, where percentile comes next. Its warnings are silenced: BCa warns on skewed samples, and
+    a perfect separation makes every resample the same; the interval is still reported."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # BCa warns on skewed small samples; it falls back to percentile
-        for method in ("BCa", "percentile"):
+        warnings.simplefilter("ignore")
+        for method in methods:
             ci = stats.bootstrap(
-                (values,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method=method, random_state=SEED
+                tuple(samples),
+                statistic,
+                confidence_level=CONFIDENCE,
+                n_resamples=n_resamples,
+                method=method,
+                random_state=SEED,
+                **options,
             ).confidence_interval
             if math.isfinite(ci.low) and math.isfinite(ci.high):
                 break
     return float(ci.low), float(ci.high)
 
 
+def _interval(values: np.ndarray) -> tuple[Optional[float], Optional[float]]:
+    if len(values) < MIN_CI_N:
+        return None, None
+    if np.ptp(values) == 0:  # every resample has the same mean: the interval is that point
+        return float(values[0]), float(values[0])
+    return bootstrap_ci((values,), np.mean, methods=("BCa", "percentile"))
+
+
 def paired_statistic_ci(samples: Sequence[np.ndarray], statistic) -> tuple[float, float]:
     """The 95% BCa interval of `statistic(*samples, axis=-1)` (vectorized), the samples resampled together
-    (one index per question), with the project's resamples and seed: for statistics of several paired
-    series, such as a ratio of mean differences or a rank correlation."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # BCa warns on skewed statistics; the interval is still reported
-        ci = stats.bootstrap(
-            tuple(samples),
-            statistic,
-            paired=True,
-            vectorized=True,
-            confidence_level=CONFIDENCE,
-            n_resamples=RESAMPLES,
-            method="BCa",
-            random_state=SEED,
-        ).confidence_interval
-    return float(ci.low), float(ci.high)
+    (one index per question): for statistics of several paired series, such as a ratio of mean differences
+    or a rank correlation."""
+    return bootstrap_ci(samples, statistic, paired=True, vectorized=True)
 
 
 def mean_ci(values: Sequence[float]) -> Estimate:
@@ -110,9 +111,6 @@ class Paired:
     p: Optional[float]
     n: int
     verdict: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def verdict(lo: Optional[float], hi: Optional[float], p: Optional[float], alpha: float = ALPHA) -> str:

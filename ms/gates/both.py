@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Optional, Sequence
 
 from ms.gates.base import Acceptance, Decisions, GateParts, GatePlan, Utilities
@@ -39,7 +39,7 @@ class BothGate(MeasuringGate):
         for i, utility in zip(passed, self.meter.measure([candidates[i] for i in passed])):
             accepted, reason = self.verdict(utility)
             decisions[i] = replace(
-                decisions[i], accepted=accepted, reason=f"{decisions[i].reason}; {reason}", utility=utility.as_dict()
+                decisions[i], accepted=accepted, reason=f"{decisions[i].reason}; {reason}", utility=asdict(utility)
             )
         return decisions
 

@@ -15,7 +15,7 @@ which gates are checked, and takes their measurements of the pairs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from ms.common.errors import UserError
@@ -122,7 +122,7 @@ def contrast_tests(
     for start in tqdm(range(0, len(jobs), batch), desc=f"gate-check {test.what}", unit="batch"):
         part = jobs[start : start + batch]
         measured = test.measure([(j.agent, j.example.question, j.answer) for j in part])
-        out += [replace(d, **{field: m.as_dict()}) for d, m in zip(decisions[start : start + batch], measured)]
+        out += [replace(d, **{field: asdict(m)}) for d, m in zip(decisions[start : start + batch], measured)]
     return out
 
 

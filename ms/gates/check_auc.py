@@ -4,14 +4,13 @@ corrupted) with a 95% bootstrap CI, over all corruptions and per kind, and the Y
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 from scipy import stats
 
-from ms.common.stats import CONFIDENCE, RESAMPLES, SEED
+from ms.common.stats import bootstrap_ci
 from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_DIRECTED, GRADER_POOL, GRADER_POOLED
 
 
@@ -26,18 +25,9 @@ def auc_with_ci(good: Sequence[float], bad: Sequence[float]) -> tuple[float, flo
     point = float(auc(good, bad))
     if len(good) < 2 or len(bad) < 2:
         return point, None, None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a perfect separation makes every resample 1.0: BCa degenerates
-        ci = stats.bootstrap(
-            (np.asarray(good, float), np.asarray(bad, float)),
-            auc,
-            confidence_level=CONFIDENCE,
-            n_resamples=RESAMPLES,
-            method="percentile",
-            random_state=SEED,
-            vectorized=True,
-        ).confidence_interval
-    return point, float(ci.low), float(ci.high)
+    # Percentile: a perfect separation makes every resample 1.0, where BCa degenerates.
+    samples = (np.asarray(good, float), np.asarray(bad, float))
+    return (point, *bootstrap_ci(samples, auc, methods=("percentile",), vectorized=True))
 
 
 @dataclass

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
-from scipy import stats
 
 from ms.common.errors import UserError
-from ms.common.stats import CONFIDENCE, SEED, Estimate, mean_ci
+from ms.common.stats import Estimate, bootstrap_ci, mean_ci
 from ms.data.grader_directed import GRADER_INSTRUCTION
 from ms.gates.both import both_order
 from ms.gates.check_auc import auc
@@ -160,18 +158,12 @@ def _by_pair(rows: Sequence[Scored]) -> dict:
 
 def _over_pairs(pairs: Sequence, statistic) -> tuple[float, float]:
     """95% percentile CI of `statistic(chosen pairs)`, the seed pairs resampled with replacement."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a perfect separation makes every resample 1.0
-        ci = stats.bootstrap(
-            (np.arange(len(pairs)),),
-            lambda index: statistic([pairs[i] for i in index]),
-            confidence_level=CONFIDENCE,
-            vectorized=False,
-            n_resamples=PAIR_RESAMPLES,
-            method="percentile",
-            random_state=SEED,
-        ).confidence_interval
-    return float(ci.low), float(ci.high)
+
+    def resampled(index) -> float:
+        return statistic([pairs[i] for i in index])
+
+    indices = (np.arange(len(pairs)),)
+    return bootstrap_ci(indices, resampled, methods=("percentile",), n_resamples=PAIR_RESAMPLES, vectorized=False)
 
 
 def pooled_auc(rows: Sequence[Scored], kinds: Sequence[str]) -> tuple[float, Optional[float], Optional[float]]:

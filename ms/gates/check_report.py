@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import asdict
 from typing import Optional, Sequence
 
 import numpy as np
@@ -40,7 +41,7 @@ def write_results(
             if decisions is not None:
                 row.update(decisions[i].as_dict())
             if utilities is not None:
-                row["utility"] = utilities[i].as_dict()
+                row["utility"] = asdict(utilities[i])
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     with (out / "gate_check.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)

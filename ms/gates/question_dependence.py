@@ -19,7 +19,7 @@ only in what the answer is scored after besides its own question.
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
 from ms.agents import Agent, PromptTemplate, chat
@@ -41,9 +41,6 @@ class Dependence:
     margin: float = 0.0
     passed: bool = False
     why: str = ""
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def others_of(questions: Sequence[str], agent: str, question: str, m: int, seed: int) -> list[str]:

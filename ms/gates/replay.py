@@ -11,7 +11,7 @@ measurement acts for: a memory that agent may not retrieve is neither a probe no
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from ms.agents import Agent, PromptTemplate, chat
@@ -49,12 +49,9 @@ class Utility:
     displaced: list[Optional[int]] = field(default_factory=list)  # the shot the candidate replaced, per probe
     shots: int = 1
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 def effects(measured: Iterable[tuple[Optional[Mapping], Optional[int]]]) -> dict[int, list[float]]:
-    """The per-memory values measurements show. `measured`: (a `Utility.as_dict()` or None where
+    """The per-memory values measurements show. `measured`: (a Utility as a dict or None where
     nothing was measured, the memory id the candidate became or None). Each delta counts for the
     candidate, and its negation for the shot it displaced."""
     out: dict[int, list[float]] = defaultdict(list)

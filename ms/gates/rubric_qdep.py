@@ -5,7 +5,7 @@ is no likelier after its own question than after others fails it whatever it say
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Iterator, Optional, Sequence
 
 from ms.gates.base import Acceptance, Backbones, Decisions, Gate, GateParts, GatePlan, Utilities, unable_to_score
@@ -25,7 +25,7 @@ def defended(decision: Decision, measured: Dependence, field: str = "question_te
         decision,
         accepted=decision.accepted and measured.passed,
         reason=f"{decision.reason}; {measured.why}",
-        **{field: measured.as_dict()},
+        **{field: asdict(measured)},
     )
 
 

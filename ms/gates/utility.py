@@ -5,6 +5,7 @@ gate.decide_on=lower, the lower bound of u's interval over the probes must excee
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from statistics import stdev
 from typing import Iterator, Optional, Sequence
 
@@ -99,7 +100,7 @@ class UtilityGate(MeasuringGate):
 
     def judge(self, candidates: Sequence[Candidate]) -> list[Decision]:
         return [
-            decision(c, *self.verdict(utility), "utility", utility.as_dict())
+            decision(c, *self.verdict(utility), "utility", asdict(utility))
             for c, utility in zip(candidates, self.meter.measure(candidates))
         ]
 

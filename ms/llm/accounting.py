@@ -4,7 +4,7 @@ in (ROLES, and OTHER for a call made outside any)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
 
 @dataclass
@@ -16,9 +16,6 @@ class Usage:
     cache_misses: int = 0
     backend_seconds: float = 0.0
     retries: int = 0  # API requests sent again after a transient failure or an unusable reply
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def total(cls, parts: Iterable["Usage"]) -> "Usage":

@@ -4,6 +4,7 @@ its printout ends with, and the price table that turns tokens into an estimated 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
@@ -36,15 +37,15 @@ def usage_report(lms: Iterable[LM]) -> dict[str, Any]:
         for role in ROWS:
             mine = lm.usage_by_role.get(role, Usage())
             before = entry["roles"].get(role)
-            entry["roles"][role] = (mine if before is None else Usage.total([Usage(**before), mine])).as_dict()
+            entry["roles"][role] = asdict(mine if before is None else Usage.total([Usage(**before), mine]))
     for entry in backbones.values():
-        entry["total"] = Usage.total(Usage(**u) for u in entry["roles"].values()).as_dict()
+        entry["total"] = asdict(Usage.total(Usage(**u) for u in entry["roles"].values()))
         if entry["price"] is not None:
             entry["cost"] = {role: cost(u, entry["price"]) for role, u in entry["roles"].items()}
             entry["cost"]["total"] = cost(entry["total"], entry["price"])
     report: dict[str, Any] = {
         "backbones": backbones,
-        "total": Usage.total(Usage(**b["total"]) for b in backbones.values()).as_dict(),
+        "total": asdict(Usage.total(Usage(**b["total"]) for b in backbones.values())),
     }
     priced = [b["cost"]["total"] for b in backbones.values() if "cost" in b]
     # Only a run whose every backbone is priced has a cost; a partial sum would read as the whole.
@@ -61,7 +62,7 @@ def save_usage(lms: Iterable[LM], path: Path) -> dict[str, Any]:
 
 def _counters(raw: Mapping[str, Any]) -> dict[str, Any]:
     """A usage dict as `Usage` holds it; counters an older writer did not keep (retries) read as 0."""
-    return Usage(**{k: v for k, v in raw.items() if k in Usage.__dataclass_fields__}).as_dict()
+    return asdict(Usage(**{k: v for k, v in raw.items() if k in Usage.__dataclass_fields__}))
 
 
 def upgraded_usage(raw: Mapping[str, Any], backbone: str) -> Optional[dict[str, Any]]:
@@ -84,7 +85,7 @@ def upgraded_usage(raw: Mapping[str, Any], backbone: str) -> Optional[dict[str, 
     }
     return {
         "backbones": backbones,
-        "total": Usage.total(Usage(**b["total"]) for b in backbones.values()).as_dict(),
+        "total": asdict(Usage.total(Usage(**b["total"]) for b in backbones.values())),
         "cost": None,
     }
 
@@ -95,7 +96,7 @@ def by_role(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     entries = list(report["backbones"].values())
     for role in ROWS:
         # Runs written before a role existed have no entry for it: they made no such request.
-        out[role] = Usage.total(Usage(**b["roles"].get(role, {})) for b in entries).as_dict()
+        out[role] = asdict(Usage.total(Usage(**b["roles"].get(role, {})) for b in entries))
         costs = [b["cost"].get(role, 0.0) for b in entries if "cost" in b]
         out[role]["cost"] = sum(costs) if entries and len(costs) == len(entries) else None
     return out

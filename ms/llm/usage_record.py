@@ -4,7 +4,7 @@ and read in today's shape through `upgraded` (ms.llm.usage.upgraded_usage)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Optional
 
 from ms.llm.usage import upgraded_usage
@@ -27,14 +27,8 @@ class BackboneUsage:
         )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        out = {
-            "model": self.model,
-            "provider": self.provider,
-            "price": self.price,
-            "roles": self.roles,
-            "total": self.total,
-        }
-        return out if self.cost is None else {**out, "cost": self.cost}
+        out = asdict(self)
+        return out if self.cost is not None else {name: v for name, v in out.items() if name != "cost"}
 
 
 @dataclass(frozen=True)

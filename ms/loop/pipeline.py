@@ -157,7 +157,7 @@ class Experiment(Answering):
         if retired:
             with (self.out / RETIREMENTS_FILE).open("a", encoding="utf-8") as f:
                 f.writelines(
-                    json.dumps({**r.as_dict(), "below": below, "after": self.settings.retire_after}) + "\n"
+                    json.dumps({**asdict(r), "below": below, "after": self.settings.retire_after}) + "\n"
                     for r in retired
                 )
         self.retired.update(r.agent for r in retired)

@@ -9,14 +9,15 @@ process), and a cell's `accepted_code` (written where a later request accepted t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Mapping, Optional
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable, Mapping, Optional
 
-from ms.common.sections import absent_from, written
+from ms.common.sections import read, written
 
-PROVENANCE = ("commit", "dirty", "changed", "versions", "backbones", "encoders", "micro_batch")
-BACKBONE = ("provider", "engine", "batch_size", "model", "sha256", "dtype")
-CELL = ("data_sha256", "config", "dtypes", "inputs", "code_sha256", "accepted_code")
+
+def _each(section: Callable[[Mapping[str, Any]], Any]) -> Callable[[Optional[Mapping[str, Any]]], Any]:
+    """Reads a mapping of sections (name -> its fields) through `section`; None where not written."""
+    return lambda found: None if found is None else {name: section(fields) for name, fields in found.items()}
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,10 @@ class BackboneProvenance:
 
     @classmethod
     def from_json(cls, fields: Mapping[str, Any]) -> "BackboneProvenance":
-        return cls(**{name: fields.get(name) for name in BACKBONE}, absent=absent_from(fields, BACKBONE))
+        return read(cls, fields)
 
     def to_json(self) -> dict[str, Any]:
-        return written(self, BACKBONE)
+        return written(self)
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,12 @@ class EncoderProvenance:
     model: Optional[str]
     sha256: Optional[Mapping[str, str]]
 
+    @classmethod
+    def from_json(cls, fields: Mapping[str, Any]) -> "EncoderProvenance":
+        return cls(fields.get("model"), fields.get("sha256"))
+
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "sha256": self.sha256}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -62,27 +67,16 @@ class Provenance:
         """The record; None for a run written before metrics.json had one."""
         if not isinstance(fields, Mapping):
             return None
-        changed, backbones, encoders = fields.get("changed"), fields.get("backbones"), fields.get("encoders")
-        if encoders is not None:
-            encoders = {role: EncoderProvenance(e.get("model"), e.get("sha256")) for role, e in encoders.items()}
-        return cls(
-            commit=fields.get("commit"),
-            dirty=fields.get("dirty"),
-            changed=None if changed is None else tuple(changed),
-            versions=fields.get("versions"),
-            backbones=None if backbones is None else {n: BackboneProvenance.from_json(b) for n, b in backbones.items()},
-            encoders=encoders,
-            micro_batch=fields.get("micro_batch"),
-            absent=absent_from(fields, PROVENANCE),
-        )  # fmt: skip
+        return read(
+            cls,
+            fields,
+            changed=lambda changed: None if changed is None else tuple(changed),
+            backbones=_each(BackboneProvenance.from_json),
+            encoders=_each(EncoderProvenance.from_json),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        def as_json(name: str, value: Any) -> Any:
-            if value is None or name not in ("changed", "backbones", "encoders"):
-                return value
-            return list(value) if name == "changed" else {key: v.to_json() for key, v in value.items()}
-
-        return written(self, PROVENANCE, as_json)
+        return written(self)
 
 
 @dataclass(frozen=True)
@@ -102,12 +96,10 @@ class CellRecord:
         """The record; None for a run written before metrics.json had one."""
         if not isinstance(fields, Mapping):
             return None
-        read = {name: fields.get(name) for name in CELL}
-        read["accepted_code"] = tuple(fields.get("accepted_code") or ())
-        return cls(**read, absent=absent_from(fields, CELL))
+        return read(cls, fields, accepted_code=lambda codes: tuple(codes or ()))
 
     def to_json(self) -> dict[str, Any]:
-        return written(self, CELL, lambda name, value: list(value) if name == "accepted_code" else value)
+        return written(self)
 
     def accepting(self, code: str) -> "CellRecord":
         """The record once a request has accepted the run for the code hashed `code`."""

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from ms.common.errors import UserError
+from ms.common.sections import as_json
 from ms.llm.usage_record import UsageRecord
 from ms.loop.provenance_record import CellRecord, Provenance
 from ms.loop.run_record import RunRecord
 from ms.loop.stream_record import MemoryRecord, StreamRecord
-from ms.metrics.summary_record import BertScoreRecord, FillSummary, description_json, description_of
+from ms.metrics.summary_record import BertScoreRecord, FillSummary, description_of
 
 SECTIONS = ("complete", "run", "fills", "stream", "memory", "usage", "provenance", "wall_seconds", "cell")
 
@@ -63,19 +64,10 @@ class RunMetrics:
 
     def to_json(self) -> dict[str, Any]:
         """metrics.json, as runs write it: its sections in their order, those of `absent` left out."""
-        sections = {
-            "complete": self.complete,
-            "run": self.run.to_json(),
-            "fills": {str(fill): summary.to_json() for fill, summary in self.fills.items()},
-            "stream": self.stream.to_json(),
-            "memory": self.memory.to_json(),
-            "usage": self.usage.to_json(),
-            "provenance": None if self.provenance is None else self.provenance.to_json(),
-            "wall_seconds": self.wall_seconds,
-            "cell": None if self.cell is None else self.cell.to_json(),
-        }
+        sections = {name: as_json(getattr(self, name)) for name in SECTIONS if name != "fills"}
+        sections["fills"] = {str(fill): summary.to_json() for fill, summary in self.fills.items()}  # keys: text
         out = {name: sections[name] for name in ("complete", "run") if name not in self.absent}
-        out.update((key, description_json(described)) for key, described in self.described.items())
+        out.update((key, as_json(described)) for key, described in self.described.items())
         out.update((name, sections[name]) for name in SECTIONS[2:] if name not in self.absent)
         return out
 

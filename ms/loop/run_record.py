@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from ms.common.errors import UserError
+from ms.common.sections import as_json
 from ms.config.added import field_of, recorded
 from ms.data.poison_record import PoisonRecord
 from ms.gates.record import GateRecord
@@ -43,7 +44,8 @@ WRITTEN = (
 )
 LISTS = ("agents", "fills", "metrics")  # written as lists, held as tuples
 CELL = ("backbone", "k", "pool")  # what the report groups runs by: a record without them is no finished run's
-# The fields after the gate's, in the order they are written; each added after runs were committed.
+# The fields after the gate's, in the order they are written; each added after runs were committed. The
+# two sections among them, access and poison, are written only where the run has one.
 ADDED = (
     "best_of",
     "select",
@@ -65,6 +67,9 @@ class Retire:
 
     below: float
     after: int
+
+    def to_json(self) -> dict[str, float]:
+        return {"below": self.below, "after": self.after}
 
 
 @dataclass(frozen=True)
@@ -102,28 +107,17 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, fields: Mapping[str, Any]) -> "RunRecord":
-        """The record of metrics.json's `run` section `fields`."""
-        written = {name: fields.get(name) for name in WRITTEN}
+        """The record of metrics.json's `run` section `fields`: each field as written, or where the record
+        lacks it the value older runs ran with (field_of)."""
+        found = {name: field_of(fields, name) for name in (*WRITTEN, *ADDED)}
         for name in LISTS:
-            written[name] = tuple(written[name] or ())
-        written["memory"] = field_of(fields, "memory")
-        retire = field_of(fields, "retire")
-        return cls(
-            **written,
-            gate=GateRecord.from_json(fields, others=(*WRITTEN, *ADDED)),
-            best_of=field_of(fields, "best_of"),
-            select=fields.get("select"),
-            temperature=fields.get("temperature"),
-            evaluated=field_of(fields, "evaluated"),
-            stream_answers=field_of(fields, "stream_answers"),
-            access=AccessRecord.from_json(fields.get("access")),
-            poison=PoisonRecord.from_json(fields.get("poison")),
-            grader=field_of(fields, "grader"),
-            threshold=fields.get("threshold"),
-            retire=None if retire is None else Retire(retire["below"], retire["after"]),
-            agent_backbones=field_of(fields, "agent_backbones"),
-            absent=frozenset(name for name in WRITTEN if name not in fields),
-        )
+            found[name] = tuple(found[name] or ())
+        retire = found["retire"]
+        found["retire"] = None if retire is None else Retire(retire["below"], retire["after"])
+        found["access"] = AccessRecord.from_json(fields.get("access"))  # None: the open rule
+        found["poison"] = PoisonRecord.from_json(fields.get("poison"))
+        gate = GateRecord.from_json(fields, others=(*WRITTEN, *ADDED))
+        return cls(**found, gate=gate, absent=frozenset(name for name in WRITTEN if name not in fields))
 
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any], path: Optional[Path] = None) -> "RunRecord":
@@ -140,29 +134,12 @@ class RunRecord:
     def to_json(self) -> dict[str, Any]:
         """metrics.json's `run` section, as runs write it: the fields in their order, those of `absent`
         and the added ones at the value older runs ran with left out."""
-        out: dict[str, Any] = {}
-        for name in WRITTEN:
-            if name not in self.absent:
-                value = getattr(self, name)
-                out[name] = list(value) if name in LISTS else value
+        out = {name: as_json(getattr(self, name)) for name in WRITTEN if name not in self.absent}
         out.update(self.gate.to_json())
-        out.update(
-            best_of=self.best_of,
-            select=self.select,
-            temperature=self.temperature,
-            evaluated=self.evaluated,
-            stream_answers=self.stream_answers,
-        )
-        if self.access is not None:
-            out["access"] = self.access.to_json()
-        if self.poison is not None:
-            out["poison"] = self.poison.to_json()
-        out.update(
-            grader=self.grader,
-            threshold=self.threshold,
-            retire=None if self.retire is None else {"below": self.retire.below, "after": self.retire.after},
-            agent_backbones=None if self.agent_backbones is None else dict(self.agent_backbones),
-        )
+        for name in ADDED:
+            value = getattr(self, name)
+            if value is not None or name not in ("access", "poison"):
+                out[name] = as_json(value)
         return recorded(out)
 
     @property

@@ -9,28 +9,12 @@ under a poisoning writer, `retired` where memories can be retired) are None wher
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, Optional
 
-from ms.common.sections import absent_from, written
+from ms.common.sections import read, written
 
-# The stream's keys, in the order runs write them; the last, `poison`, only under a poisoning writer.
-STREAM = (
-    "questions",
-    "k",
-    "seeded",
-    "answers",
-    "skipped_without_reference",
-    "accepted",
-    "rejected",
-    "unscored",
-    "unscored_by_agent",
-    "pool_by_agent",
-    "train_losses",
-    "poison",
-)
 WHERE_THEY_APPLY = ("skipped_without_reference", "poison")  # None: not written
-MEMORY = ("policy", "consolidation", "retired")
 
 
 def total(counts: Optional[Mapping[str, int]]) -> Optional[int]:
@@ -51,11 +35,11 @@ class PoisonCounts:
         return None if fields is None else cls(fields["asked"], fields["accepted"], fields["rejected"])
 
     def to_json(self) -> dict[str, int]:
-        return {"asked": self.asked, "accepted": self.accepted, "rejected": self.rejected}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
-class StreamRecord:
+class StreamRecord:  # its fields are the stream's keys, in the order runs write them (ms.common.sections)
     questions: Optional[int] = None  # stream questions asked; 0 where the stream was skipped (k = 0)
     k: Optional[int] = None  # memories each stream question retrieved
     seeded: Optional[int] = None  # seed memories the pool began with
@@ -68,23 +52,15 @@ class StreamRecord:
     pool_by_agent: Optional[Mapping[str, Mapping[str, int]]] = None  # fill -> writer -> memories in the pool
     train_losses: tuple[float, ...] = ()  # memory train's losses, step by step
     poison: Optional[PoisonCounts] = None
-    absent: frozenset[str] = frozenset()  # keys of STREAM this section's vintage did not write
+    absent: frozenset[str] = frozenset()  # keys this section's vintage did not write
 
     @classmethod
     def from_json(cls, fields: Mapping[str, Any]) -> "StreamRecord":
-        read = {name: fields.get(name) for name in STREAM}
-        read["train_losses"] = tuple(fields.get("train_losses") or ())
-        read["poison"] = PoisonCounts.from_json(fields.get("poison"))
-        missing = absent_from(fields, [name for name in STREAM if name not in WHERE_THEY_APPLY])
-        return cls(**read, absent=missing | {name for name in WHERE_THEY_APPLY if fields.get(name) is None})
+        found = read(cls, fields, train_losses=lambda losses: tuple(losses or ()), poison=PoisonCounts.from_json)
+        return replace(found, absent=found.absent | {name for name in WHERE_THEY_APPLY if fields.get(name) is None})
 
     def to_json(self) -> dict[str, Any]:
-        def as_json(name: str, value: Any) -> Any:
-            if name == "train_losses":
-                return list(value)
-            return value.to_json() if name == "poison" else value
-
-        return written(self, STREAM, as_json)
+        return written(self)
 
     @classmethod
     def of(cls, **fields: Any) -> "StreamRecord":
@@ -101,11 +77,11 @@ class MemoryRecord:
 
     @classmethod
     def from_json(cls, fields: Mapping[str, Any]) -> "MemoryRecord":
-        return cls(**{name: fields.get(name) for name in MEMORY}, absent=absent_from(fields, MEMORY))
+        return read(cls, fields)
 
     @classmethod
     def of(cls, policy: str, consolidation: Mapping[str, int], retired: Optional[Mapping[str, int]]) -> "MemoryRecord":
         return cls(policy, consolidation, retired, absent=frozenset({"retired"} if retired is None else ()))
 
     def to_json(self) -> dict[str, Any]:
-        return written(self, MEMORY)
+        return written(self)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 
-from ms.common.sections import absent_from, written
+from ms.common.sections import absent_from, read, written
 
 SUMMARY_FIELDS = ("n", "ci")  # a summary's fields that are no metric, written before the metrics' means
 
@@ -66,9 +66,6 @@ class FillSummary:
         return self.overall if agent is None else self.per_agent.get(agent, Scores())
 
 
-BERTSCORE_DESCRIBED = ("model", "num_layers", "rescaled", "idf", "bert_score", "transformers", "rescored_from")
-
-
 @dataclass(frozen=True)
 class BertScoreRecord:
     """What produced a run's BERTScore numbers (metrics.json `bertscore`): the encoder and its layer, and the
@@ -85,13 +82,10 @@ class BertScoreRecord:
 
     @classmethod
     def from_json(cls, fields: Optional[Mapping[str, Any]]) -> Optional["BertScoreRecord"]:
-        if fields is None:
-            return None
-        absent = absent_from(fields, BERTSCORE_DESCRIBED)
-        return cls(**{name: fields.get(name) for name in BERTSCORE_DESCRIBED}, absent=absent)
+        return None if fields is None else read(cls, fields)
 
     def to_json(self) -> dict[str, Any]:
-        return written(self, BERTSCORE_DESCRIBED)
+        return written(self)
 
 
 # record_key -> the type of what a metric describes of itself; a key not here is kept as it was written.
@@ -101,7 +95,3 @@ DESCRIPTIONS = {"bertscore": BertScoreRecord}
 def description_of(key: str, fields: Any) -> Any:
     """The description a run wrote under `key`, typed where its type is known (DESCRIPTIONS)."""
     return DESCRIPTIONS[key].from_json(fields) if key in DESCRIPTIONS else fields
-
-
-def description_json(described: Any) -> Any:
-    return described.to_json() if hasattr(described, "to_json") else described

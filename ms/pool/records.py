@@ -53,9 +53,6 @@ class Memory:
     # retired memory stays in the pool, readable by id, and no search returns it.
     retired_step: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     def importance_or(self, default: float) -> float:
         """The rubric score scaled to [0, 1] when the gate graded the memory, else the importance an
         LLM assigned it, else `default`."""

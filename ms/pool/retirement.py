@@ -14,7 +14,7 @@ Retirement is never undone: a pool reopened, shared or redone keeps it.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Iterable
 
 from ms.pool.backend import Database
@@ -38,9 +38,6 @@ class Retired:
     utility: float  # mean nats per token over utility_n measurements
     utility_n: int
     step: int
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def retire(

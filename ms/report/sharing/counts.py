@@ -4,16 +4,13 @@ family), with the gain against k = 0 those retrievals came with and its bootstra
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import numpy as np
-from scipy import stats
 
-from ms.common.stats import CONFIDENCE, MIN_CI_N, RESAMPLES, SEED, Estimate
+from ms.common.stats import MIN_CI_N, Estimate, bootstrap_ci
 from ms.report.common.runs import Item, Run
 from ms.report.common.writers import POISONER, UNWRITTEN, Writer, agent_backbones, own_run_id, run_config
 from ms.report.sharing.baseline import Baseline
@@ -82,22 +79,8 @@ def weighted_mean_ci(weights: Sequence[float], values: Sequence[float]) -> Estim
     def ratio(w, v, axis=-1):
         return (w * v).sum(axis=axis) / w.sum(axis=axis)
 
-    for method in ("BCa", "percentile"):  # BCa is undefined on some small skewed samples
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ci = stats.bootstrap(
-                (w, v),
-                ratio,
-                paired=True,
-                vectorized=True,
-                confidence_level=CONFIDENCE,
-                n_resamples=RESAMPLES,
-                method=method,
-                random_state=SEED,
-            ).confidence_interval
-        if math.isfinite(ci.low) and math.isfinite(ci.high):
-            break
-    return Estimate(mean, float(ci.low), float(ci.high), n)
+    lo, hi = bootstrap_ci((w, v), ratio, methods=("BCa", "percentile"), paired=True, vectorized=True)
+    return Estimate(mean, lo, hi, n)
 
 
 def _writer_columns(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -55,15 +56,15 @@ def write_usage(runs: Sequence[Run], out: Path) -> str:
     per_role = {name: by_role(u) for name, u in reports.items()}
     unpriced = [name for name, u in reports.items() if u.get("cost") is None]
     roles = {
-        role: Usage.total(
-            Usage(**{k: v for k, v in rows[role].items() if k != "cost"}) for rows in per_role.values()
-        ).as_dict()
+        role: asdict(
+            Usage.total(Usage(**{k: v for k, v in rows[role].items() if k != "cost"}) for rows in per_role.values())
+        )
         for role in ROWS
     }
     for role in roles:
         costs = [rows[role]["cost"] for rows in per_role.values()]
         roles[role]["cost"] = sum(costs) if costs and None not in costs else None
-    total = Usage.total(Usage(**u["total"]) for u in reports.values()).as_dict()
+    total = asdict(Usage.total(Usage(**u["total"]) for u in reports.values()))
     total["cost"] = sum(u["cost"] for u in reports.values()) if reports and not unpriced else None
 
     head = (
