@@ -109,6 +109,55 @@ def llama_server(tmp_path_factory):
     proc.wait(timeout=30)
 
 
+# ---- one Chromium for the session: the report site, the docs site and the forgotten run's site ------
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Chromium headless through its own chromedriver (selenium is told both paths, so it downloads
+    nothing), started once: each start cost seconds of CPU, and three test files open pages in it.
+    It logs the console and every request (the docs site's test reads which files a page fetched).
+    Set CI=true and a missing browser fails the browser tests instead of skipping them."""
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        missing.append("selenium (the test extra)")
+    if missing:
+        message = f"no browser for the site tests: {', '.join(missing)} missing (make test installs them)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        "--disable-background-networking",
+    ):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def browser(chromium):
+    """The session's Chromium on a blank page with its logs read empty, so that a test's console
+    errors and requests are those of the pages it opened itself."""
+    chromium.get("about:blank")
+    for log in ("browser", "performance"):
+        chromium.get_log(log)
+    return chromium
+
+
 def ms_run_main(monkeypatch, argv: list[str]) -> int:
     """`argv` (ms-run and its arguments) through ms.cli.run.main in this process: its exit status."""
     import ms.cli.run

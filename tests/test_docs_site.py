@@ -18,8 +18,6 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-
 
 def _missing(what: str) -> None:
     message = f"{what} missing (make test installs it)"
@@ -117,34 +115,7 @@ def test_the_built_references_are_the_generated_ones(site):
         assert command in commands, command
 
 
-# ---- in a browser ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Chromium headless through its own chromedriver (selenium is told both paths, so it downloads nothing)."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        _missing("Chromium and chromedriver")
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        _missing("selenium (the test extra)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1200,900",
-        "--disable-background-networking",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})  # every request it makes
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    yield driver
-    driver.quit()
+# ---- in a browser, the session's Chromium (conftest.chromium) -------------------------------------
 
 
 @pytest.mark.parametrize("page", ["concepts/retrieval.html", "reading/claims.html"])

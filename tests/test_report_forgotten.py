@@ -14,7 +14,7 @@ import pytest
 from conftest import compose_config
 from fakes import FakeLM
 from omegaconf import OmegaConf
-from test_site import browser, by, errors, open_page  # noqa: F401  (browser: Chromium, the fixture)
+from test_site import by, errors, open_page
 
 from ms.cli.data import main as ms_data
 from ms.config.files import POOL_FILENAME, WRITERS_FILE
@@ -133,7 +133,7 @@ def test_the_site_and_sharing_md_count_them_under_their_writer_alike(forgotten):
 
 
 @pytest.mark.slow
-def test_a_question_page_names_the_writer_and_shows_the_prompt(forgotten, browser):  # noqa: F811
+def test_a_question_page_names_the_writer_and_shows_the_prompt(forgotten, browser):
     """In a real browser (as tests/test_site.py's): a question that retrieved a forgotten memory shows its
     writer, that it was removed, and the prompt the backbone got."""
     folder, _, site, prompts = forgotten

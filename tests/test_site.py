@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -30,7 +29,6 @@ from ms.report.html.memories import run_memories
 from ms.report.html.prompts import template_parts
 from ms.report.html.site import script
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 PLANT = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
 TINY = [
     "data.agents=[limerick,pun,sonnet]",
@@ -156,36 +154,6 @@ def site(tiny, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     assert report_main([str(root), "--out", str(out / "report"), "--html", str(out / "site")]) == 0
     return out / "site", chats
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Chromium headless through its own chromedriver (selenium is told both paths, so it downloads nothing)."""
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        missing.append("selenium (the test extra)")
-    if missing:
-        message = f"no browser for the site tests: {', '.join(missing)} missing (make test installs them)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    yield driver
-    driver.quit()
 
 
 def open_page(driver, site: Path, route: str, page: str) -> None:

@@ -107,7 +107,6 @@ def option_of(key: str, node: Any) -> Optional[tuple[str, str]]:
     return (key, str(name)) if name is not None else None
 
 
-def register(store: Any) -> None:
-    """Store every option's settings in Hydra's ConfigStore `store`."""
-    for group, option, kind in owned():
-        store.store(name=schema_name(group, option), node=kind)
+def entries() -> list[tuple[str, type]]:
+    """(ConfigStore name, settings dataclass) of every registered option, as ms.config.store registers them."""
+    return [(schema_name(group, option), kind) for group, option, kind in owned()]
