@@ -40,7 +40,7 @@ def refused(*overrides: str) -> str:
 # ---- the schema of each option ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("gate", ["rubric", "utility", "both", "rubric_qdep", "all", "random"])
+@pytest.mark.parametrize("gate", ["rubric", "utility", "both", "rubric_qdep", "rubric_genre", "all", "random"])
 def test_each_gates_section_is_typed_by_its_own_settings_and_holds_nothing_else(gate):
     cfg = composed(f"gate={gate}")
     kind = GATES.settings(gate)

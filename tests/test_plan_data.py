@@ -92,6 +92,7 @@ def test_gate_check_plan_counts_the_question_tests_passes(no_models, capsys):
     assert graded == 20  # good, other_question, truncated, empty, 3 grader-directed, 3 praise; 2 seed pairs
     assert score_calls("rubric,rubric_qdep") == graded + 20 * (1 + 4)
     assert score_calls("rubric,rubric_qdep", "gate=rubric_qdep", "gate.others=2") == graded + 20 * (1 + 2)
+    assert score_calls("rubric,rubric_genre") == graded + 20 * (1 + 2)  # its question and the two review requests
 
 
 def test_invert_and_cross_grade_plans_count_a_call_per_answer_and_per_graded_pair(no_models, tmp_path, capsys):

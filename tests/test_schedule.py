@@ -42,11 +42,11 @@ def scripted_run(tmp_path, monkeypatch, overrides: list[str]) -> tuple[dict, dic
 
 
 @pytest.mark.parametrize("poison", ["none", "injection"])
-@pytest.mark.parametrize("gate", ["rubric", "utility", "both", "rubric_qdep", "all", "random"])
+@pytest.mark.parametrize("gate", ["rubric", "utility", "both", "rubric_qdep", "rubric_genre", "all", "random"])
 def test_the_plan_counts_every_call_a_tiny_run_makes_under_every_gate(tmp_path, monkeypatch, gate, poison):
     made, planned = scripted_run(tmp_path, monkeypatch, [f"gate={gate}", f"poison={poison}"])
     assert made["answer"] == 4 and made["evaluate"] == 4  # 4 stream questions; 2 test questions at 2 fills
-    assert (made.get("score", 0) > 0) == (gate in ("rubric", "both", "rubric_qdep"))
+    assert (made.get("score", 0) > 0) == (gate in ("rubric", "both", "rubric_qdep", "rubric_genre"))
     assert (made.get("utility", 0) > 0) == (gate in ("utility", "both"))
     for role in {*made, *planned}:
         assert made.get(role, 0) == pytest.approx(planned.get(role, 0)), role
