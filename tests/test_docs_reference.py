@@ -139,4 +139,6 @@ def test_a_part_registered_from_outside_ms_and_its_config_folder_join_the_refere
     assert "### `gate` under `gate=toy`" in page and "| `gate.ratio` | float | `3.0` | &gt; 0 |" in page
     row = next(line for line in page.splitlines() if line.startswith("| `gate.name` |"))
     built_in = [name for name in GATES if name != "toy"]
-    assert "one of " + ", ".join(name.replace("_", "\\_") for name in [*built_in, "toy"]) in row  # Markdown escapes the _
+    assert (
+        "one of " + ", ".join(name.replace("_", "\\_") for name in [*built_in, "toy"]) in row
+    )  # Markdown escapes the _
