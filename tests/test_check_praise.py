@@ -185,28 +185,18 @@ def test_gate_compare_reads_two_gates_of_one_check(tmp_path, gate, field, test):
     """A defended rubric's score is the grade where its test passed, else 0: read from one check's rows, the
     other test's measurement ignored."""
     other = "genre_test" if field == "question_test" else "question_test"
-    rows = []
-    for i in range(4):
-        rows.append(
-            {
-                "agent": "riddle",
-                "seed_id": i,
-                "kind": GOOD,
-                "score": 20.0,
-                field: {"passed": True},
-                other: {"passed": False},
-            }
-        )
-        rows.append(
-            {
-                "agent": "riddle",
-                "seed_id": i,
-                "kind": PRAISE_ALONE,
-                "score": 30.0,
-                field: {"passed": False},
-                other: {"passed": True},
-            }
-        )
+
+    def row(i: int, kind: str, score: float, passed: bool) -> dict:
+        return {
+            "agent": "riddle",
+            "seed_id": i,
+            "kind": kind,
+            "score": score,
+            field: {"passed": passed},
+            other: {"passed": not passed},
+        }
+
+    rows = [r for i in range(4) for r in (row(i, GOOD, 20.0, True), row(i, PRAISE_ALONE, 30.0, False))]
     (tmp_path / "gate_check_decisions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert {r.score for r in read_check(tmp_path, gate) if r.kind == PRAISE_ALONE} == {0.0}
     assert {r.score for r in read_check(tmp_path, gate) if r.kind == GOOD} == {20.0}

@@ -5,7 +5,7 @@ answer instead of giving one."""
 
 from __future__ import annotations
 
-from ms.gates.base import Acceptance, GateParts, GatePlan
+from ms.gates.base import GateParts, GatePlan
 from ms.gates.genre import REVIEWS
 from ms.gates.rubric import RubricGate, rubric_acceptance
 from ms.gates.rubric_qdep import RubricQdepGate
@@ -21,15 +21,11 @@ class RubricGenreGate(RubricQdepGate):
     name = "rubric_genre"
     checked_by = ("rubric", "genre")
     field = "genre_test"
+    assumed = GENRE_SAID
 
     @classmethod
     def build(cls, cfg, parts: GateParts) -> "RubricGenreGate":
         return cls(RubricGate.build(cfg, parts), parts.genre_test(cfg.margin))
-
-    @classmethod
-    def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:
-        rate, why = rubric_acceptance(plan.scorer.threshold)
-        return Acceptance(rate, f"{why}; {GENRE_SAID}")
 
     @classmethod
     def planned_calls(cls, cfg, plan: GatePlan, agent: str, question: float, reply: float, in_scope: float) -> None:

@@ -36,6 +36,7 @@ class RubricQdepGate(Gate):
     checked_by = ("rubric", "question")
     check_missing = 0.0
     field = "question_test"  # where a decision keeps the test's measurement
+    assumed = QDEP_SAID  # what plan mode assumes of the test's verdicts
 
     def __init__(self, rubric: RubricGate, test: ContrastTest):
         self.rubric, self.test = rubric, test
@@ -62,7 +63,7 @@ class RubricQdepGate(Gate):
     @classmethod
     def acceptance(cls, cfg, plan: GatePlan) -> Acceptance:
         rate, why = rubric_acceptance(plan.scorer.threshold)
-        return Acceptance(rate, f"{why}; {QDEP_SAID}")
+        return Acceptance(rate, f"{why}; {cls.assumed}")
 
     @classmethod
     def planned_calls(cls, cfg, plan: GatePlan, agent: str, question: float, reply: float, in_scope: float) -> None:
