@@ -10,6 +10,7 @@ families. Markdown on stdout; the scores go through the response cache like ever
 from __future__ import annotations
 
 import argparse
+from statistics import median
 
 from ms.agents import PromptTemplate, agents_from
 from ms.cli.compose import compose_checked
@@ -65,7 +66,7 @@ def main() -> None:
     print(
         f"{args.test} test, backbone {cfg.backbone.name}, {contrasts}, seed pairs {CHECKED + 1}-{CHECKED + args.pairs}"
     )
-    print("medians: " + ", ".join(f"{k} {sorted(v)[len(v) // 2]:+.3f}" for k, v in by_kind.items()))
+    print("medians: " + ", ".join(f"{k} {median(v):+.3f}" for k, v in by_kind.items()))
     print("| margin | " + " | ".join(f"{k} (n={len(by_kind[k])})" for k in names) + " | J (good vs development) |")
     print("|---" * (len(names) + 2) + "|")
     for margin in MARGINS:

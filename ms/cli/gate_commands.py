@@ -40,7 +40,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.gates.check import contrast_tests, gate_scores, grade, missing_score, what_to_check
     from ms.gates.check_auc import summarize
     from ms.gates.check_corruptions import with_model_praise
-    from ms.gates.check_pooled import GENRE_GATE, QDEP_GATE, Scored, pooled_report
+    from ms.gates.check_pooled import GENRE_GATE, QDEP_GATE, TESTED, Scored, pooled_report
     from ms.gates.check_praise import HELD_OUT, written
     from ms.gates.check_report import format_results, threshold_report, write_results
     from ms.gates.check_utility import utility_of_jobs
@@ -91,14 +91,14 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
             tested.margin,
             tested.seed,
         )
-        decisions = contrast_tests(test, jobs, decisions, "question_test")
+        decisions = contrast_tests(test, jobs, decisions, TESTED[QDEP_GATE][0])
         seconds["question"] = time.perf_counter() - started
     if checked.genre:
         started = time.perf_counter()
         genre = GenreTest(
             lambda agent: backbones[backbone_of[agent]], agents, PromptTemplate(**cfg.prompt), genre_margin
         )
-        decisions = contrast_tests(genre, jobs, decisions, "genre_test")
+        decisions = contrast_tests(genre, jobs, decisions, TESTED[GENRE_GATE][0])
         seconds["genre"] = time.perf_counter() - started
     if utility:
         started = time.perf_counter()
@@ -162,7 +162,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         text += "\n\n" + pooled_report(
             rows, cfg.scorer.threshold, f"rubric, pooled over agents (admitted: score >= {cfg.scorer.threshold:g})"
         )
-    for defended, test in ((QDEP_GATE, "question test"), (GENRE_GATE, "genre test")):
+    for defended, (_, test) in TESTED.items():
         if defended not in scores:
             continue
         rows = [Scored((j.agent, str(j.example.id)), j.kind, score) for j, score in zip(jobs, scores[defended])]

@@ -74,8 +74,8 @@ class ContrastTest:
     `lm_for(agent)`: the backbone an agent answers on, which scores its pairs. A test says which contrasts
     a pair meets (`contrasts`), and names itself and them in its verdicts (`what`, `over`)."""
 
-    what = "question dependence"
-    over = "other questions"
+    what: str
+    over: str
 
     def __init__(
         self, lm_for: Callable[[str], LM], agents: Mapping[str, Agent], template: PromptTemplate, margin: float
@@ -125,6 +125,9 @@ class QuestionTest(ContrastTest):
     """The question-dependence test: the contrasts are m other questions of the same agent. `questions`:
     agent -> the questions its others are drawn from (its seed questions); `others`, `margin`, `seed`: the
     gate's settings (ms.gates.settings.RubricQdepSettings)."""
+
+    what = "question dependence"
+    over = "other questions"
 
     def __init__(
         self,
