@@ -16,17 +16,18 @@ defence=${2:-rubric_qdep}
 graders=("${@:3}")
 [ ${#graders[@]} -gt 0 ] || graders=(smollm2 qwen2.5-0.5b)
 declare -A threshold_of=([smollm2]=15 [qwen2.5-0.5b]=54)
+declare -A other_of=([smollm2]=qwen2.5-0.5b [qwen2.5-0.5b]=smollm2)
 for backbone in "${graders[@]}"; do
   threshold=${threshold_of[$backbone]:?no threshold for grader $backbone (smollm2 or qwen2.5-0.5b)}
   dir="$out/$backbone"
   if [ ! -f "$dir/gate_check.md" ]; then
-    ms-data gate-check --gate "rubric,$defence" --per-agent 8 --out "$dir" "backbone=$backbone" \
+    ms-data gate-check --gate "rubric,$defence" --per-agent 8 --praise-by "${other_of[$backbone]}" --out "$dir" "backbone=$backbone" \
       "scorer.threshold=$threshold" scorer.defence=reject "gate=$defence"
   fi
   ms-data gate-compare "$dir" "$dir" --gate rubric --other-gate "$defence" --threshold "$threshold" \
     > "$dir/compare_$defence.md"
-  grep -E "^(rubric|$defence), pooled|^group |^praise \(held out\)|^good |^other_question |^praise_alone |^all " \
+  grep -E "^(rubric|$defence), pooled|^group |^praise \(held out|^good |^other_question |^praise_alone |^all " \
     "$dir/gate_check.md" > "$dir/held_out.md"
-  grep -E "^(base|other):|^group |^praise \(held out\)|^good |^other_question |^praise_alone |^all |^pooled AUC, other" \
+  grep -E "^(base|other):|^group |^praise \(held out|^good |^other_question |^praise_alone |^all |^pooled AUC, other" \
     "$dir/compare_$defence.md" >> "$dir/held_out.md"
 done

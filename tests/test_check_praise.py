@@ -19,6 +19,8 @@ from ms.data import Example
 from ms.gates.check_corruptions import GOOD, corrupted_copies, with_model_praise
 from ms.gates.check_pooled import GROUPS, Scored, compare_report, pooled_auc, pooled_report, read_check
 from ms.gates.check_praise import (
+    CROSS_PRAISE,
+    CROSS_REQUESTS,
     DEVELOPMENT,
     HELD_OUT,
     LINE_PLUS_PRAISE,
@@ -52,7 +54,7 @@ def every_agents_praised(pool: str = "domain") -> dict[str, Praised]:
 
 
 def test_the_split_is_declared_once_and_the_model_written_family_is_held_out():
-    assert set(DEVELOPMENT).isdisjoint(HELD_OUT) and HELD_OUT == (MODEL_PRAISE,)
+    assert set(DEVELOPMENT).isdisjoint(HELD_OUT) and HELD_OUT == (MODEL_PRAISE, CROSS_PRAISE)
     assert set(DEVELOPMENT) == {PRAISE_ALONE, LINE_PLUS_PRAISE}
     assert {group: GROUPS[group] for group in PRAISE_POOLS} == PRAISE_POOLS  # the check reports each pool
 
@@ -124,6 +126,42 @@ def test_the_backbone_is_asked_about_the_pair_with_its_agent_and_rubric():
         assert "Shall I compare thee" in message["content"]
     assert len({c[0]["content"] for c in chats}) >= 2  # wordings drawn by the seed
     assert any(praised.rewards[0] in c[0]["content"] for c in chats)  # some requests name what is rewarded
+
+
+def test_the_other_writers_family_is_asked_in_its_own_wordings_and_joins_its_own_pool():
+    praised = {"sonnet": Praised.of("sonnet", load_rubric("literary"))}
+    seeds = {"sonnet": [example(i, f"Shall I compare thee {i}", agent="sonnet") for i in range(6)]}
+    own, cross = requests(seeds, praised, 0), requests(seeds, praised, 0, CROSS_PRAISE)
+    assert {r.kind for r in own} == {MODEL_PRAISE} and {r.kind for r in cross} == {CROSS_PRAISE}
+    wordings = [w.split("{")[0] for w in CROSS_REQUESTS if not w.startswith("{")]
+    asked = [r.chat[0]["content"] for r in cross]
+    assert all(r.example.answer in text for r, text in zip(cross, asked))
+    assert any(text.startswith(tuple(wordings)) for text in asked)
+    assert not {c["content"] for r in own for c in r.chat} & set(asked)  # never model_praise's wording
+    jobs = with_model_praise([], cross, [f"praise {i}" for i in range(6)])
+    assert {j.kind for j in jobs} == {CROSS_PRAISE}
+    assert GROUPS["praise (held out, other writer)"] == (CROSS_PRAISE,)
+    assert CROSS_PRAISE not in GROUPS["praise (held out)"]
+
+
+def test_praise_by_names_a_backbone_that_exists_and_plans_its_calls_on_it(tmp_path, capsys):
+    from ms.cli.gate_commands import check_settings
+    from ms.gates.check import what_to_check
+
+    cfg = compose_config(["data.agents=[riddle,sonnet]"])
+    with pytest.raises(UserError, match="no backbone 'nosuch'"):
+        what_to_check(check_settings(cfg), 2, ["rubric"], praise_by="nosuch")
+    checked = what_to_check(check_settings(cfg), 2, ["rubric"], praise_by="qwen2.5-0.5b")
+    writers = [checked.writer_of(a) for a in checked.asked]
+    assert writers.count(None) == writers.count("qwen2.5-0.5b") == 4
+    assert all((w is None) == (a.kind == MODEL_PRAISE) for a, w in zip(checked.asked, writers))
+    from ms.plan.data import gate_check_plan
+
+    assert gate_check_plan(check_settings(cfg), checked, tmp_path) == 0
+    printed = capsys.readouterr().out
+    answer_rows = [line for line in printed.splitlines() if line.lstrip().startswith("answer")]
+    assert any("qwen2.5-0.5b" in line for line in answer_rows), printed
+    assert any(cfg.backbone.name in line for line in answer_rows), printed
 
 
 def test_model_written_praise_is_sampled_seeded_cached_and_counted_as_answers(tmp_path):

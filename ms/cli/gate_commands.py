@@ -54,7 +54,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
     cfg = compose_checked(args.overrides, plan=args.plan)
     settings = check_settings(cfg)
-    checked = what_to_check(settings, args.per_agent, args.gate)
+    checked = what_to_check(settings, args.per_agent, args.gate, args.praise_by)
     agents, splits, backbone_of = checked.agents, checked.splits, checked.backbone_of
     rubric, utility, question = checked.rubric, checked.utility, checked.question
     out = Path(args.out or time.strftime("outputs/gate_check/%Y-%m-%d_%H-%M-%S"))  # beside ms-run's folders
@@ -62,17 +62,20 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         return gate_check_plan(settings, checked, out)
     catalog = settings.backbones
     scoring = utility or question or checked.genre  # each scores answers on each agent's backbone
-    backbones = build_backbones(catalog, [*(backbone_of.values() if scoring else []), cfg.scorer.backbone])
+    backbones = build_backbones(
+        catalog, [*(backbone_of.values() if scoring else []), cfg.scorer.backbone, args.praise_by]
+    )
     shots = settings.shots
     probes = UtilitySettings.probes_of(cfg.gate)  # the config's gate's where it measures utility, else the default
     tested = RubricQdepSettings.of(cfg.gate)  # likewise the question test's settings
     genre_margin = RubricGenreSettings.of(cfg.gate).margin  # and the genre test's
     seconds, decisions, utilities, scorer = {}, None, None, None
     started = time.perf_counter()
-    # The held-out family: praise the check's own backbone writes, sampled with the check's seed.
-    jobs = with_model_praise(
-        checked.jobs, checked.asked, written(backbones[catalog.resolve(None)], checked.asked, cfg.seed)
-    )
+    # The held-out families: praise the check's own backbone (and --praise-by's) writes, sampled with the check's seed.
+    jobs = checked.jobs
+    for writer in dict.fromkeys(map(checked.writer_of, checked.asked)):
+        asked = [a for a in checked.asked if checked.writer_of(a) == writer]
+        jobs = with_model_praise(jobs, asked, written(backbones[catalog.resolve(writer)], asked, cfg.seed))
     seconds["praise"] = time.perf_counter() - started
     if rubric:
         refs = {agent: rubric_ref(agents[agent], cfg.pool.mode) for agent in splits}
@@ -127,8 +130,9 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         f"pairs per agent from {cfg.data.dir}, each against corrupted copies (swapped, other_question, "
         f"truncated, empty; all: these four), grader-directed ones (self_assessment, "
         f"answer_plus_assessment: pooled as grader-directed; grader_instruction) and plain-words praise "
-        f"(praise_alone, line_plus_praise: the development set; model_praise, written by {cfg.backbone.name}: "
-        f"held out, the test of a defence); AUC of good vs corrupted, 95% bootstrap CI"
+        f"(praise_alone, line_plus_praise: the development set; model_praise, written by {cfg.backbone.name}"
+        + (f", and cross_praise, written by {args.praise_by}" if args.praise_by else "")
+        + ": held out, the test of a defence); AUC of good vs corrupted, 95% bootstrap CI"
     )
     if scorer is not None:
         header += (
@@ -170,7 +174,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
             rows,
             cfg.scorer.threshold,
             f"{defended}, pooled over agents (admitted: score >= {cfg.scorer.threshold:g} and the {test} "
-            f"passed); held out: {', '.join(HELD_OUT)}",
+            f"passed); held out: {', '.join(k for k in HELD_OUT if any(j.kind == k for j in jobs))}",
         )
     if utilities is not None:
         text += threshold_report([j.kind for j in jobs], [m.u for m in utilities])
@@ -243,6 +247,11 @@ def add_gate_commands(commands) -> None:
     )
     gate.add_argument(
         "--out", help="folder for gate_check.{md,csv} and the decisions (default: outputs/gate_check/DATE_TIME)"
+    )
+    gate.add_argument(
+        "--praise-by",
+        metavar="BACKBONE",
+        help="another backbone (a conf/backbone name) that writes a second held-out praise family, cross_praise",
     )
     gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
     gate.set_defaults(handler=gate_check_cmd)

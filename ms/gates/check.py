@@ -21,7 +21,7 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence
 from ms.common.errors import UserError
 from ms.config.parts import GATES
 from ms.gates.check_corruptions import Job, corrupted_copies
-from ms.gates.check_praise import Praised, PraiseRequest, requests
+from ms.gates.check_praise import CROSS_PRAISE, Praised, PraiseRequest, requests
 from ms.gates.question_dependence import ContrastTest
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer, rubric_for
@@ -66,13 +66,21 @@ class Checked(NamedTuple):
     utility: bool  # whether the utility gate measures them (--gate utility or both)
     backbone_of: dict[str, str]  # agent -> the backbone it answers (and its utility is scored) on
     question: bool = False  # whether the question-dependence test measures them (--gate rubric_qdep)
-    asked: list[PraiseRequest] = []  # the praise the check's backbone is asked to write (model_praise)
+    asked: list[PraiseRequest] = []  # the praise the backbones are asked to write (model_praise, cross_praise)
     genre: bool = False  # whether the genre test measures them (--gate rubric_genre)
+    praise_by: Optional[str] = None  # the backbone that writes cross_praise (--praise-by); None: no such family
+
+    def writer_of(self, asked: PraiseRequest) -> Optional[str]:
+        """The backbone a request is put to: cross_praise's writer, else the check's own (None)."""
+        return self.praise_by if asked.kind == CROSS_PRAISE else None
 
 
-def what_to_check(settings: CheckSettings, per_agent: int, gates: Sequence[str]) -> Checked:
+def what_to_check(
+    settings: CheckSettings, per_agent: int, gates: Sequence[str], praise_by: Optional[str] = None
+) -> Checked:
     """Up to `per_agent` seed pairs per agent and their corrupted copies, and which measurements the
-    gates take of them (`Gate.checked_by`)."""
+    gates take of them (`Gate.checked_by`); with `praise_by` (a backbone's name) the praise that
+    backbone writes, too (cross_praise)."""
     from ms.agents import agents_from
     from ms.data import load_splits
 
@@ -94,9 +102,11 @@ def what_to_check(settings: CheckSettings, per_agent: int, gates: Sequence[str])
                 f"--gate {','.join(gates)}: backbone '{name}' of agent {agent} cannot score given "
                 f"text; use an hf backbone, or backbone.prompt_logprobs=echo"
             )
-    return Checked(
-        agents, splits, jobs, rubric, utility, backbone_of, question, requests(seeds, praised, settings.seed), genre
-    )
+    asked = requests(seeds, praised, settings.seed)
+    if praise_by is not None:
+        backbones.config(praise_by)  # an unknown name is refused here, before anything is built
+        asked += requests(seeds, praised, settings.seed, CROSS_PRAISE)
+    return Checked(agents, splits, jobs, rubric, utility, backbone_of, question, asked, genre, praise_by)
 
 
 def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch: int = 16) -> list[Decision]:

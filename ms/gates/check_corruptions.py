@@ -15,7 +15,7 @@ from ms.data.grader_directed import (
     grader_directed,
 )
 from ms.data.grader_directed import KINDS as GRADER_DIRECTED
-from ms.gates.check_praise import DEVELOPMENT, MODEL_PRAISE, PRAISE_KINDS, Praised, PraiseRequest, templated
+from ms.gates.check_praise import DEVELOPMENT, PRAISE_KINDS, Praised, PraiseRequest, templated
 
 GOOD = "good"
 CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")
@@ -83,5 +83,6 @@ def corrupted_copies(
 
 
 def with_model_praise(jobs: list[Job], asked: Sequence[PraiseRequest], replies: Sequence[str]) -> list[Job]:
-    """`jobs` and the backbone's praise of each pair asked about (ms.gates.check_praise.written)."""
-    return jobs + [Job(r.agent, MODEL_PRAISE, r.example, reply) for r, reply in zip(asked, replies, strict=True)]
+    """`jobs` and a backbone's praise of each pair asked about (ms.gates.check_praise.written), in the
+    family each was asked for."""
+    return jobs + [Job(r.agent, r.kind, r.example, reply) for r, reply in zip(asked, replies, strict=True)]

@@ -126,15 +126,18 @@ def _merged(rows: Sequence) -> list:
     return list(out.values())
 
 
-def _praise_row(backbones, checked):
-    """The model-written praise: one sample per seed pair on the check's backbone, each at its cap."""
+def _praise_rows(backbones, checked) -> list:
+    """The model-written praise: one sample per seed pair and family on its writer (the check's backbone,
+    and --praise-by's for cross_praise), each at its cap."""
     from ms.gates.check_praise import PRAISE_TOKENS
 
-    row = _row(backbones, "answer", None)
+    rows: dict = {}
     for asked in checked.asked:
+        writer = checked.writer_of(asked)
+        row = rows.setdefault(backbones.resolve(writer), _row(backbones, "answer", writer))
         prompt = sum(tokens(m["content"]) + PER_MESSAGE for m in asked.chat)
         row.add(1, prompt, PRAISE_TOKENS, cached_exact=not backbones.use_cache)
-    return row
+    return list(rows.values())
 
 
 def _contrast_rows(settings, checked, jobs: Sequence, genre: bool = False) -> list:
@@ -174,7 +177,7 @@ def gate_check_plan(settings, checked, out: Path) -> int:
     # The praise the backbone will write stands in at its cap: as many characters as that many tokens.
     capped = "x" * int(PRAISE_TOKENS * CHARS_PER_TOKEN)
     jobs = with_model_praise(checked.jobs, checked.asked, [capped] * len(checked.asked))
-    rows = [_praise_row(settings.backbones, checked)]
+    rows = _praise_rows(settings.backbones, checked)
     if checked.rubric:
         mode = settings.pool_mode
         graded = [(rubric_for(checked.agents[j.agent], mode), j.agent, j.example.question, j.answer) for j in jobs]
