@@ -291,3 +291,35 @@ def test_the_pooled_auc_interval_resamples_seed_pairs_not_answers():
     point, lo, hi = pooled_auc(once, ("swapped",))
     assert pooled_auc(eight, ("swapped",)) == pytest.approx((point, lo, hi))
     assert lo < point < hi
+
+
+def test_rubric_genre_ranked_puts_every_admitted_pair_first_and_orders_each_side_by_the_test(tmp_path):
+    """rubric_genre_ranked keeps rubric_genre's admissions (the rubric admits and the genre test passes) and
+    orders the pairs within each side by the test's d, not by the grade: praise graded above a good pair
+    that the test ranks higher falls below it."""
+
+    def row(i: int, kind: str, score: float, accepted: bool, d) -> dict:
+        tested = {"d": d, "passed": d is not None and d > 0}
+        return {
+            "agent": "riddle",
+            "seed_id": i,
+            "kind": kind,
+            "score": score,
+            "accepted": accepted,
+            "genre_test": tested,
+        }
+
+    rows = []
+    for i in range(4):
+        rows.append(row(i, GOOD, 20.0, True, 0.10 + 0.01 * i))  # admitted, high d
+        rows.append(row(i, MODEL_PRAISE, 90.0, True, 0.01))  # admitted, graded far above, low d
+        rows.append(row(i, PRAISE_ALONE, 90.0, True, -0.2))  # the rubric admits it, the test refuses it
+        rows.append(row(i, LINE_PLUS_PRAISE, 5.0, False, None))  # unmeasured and refused: last
+    (tmp_path / "gate_check_decisions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ranked, graded = read_check(tmp_path, "rubric_genre_ranked"), read_check(tmp_path, "rubric_genre")
+    by_kind = {k: [r for r in ranked if r.kind == k] for k in (GOOD, MODEL_PRAISE, PRAISE_ALONE, LINE_PLUS_PRAISE)}
+    assert [r.admitted for r in ranked] == [r.score >= 15 for r in graded]  # the same admissions
+    assert min(r.score for r in by_kind[GOOD]) > max(r.score for r in by_kind[MODEL_PRAISE])
+    assert min(r.score for r in by_kind[MODEL_PRAISE]) > max(r.score for r in by_kind[PRAISE_ALONE])
+    assert max(r.score for r in by_kind[LINE_PLUS_PRAISE]) < min(r.score for r in by_kind[PRAISE_ALONE])
+    assert pooled_auc(graded, (MODEL_PRAISE,))[0] == 0.0 and pooled_auc(ranked, (MODEL_PRAISE,))[0] == 1.0

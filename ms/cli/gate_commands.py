@@ -9,7 +9,8 @@ from pathlib import Path
 from ms.cli.compose import compose_checked
 from ms.common.errors import UserError
 
-COMPARED = ("rubric", "utility", "rubric_qdep", "rubric_genre", "both")  # the gates gate-compare reads scores of
+# The gates gate-compare reads scores of, and rubric_genre's admissions ranked by its test (check_pooled.RANKED).
+COMPARED = ("rubric", "utility", "rubric_qdep", "rubric_genre", "rubric_genre_ranked", "both")
 
 
 def check_settings(cfg):

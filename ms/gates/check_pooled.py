@@ -37,6 +37,12 @@ GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **PRAISE_POOLS, **{k: (k
 QDEP_GATE = "rubric_qdep"  # the rubric's grade where the question-dependence test passed, else 0
 GENRE_GATE = "rubric_genre"  # the rubric's grade where the genre test passed, else 0
 TESTED = {QDEP_GATE: ("question_test", "question-dependence test"), GENRE_GATE: ("genre_test", "genre test")}
+# A tested gate's admissions ranked by its test's measure: each pair's rank in the order (the gate admits, the
+# test's d), so every pair the gate admits ranks above every pair it refuses, and within each side the word-free
+# measure orders them, not the grade the praise flatters. Sweeping a threshold over this score is sweeping the
+# test's margin over the pairs the rubric admits. Chosen on the development families before the check of
+# cross_praise was read.
+RANKED = {"rubric_genre_ranked": GENRE_GATE}
 BOTH_GATE = "both"  # the pair's place in the order (rubric admits, u), as the gate check scores it
 PAIR_RESAMPLES = 2000  # each resample computes an AUC or two; 2,000 keep a 2-core report to seconds
 
@@ -53,31 +59,40 @@ def read_check(folder: Path, gate: str = "rubric") -> list[Scored]:
     """Each judged pair's score under `gate` (rubric: the grade, 0 where none was read; rubric_qdep and
     rubric_genre: the grade, 0 where their test failed; utility: u, +inf where none could be measured,
     as the gates treat them; both: its rank in the order (rubric admits, u), admitted where the rubric
-    admits and u passes the utility gate's default threshold)."""
+    admits and u passes the utility gate's default threshold; rubric_genre_ranked (RANKED): its rank in
+    the order (rubric_genre admits, the genre test's d), d -inf where unmeasured)."""
+    tested = RANKED.get(gate, gate)
     path = Path(folder) / DECISIONS
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
         raise UserError(f"{path}: {err.strerror or err}; name a gate-check output folder") from None
     rows, graded = [], []  # graded: whether the rubric admitted each pair, which `both` ranks first
+    measured = []  # a ranked gate's test measure of each pair
     for number, line in enumerate(lines, 1):
         try:
             r = json.loads(line)
             graded.append(bool(r.get("accepted")))
-            if gate == "rubric" or gate in TESTED:
+            if gate == "rubric" or tested in TESTED:
                 score = r.get("score")
                 value = 0.0 if score is None else float(score)
-                if gate in TESTED and not _tested(r, path, gate):
+                if tested in TESTED and not _tested(r, path, tested):
                     value = 0.0
             else:
                 u = (r.get("utility") or {}).get("u")
                 value = math.inf if u is None else float(u)
             admitted = _both_admits(r) if gate == BOTH_GATE else None
+            if gate in RANKED:
+                d = r[TESTED[tested][0]]["d"]
+                measured.append(-math.inf if d is None else float(d))
+                admitted = bool(r.get("accepted")) and _tested(r, path, tested)
             rows.append(Scored((r["agent"], str(r["seed_id"])), r["kind"], value, admitted))
         except (ValueError, KeyError, TypeError) as err:
             raise UserError(f"{path}, line {number}: not a gate-check row ({err})") from None
     if gate == BOTH_GATE:  # each row's u becomes its rank in the order (rubric admits, u)
         rows = [r._replace(score=rank) for r, rank in zip(rows, both_order(graded, [r.score for r in rows]))]
+    if gate in RANKED:
+        rows = [r._replace(score=rank) for r, rank in zip(rows, both_order([r.admitted for r in rows], measured))]
     return rows
 
 
