@@ -15,7 +15,8 @@ from statistics import median
 from ms.agents import PromptTemplate, agents_from
 from ms.cli.compose import compose_checked
 from ms.data import load_splits
-from ms.gates.check_praise import DEVELOPMENT, Praised, templated
+from ms.data.plain_praise import Praised, templated
+from ms.gates.check_praise import DEVELOPMENT
 from ms.gates.genre import GenreTest
 from ms.gates.question_dependence import QuestionTest
 from ms.gates.rubrics import rubric_for

@@ -16,6 +16,7 @@ from fakes import FakeLM
 from ms.agents import agents_from
 from ms.common.errors import UserError
 from ms.data import Example
+from ms.data.plain_praise import LINE_PLUS_PRAISE, PRAISE_ALONE, Praised, praise, templated
 from ms.gates.check_corruptions import GOOD, corrupted_copies, with_model_praise
 from ms.gates.check_pooled import GROUPS, Scored, compare_report, pooled_auc, pooled_report, read_check
 from ms.gates.check_praise import (
@@ -23,15 +24,10 @@ from ms.gates.check_praise import (
     CROSS_REQUESTS,
     DEVELOPMENT,
     HELD_OUT,
-    LINE_PLUS_PRAISE,
     MODEL_PRAISE,
-    PRAISE_ALONE,
     PRAISE_POOLS,
-    Praised,
-    praise,
     request,
     requests,
-    templated,
     written,
 )
 from ms.gates.scorer import load_rubric, load_rubrics, rubric_for

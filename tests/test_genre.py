@@ -112,7 +112,7 @@ def test_plan_mode_counts_the_tests_passes_behind_the_rubric(tmp_path):
 def test_on_the_default_backbone_praise_alone_is_refused_and_a_seed_pair_admitted(smollm2):
     from ms.agents import agents_from
     from ms.data import load_splits
-    from ms.gates.check_praise import Praised, praise
+    from ms.data.plain_praise import Praised, praise
     from ms.gates.rubrics import rubric_for
 
     cfg = compose_config(["data.agents=[riddle]"])

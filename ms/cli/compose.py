@@ -19,7 +19,7 @@ from typing import Any, Iterator, Optional, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from ms.common.errors import UserError, one_line
-from ms.config.store import CONF_DIR
+from ms.config.store import CONF_DIR, register
 
 CONFIG_NAME = "config"
 HYDRA_KEY = "hydra"  # Hydra's own node: its schema is Hydra's, not ms's
@@ -155,7 +155,6 @@ def jobs(overrides: list[str], multirun: bool, config_dir: Optional[str] = None)
     from omegaconf.errors import OmegaConfBaseException
 
     from ms.cli.folders import register_resolvers
-    from ms.config.store import register
 
     register()  # the options' settings as registered now, a part registered in-process included
     register_resolvers()  # what names a job's folder, which check_folder and plan mode read
@@ -193,7 +192,6 @@ def compose_checked(overrides, check: bool = True, plan: bool = False):
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
-    from ms.config.store import register
     from ms.loop.validation import validate
 
     register()

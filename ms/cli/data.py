@@ -11,7 +11,7 @@ from ms.cli.compose import compose_checked
 from ms.cli.forget import add_forget
 from ms.cli.gate_commands import add_gate_commands
 from ms.cli.learn_access import add_learn_access
-from ms.common.errors import UserError
+from ms.common.errors import UserError, report_user_errors, take_debug_flag
 from ms.data import (
     Example,
     drop_leaked_tests,
@@ -299,7 +299,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """User errors (bad data or settings, missing or damaged files) print one line and exit 2;
     --debug (or HYDRA_FULL_ERROR=1) shows their traceback."""
-    from ms.common.errors import report_user_errors, take_debug_flag
     from ms.config.store import register
     from ms.plan.data import take_plan
 

@@ -20,15 +20,10 @@ def check_settings(cfg):
     from ms.loop.schedule import stream_k
 
     return CheckSettings(
-        agents=cfg.agents,
-        data=cfg.data,
+        **{name: cfg[name] for name in ("agents", "data", "scorer", "gate", "prompt", "seed")},
         backbones=Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache),
-        scorer=cfg.scorer,
-        gate=cfg.gate,
-        prompt=cfg.prompt,
         pool_mode=cfg.pool.mode,
         shots=stream_k(cfg.k, cfg.stream_k),
-        seed=cfg.seed,
     )
 
 

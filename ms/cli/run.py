@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ms.cli.folders import register_resolvers
 from ms.common.errors import USER_ERROR_EXIT, UserError, print_user_error, take_debug_flag
-from ms.config.files import DECISIONS_FILE
+from ms.config.files import DECISIONS_FILE, WRITERS_FILE
 from ms.config.schema import POOL_DSN_ENV
 from ms.config.store import CONF_DIR, register
 from ms.loop.run_folder import began, completed, folder_override, mark_failed, resume_command
@@ -94,7 +94,6 @@ def hydra_main(cfg: DictConfig) -> None:
 def export_memories(out: Path) -> None:
     """memories.csv beside the run's results: who wrote each memory of its pool, so that ms-report and
     the sharing matrix never need the pool's file or server again."""
-    from ms.config.files import WRITERS_FILE
     from ms.report.common.writers import export_writers
 
     if (out / WRITERS_FILE).exists():
@@ -241,7 +240,6 @@ def check_folder(cfg: DictConfig, multirun: bool, fingerprints: dict[str, str]) 
     """Refuse, before Hydra rewrites anything in it, a job whose folder holds a finished run of other
     settings or data: resuming would return that run's numbers as this one's (ms.loop.cell)."""
     from ms.loop.cell import check_same_cell
-    from ms.loop.run_folder import completed
 
     folder = Path(cfg.hydra.sweep.dir) / cfg.hydra.sweep.subdir if multirun else Path(cfg.hydra.run.dir)
     metrics = completed(folder)

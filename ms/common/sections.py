@@ -46,3 +46,14 @@ def written(section: Any, names: Optional[Sequence[str]] = None) -> dict[str, An
     """The fields `names` of `section` (default: its keys), in order, less those its `absent` names, as_json."""
     names = keys(type(section)) if names is None else names
     return {name: as_json(getattr(section, name)) for name in names if name not in section.absent}
+
+
+class Section:
+    """A typed section as its file holds it: read with `read`, written back with `written`."""
+
+    @classmethod
+    def from_json(cls, fields: Mapping[str, Any]):
+        return read(cls, fields)
+
+    def to_json(self) -> dict[str, Any]:
+        return written(self)

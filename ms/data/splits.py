@@ -89,11 +89,7 @@ def load_splits(cfg: DataConfig, configured: Mapping[str, Agent] | None = None) 
     if cfg.hf is not None:
         rows = load_hf(
             cfg.hf.name,
-            question=cfg.hf.question,
-            answer=cfg.hf.answer,
-            agent=cfg.hf.agent,
-            split=cfg.hf.split,
-            agent_column=cfg.hf.agent_column,
+            **{key: getattr(cfg.hf, key) for key in ("question", "answer", "agent", "split", "agent_column")},
             agents=configured,
         )
         by_agent = {name: [r for r in rows if r.agent == name] for name in agents}

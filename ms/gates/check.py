@@ -20,8 +20,9 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from ms.common.errors import UserError
 from ms.config.parts import GATES
+from ms.data.plain_praise import Praised
 from ms.gates.check_corruptions import Job, corrupted_copies
-from ms.gates.check_praise import CROSS_PRAISE, Praised, PraiseRequest, requests
+from ms.gates.check_praise import CROSS_PRAISE, PraiseRequest, requests
 from ms.gates.question_dependence import ContrastTest
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer, rubric_for

@@ -15,7 +15,8 @@ from ms.data.grader_directed import (
     grader_directed,
 )
 from ms.data.grader_directed import KINDS as GRADER_DIRECTED
-from ms.gates.check_praise import DEVELOPMENT, PRAISE_KINDS, Praised, PraiseRequest, templated
+from ms.data.plain_praise import Praised, templated
+from ms.gates.check_praise import DEVELOPMENT, PRAISE_KINDS, PraiseRequest
 
 GOOD = "good"
 CORRUPTIONS = ("swapped", "other_question", "truncated", "empty")

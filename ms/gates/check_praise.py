@@ -19,7 +19,7 @@ from typing import NamedTuple, Sequence
 
 from ms.data import Example
 from ms.data.grader_directed import draw
-from ms.data.plain_praise import LINE_PLUS_PRAISE, PRAISE_ALONE, Praised, praise, templated
+from ms.data.plain_praise import LINE_PLUS_PRAISE, PRAISE_ALONE, Praised
 from ms.llm.base import LM, Message
 
 MODEL_PRAISE = "model_praise"
@@ -103,22 +103,3 @@ def written(lm: LM, asked: Sequence[PraiseRequest], seed: int) -> list[str]:
             [r.chat for r in asked], 1, temperature=PRAISE_TEMPERATURE, seed=seed, max_new_tokens=PRAISE_TOKENS
         )
     return [reply.strip() for (reply,) in replies]
-
-
-__all__ = [
-    "CROSS_PRAISE",
-    "DEVELOPMENT",
-    "HELD_OUT",
-    "LINE_PLUS_PRAISE",
-    "MODEL_PRAISE",
-    "PRAISE_ALONE",
-    "PRAISE_KINDS",
-    "PRAISE_POOLS",
-    "PraiseRequest",
-    "Praised",
-    "praise",
-    "request",
-    "requests",
-    "templated",
-    "written",
-]

@@ -7,36 +7,25 @@ field every record has a value for (runs record it only where it is not the rubr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Collection, Mapping, Optional
 
 from ms.config.added import before, field_of
 
 NAME = "gate"  # the run-record field that names the gate
-# The record fields of the built-in gates, in the order they write them; each gate writes one group.
-SETTINGS = (
-    "match",  # random matched to another run: its folder, and that run's gate
-    "matched_gate",
-    "rate",  # random, unmatched: the share of pairs it admits
-    "utility_threshold",  # utility, both
-    "utility_probes",
-    "utility_decide_on",
-    "question_others",  # rubric_qdep
-    "question_margin",
-    "question_seed",
-)
 
 
 @dataclass(frozen=True)
 class GateRecord:
     name: str
-    match: Optional[str] = None
+    # The record fields of the built-in gates (SETTINGS), in the order they write them; each gate writes one group.
+    match: Optional[str] = None  # random matched to another run: its folder, and that run's gate
     matched_gate: Optional[str] = None
-    rate: Optional[float] = None
-    utility_threshold: Optional[float] = None
+    rate: Optional[float] = None  # random, unmatched: the share of pairs it admits
+    utility_threshold: Optional[float] = None  # utility, both
     utility_probes: Optional[int] = None
     utility_decide_on: Optional[str] = None
-    question_others: Optional[int] = None
+    question_others: Optional[int] = None  # rubric_qdep
     question_margin: Optional[float] = None
     question_seed: Optional[int] = None
     # What a gate records that no built-in gate does (a plugin gate's own settings), as written.
@@ -59,3 +48,6 @@ class GateRecord:
         record leaves out those at the value older runs ran with (ms.config.added.recorded)."""
         found = {name: getattr(self, name) for name in SETTINGS}
         return {NAME: self.name, **{k: v for k, v in found.items() if v is not None}, **self.extra}
+
+
+SETTINGS = tuple(f.name for f in fields(GateRecord) if f.name not in ("name", "extra"))

@@ -17,13 +17,6 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ms.llm.accounting import OTHER, ROLES, Usage
 from ms.llm.cache import ResponseCache, request_key
-from ms.llm.engine_packages import (  # noqa: F401 (re-exported: callers import them from here)
-    ENGINE_PACKAGES,
-    LLAMA_BUILD,
-    engine_missing,
-    engine_package,
-    engine_problem,
-)
 from ms.llm.errors import BackendError, LoglikelihoodUnsupported
 from ms.llm.messages import PAIR_MARKER, Message, Prompt, as_messages, joined_contents, templated  # noqa: F401 (templated: re-exported)
 from ms.llm.sampling import sample_params, sample_seed

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ms.llm.base import BackendError, engine_package
+from ms.llm.base import BackendError
 from ms.llm.engine import Engine, cores
+from ms.llm.engine_packages import engine_package
 from ms.llm.local import made_once
 
 

@@ -61,6 +61,8 @@ class HFLM(HFGeneration, HFScoring, LM):
     # Option probabilities of batch_size chats per forward pass (ms.llm.option_tree); False: one chat at
     # a time, the path before batching, which tests and benchmarks/option_batching.py compare it with.
     option_batching = True
+    # The backbone settings `build` hands the constructor, each under its own name.
+    SETTINGS = ("gguf_file", "gguf_package", "device", "dtype", "batch_size", "max_length")
 
     def __init__(
         self,
@@ -115,12 +117,7 @@ class HFLM(HFGeneration, HFScoring, LM):
         """Converted models are kept once per machine (ms.llm.local.models_dir)."""
         return cls(
             backbone.model,
-            gguf_file=backbone.gguf_file,
-            gguf_package=backbone.gguf_package,
-            device=backbone.device,
-            dtype=backbone.dtype,
-            batch_size=backbone.batch_size,
-            max_length=backbone.max_length,
+            **{key: getattr(backbone, key) for key in cls.SETTINGS},
             models_dir=machine_models_dir(),
             engine=getattr(backbone, "engine", "hf"),
             prompt_format=getattr(backbone, "prompt_format", "chat"),

@@ -19,8 +19,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ms.llm.base import BackendError, engine_package
+from ms.llm.base import BackendError
 from ms.llm.engine import Engine, cores
+from ms.llm.engine_packages import engine_package
 from ms.llm.local import derived_name, made_once
 
 

@@ -127,17 +127,11 @@ def local_fingerprint(cfg: DictConfig) -> Optional[str]:
 def input_settings(cfg: DictConfig) -> InputSettings:
     """What of the root config `cfg` decides the backbones a run loads and the other files it reads."""
     return InputSettings(
-        agents=cfg.agents,
+        **{name: cfg[name] for name in ("agents", "backbone", "gate", "stream", "access", "retriever", "memory")},
         running=cfg.data.agents,
-        backbone=cfg.backbone,
         grader=cfg.scorer.backbone,
         labeller=cfg.train.backbone,
         pool_mode=cfg.pool.mode,
-        gate=cfg.gate,
-        stream=cfg.stream,
-        access=cfg.access,
-        retriever=cfg.retriever,
-        memory=cfg.memory,
         evaluation=cfg.eval,
     )
 

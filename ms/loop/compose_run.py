@@ -253,9 +253,7 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
         # only where it is not the option older runs ran with, the rest left out at that value by
         # RunRecord.to_json (ms.config.added), so that runs like older ones stay one condition with them.
         gate=GateRecord.from_json(gate_cls.record(cfg.gate)),
-        best_of=cfg.stream.best_of,
-        select=cfg.stream.select,
-        temperature=cfg.stream.temperature,
+        **{key: cfg.stream[key] for key in ("best_of", "select", "temperature")},
         evaluated=bool(cfg.eval.enabled),
         stream_answers=cfg.stream.answers,
         access=AccessRecord.from_json(access.record().get("access")),

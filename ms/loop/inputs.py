@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from ms.config.parts import GATES, METRICS, POLICIES, RETRIEVERS
-from ms.llm.local import file_sha256
+from ms.llm.local import file_sha256, resolve_dtype
 from ms.retrieval.settings import DenseSettings
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -163,7 +163,6 @@ def dtypes(settings: InputSettings) -> dict[str, str]:
     """name -> the float type each local transformers backbone resolves to here (backbone.dtype auto
     is float16 on a GPU, float32 on a CPU: the same settings, other numbers)."""
     from ms.llm import provider_class
-    from ms.llm.local import resolve_dtype
 
     # backbone.dtype is read where the model runs in this process (LM.runs_locally), by transformers
     return {

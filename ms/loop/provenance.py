@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from ms.llm.local import file_sha256
+from ms.llm.local import file_sha256, resolve_dtype
 from ms.loop.inputs import encoder_source, weight_files
 
 SOURCE_DIR = Path(__file__).resolve().parent
@@ -83,8 +83,6 @@ def backbone_record(backbone) -> dict[str, Any]:
     provider = provider_class(backbone)
     local = provider.local_weights(backbone)
     if provider.runs_locally:  # backbone.dtype is read by a model in this process
-        from ms.llm.local import resolve_dtype
-
         out["dtype"] = resolve_dtype(backbone.dtype, backbone.device)  # auto resolved: the type that ran
     if local is not None:
         source, weight_file = local

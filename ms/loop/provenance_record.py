@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
-from ms.common.sections import read, written
+from ms.common.sections import Section, read
 
 
 def _each(section: Callable[[Mapping[str, Any]], Any]) -> Callable[[Optional[Mapping[str, Any]]], Any]:
@@ -21,7 +21,7 @@ def _each(section: Callable[[Mapping[str, Any]], Any]) -> Callable[[Optional[Map
 
 
 @dataclass(frozen=True)
-class BackboneProvenance:
+class BackboneProvenance(Section):
     provider: Optional[str] = None
     engine: Optional[str] = None
     batch_size: Optional[int] = None  # None: an API backbone
@@ -29,13 +29,6 @@ class BackboneProvenance:
     sha256: Optional[Mapping[str, str]] = None  # weight file -> its hash; None where not hashed
     dtype: Optional[str] = None  # the float type its model ran in, where it ran in the run's process
     absent: frozenset[str] = frozenset()
-
-    @classmethod
-    def from_json(cls, fields: Mapping[str, Any]) -> "BackboneProvenance":
-        return read(cls, fields)
-
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
 
 
 @dataclass(frozen=True)
@@ -52,7 +45,7 @@ class EncoderProvenance:
 
 
 @dataclass(frozen=True)
-class Provenance:
+class Provenance(Section):
     commit: Optional[str] = None  # None outside a git checkout
     dirty: Optional[bool] = None
     changed: Optional[tuple[str, ...]] = None  # `git status --porcelain` lines of a dirty tree
@@ -75,12 +68,9 @@ class Provenance:
             encoders=_each(EncoderProvenance.from_json),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
-
 
 @dataclass(frozen=True)
-class CellRecord:
+class CellRecord(Section):
     """What a later request must match for the run to answer it (ms.loop.cell)."""
 
     data_sha256: Optional[str] = None  # the fingerprint of the examples the run read
@@ -97,9 +87,6 @@ class CellRecord:
         if not isinstance(fields, Mapping):
             return None
         return read(cls, fields, accepted_code=lambda codes: tuple(codes or ()))
-
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
 
     def accepting(self, code: str) -> "CellRecord":
         """The record once a request has accepted the run for the code hashed `code`."""

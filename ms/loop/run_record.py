@@ -13,7 +13,7 @@ fields (GateRecord.extra), never dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -24,41 +24,8 @@ from ms.data.poison_record import PoisonRecord
 from ms.gates.record import GateRecord
 from ms.pool.access.record import AccessRecord
 
-# The fields every run has written since the record began, in the order they are written; some early
-# vintages lack one (`absent`). The first three name a run's cell (CELL).
-WRITTEN = (
-    "backbone",
-    "k",
-    "pool",
-    "retriever",
-    "learned",
-    "stream_retriever",
-    "memory",
-    "refresh",
-    "label_method",
-    "agents",
-    "fills",
-    "seed",
-    "metrics",
-    "scorer_read",
-)
 LISTS = ("agents", "fills", "metrics")  # written as lists, held as tuples
 CELL = ("backbone", "k", "pool")  # what the report groups runs by: a record without them is no finished run's
-# The fields after the gate's, in the order they are written; each added after runs were committed. The
-# two sections among them, access and poison, are written only where the run has one.
-ADDED = (
-    "best_of",
-    "select",
-    "temperature",
-    "evaluated",
-    "stream_answers",
-    "access",
-    "poison",
-    "grader",
-    "threshold",
-    "retire",
-    "agent_backbones",
-)
 
 
 @dataclass(frozen=True)
@@ -155,3 +122,12 @@ class RunRecord:
     def without(self, *names: str) -> dict[str, Any]:
         """to_json() less the fields named: what two runs that differ only in those share."""
         return {k: v for k, v in self.to_json().items() if k not in names}
+
+
+_ORDER = [f.name for f in fields(RunRecord)]
+# The fields every run has written since the record began, in the order they are written: the record's, up
+# to the gate's; some early vintages lack one (`absent`). The first three name a run's cell (CELL).
+WRITTEN = tuple(_ORDER[: _ORDER.index("gate")])
+# The fields after the gate's, in the order they are written; each added after runs were committed. The
+# two sections among them, access and poison, are written only where the run has one.
+ADDED = tuple(_ORDER[_ORDER.index("gate") + 1 : _ORDER.index("absent")])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, Optional
 
-from ms.common.sections import read, written
+from ms.common.sections import Section, read
 
 WHERE_THEY_APPLY = ("skipped_without_reference", "poison")  # None: not written
 
@@ -39,7 +39,7 @@ class PoisonCounts:
 
 
 @dataclass(frozen=True)
-class StreamRecord:  # its fields are the stream's keys, in the order runs write them (ms.common.sections)
+class StreamRecord(Section):  # its fields are the stream's keys, in the order runs write them (ms.common.sections)
     questions: Optional[int] = None  # stream questions asked; 0 where the stream was skipped (k = 0)
     k: Optional[int] = None  # memories each stream question retrieved
     seeded: Optional[int] = None  # seed memories the pool began with
@@ -59,9 +59,6 @@ class StreamRecord:  # its fields are the stream's keys, in the order runs write
         found = read(cls, fields, train_losses=lambda losses: tuple(losses or ()), poison=PoisonCounts.from_json)
         return replace(found, absent=found.absent | {name for name in WHERE_THEY_APPLY if fields.get(name) is None})
 
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
-
     @classmethod
     def of(cls, **fields: Any) -> "StreamRecord":
         """The section of a run that wrote `fields`, the keys written only where they apply left out where None."""
@@ -69,19 +66,12 @@ class StreamRecord:  # its fields are the stream's keys, in the order runs write
 
 
 @dataclass(frozen=True)
-class MemoryRecord:
+class MemoryRecord(Section):
     policy: Optional[str] = None  # the memory policy
     consolidation: Optional[Mapping[str, int]] = None  # what consolidation did: summaries, summarized, moved ...
     retired: Optional[Mapping[str, int]] = None  # writer -> memories retired; None where nothing could be
     absent: frozenset[str] = frozenset()
 
     @classmethod
-    def from_json(cls, fields: Mapping[str, Any]) -> "MemoryRecord":
-        return read(cls, fields)
-
-    @classmethod
     def of(cls, policy: str, consolidation: Mapping[str, int], retired: Optional[Mapping[str, int]]) -> "MemoryRecord":
         return cls(policy, consolidation, retired, absent=frozenset({"retired"} if retired is None else ()))
-
-    def to_json(self) -> dict[str, Any]:
-        return written(self)

@@ -30,8 +30,8 @@ from ms.gates.scorer import rubric_path
 from ms.llm import offered_variant
 from ms.llm.api import api_key_from_env
 from ms.llm.backbones import Backbones
-from ms.llm.base import engine_problem
 from ms.llm.cache import CACHE_FILENAME, damaged_cache_message
+from ms.llm.engine_packages import engine_problem
 
 
 class ConfigError(UserError):

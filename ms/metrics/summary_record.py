@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 
-from ms.common.sections import absent_from, read, written
+from ms.common.sections import Section, absent_from, read, written
 
 SUMMARY_FIELDS = ("n", "ci")  # a summary's fields that are no metric, written before the metrics' means
 
@@ -67,7 +67,7 @@ class FillSummary:
 
 
 @dataclass(frozen=True)
-class BertScoreRecord:
+class BertScoreRecord(Section):
     """What produced a run's BERTScore numbers (metrics.json `bertscore`): the encoder and its layer, and the
     versions that shift its results; `rescored_from`, where ms-data rescore wrote them into a copy of a run."""
 
@@ -83,9 +83,6 @@ class BertScoreRecord:
     @classmethod
     def from_json(cls, fields: Optional[Mapping[str, Any]]) -> Optional["BertScoreRecord"]:
         return None if fields is None else read(cls, fields)
-
-    def to_json(self) -> dict[str, Any]:
-        return written(self)
 
 
 # record_key -> the type of what a metric describes of itself; a key not here is kept as it was written.

@@ -37,23 +37,15 @@ VERBALIZED_TOKENS = 8  # what Labeller._verbalized lets a reply run to
 
 def plan_settings(cfg: DictConfig) -> PlanSettings:
     """What the counts of the run the root config `cfg` describes read of it (ms.plan.calls)."""
+    sections = ("backbone", "agents", "data", "prompt", "scorer", "gate", "poison", "stream", "seed", "use_cache")
     return PlanSettings(
-        backbone=cfg.backbone,
-        agents=cfg.agents,
-        data=cfg.data,
-        prompt=cfg.prompt,
-        scorer=cfg.scorer,
-        gate=cfg.gate,
-        poison=cfg.poison,
-        stream=cfg.stream,
+        **{name: cfg[name] for name in sections},  # the root config's, as they are
         metrics=cfg.eval.metrics,
         schedule=Schedule.of(
             cfg.stream, cfg.retriever, cfg.memory, cfg.eval, fills=cfg.fills, micro_batch=cfg.micro_batch, k=cfg.k
         ),
         stream_k=stream_k(cfg.k, cfg.stream_k),
         pool_mode=cfg.pool.mode,
-        seed=cfg.seed,
-        use_cache=cfg.use_cache,
     )
 
 

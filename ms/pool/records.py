@@ -120,11 +120,7 @@ def row_for_insert(item: dict[str, Any], step: int, now: float) -> tuple:
     if backbone is not None and (not isinstance(backbone, str) or not backbone.strip()):
         raise ValueError(f"backbone must be a backbone's name or absent, got {backbone!r}")
     return (
-        item["scope"],
-        item["agent"],
-        item["domain"],
-        item["question"],
-        item["answer"],
+        *(item[key] for key in ("scope", "agent", "domain", "question", "answer")),
         None if score is None else float(score),
         check_mutable("importance", item.get("importance")),
         item["origin"],

@@ -111,13 +111,9 @@ class Pool:
     def scopes(self) -> list[str]:
         return [row[0] for row in self._read("SELECT DISTINCT scope FROM memories ORDER BY scope")]
 
-    def count_by(self, field: str, scope: str | None = None) -> dict[Any, int]:
-        """How many memories per value of `field` (e.g. agent, origin), optionally within a scope."""
-        if field not in COUNTABLE:  # the name goes into the SQL text, so only known columns pass
-            raise ValueError(f"cannot count by {field!r}; allowed: {', '.join(COUNTABLE)}")
-        where, params = ("WHERE scope = ?", [scope]) if scope is not None else ("", [])
-        rows = self._read(f"SELECT {field}, count(*) FROM memories {where} GROUP BY {field} ORDER BY {field}", params)
-        return {row[0]: row[1] for row in rows}
+    def count_by(self, field: str) -> dict[Any, int]:
+        """How many memories per value of `field` (e.g. agent, origin)."""
+        return {value: n for (value,), n in self.tally([field]).items()}
 
     def tally(self, fields: Iterable[str]) -> dict[tuple, int]:
         """How many memories per combination of values of `fields` (e.g. run_id, scope, agent, origin)."""

@@ -12,7 +12,6 @@ from typing import Optional, Sequence
 
 from ms.common.stats import Estimate, mean_ci
 from ms.config.parts import ACCESS_RULES, POLICIES
-from ms.loop.run_record import RunRecord
 from ms.report.common.labels import said, words
 from ms.report.common.pairing import REPLICATE_SEEDS, runs_pairable, under
 from ms.report.common.runs import Cell, Item, Run
@@ -82,62 +81,16 @@ class Condition:
     def first(self) -> Run:
         return self.runs[0]
 
-    @property
-    def record(self) -> RunRecord:
-        return self.first.record
+    # Read from the first run, as the docstring says: what the condition is, its fills and agents.
+    FROM_FIRST = frozenset(
+        "record cell settings memory retriever_label gate gate_words words grader data fills last_fill agents "
+        "scorer".split()
+    )
 
-    @property
-    def cell(self) -> Cell:
-        return self.first.cell
-
-    @property
-    def settings(self) -> Optional[dict]:
-        """The first run's cell (replicates' cells differ in the seed alone)."""
-        return self.first.settings
-
-    @property
-    def memory(self) -> str:
-        return self.first.memory
-
-    @property
-    def retriever_label(self) -> str:
-        return self.first.retriever_label
-
-    @property
-    def gate(self) -> str:
-        return self.first.gate
-
-    @property
-    def gate_words(self) -> str:
-        return self.first.gate_words
-
-    def words(self, omit: Sequence[str] = ()) -> str:
-        """The condition in words (Run.words), without the parts named in `omit`."""
-        return self.first.words(omit)
-
-    @property
-    def grader(self) -> str:
-        return self.first.grader
-
-    @property
-    def data(self) -> Optional[str]:
-        return self.first.data
-
-    @property
-    def fills(self) -> list[int]:
-        return self.first.fills
-
-    @property
-    def last_fill(self) -> int:
-        return self.first.last_fill
-
-    @property
-    def agents(self) -> list[str]:
-        return self.first.agents
-
-    @property
-    def scorer(self) -> str:
-        return self.first.scorer
+    def __getattr__(self, name: str):
+        if name in Condition.FROM_FIRST:
+            return getattr(self.first, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def finished(self) -> float:

@@ -16,7 +16,7 @@ import yaml
 
 from ms.common.errors import UserError
 from ms.config.files import METRICS_FILE, PREDICTIONS_FILE
-from ms.config.parts import ACCESS_RULES, GATES, POISONS, POLICIES, RETRIEVERS
+from ms.config.parts import ACCESS_RULES, GATES, METRICS, POISONS, POLICIES, RETRIEVERS
 from ms.loop.cell import stored, with_added
 from ms.loop.run_folder import failure
 from ms.loop.run_metrics import RunMetrics
@@ -53,14 +53,8 @@ def metric_words(metric: str) -> str:
 def in_known_order(keys: Sequence[str]) -> list[str]:
     """Metric keys, the registered metrics' keys first in the registry's order (the order a run's
     summaries write them in), then any other in the order given."""
-    known = metric_keys([name for name in _registered()])
+    known = metric_keys(list(METRICS))
     return [k for k in known if k in keys] + [k for k in keys if k not in known]
-
-
-def _registered() -> list[str]:
-    from ms.config.parts import METRICS
-
-    return list(METRICS)
 
 
 def read_jsonl(path: Path) -> list[dict]:

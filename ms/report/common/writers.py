@@ -278,10 +278,7 @@ def export_writers(run_dir: Path, out: Path) -> int:
         table.writerows(
             (
                 i,
-                w.agent,
-                w.domain,
-                w.origin,
-                w.backbone,
+                *(getattr(w, column) for column in WRITER_COLUMNS[1:]),  # agent, domain, origin, backbone
                 w.run_id or "",
                 w.run or "",
                 *((w.forgotten or "",) if gone else ()),

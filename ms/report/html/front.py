@@ -31,12 +31,7 @@ def claim_data(row: ClaimRow, index: dict[str, int]) -> dict:
         "label": c.label,
         "setting": c.setting,
         "metric": row.metric,
-        "estimate": r.estimate,
-        "lo": r.lo,
-        "hi": r.hi,
-        "p": r.p,
-        "n": r.n,
-        "verdict": r.verdict,
+        **{key: getattr(r, key) for key in ("estimate", "lo", "hi", "p", "n", "verdict")},
         "wins": row.wins,
         "agents": row.agents,
         "higher_is_better": higher_is_better(row.metric),
@@ -62,13 +57,10 @@ def table_data(table: Table) -> dict:
 
 
 def run_entry(run: Run, report: Report, label: str) -> dict:
-    r = run.record
     return {
         "name": run.name,
         "label": label,
-        "backbone": r.backbone,
-        "k": r.k,
-        "pool": r.pool,
+        **{key: getattr(run.record, key) for key in ("backbone", "k", "pool")},
         "words": run.words(),
         "retriever": run.retriever_words,
         "memory": words(POLICIES, run.memory),

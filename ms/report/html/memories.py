@@ -105,32 +105,23 @@ def _pool_records(path: Path) -> dict[int, dict]:
         return {int(r["id"]): dict(r) for r in conn.execute("SELECT * FROM memories")}
 
 
-def _record(memory_id: int, w: Optional[Writer], row: Optional[dict]) -> dict:
+def _record(w: Optional[Writer], row: Optional[dict]) -> dict:
     """What the site shows of one memory; `row` holds whatever else is known (texts, step, score)."""
     row = row or {}
+    texts = {"question": row["question"], "answer": row["answer"]} if row.get("question") is not None else {}
     out = {
-        "agent": w.agent if w else row.get("agent"),
-        "domain": w.domain if w else row.get("domain"),
-        "origin": w.origin if w else row.get("origin"),
-        "backbone": w.backbone if w else row.get("backbone"),
-        "run_id": w.run_id if w else row.get("run_id"),
+        **{key: getattr(w, key) if w else row.get(key) for key in ("agent", "domain", "origin", "backbone", "run_id")},
         "writing_run": w.run if w else None,
         "step": row.get("added_step"),
         "score": row.get("score"),
         "scope": row.get("scope"),
+        **texts,
+        "pool_utility": {"mean": row.get("utility"), "n": row["utility_n"]} if row.get("utility_n") else None,
+        "consolidated": True if row.get("consolidated") else None,
+        "retired_step": row.get("retired_step"),  # retired for its measured utility (memory.retire_below)
+        "forgotten": w.forgotten if w else None,
+        "poisoner": True if w is not None and w.poisoner else None,  # the site says so instead of naming a backbone
     }
-    if row.get("question") is not None:
-        out |= {"question": row["question"], "answer": row["answer"]}
-    if row.get("utility_n"):
-        out["pool_utility"] = {"mean": row.get("utility"), "n": row["utility_n"]}
-    if row.get("consolidated"):
-        out["consolidated"] = True
-    if row.get("retired_step") is not None:  # retired for its measured utility (memory.retire_below)
-        out["retired_step"] = row["retired_step"]
-    if w is not None and w.forgotten:
-        out["forgotten"] = w.forgotten
-    if w is not None and w.poisoner:  # the site says so instead of naming a backbone
-        out["poisoner"] = True
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -178,7 +169,7 @@ def run_memories(run: Run) -> Memories:
         rows = _pool_records(source)
         gone = sorted(set(writers) - set(rows))  # read_writers adds only those the run's files record as gone
         texts, missing = _gone_texts(run, gone, writers, stream) if gone else ({}, [])
-        records = {i: _record(i, writers.get(i), rows.get(i) or texts.get(i)) for i in sorted({*rows, *gone})}
+        records = {i: _record(writers.get(i), rows.get(i) or texts.get(i)) for i in sorted({*rows, *gone})}
         where = f"texts from the run's pool file ({source.name})"
         if gone:
             told = [
@@ -225,7 +216,7 @@ def run_memories(run: Run) -> Memories:
         }
     rows = {**{i: {**s, "added_step": 0} for i, s in seeds.items()}, **stream}
     ids = sorted(set(writers) | set(rows))
-    records = {i: _record(i, writers.get(i), rows.get(i)) for i in ids}
+    records = {i: _record(writers.get(i), rows.get(i)) for i in ids}
     unknown = [i for i in ids if "question" not in records[i]]
     if unknown:
         missing.append(f"{len(unknown)} memories have no text in the run's files (ids {id_span(unknown)})")

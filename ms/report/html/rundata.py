@@ -5,7 +5,6 @@ its questions pair with; and its sharing matrix, each cell with the retrievals b
 from __future__ import annotations
 
 import copy
-import logging
 from collections import defaultdict
 from typing import Optional, Sequence
 
@@ -17,8 +16,6 @@ from ms.report.sharing.baseline import find_baseline
 from ms.report.sharing.counts import ALL, Sharing, sharing_matrix
 from ms.report.sharing.grants import Grants
 from ms.report.sharing.text import sharing_notes
-
-log = logging.getLogger(__name__)
 
 # A prediction row's fields that are no value of the question (every other number is shown beside the metrics).
 ROW_FIELDS = {"agent", "test_id", "k", "fill", "question", "reference", "retrieved", "answer"}
@@ -169,9 +166,7 @@ def run_data(
         "words": run.words(),
         "gate": run.gate_words,
         "retriever": run.retriever_words,
-        "memory": run.memory,
-        "fills": run.fills,
-        "measured": run.measured,
+        **{key: getattr(run, key) for key in ("memory", "fills", "measured")},
         "tests": tests,
         "rows": rows,
         "prompt": prompt,

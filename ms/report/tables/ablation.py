@@ -24,10 +24,6 @@ class AblationRow:
     memory: str  # the memory policy in words
     condition: Condition
 
-    @property
-    def run(self) -> str:
-        return self.condition.name
-
 
 @dataclass
 class Ablation:
@@ -118,7 +114,7 @@ def ablation_markdown(tables: Sequence[Ablation], metric: str, single: Sequence[
             [
                 row.retriever,
                 row.memory,
-                row.run,
+                row.condition.name,
                 *(value_text(scores.get(a), show_n=table.show_n) for a in [*table.agents, "overall"]),
                 _accepted(row.condition, "–"),
             ]
@@ -158,7 +154,7 @@ def ablation_csv(tables: Sequence[Ablation], agent_order: Sequence[str] = ()) ->
                     *table.cell,
                     row.retriever,
                     row.memory,
-                    row.run,
+                    row.condition.name,
                     row.condition.replicates,
                     *(c for a in agents for c in estimate_row(scores.get(a))),
                     _accepted(row.condition, ""),

@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 from ms.common.errors import UserError
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, QUALITY_FILE
 from ms.loop.run_metrics import RunMetrics
-from ms.metrics.evaluate import BERTSCORE_KEYS
+from ms.metrics.evaluate import BERTSCORE_KEYS, BERTScore
 
 
 def _section(config, key: str, schema):
@@ -77,7 +77,6 @@ def quality_records(run_dir: Path, scorers: Optional[dict] = None) -> tuple[list
 
     from ms.config.schema import EvalConfig
     from ms.loop.cell import data_fingerprint
-    from ms.metrics.evaluate import BERTScore
 
     config, splits = _run_settings(run_dir)
     whole_prompt = (config.get("memory") or {}).get("question") == "prompt"

@@ -93,12 +93,7 @@ def quality_csv(rows: Sequence[dict]) -> str:
         estimates: list[Estimate] = [r[m] for m in BERTSCORE_KEYS]
         table.append(
             [
-                r["run"],
-                r["gate"],
-                r["agent"],
-                r["group"],
-                r["decisions"],
-                r["no_reference"],
+                *(r[key] for key in ("run", "gate", "agent", "group", "decisions", "no_reference")),
                 estimates[0].n,
                 *(csv_number(x) for e in estimates for x in (e.mean, e.lo, e.hi)),
             ]

@@ -40,14 +40,8 @@ def _without_roles(report: dict) -> bool:
 
 def _cells(u: dict) -> list[str]:
     cost = u.get("cost")
-    return [
-        str(u["calls"]),
-        str(u["cache_hits"]),
-        str(u["prompt_tokens"]),
-        str(u["completion_tokens"]),
-        f"{u['backend_seconds']:.1f}",
-        "-" if cost is None else f"{cost:.4f}",
-    ]
+    counts = [str(u[field]) for field in FIELDS[:4]]  # calls, cache hits, prompt and completion tokens
+    return [*counts, f"{u['backend_seconds']:.1f}", "-" if cost is None else f"{cost:.4f}"]
 
 
 def write_usage(runs: Sequence[Run], out: Path) -> str:
