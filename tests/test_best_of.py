@@ -211,11 +211,14 @@ def test_a_best_of_two_screen_keeps_the_graders_best_writes_no_predictions_and_r
 
     # Sampling is most of the work: candidates of 12 tokens, not TINY's 24, still differ where sampled.
     overrides = ["stream.best_of=2", "eval.enabled=false", "backbone.generation.max_new_tokens=12"]
-    folders = [tmp_path / "runs" / "first", tmp_path / "again"]
-    for folder in folders:  # each from a fresh cache
-        cfg = tiny(tmp_path, folder.name, overrides)
-        metrics = run(cfg, folder)
-    first, again = folders
+    first, again = tmp_path / "runs" / "first", tmp_path / "again"
+    cfg = tiny(tmp_path, "first", overrides)
+    metrics = run(cfg, first)
+    # Rerun on the first run's response cache, which keeps each sample under its request and seed: asking
+    # nothing anew, it drew the same seeds for the same requests, and a seed's sample is the same on a
+    # second call in any batch (test_samples_on_smollm2_do_not_depend_on_the_rest_of_their_batch).
+    rerun = run(tiny(tmp_path, "first", overrides), again)
+    assert rerun["usage"]["total"]["calls"] == 0
     assert (first / "decisions.jsonl").read_bytes() == (again / "decisions.jsonl").read_bytes()
     assert not (first / "predictions.jsonl").exists()
     assert metrics["fills"] == {} and metrics["run"]["evaluated"] is False and metrics["run"]["best_of"] == 2

@@ -134,13 +134,18 @@ def test_youden_threshold_admits_what_separates_best_and_prefers_zero_on_a_tie()
 
 
 @pytest.mark.slow
-def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache):
+def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache, monkeypatch):
     """Every gate on the same pairs, with the real SmolLM2: a utility for every pair, an AUC per
     gate, agent and corruption. One seed pair per agent keeps it to 8 pairs (a lone pair has no
     other question to give: test_an_agent_with_one_pair_has_no_other_question_to_give), k=1 to one
     shot per utility prompt, and gate.probes=1 to one probe per pair (the check measures utility with
-    the probes of the config's gate where that gate measures it: gate=utility's here)."""
+    the probes of the config's gate where that gate measures it: gate=utility's here). The backbone
+    writes 16 tokens of praise, not 96: decoding them was about a sixth of this test's time, and what
+    is checked of it (one praise written per seed pair, then graded or screened) does not depend on its length."""
+    import ms.gates.check_praise
     from ms.cli.data import main
+
+    monkeypatch.setattr(ms.gates.check_praise, "PRAISE_TOKENS", 16)
 
     out = tmp_path / "gate"
     assert (
