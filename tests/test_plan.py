@@ -37,7 +37,7 @@ def test_plan_of_the_tiny_run_counts_every_call_without_loading_anything(tmp_pat
     }
     assert rows["answer"].exact and rows["score"].exact and rows["evaluate"].exact and not rows["label"].exact
     assert all(r.prompt_tokens > 0 for role, r in rows.items() if r.calls)
-    assert rows["answer"].completion_tokens <= 4 * 24 and rows["score"].completion_tokens == 0
+    assert rows["answer"].completion_tokens <= 4 * 8 and rows["score"].completion_tokens == 0
     # The prompts depend on the pool the run grows, so what the cache holds is unknown, and no cost without a price.
     assert not rows["answer"].cached_exact and rows["answer"].cost is None
     assert not (tmp_path / "cache").exists()  # no cache, model or pool file was made

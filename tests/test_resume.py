@@ -206,7 +206,7 @@ def test_the_same_command_twice_finds_its_folder_and_skips_the_finished_run(tmp_
     code, err = ms_run_in_process(monkeypatch, capsys, command)
     assert code == 0, err[-3000:]
     [folder] = (tmp_path / "outputs").iterdir()
-    assert folder.name.startswith("backbone.generation.max_new_tokens=24,data.agents=[limerick,riddle],")
+    assert folder.name.startswith("backbone.generation.max_new_tokens=8,data.agents=[limerick,riddle],")
     assert "done; this run wrote to" in caplog.text
     metrics, calls = (folder / "metrics.json").read_bytes(), len(lm.chats) + len(lm.scored)
     assert calls > 0
