@@ -239,9 +239,12 @@ def test_protocol_paper_stores_the_whole_prompt_as_the_memorys_question(tmp_path
 
     # One stream question, two candidates to label, one fill evaluated by ref_logprob: the stream's
     # memory and memory train's verbalized labels are what this reads.
+    # 24 tokens, not TINY's 8: the paper's prompt asks for an answer after the examples, and 8 tokens end
+    # before one is given, so nothing would be admitted to read.
     cfg = compose_config(
-        TINY
+        [o for o in TINY if not o.startswith("backbone.generation.max_new_tokens=")]
         + [
+            "backbone.generation.max_new_tokens=24",
             f"cache_dir={models_cache}",
             "protocol=paper",
             "data.agents=[riddle]",
