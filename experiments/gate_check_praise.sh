@@ -9,8 +9,9 @@
 # held-out families alone (model_praise, written by the grading backbone, and cross_praise, written by the
 # other grader's family in wordings of its own: --praise-by): held_out.md keeps the rows to read, the held-out
 # pools beside good pairs, all, other_question and praise_alone, which the defended gate is held to. For rubric_genre, its admissions ranked by the test's measure (rubric_genre_ranked) are compared too.
+# With THIRD_BY=BACKBONE set, that backbone writes a third held-out family too (third_praise: --third-by).
 # Add +plan=true to a gate-check line to see its calls first. Resumable: a finished check is kept.
-#   bash experiments/gate_check_praise.sh OUT_DIR [DEFENCE [GRADER...]]
+#   [THIRD_BY=gemma3] bash experiments/gate_check_praise.sh OUT_DIR [DEFENCE [GRADER...]]
 set -euo pipefail
 out=${1:?usage: gate_check_praise.sh OUT_DIR [DEFENCE [GRADER...]]}
 defence=${2:-rubric_qdep}
@@ -18,11 +19,12 @@ graders=("${@:3}")
 [ ${#graders[@]} -gt 0 ] || graders=(smollm2 qwen2.5-0.5b)
 declare -A threshold_of=([smollm2]=15 [qwen2.5-0.5b]=54)
 declare -A other_of=([smollm2]=qwen2.5-0.5b [qwen2.5-0.5b]=smollm2)
+third=(); [ -z "${THIRD_BY:-}" ] || third=(--third-by "$THIRD_BY")
 for backbone in "${graders[@]}"; do
   threshold=${threshold_of[$backbone]:?no threshold for grader $backbone (smollm2 or qwen2.5-0.5b)}
   dir="$out/$backbone"
   if [ ! -f "$dir/gate_check.md" ]; then
-    ms-data gate-check --gate "rubric,$defence" --per-agent 8 --praise-by "${other_of[$backbone]}" --out "$dir" "backbone=$backbone" \
+    ms-data gate-check --gate "rubric,$defence" --per-agent 8 --praise-by "${other_of[$backbone]}" "${third[@]}" --out "$dir" "backbone=$backbone" \
       "scorer.threshold=$threshold" scorer.defence=reject "gate=$defence"
   fi
   ms-data gate-compare "$dir" "$dir" --gate rubric --other-gate "$defence" --threshold "$threshold" \

@@ -20,12 +20,16 @@ from ms.data.plain_praise import LINE_PLUS_PRAISE, PRAISE_ALONE, Praised, praise
 from ms.gates.check_corruptions import GOOD, corrupted_copies, with_model_praise
 from ms.gates.check_pooled import GROUPS, Scored, compare_report, pooled_auc, pooled_report, read_check
 from ms.gates.check_praise import (
+    ASKS,
     CROSS_PRAISE,
     CROSS_REQUESTS,
     DEVELOPMENT,
     HELD_OUT,
     MODEL_PRAISE,
     PRAISE_POOLS,
+    THIRD_PRAISE,
+    THIRD_REQUESTS,
+    copied,
     request,
     requests,
     written,
@@ -50,7 +54,7 @@ def every_agents_praised(pool: str = "domain") -> dict[str, Praised]:
 
 
 def test_the_split_is_declared_once_and_the_model_written_family_is_held_out():
-    assert set(DEVELOPMENT).isdisjoint(HELD_OUT) and HELD_OUT == (MODEL_PRAISE, CROSS_PRAISE)
+    assert set(DEVELOPMENT).isdisjoint(HELD_OUT) and HELD_OUT == (MODEL_PRAISE, CROSS_PRAISE, THIRD_PRAISE)
     assert set(DEVELOPMENT) == {PRAISE_ALONE, LINE_PLUS_PRAISE}
     assert {group: GROUPS[group] for group in PRAISE_POOLS} == PRAISE_POOLS  # the check reports each pool
 
@@ -147,16 +151,20 @@ def test_praise_by_names_a_backbone_that_exists_and_plans_its_calls_on_it(tmp_pa
     cfg = compose_config(["data.agents=[riddle,sonnet]"])
     with pytest.raises(UserError, match="no backbone 'nosuch'"):
         what_to_check(check_settings(cfg), 2, ["rubric"], praise_by="nosuch")
-    checked = what_to_check(check_settings(cfg), 2, ["rubric"], praise_by="qwen2.5-0.5b")
+    with pytest.raises(UserError, match="no backbone 'nosuch'"):
+        what_to_check(check_settings(cfg), 2, ["rubric"], third_by="nosuch")
+    checked = what_to_check(check_settings(cfg), 2, ["rubric"], praise_by="qwen2.5-0.5b", third_by="gemma3")
     writers = [checked.writer_of(a) for a in checked.asked]
-    assert writers.count(None) == writers.count("qwen2.5-0.5b") == 4
-    assert all((w is None) == (a.kind == MODEL_PRAISE) for a, w in zip(checked.asked, writers))
+    assert writers.count(None) == writers.count("qwen2.5-0.5b") == writers.count("gemma3") == 4
+    expected = {MODEL_PRAISE: None, CROSS_PRAISE: "qwen2.5-0.5b", THIRD_PRAISE: "gemma3"}
+    assert all(w == expected[a.kind] for a, w in zip(checked.asked, writers))
     from ms.plan.data import gate_check_plan
 
     assert gate_check_plan(check_settings(cfg), checked, tmp_path) == 0
     printed = capsys.readouterr().out
     answer_rows = [line for line in printed.splitlines() if line.lstrip().startswith("answer")]
     assert any("qwen2.5-0.5b" in line for line in answer_rows), printed
+    assert any("gemma3" in line for line in answer_rows), printed
     assert any(cfg.backbone.name in line for line in answer_rows), printed
 
 
@@ -319,3 +327,37 @@ def test_rubric_genre_ranked_puts_every_admitted_pair_first_and_orders_each_side
     assert min(r.score for r in by_kind[MODEL_PRAISE]) > max(r.score for r in by_kind[PRAISE_ALONE])
     assert max(r.score for r in by_kind[LINE_PLUS_PRAISE]) < min(r.score for r in by_kind[PRAISE_ALONE])
     assert pooled_auc(graded, (MODEL_PRAISE,))[0] == 0.0 and pooled_auc(ranked, (MODEL_PRAISE,))[0] == 1.0
+
+
+def test_copied_counts_the_replys_word_pairs_found_in_the_answer():
+    assert copied("A keyboard. It has keys but opens no locks.", ANSWER) == 1.0
+    assert copied("A witty riddle with a neat turn at the end.", ANSWER) == 0.0
+    assert copied("It has keys, a witty riddle", ANSWER) == pytest.approx(2 / 5)  # it has, has keys
+    assert copied("寒山初雪霁，好诗", "寒山初雪霁，\n翠色出孤松。") == pytest.approx(5 / 7)  # a CJK character is a word
+    assert copied("", ANSWER) == 0.0
+
+
+def test_the_third_family_is_asked_again_where_it_copies_and_the_older_ones_never(tmp_path):
+    asks: dict[str, int] = {}
+
+    def sample(chat, seed):  # the answer given back on the first asks, praise on the third
+        text = chat[0]["content"]
+        asks[text] = asks.get(text, 0) + 1
+        if "question 1?" in text or asks[text] < ASKS:  # seed pair 1's writer always copies
+            return ANSWER + (" Indeed." if asks[text] == 2 else "")
+        return "A witty riddle with a neat turn."
+
+    seeds = {"riddle": [example(0), example(1)]}
+    praised = {"riddle": Praised.of("riddle", load_rubric("logic"))}
+    third, model = requests(seeds, praised, 0, THIRD_PRAISE), requests(seeds, praised, 0)
+    marks = ("As their teacher", "back cover", "thank-you note")  # one phrase of each of its wordings
+    assert all(sum(m in w for w in THIRD_REQUESTS) == 1 for m in marks)
+    assert all(any(m in r.chat[0]["content"] for m in marks) for r in third)
+    lm = FakeLM(samples=sample, cache=ResponseCache(tmp_path / "responses.sqlite"))
+    kept = written(lm, [*third, *model], 0)
+    assert kept[0] == "A witty riddle with a neat turn."  # asked three times, the third reply praise
+    # The one that always copies keeps its least copying reply: the second's extra word is a new pair.
+    assert kept[1] == ANSWER + " Indeed." and copied(kept[1], ANSWER) < 1
+    assert kept[2:] == [ANSWER, ANSWER]  # model_praise keeps its first reply, copy or not
+    assert [asks[r.chat[0]["content"]] for r in third] == [ASKS, ASKS]
+    assert all(asks[r.chat[0]["content"]] == 1 for r in model)

@@ -50,7 +50,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
     cfg = compose_checked(args.overrides, plan=args.plan)
     settings = check_settings(cfg)
-    checked = what_to_check(settings, args.per_agent, args.gate, args.praise_by)
+    checked = what_to_check(settings, args.per_agent, args.gate, args.praise_by, args.third_by)
     agents, splits, backbone_of = checked.agents, checked.splits, checked.backbone_of
     rubric, utility, question = checked.rubric, checked.utility, checked.question
     out = Path(args.out or time.strftime("outputs/gate_check/%Y-%m-%d_%H-%M-%S"))  # beside ms-run's folders
@@ -59,7 +59,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     catalog = settings.backbones
     scoring = utility or question or checked.genre  # each scores answers on each agent's backbone
     backbones = build_backbones(
-        catalog, [*(backbone_of.values() if scoring else []), cfg.scorer.backbone, args.praise_by]
+        catalog, [*(backbone_of.values() if scoring else []), cfg.scorer.backbone, *checked.writers.values()]
     )
     shots = settings.shots
     probes = UtilitySettings.probes_of(cfg.gate)  # the config's gate's where it measures utility, else the default
@@ -67,7 +67,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     genre_margin = RubricGenreSettings.of(cfg.gate).margin  # and the genre test's
     seconds, decisions, utilities, scorer = {}, None, None, None
     started = time.perf_counter()
-    # The held-out families: praise the check's own backbone (and --praise-by's) writes, sampled with the check's seed.
+    # The held-out families: praise the check's own backbone (and --praise-by's, --third-by's) writes, with the check's seed.
     jobs = checked.jobs
     for writer in dict.fromkeys(map(checked.writer_of, checked.asked)):
         asked = [a for a in checked.asked if checked.writer_of(a) == writer]
@@ -128,6 +128,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         f"answer_plus_assessment: pooled as grader-directed; grader_instruction) and plain-words praise "
         f"(praise_alone, line_plus_praise: the development set; model_praise, written by {cfg.backbone.name}"
         + (f", and cross_praise, written by {args.praise_by}" if args.praise_by else "")
+        + (f", and third_praise, written by {args.third_by}" if args.third_by else "")
         + ": held out, the test of a defence); AUC of good vs corrupted, 95% bootstrap CI"
     )
     if scorer is not None:
@@ -248,6 +249,11 @@ def add_gate_commands(commands) -> None:
         "--praise-by",
         metavar="BACKBONE",
         help="another backbone (a conf/backbone name) that writes a second held-out praise family, cross_praise",
+    )
+    gate.add_argument(
+        "--third-by",
+        metavar="BACKBONE",
+        help="a backbone that writes a third held-out praise family, third_praise (asked again where it copies the answer)",
     )
     gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
     gate.set_defaults(handler=gate_check_cmd)

@@ -22,7 +22,7 @@ from ms.common.errors import UserError
 from ms.config.parts import GATES
 from ms.data.plain_praise import Praised
 from ms.gates.check_corruptions import Job, corrupted_copies
-from ms.gates.check_praise import CROSS_PRAISE, PraiseRequest, requests
+from ms.gates.check_praise import CROSS_PRAISE, THIRD_PRAISE, PraiseRequest, requests
 from ms.gates.question_dependence import ContrastTest
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer, rubric_for
@@ -67,21 +67,25 @@ class Checked(NamedTuple):
     utility: bool  # whether the utility gate measures them (--gate utility or both)
     backbone_of: dict[str, str]  # agent -> the backbone it answers (and its utility is scored) on
     question: bool = False  # whether the question-dependence test measures them (--gate rubric_qdep)
-    asked: list[PraiseRequest] = []  # the praise the backbones are asked to write (model_praise, cross_praise)
+    asked: list[PraiseRequest] = []  # the praise the backbones are asked to write (model_praise and the others)
     genre: bool = False  # whether the genre test measures them (--gate rubric_genre)
-    praise_by: Optional[str] = None  # the backbone that writes cross_praise (--praise-by); None: no such family
+    writers: dict[str, str] = {}  # family -> the backbone that writes it (--praise-by, --third-by)
 
     def writer_of(self, asked: PraiseRequest) -> Optional[str]:
-        """The backbone a request is put to: cross_praise's writer, else the check's own (None)."""
-        return self.praise_by if asked.kind == CROSS_PRAISE else None
+        """The backbone a request is put to: its family's writer, else the check's own (None)."""
+        return self.writers.get(asked.kind)
 
 
 def what_to_check(
-    settings: CheckSettings, per_agent: int, gates: Sequence[str], praise_by: Optional[str] = None
+    settings: CheckSettings,
+    per_agent: int,
+    gates: Sequence[str],
+    praise_by: Optional[str] = None,
+    third_by: Optional[str] = None,
 ) -> Checked:
     """Up to `per_agent` seed pairs per agent and their corrupted copies, and which measurements the
     gates take of them (`Gate.checked_by`); with `praise_by` (a backbone's name) the praise that
-    backbone writes, too (cross_praise)."""
+    backbone writes, too (cross_praise), and with `third_by` the praise that one writes (third_praise)."""
     from ms.agents import agents_from
     from ms.data import load_splits
 
@@ -104,10 +108,11 @@ def what_to_check(
                 f"text; use an hf backbone, or backbone.prompt_logprobs=echo"
             )
     asked = requests(seeds, praised, settings.seed)
-    if praise_by is not None:
-        backbones.config(praise_by)  # an unknown name is refused here, before anything is built
-        asked += requests(seeds, praised, settings.seed, CROSS_PRAISE)
-    return Checked(agents, splits, jobs, rubric, utility, backbone_of, question, asked, genre, praise_by)
+    writers = {kind: name for kind, name in ((CROSS_PRAISE, praise_by), (THIRD_PRAISE, third_by)) if name}
+    for kind, name in writers.items():
+        backbones.config(name)  # an unknown name is refused here, before anything is built
+        asked += requests(seeds, praised, settings.seed, kind)
+    return Checked(agents, splits, jobs, rubric, utility, backbone_of, question, asked, genre, writers)
 
 
 def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch: int = 16) -> list[Decision]:
