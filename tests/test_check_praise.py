@@ -5,6 +5,7 @@ and held-out families is reported apart."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 
@@ -361,3 +362,18 @@ def test_the_third_family_is_asked_again_where_it_copies_and_the_older_ones_neve
     assert kept[2:] == [ANSWER, ANSWER]  # model_praise keeps its first reply, copy or not
     assert [asks[r.chat[0]["content"]] for r in third] == [ASKS, ASKS]
     assert all(asks[r.chat[0]["content"]] == 1 for r in model)
+
+
+def test_only_keeps_the_good_pairs_and_the_kinds_named_each_made_as_in_the_whole_check():
+    from ms.cli.gate_commands import _kinds, check_settings
+    from ms.gates.check import what_to_check
+
+    cfg = compose_config(["data.agents=[riddle,sonnet]"])
+    whole = what_to_check(check_settings(cfg), 2, ["rubric"], third_by="gemma3")
+    part = what_to_check(check_settings(cfg), 2, ["rubric"], third_by="gemma3", only=[THIRD_PRAISE, PRAISE_ALONE])
+    assert {j.kind for j in part.jobs} == {GOOD, PRAISE_ALONE}
+    assert part.jobs == [j for j in whole.jobs if j.kind in (GOOD, PRAISE_ALONE)]
+    assert part.asked == [a for a in whole.asked if a.kind == THIRD_PRAISE] and len(part.asked) == 4
+    assert _kinds("third_praise, swapped") == [THIRD_PRAISE, "swapped"]
+    with pytest.raises(argparse.ArgumentTypeError, match="'nosuch': choose from"):
+        _kinds("nosuch")

@@ -50,7 +50,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
     cfg = compose_checked(args.overrides, plan=args.plan)
     settings = check_settings(cfg)
-    checked = what_to_check(settings, args.per_agent, args.gate, args.praise_by, args.third_by)
+    checked = what_to_check(settings, args.per_agent, args.gate, args.praise_by, args.third_by, args.only)
     agents, splits, backbone_of = checked.agents, checked.splits, checked.backbone_of
     rubric, utility, question = checked.rubric, checked.utility, checked.question
     out = Path(args.out or time.strftime("outputs/gate_check/%Y-%m-%d_%H-%M-%S"))  # beside ms-run's folders
@@ -130,6 +130,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         + (f", and cross_praise, written by {args.praise_by}" if args.praise_by else "")
         + (f", and third_praise, written by {args.third_by}" if args.third_by else "")
         + ": held out, the test of a defence); AUC of good vs corrupted, 95% bootstrap CI"
+        + (f"\nonly the good pairs and {', '.join(args.only)} are judged (--only)" if args.only else "")
     )
     if scorer is not None:
         header += (
@@ -229,6 +230,16 @@ def _gates(text: str) -> list[str]:
     return gates
 
 
+def _kinds(text: str) -> list[str]:
+    """--only: corruption kinds, comma-separated (ms.gates.check_corruptions.KINDS)."""
+    from ms.gates.check_corruptions import KINDS
+
+    kinds = list(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
+    if not kinds or any(k not in KINDS for k in kinds):
+        raise argparse.ArgumentTypeError(f"'{text}': choose from {', '.join(KINDS)}, comma-separated")
+    return kinds
+
+
 def add_gate_commands(commands) -> None:
     gate = commands.add_parser(
         "gate-check", help="does a gate tell good pairs from corrupted copies? per-agent ROC AUC with a 95%% CI"
@@ -254,6 +265,12 @@ def add_gate_commands(commands) -> None:
         "--third-by",
         metavar="BACKBONE",
         help="a backbone that writes a third held-out praise family, third_praise (asked again where it copies the answer)",
+    )
+    gate.add_argument(
+        "--only",
+        type=_kinds,
+        metavar="KINDS",
+        help="judge only these corruption kinds (comma-separated) beside the good pairs, e.g. third_praise",
     )
     gate.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. backbone=gpt-4o scorer.read=text")
     gate.set_defaults(handler=gate_check_cmd)

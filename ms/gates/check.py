@@ -21,7 +21,7 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence
 from ms.common.errors import UserError
 from ms.config.parts import GATES
 from ms.data.plain_praise import Praised
-from ms.gates.check_corruptions import Job, corrupted_copies
+from ms.gates.check_corruptions import GOOD, Job, corrupted_copies
 from ms.gates.check_praise import CROSS_PRAISE, THIRD_PRAISE, PraiseRequest, requests
 from ms.gates.question_dependence import ContrastTest
 from ms.gates.replay import Utility
@@ -82,10 +82,12 @@ def what_to_check(
     gates: Sequence[str],
     praise_by: Optional[str] = None,
     third_by: Optional[str] = None,
+    only: Optional[Sequence[str]] = None,
 ) -> Checked:
     """Up to `per_agent` seed pairs per agent and their corrupted copies, and which measurements the
     gates take of them (`Gate.checked_by`); with `praise_by` (a backbone's name) the praise that
-    backbone writes, too (cross_praise), and with `third_by` the praise that one writes (third_praise)."""
+    backbone writes, too (cross_praise), and with `third_by` the praise that one writes (third_praise).
+    `only`: the kinds judged (the good pairs always), each copy made as in the whole check."""
     from ms.agents import agents_from
     from ms.data import load_splits
 
@@ -112,6 +114,9 @@ def what_to_check(
     for kind, name in writers.items():
         backbones.config(name)  # an unknown name is refused here, before anything is built
         asked += requests(seeds, praised, settings.seed, kind)
+    if only is not None:
+        jobs = [j for j in jobs if j.kind == GOOD or j.kind in only]
+        asked = [a for a in asked if a.kind in only]
     return Checked(agents, splits, jobs, rubric, utility, backbone_of, question, asked, genre, writers)
 
 
