@@ -334,7 +334,7 @@ def test_copied_counts_the_replys_word_pairs_found_in_the_answer():
     assert copied("A keyboard. It has keys but opens no locks.", ANSWER) == 1.0
     assert copied("A witty riddle with a neat turn at the end.", ANSWER) == 0.0
     assert copied("It has keys, a witty riddle", ANSWER) == pytest.approx(2 / 5)  # it has, has keys
-    assert copied("寒山初雪霁，好诗", "寒山初雪霁，\n翠色出孤松。") == pytest.approx(5 / 7)  # a CJK character is a word
+    assert copied("寒山初雪霁，好诗", "寒山初雪霁，\n翠色出孤松。") == pytest.approx(4 / 6)  # a CJK character is a word
     assert copied("", ANSWER) == 0.0
 
 

@@ -127,8 +127,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         f"truncated, empty; all: these four), grader-directed ones (self_assessment, "
         f"answer_plus_assessment: pooled as grader-directed; grader_instruction) and plain-words praise "
         f"(praise_alone, line_plus_praise: the development set; model_praise, written by {cfg.backbone.name}"
-        + (f", and cross_praise, written by {args.praise_by}" if args.praise_by else "")
-        + (f", and third_praise, written by {args.third_by}" if args.third_by else "")
+        + "".join(f", and {kind}, written by {writer}" for kind, writer in checked.writers.items())
         + ": held out, the test of a defence); AUC of good vs corrupted, 95% bootstrap CI"
         + (f"\nonly the good pairs and {', '.join(args.only)} are judged (--only)" if args.only else "")
     )
@@ -223,21 +222,22 @@ def _gates(text: str) -> list[str]:
     from the registered gates); `both` is derived from the other two's measurements."""
     from ms.gates.check import checked_gates
 
-    choices = checked_gates()
-    gates = list(dict.fromkeys(g.strip() for g in text.split(",") if g.strip()))
-    if not gates or any(g not in choices for g in gates):
-        raise argparse.ArgumentTypeError(f"'{text}': choose from {', '.join(choices)}, comma-separated")
-    return gates
+    return _listed(text, checked_gates())
 
 
 def _kinds(text: str) -> list[str]:
     """--only: corruption kinds, comma-separated (ms.gates.check_corruptions.KINDS)."""
     from ms.gates.check_corruptions import KINDS
 
-    kinds = list(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
-    if not kinds or any(k not in KINDS for k in kinds):
-        raise argparse.ArgumentTypeError(f"'{text}': choose from {', '.join(KINDS)}, comma-separated")
-    return kinds
+    return _listed(text, KINDS)
+
+
+def _listed(text: str, choices) -> list[str]:
+    """A comma-separated list of `choices`, each once, in the order given."""
+    listed = list(dict.fromkeys(item.strip() for item in text.split(",") if item.strip()))
+    if not listed or any(item not in choices for item in listed):
+        raise argparse.ArgumentTypeError(f"'{text}': choose from {', '.join(choices)}, comma-separated")
+    return listed
 
 
 def add_gate_commands(commands) -> None:

@@ -20,13 +20,13 @@ with the next seed, up to ASKS times, and the least copying reply is kept.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple, Sequence
 
 from ms.data import Example
 from ms.data.grader_directed import draw
 from ms.data.plain_praise import LINE_PLUS_PRAISE, PRAISE_ALONE, Praised
 from ms.llm.base import LM, Message
+from ms.retrieval.base import tokenize
 
 MODEL_PRAISE = "model_praise"
 CROSS_PRAISE = "cross_praise"
@@ -82,7 +82,6 @@ WORDINGS = {MODEL_PRAISE: REQUESTS, CROSS_PRAISE: CROSS_REQUESTS, THIRD_PRAISE: 
 UNCOPIED = (THIRD_PRAISE,)
 COPY_BAR = 0.5  # the share of the reply's word pairs found in the answer above which it is a copy
 ASKS = 3  # samples at most, seeds seed, seed + 1, ...
-_WORD = re.compile(r"[\u3000-\u9fff\uff00-\uffef]|\w+")  # a CJK character is a word, as \w+ would join a line
 PRAISE_TEMPERATURE = 0.8  # sampled, so that the seed varies the wording
 PRAISE_TOKENS = 96  # two or three sentences
 
@@ -118,8 +117,9 @@ def requests(
 
 
 def copied(praise: str, answer: str) -> float:
-    """The share of `praise`'s word pairs (adjacent words, lower-cased) that occur in `answer`."""
-    said, source = _WORD.findall(praise.lower()), _WORD.findall(answer.lower())
+    """The share of `praise`'s word pairs (adjacent words as BM25 splits them: lower-cased, a CJK character a
+    word) that occur in `answer`."""
+    said, source = tokenize(praise), tokenize(answer)
     pairs, known = list(zip(said, said[1:])), set(zip(source, source[1:]))
     return sum(p in known for p in pairs) / len(pairs) if pairs else 0.0
 
