@@ -6,8 +6,6 @@ Agents are configuration, not code: the `agents` config group maps each agent's 
 run without Hydra (ms-data, ms-report, the importers) read that same file through `default_agents`.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 from functools import cache

@@ -8,8 +8,6 @@ what these lines are made from. A `+key=` the schema does not declare is refused
 add it, and the run would ignore it. `compose_checked` composes one config outside Hydra's
 launch and checks it as ms-run would, for ms-data's commands."""
 
-from __future__ import annotations
-
 import dataclasses
 import difflib
 import typing

@@ -1,7 +1,5 @@
 """`ms-data`: look at, check and import the question-answer datasets."""
 
-from __future__ import annotations
-
 import argparse
 import sys
 from pathlib import Path

@@ -6,8 +6,6 @@ The resolvers are registered when ms.cli.run is imported, not in its main(): a l
 processes import it to unpickle the task, and resolve each job's folder name there.
 """
 
-from __future__ import annotations
-
 import hashlib
 import re
 from pathlib import Path

@@ -1,8 +1,6 @@
 """`ms-data forget`: take a writer agent's memories, or a run's, out of a pool (a SQLite file or a
 PostgreSQL database), never its seeds unless told, and leave an audit record in the pool."""
 
-from __future__ import annotations
-
 import argparse
 import os
 import shlex

@@ -1,8 +1,6 @@
 """`ms-data`'s gate commands: gate-check (does a gate tell good pairs from corrupted copies?),
 cross-grade (every grader on the pairs runs graded) and gate-quality (BERTScore of each judged answer)."""
 
-from __future__ import annotations
-
 import argparse
 from pathlib import Path
 

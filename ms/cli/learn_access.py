@@ -2,8 +2,6 @@
 k = 0 run of the same questions beside it) on one half of its test questions, and write it as a rule
 file the `access` group loads (access=rule access.file=FILE). ms.report.sharing.access_rule says how."""
 
-from __future__ import annotations
-
 import argparse
 from pathlib import Path
 

@@ -3,8 +3,6 @@ printed before anything is spent (see ms.plan.planner). The configs are composed
 them, sweeps expanded by its basic sweeper, but no job is launched: no output folder is made.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Optional
 

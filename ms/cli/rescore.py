@@ -9,8 +9,6 @@ F1 (each row's and each fill's summary) scored anew, and metrics.json saying whi
 where the answers came from; ms-report then draws the copy like any run.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import logging

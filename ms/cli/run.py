@@ -6,8 +6,6 @@ key, an unreachable endpoint): one message, no traceback. `--debug` or HYDRA_FUL
 traceback. A bug exits with status 1 and its traceback, as Hydra reports it.
 """
 
-from __future__ import annotations
-
 import json
 import logging
 import os

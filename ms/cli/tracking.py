@@ -11,8 +11,6 @@ contract keeps it so). A tracking failure never fails a run: Hydra turns a callb
 warning.
 """
 
-from __future__ import annotations
-
 import json
 import logging
 import os

@@ -6,8 +6,6 @@ alone on stderr and exit with status 2. Anything else is a bug and keeps its tra
 HYDRA_FULL_ERROR=1, or passing --debug, shows the traceback of user errors too.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import traceback

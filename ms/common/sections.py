@@ -4,8 +4,6 @@ A reader takes the keys a file holds and names the ones it lacks (`read`); a wri
 their order, less those (`written`), so that every committed file reads back to the dict it was written
 as. Runs of different vintages write different keys, and a report must read them all."""
 
-from __future__ import annotations
-
 from dataclasses import fields
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 

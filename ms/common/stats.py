@@ -3,8 +3,6 @@ questions, and a paired comparison (two conditions on the same test questions) w
 p-value and a verdict. Resampling is scipy.stats' own (bootstrap, permutation_test).
 """
 
-from __future__ import annotations
-
 import math
 import warnings
 from dataclasses import dataclass

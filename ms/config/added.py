@@ -8,8 +8,6 @@ setting ran with its older value, so the run resumes as the same cell. Adding a 
 committed runs lack is one row here.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 

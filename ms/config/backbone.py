@@ -2,8 +2,6 @@
 Each provider's own settings (hf's engine and dtype, an API's endpoint and retries) extend it in
 ms.llm.settings. Part of the schema (ms.config.schema names every name here); no torch."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Optional
 

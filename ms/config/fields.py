@@ -7,8 +7,6 @@ ms.loop.validation walks a composed config along its dataclass types and applies
 dataclass whose rules span several fields adds a `problems(self)` method yielding (field, message).
 """
 
-from __future__ import annotations
-
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional

@@ -1,8 +1,6 @@
 """The names of the files a run folder holds, in one place: the run writes them, ms-report, the
 export and the redo logic read them, and each imports the name from here."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from typing import Optional

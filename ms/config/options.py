@@ -12,8 +12,6 @@ An option whose part declares nothing gets the shared section. Stored at the top
 the group, so that `ms-run --help` offers no schema as an option.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from typing import Any, Iterator, NamedTuple, Optional
 

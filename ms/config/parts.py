@@ -8,8 +8,6 @@ Hydra group, one config file; its name joins its registry here, through an entry
 "ms.<kind>" (ms.config.registry says why), or by `register()` in-process.
 """
 
-from __future__ import annotations
-
 from ms.config.registry import Registry
 
 # What admits a new pair: each a ms.gates.base.Gate (conf/gate/<name>.yaml). rubric: the LLM grades the

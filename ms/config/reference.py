@@ -12,8 +12,6 @@ It reads source files and YAML only: no torch, and nothing of ms above the confi
 The schema's sections and settings, with their comments, are read in ms.config.schema_reference.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import html
 import re

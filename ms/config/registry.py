@@ -18,8 +18,6 @@ it repeats a built-in or another plugin's.
 This module imports nothing of ms (it lives in the config layer).
 """
 
-from __future__ import annotations
-
 import difflib
 import importlib
 from typing import Any, Iterator, Optional

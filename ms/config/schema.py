@@ -7,8 +7,6 @@ ms.config, and no torch: the parts take these dataclasses (or plain values read 
 other way round.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Optional
 

@@ -6,8 +6,6 @@ those comments, which ms.config.reference also uses for the registries. Kept apa
 source files only.
 """
 
-from __future__ import annotations
-
 import ast
 import dataclasses
 import functools

@@ -2,8 +2,6 @@
 its plan mode, ms-data, the tests) calls `register()` before it composes: importing a module never
 registers anything as a side effect."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent.parent / "conf")

@@ -9,8 +9,6 @@ rubric class: callers hand in a `RubricText` made from it (which also says what 
 the plain-words praise of ms.data.plain_praise).
 """
 
-from __future__ import annotations
-
 import random
 from dataclasses import dataclass
 from typing import Sequence

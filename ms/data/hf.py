@@ -1,7 +1,5 @@
 """Importer for any dataset the Hugging Face `datasets` library opens, by column mapping."""
 
-from __future__ import annotations
-
 import tempfile
 from pathlib import Path
 from typing import Mapping

@@ -7,8 +7,6 @@ item with a word or two changed, a truncated first word, a stray space). Trigram
 English and Chinese, where the packaged MiniLM sees mostly unknown tokens.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import unicodedata

@@ -1,8 +1,6 @@
 """Interactive learning's question generator: an agent reads an answer and writes the question
 it answers, so a stream can grow from answers alone (`ms-data invert`)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Mapping, Sequence
 

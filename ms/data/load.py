@@ -1,8 +1,6 @@
 """The project's dataset schema: one JSONL file per agent, loaded with line-exact validation, and
 the fixed-form checks of the literary agents."""
 
-from __future__ import annotations
-
 import json
 import logging
 import re

@@ -13,8 +13,6 @@ problem = stream, test = test), and records are kept as published, duplicates in
 hygiene report beside them says what leaks, and `drop_leaked_tests` writes the clean variant.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections import Counter

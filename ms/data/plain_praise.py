@@ -11,8 +11,6 @@ development and held-out families) and the poisoning writers of the same names (
 It lives in the data layer so that both may import it; the held-out family stays in ms.gates.check_praise.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Protocol
 

@@ -10,8 +10,6 @@ time. The loop hands the pairs to the run's gate as the victim's candidates (gra
 rubric, measured with the victim's prompts) and stores those it admits under `poison.writer`.
 """
 
-from __future__ import annotations
-
 import random
 from dataclasses import dataclass
 from typing import ClassVar, Iterator, Mapping, Optional, Sequence

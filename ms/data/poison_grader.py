@@ -5,8 +5,6 @@ the victim's pairs, as grader-directed text (ms.data.grader_directed) or plain-w
 at the grader gets it into the pool.
 """
 
-from __future__ import annotations
-
 from ms.data.grader_directed import ANSWER_PLUS_ASSESSMENT, GRADER_INSTRUCTION, SELF_ASSESSMENT, grader_directed
 from ms.data.load import Example
 from ms.data.plain_praise import LINE_PLUS_PRAISE, PRAISE_ALONE, Praised, templated

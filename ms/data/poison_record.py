@@ -2,8 +2,6 @@
 poisoner's `record`: ms.data.poison), one typed section of the run record (ms.loop.run_record). A clean
 run records no section."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 

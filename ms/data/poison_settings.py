@@ -5,8 +5,6 @@ poison=none declares nothing: no writer, so no victim either.
 Light on purpose: it imports the config layer only, since composing a config loads it.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any, Optional
 

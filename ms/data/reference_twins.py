@@ -14,8 +14,6 @@ TWIN_MIN_CHARS long. The bounds were fixed before any effect on a result was loo
 long answers count when nearly all their trigrams are shared (a reworded sentence or two).
 """
 
-from __future__ import annotations
-
 from collections import Counter
 from pathlib import Path
 

@@ -19,8 +19,6 @@ Forward-backward over (current agent, agents used so far) gives each record's ex
 agents; there are K * 2^(K-1) states, so this stays cheap up to the nine agents of one pool.
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 from typing import Sequence

@@ -1,7 +1,5 @@
 """Seed/stream/test splits, decided per agent, and the Hydra data config that loads them."""
 
-from __future__ import annotations
-
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass

@@ -1,8 +1,6 @@
 """gate=all, an admission control: every candidate joins the pool (what a pool grows to with no gate
 at all); no grader is asked."""
 
-from __future__ import annotations
-
 from typing import Sequence
 
 from ms.gates.base import Acceptance, Gate, GateParts, GatePlan, decision

@@ -3,8 +3,6 @@ parts (`GateParts`), the validation a view of the run's backbones (`Backbones`),
 planner (`GatePlan`). A gate reads its own config section (its settings, ms.gates.settings) and nothing
 else of the root config; what it needs of the rest of the run, the composition root builds for it."""
 
-from __future__ import annotations
-
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path

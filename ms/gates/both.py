@@ -1,7 +1,5 @@
 """gate=both: the rubric first, then utility on the pairs the rubric admits; a pair needs both."""
 
-from __future__ import annotations
-
 from dataclasses import asdict, replace
 from typing import Optional, Sequence
 

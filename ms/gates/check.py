@@ -13,8 +13,6 @@ ms.gates.check_auc, and the results written and printed by ms.gates.check_report
 which gates are checked, and takes their measurements of the pairs.
 """
 
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, NamedTuple, Optional, Sequence
 

@@ -1,8 +1,6 @@
 """How well a gate's scores separate good pairs from corrupted ones: the per-agent ROC AUC (good above
 corrupted) with a 95% bootstrap CI, over all corruptions and per kind, and the Youden threshold."""
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 from typing import Optional, Sequence

@@ -3,8 +3,6 @@ ordinary corruptions, where the rubric is handed in the grader-directed ones, an
 is handed in the plain-words praise: ms.gates.check_praise), with the names of the kinds and of the
 pools of kinds the check reports on."""
 
-from __future__ import annotations
-
 from typing import NamedTuple, Optional, Sequence
 
 from ms.data import Example

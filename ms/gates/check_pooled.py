@@ -12,8 +12,6 @@ difference of pooled AUCs, other minus base, with a 95% CI from resampling seed 
 good copy and corruptions travel together, so the pairing is kept).
 """
 
-from __future__ import annotations
-
 import json
 import math
 from pathlib import Path

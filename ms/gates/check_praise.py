@@ -18,8 +18,6 @@ was first written: praise sharing more than COPY_BAR of its word pairs with the 
 with the next seed, up to ASKS times, and the least copying reply is kept.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple, Sequence
 
 from ms.data import Example

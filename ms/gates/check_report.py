@@ -1,8 +1,6 @@
 """What a gate check writes and prints: every pair's measurements and the AUC table as files, the AUCs
 as text tables per gate, and what a utility threshold would admit."""
 
-from __future__ import annotations
-
 import csv
 import json
 from dataclasses import asdict

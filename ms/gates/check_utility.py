@@ -9,8 +9,6 @@ as a stream pair is, so it cannot be its own probe or shot, and a corrupted answ
 another seed pair cannot score by reproducing that pair's reference answer as a probe.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 

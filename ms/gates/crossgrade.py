@@ -6,8 +6,6 @@ grader must reproduce the scores the run recorded: the check that the pairs are 
 graded them.
 """
 
-from __future__ import annotations
-
 import csv
 import json
 from dataclasses import dataclass

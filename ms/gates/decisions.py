@@ -1,8 +1,6 @@
 """The rubric gate's decision on one pair (`Decision`: its score, whether it was accepted and why), as
 every gate records it, and the run's decisions.jsonl those decisions are appended to."""
 
-from __future__ import annotations
-
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path

@@ -13,8 +13,6 @@ backbone expects the text. 1 + len(REVIEWS) scored passes, no decoding. What it 
 docs/concepts/gates.md, "An answer must read as an answer".
 """
 
-from __future__ import annotations
-
 from ms.gates.question_dependence import ContrastTest
 
 # Written for this test alone: a reply to X talked about rather than given. Fixed before any check ran.

@@ -16,8 +16,6 @@ the test cannot see: docs/concepts/gates.md, "An answer must depend on its quest
 only in what the answer is scored after besides its own question.
 """
 
-from __future__ import annotations
-
 import random
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence

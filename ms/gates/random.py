@@ -3,8 +3,6 @@
 exactly as many candidates per agent and per micro-batch as that run admitted, chosen at random, so
 that at every fill the pool has the size and the per-agent make-up of the pool it controls for."""
 
-from __future__ import annotations
-
 import json
 import random
 from collections import Counter

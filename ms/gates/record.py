@@ -5,8 +5,6 @@ A field a gate does not record is None here and is left out of the record; the g
 field every record has a value for (runs record it only where it is not the rubric gate: ms.config.added).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field, fields
 from typing import Any, Collection, Mapping, Optional
 

@@ -8,8 +8,6 @@ Probes and their shots obey the access rule (ms.pool.access) of the candidate's 
 measurement acts for: a memory that agent may not retrieve is neither a probe nor a shot.
 """
 
-from __future__ import annotations
-
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Optional, Sequence

@@ -1,8 +1,6 @@
 """gate=rubric (the default): an LLM grades each pair against its rubric (ms.gates.scorer); a pair scoring
 at least scorer.threshold joins the pool."""
 
-from __future__ import annotations
-
 from typing import Callable, Optional, Sequence
 
 from ms.gates.base import Acceptance, Decisions, Gate, GateParts, GatePlan, Utilities

@@ -3,8 +3,6 @@
 backbone as a review, whatever its words, and fails the test; so does any text that talks about an
 answer instead of giving one."""
 
-from __future__ import annotations
-
 from ms.gates.base import GateParts, GatePlan
 from ms.gates.genre import REVIEWS
 from ms.gates.rubric import RubricGate, rubric_acceptance

@@ -3,8 +3,6 @@ test (ms.gates.question_dependence) on the pairs the rubric admits; a pair needs
 flattered by an answer that praises itself in plain words; the test reads no words, and an answer that
 is no likelier after its own question than after others fails it whatever it says."""
 
-from __future__ import annotations
-
 from dataclasses import asdict, replace
 from typing import Iterator, Optional, Sequence
 

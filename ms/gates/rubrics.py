@@ -1,8 +1,6 @@
 """The rubrics a grader scores pairs against: data files (conf/rubric/*.yaml, from the paper's appendix
 A.1) read into criteria and rendered into the grading prompt, and which rubric grades an agent's pairs."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path

@@ -1,8 +1,6 @@
 """Reading a score out of free text: the 0-100 score a grader's reply states (`parse_score`), where the
 backbone's scores come back as text rather than as token probabilities."""
 
-from __future__ import annotations
-
 import re
 
 from ms.config.schema import RUBRIC_TOTAL

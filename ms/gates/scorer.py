@@ -7,8 +7,6 @@ has none is rejected ("unscored"), never raised on. What the gate decided on eac
 (ms.gates.decisions); scorer.defence screens answers that talk to their grader (ms.gates.screen).
 """
 
-from __future__ import annotations
-
 from typing import Mapping, Optional, Sequence
 
 from ms.config.fields import require

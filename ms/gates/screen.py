@@ -14,8 +14,6 @@ admitted, not teaching anything. The rule reads words, never a particular wordin
 own templates (ms.data.grader_directed) are only one of the phrasings it catches.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Iterable
 

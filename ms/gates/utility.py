@@ -2,8 +2,6 @@
 (ms.gates.replay): u > gate.utility_threshold, in nats per token, over gate.probes probes; with
 gate.decide_on=lower, the lower bound of u's interval over the probes must exceed it instead."""
 
-from __future__ import annotations
-
 import math
 from dataclasses import asdict
 from statistics import stdev

@@ -1,7 +1,5 @@
 """Backbones: build one from its config."""
 
-from __future__ import annotations
-
 import logging
 from pathlib import Path
 

@@ -1,8 +1,6 @@
 """What an LM's calls cost, counted per role: the counters (`Usage`) and the roles a call can be made
 in (ROLES, and OTHER for a call made outside any)."""
 
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass
 from typing import Iterable
 

@@ -7,8 +7,6 @@ retries a malformed 2xx reply, and each logs and counts attempts its own way. On
 here treats both providers alike and counts every retry in `usage.retries`.
 """
 
-from __future__ import annotations
-
 import logging
 import os
 import threading

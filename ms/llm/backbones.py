@@ -6,8 +6,6 @@ model is loaded once and its usage is counted in one place.
 `Backbones` is built from the default backbone's section (and where built models keep their
 response cache); nothing here reads the root config."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Iterable, Optional
 

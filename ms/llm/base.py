@@ -8,8 +8,6 @@ What a backend needs besides the interface lives beside it: its errors (ms.llm.e
 (ms.llm.messages), the counters per role (ms.llm.accounting) and the engines' packages (ms.llm.engine_packages).
 """
 
-from __future__ import annotations
-
 import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager

@@ -1,7 +1,5 @@
 """A response cache shared by processes: one SQLite file, keyed by a hash of the whole request."""
 
-from __future__ import annotations
-
 import hashlib
 import json
 import sqlite3

@@ -7,8 +7,6 @@ compiler), and converts the transformers copy of the model ms already keeps in i
 token strings.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from ms.llm.base import BackendError

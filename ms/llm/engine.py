@@ -8,8 +8,6 @@ group's sequences sharing every step's pass over the weights, which is the lever
 are due at once.
 """
 
-from __future__ import annotations
-
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path

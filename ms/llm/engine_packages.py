@@ -1,8 +1,6 @@
 """The packages the generation engines run on (llama-cpp-python, ctranslate2): imported on first use,
 and where one is not installed, a one-line answer that names the setting and how to install it."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 from ms.llm.errors import BackendError

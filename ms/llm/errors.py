@@ -1,8 +1,6 @@
 """How a backend fails for good: the errors every provider and engine raises, which the CLIs report as
 user errors (a message that names the endpoint or setting, no traceback)."""
 
-from __future__ import annotations
-
 from ms.common.errors import UserError
 
 

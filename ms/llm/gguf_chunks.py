@@ -4,8 +4,6 @@
 folder where it keeps the models it converts (ms.llm.local.models_dir). A file split over packages
 that state no hash (ms.llm.gguf_parts) is joined the same way, from the record ms keeps of it."""
 
-from __future__ import annotations
-
 import hashlib
 import importlib
 from pathlib import Path

@@ -11,8 +11,6 @@ per machine, under a lock, into the models folder. Every refusal is one line nam
 the metadata key, and what to reinstall.
 """
 
-from __future__ import annotations
-
 import struct
 from dataclasses import dataclass
 from pathlib import Path

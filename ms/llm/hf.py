@@ -5,8 +5,6 @@ ms.llm.hf_generation's, its scoring ms.llm.hf_scoring's, and where its weights a
 cache calls it, ms.llm.hf_source's.
 """
 
-from __future__ import annotations
-
 import logging
 from pathlib import Path
 from typing import Callable, Sequence

@@ -2,8 +2,6 @@
 transformers, or greedy ones by another engine (backbone.engine, ms.config.parts.ENGINES), each cut at
 its first stop string."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 

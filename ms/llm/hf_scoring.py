@@ -3,8 +3,6 @@ the probability of each option as the start of a reply, read from next-token dis
 decoding (every option's tokens read as a tree per forward pass, ms.llm.option_tree, with the key-value
 caches of shared prefixes kept across calls, ms.llm.prefix_cache)."""
 
-from __future__ import annotations
-
 import copy
 from typing import Callable, Sequence
 

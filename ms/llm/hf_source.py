@@ -2,8 +2,6 @@
 package ships whole or in chunks) and what response-cache keys call the model: found without loading
 anything, so plan mode and a run's provenance can ask too."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from ms.llm.base import BackendError

@@ -9,8 +9,6 @@ due at once.
 Only token ids cross this boundary (ms.llm.engine), so llama.cpp sees exactly the ids hf would.
 """
 
-from __future__ import annotations
-
 import ctypes
 import sys
 import weakref

@@ -2,8 +2,6 @@
 converted models are kept: helpers shared by the causal LMs (ms.llm.hf and its engines), the
 retriever's encoder and BERTScore."""
 
-from __future__ import annotations
-
 import fcntl
 import hashlib
 import importlib.util

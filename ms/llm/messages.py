@@ -1,8 +1,6 @@
 """Prompts and chats: a prompt is a user message or a whole chat, and a chat becomes the text a model
 reads before its answer (its tokenizer's chat template, or its messages joined where it has none)."""
 
-from __future__ import annotations
-
 from typing import Sequence, Union
 
 Message = dict[str, str]

@@ -1,7 +1,5 @@
 """Chat completions through the official `mistralai` client (Mistral's API, or a compatible server)."""
 
-from __future__ import annotations
-
 from ms.common.errors import one_line
 from ms.llm.api import ChatAPILM, UnusableReply, reply_text
 

@@ -1,8 +1,6 @@
 """Chat completions through the official `openai` client (OpenAI, or any compatible server); with
 backbone.prompt_logprobs=echo, also exact scores from a server's prompt log-probs."""
 
-from __future__ import annotations
-
 import json
 import logging
 import math

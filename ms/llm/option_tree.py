@@ -10,8 +10,6 @@ The prompts are left-padded; each may start from a key-value cache of a prefix i
 others (ms.llm.prefix_cache), left-padded as well, so rows of different rubrics share a batch.
 """
 
-from __future__ import annotations
-
 import math
 from typing import Any, Sequence
 

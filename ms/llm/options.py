@@ -5,8 +5,6 @@ distribution (in-process forward passes, a server's top log-probs), not in how t
 probabilities follow from those distributions.
 """
 
-from __future__ import annotations
-
 import math
 from typing import Callable, Hashable, Sequence
 

@@ -2,8 +2,6 @@
 message and rubric, which every pair of a domain is graded under. A forward pass over a prompt then
 starts from its prefix's cache and reads only the rest."""
 
-from __future__ import annotations
-
 import copy
 from collections import OrderedDict
 from typing import Any, Callable, Sequence

@@ -12,8 +12,6 @@ contexts: ref_logprob, labels, the utility gate), the gate's score probabilities
 prefix the gate keeps its work on.
 """
 
-from __future__ import annotations
-
 from abc import ABC, abstractmethod
 from typing import Sequence
 

@@ -1,8 +1,6 @@
 """Sampled replies that are a function of their request: what `LM.sample` keys and seeds each sample by,
 and the decoding step that draws every row of a batch with its own random stream (ms.llm.hf)."""
 
-from __future__ import annotations
-
 from typing import Any, Sequence
 
 from ms.llm.cache import request_key

@@ -5,8 +5,6 @@ its provider (ms.config.options says how, and why a key its provider does not de
 Light on purpose: it imports the config layer only, no torch, since composing a config loads it.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Optional
 

@@ -1,8 +1,6 @@
 """What a run's LLM calls cost, by backbone and role: the `llm_usage.json` a run writes, the lines
 its printout ends with, and the price table that turns tokens into an estimated cost."""
 
-from __future__ import annotations
-
 import json
 from dataclasses import asdict
 from pathlib import Path

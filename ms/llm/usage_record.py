@@ -2,8 +2,6 @@
 typed. Runs from before usage was kept per backbone wrote an older shape, kept here as written (`older`)
 and read in today's shape through `upgraded` (ms.llm.usage.upgraded_usage)."""
 
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Optional
 

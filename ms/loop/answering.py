@@ -9,8 +9,6 @@ stream step adds everything that changes the pool, what the gate, admission, mem
 consolidation and retirement do with the answers.
 """
 
-from __future__ import annotations
-
 import ctypes
 import json
 from collections import defaultdict

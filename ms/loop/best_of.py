@@ -6,8 +6,6 @@ was kept (`Choice.record`). The highest score wins; ties go to the earlier sampl
 no score (an unscored grading, an empty answer) ranks below every scored one.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 

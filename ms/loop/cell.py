@@ -10,8 +10,6 @@ that differ: it is never skipped, and never run over the old results. Only a dif
 can be accepted, deliberately (`accept_code_change=true`), and the acceptance is recorded in the run.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from pathlib import Path

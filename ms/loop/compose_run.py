@@ -6,8 +6,6 @@ first, is drawn on as models load). Before it, `open_run` checks the settings an
 folder that holds the same cell's complete run is left as it is.
 """
 
-from __future__ import annotations
-
 import json
 import logging
 from dataclasses import dataclass, field, replace

@@ -8,8 +8,6 @@ SHA-256 is kept with its size and modification time: a resume whose file has the
 time reuses the recorded hash rather than reading 100-500 MB of weights again.
 """
 
-from __future__ import annotations
-
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path

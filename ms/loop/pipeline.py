@@ -8,8 +8,6 @@ to its agent, and the evaluation, are in ms.loop.answering.
 to the composition root (ms.loop.compose_run) and runs what that builds; nothing here reads the config.
 """
 
-from __future__ import annotations
-
 import json
 import logging
 import time

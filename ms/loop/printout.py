@@ -1,8 +1,6 @@
 """The table a run prints when it ends: per agent, each metric with its 95% CI and n; then what
 its LLM calls cost, per role."""
 
-from __future__ import annotations
-
 from ms.common.stats import interval_text
 from ms.llm.usage import format_usage
 from ms.metrics.base import metric_of_key

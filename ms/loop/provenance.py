@@ -6,8 +6,6 @@ shift with batch size: lm-evaluation-harness issues #704, #1645).
 Nothing here may fail a run: a field that cannot be read is recorded as None.
 """
 
-from __future__ import annotations
-
 import platform
 import subprocess
 from importlib import metadata

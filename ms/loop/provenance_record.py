@@ -7,8 +7,6 @@ written back. So is a backbone's `dtype` where not written (it is, where the mod
 process), and a cell's `accepted_code` (written where a later request accepted the run for other code).
 """
 
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 

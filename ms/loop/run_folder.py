@@ -3,8 +3,6 @@
 Re-running a sweep redoes only unfinished cells; these functions decide what "finished" means and
 clean up after an attempt that was killed."""
 
-from __future__ import annotations
-
 import json
 import logging
 import os

@@ -10,8 +10,6 @@ a vintage lacks (provenance and cell, before they were recorded) is None and sta
 so does a section a test's hand-written run leaves out.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional

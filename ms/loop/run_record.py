@@ -11,8 +11,6 @@ when written back. A key no section declares (a plugin gate's own setting) is ke
 fields (GateRecord.extra), never dropped.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional

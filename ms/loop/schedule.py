@@ -3,8 +3,6 @@ cannot drift (ARCHITECTURE.md, "One schedule, walked by the run and by its plan"
 work, its plan counts the calls it takes: only what happens, in which order and at which step, is said
 here, once."""
 
-from __future__ import annotations
-
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, TypeVar

@@ -7,8 +7,6 @@ back. The keys written only where they apply (`skipped_without_reference` under 
 under a poisoning writer, `retired` where memories can be retired) are None where a run did not write them.
 """
 
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, Optional
 

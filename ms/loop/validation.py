@@ -12,8 +12,6 @@ Hydra has already checked types and unknown keys at composition (ms.cli.compose 
 line); this pass checks values.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from pathlib import Path
 from typing import Any, Iterator, Sequence

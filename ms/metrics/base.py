@@ -2,8 +2,6 @@
 (`EvalBatch`) and plan mode's planner (`MetricPlan`). Metric classes are looked up by the keys they
 write (`metric_of_key`), which is how ms-report names what a run recorded."""
 
-from __future__ import annotations
-
 from abc import ABC
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional, Protocol, Sequence

@@ -1,8 +1,6 @@
 """eval.metrics=[bertscore]: BERTScore P, R and F1 of each generated answer against its reference
 (ms.metrics.evaluate.BERTScore; the paper's metric). Needs the answers, so the run generates them."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 from ms.metrics.base import Metric

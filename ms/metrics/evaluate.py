@@ -9,8 +9,6 @@ knows their layers, but they are downloaded from the Hugging Face hub on first u
 a machine that can reach it (or a warm HF cache). Scores are raw: no baseline rescaling.
 """
 
-from __future__ import annotations
-
 import logging
 from collections import defaultdict
 from importlib.metadata import version

@@ -11,8 +11,6 @@ model was trained for sentence similarity on mean-pooled last-layer token vector
 table has no entry for it. It was fixed before any score was looked at.
 """
 
-from __future__ import annotations
-
 import zipfile
 from dataclasses import dataclass
 from importlib import metadata

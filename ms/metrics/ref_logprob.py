@@ -3,8 +3,6 @@ the prompt the agent saw (EPR and LLM-R's demonstration utility), in nats per to
 on the agent's backbone, no decoding. Measured only where that backbone scores given text (absent
 from the other agents' rows, never 0)."""
 
-from __future__ import annotations
-
 from typing import Any, Sequence
 
 from ms.config.schema import REF_LOGPROB

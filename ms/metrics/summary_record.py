@@ -6,8 +6,6 @@ Vintages: runs written before `n` was kept per metric hold one n, the rows of th
 description written by hand (a test's run) may lack keys, which stay out when written back.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 

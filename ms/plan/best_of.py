@@ -2,8 +2,6 @@
 for beyond one answer a question: n sampled answers, then the selector's call on each candidate; and
 what a stream-only run (eval.enabled=false) leaves out."""
 
-from __future__ import annotations
-
 from ms.llm import provider_class
 from ms.llm.base import cache_key, generate_params
 from ms.llm.sampling import sample_params

@@ -3,8 +3,6 @@ settings it reads (`PlanSettings`), the response-cache probe and the request key
 sizes, and the calls the gate and the metrics plan (ms.gates.base.GatePlan, ms.metrics.base.MetricPlan).
 ms.plan.planner walks the run's steps with them; its docstring says where the cache is looked up."""
 
-from __future__ import annotations
-
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path

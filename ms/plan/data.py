@@ -9,8 +9,6 @@ invert asks once per answer. Tokens are estimated from the text as ms.plan.plann
 the response cache holds is not looked up (`?`), so costs are upper bounds.
 """
 
-from __future__ import annotations
-
 import argparse
 from pathlib import Path
 from statistics import fmean

@@ -1,8 +1,6 @@
 """Plan mode's flags on a command line: +plan=true, and the admission rate given by plan_accept=<rate>
 or measured in a finished run by plan_from=<folder> (ms-run's and ms-data's)."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import Optional, Sequence

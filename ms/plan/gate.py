@@ -9,8 +9,6 @@ every scope's seeds alone hold m probes (then each candidate has exactly m). Und
 utility calls follow the rubric's admissions, so they are estimated like the label calls.
 """
 
-from __future__ import annotations
-
 from typing import Optional
 
 from ms.config.parts import GATES

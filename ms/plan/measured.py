@@ -9,8 +9,6 @@ one the rate depends on (the keys are named). A measured rate is only as good as
 planned one; the machine, which no run records, is the one difference left unchecked.
 """
 
-from __future__ import annotations
-
 import json
 import math
 from fnmatch import fnmatch

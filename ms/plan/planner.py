@@ -15,8 +15,6 @@ backbone's chat template, which loads the backbone's tokenizer (not its weights)
 `Row` per role and backbone (ms.plan.rows).
 """
 
-from __future__ import annotations
-
 from typing import Optional
 
 from omegaconf import DictConfig

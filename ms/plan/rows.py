@@ -4,8 +4,6 @@ planners fill them (ms.plan.planner for a run, ms.plan.data for ms-data's comman
 them, and a sweep's plan sums them (ms.cli.plan).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Any, Optional
 

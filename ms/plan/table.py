@@ -1,8 +1,6 @@
 """The table a plan prints: one line per role and backbone (calls, tokens, cached calls, estimated cost)
 and their total (ms-run's and ms-data's plan mode)."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 

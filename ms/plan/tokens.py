@@ -1,8 +1,6 @@
 """How plan mode counts tokens before any tokenizer loads: 4 characters a token, 1 a CJK character,
 and a few per chat message for the template around it."""
 
-from __future__ import annotations
-
 import re
 
 CHARS_PER_TOKEN = 4.0

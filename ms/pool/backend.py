@@ -1,8 +1,6 @@
 """What the pool asks of a database, so that ms.pool.store holds every query once and the backends
 (SQLite, PostgreSQL) only open connections, keep the schema and order the writers."""
 
-from __future__ import annotations
-
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from typing import Any, Hashable, Iterable, Iterator, Sequence

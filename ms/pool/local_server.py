@@ -15,8 +15,6 @@ PostgreSQL refuses to run as root, so under root the server's files belong to `n
 and pg_ctl run as that user; FOLDER must then lie where `nobody` can reach it (e.g. under /tmp).
 """
 
-from __future__ import annotations
-
 import argparse
 import glob
 import os

@@ -8,8 +8,6 @@ bumped `version` is the change token, one cheap read. A password comes only from
 (PGPASSWORD) or libpq's own files (.pgpass), never from pool.dsn, so no run file can hold one.
 """
 
-from __future__ import annotations
-
 import getpass
 import logging
 import os

@@ -1,8 +1,6 @@
 """What a memory is: the row type, its content identity, the scopes, and the checks every
 written row passes."""
 
-from __future__ import annotations
-
 import dataclasses
 import hashlib
 import json

@@ -8,8 +8,6 @@ The deletions go through the change log like any other change, so every process 
 in memory (ms.retrieval.snapshot) drops them at its next search; nothing has to be rebuilt by hand.
 """
 
-from __future__ import annotations
-
 import json
 import time
 from collections import Counter

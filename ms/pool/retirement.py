@@ -11,8 +11,6 @@ through the change log like any other, so no search returns it any more (ms.retr
 Retirement is never undone: a pool reopened, shared or redone keeps it.
 """
 
-from __future__ import annotations
-
 import json
 from dataclasses import dataclass
 from typing import Iterable

@@ -2,8 +2,6 @@
 portable SQL types (each backend spells them its own way), the columns each version added (an
 older pool gains them in place when opened), and the errors that name a pool that cannot be used."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import Callable, Container, Iterator

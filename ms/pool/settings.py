@@ -7,8 +7,6 @@ line (ms.cli.compose).
 Light on purpose: it imports the config layer only, no torch, since composing a config loads it.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Optional
 

@@ -1,8 +1,6 @@
 """The pool in one SQLite file: safe for processes on one machine (WAL, one writer at a time), its
 schema, and its migration from older files."""
 
-from __future__ import annotations
-
 import sqlite3
 import threading
 import time

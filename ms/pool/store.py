@@ -1,8 +1,6 @@
 """The pool: opened from its config (`open_pool`), adds, reads, counts and the change feed that snapshots
 follow, written once over whichever database holds it (ms.pool.backend)."""
 
-from __future__ import annotations
-
 import json
 import time
 from pathlib import Path
@@ -249,7 +247,7 @@ class Pool:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> Pool:
+    def __enter__(self) -> "Pool":
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -1,7 +1,5 @@
 """ms-report: every table, claim and figure for the runs under some sweep dirs, written into one folder."""
 
-from __future__ import annotations
-
 import argparse
 import logging
 import os

@@ -1,8 +1,6 @@
 """What every section of a report draws from (ms.report.sections): the runs and their conditions, as
 write_report reads them once, and what the sections drew that later ones and the site use."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence

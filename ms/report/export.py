@@ -5,8 +5,6 @@
 (A module of its own: the ms.report package imports ms.report.common.writers, which `python -m` would then
 run a second time.)"""
 
-from __future__ import annotations
-
 import argparse
 import sys
 from pathlib import Path

@@ -2,8 +2,6 @@
 into the report's folder and returns its part of summary.md ('' where it has nothing to show), and may use
 what an earlier one recorded in the report. write_report (ms.report.cli) walks SECTIONS."""
 
-from __future__ import annotations
-
 from typing import Callable, NamedTuple
 
 from ms.report.context import Report

@@ -2,8 +2,6 @@
 memory train (training), and the memory policies (memory: how admitted pairs enter the pool and how
 retrieval sees them)."""
 
-from __future__ import annotations
-
 from dataclasses import fields
 from typing import Callable
 

@@ -12,8 +12,6 @@ faiss is an optional extra (`pip install 'ms[ann]'`); this module imports it onl
 made, so ms runs without it while retriever.index=exact.
 """
 
-from __future__ import annotations
-
 import importlib.util
 from contextlib import contextmanager
 

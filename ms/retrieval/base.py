@@ -7,8 +7,6 @@ top k, so a withheld memory can never be returned and never takes the place of o
 `reader` None, or an open reader, is every memory of the scope.
 """
 
-from __future__ import annotations
-
 import re
 from abc import ABC, abstractmethod
 from typing import Any, Callable, ClassVar, NamedTuple, Optional, Sequence

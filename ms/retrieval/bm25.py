@@ -15,8 +15,6 @@ may see; it does not change the scope every reader's scores are computed over).
 reference the incremental path is tested and benchmarked against.
 """
 
-from __future__ import annotations
-
 import math
 from array import array
 from collections import Counter

@@ -9,8 +9,6 @@ query instead; that makes a term's weight depend on how spread out the candidate
 (two near-identical cosines get stretched to 0 and 1), so it is not done here.
 """
 
-from __future__ import annotations
-
 import logging
 import math
 import time

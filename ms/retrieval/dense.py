@@ -18,8 +18,6 @@ A reader's access rule (ms.pool.access) masks the cosines before the top k (exac
 into the graph's filter (ann), whose shortfall falls back to exact search with the same mask.
 """
 
-from __future__ import annotations
-
 import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
@@ -48,7 +46,7 @@ class _ScopeIndex:
     version: int = 0  # encoder version at which every vector was last (re)computed
     writes: int = 0  # bumped whenever rows are (re)encoded, so an ANN graph knows when to look
     generation: int = -1  # snapshot generation the vectors were last caught up with
-    graph: ScopeGraph | None = None  # under index="ann", once the scope reached ann_min_size
+    graph: "ScopeGraph | None" = None  # under index="ann", once the scope reached ann_min_size
 
 
 class DenseRetriever(Retriever):
@@ -198,7 +196,7 @@ class DenseRetriever(Retriever):
 
     # ---- search ----------------------------------------------------------------------------
 
-    def _graph(self, index: _ScopeIndex) -> ScopeGraph | None:
+    def _graph(self, index: _ScopeIndex) -> "ScopeGraph | None":
         """The scope's ANN graph, caught up with its vectors, where this search should use one."""
         if self.index_kind != "ann" or index.snapshot.searchable_count < self.ann_min_size:
             return None  # a small scope: exact search is fast, and exact
@@ -209,7 +207,7 @@ class DenseRetriever(Retriever):
         index.graph.follow(index.vectors.numpy(), index.encoded, index.version, index.writes, index.snapshot)
         return index.graph
 
-    def graph(self, scope: str) -> ScopeGraph | None:
+    def graph(self, scope: str) -> "ScopeGraph | None":
         """`scope`'s ANN graph as the next search would use it; None where that search is exact."""
         return self._graph(self.index(scope))
 

@@ -1,7 +1,5 @@
 """The bi-encoder behind dense retrieval: mean pooling over tokens, L2-normalized."""
 
-from __future__ import annotations
-
 import logging
 from pathlib import Path
 from typing import Sequence

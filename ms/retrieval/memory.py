@@ -12,8 +12,6 @@ similar enough to the query, or important enough to be pulled in anyway; a reade
 ms.retrieval.memory_prompts.
 """
 
-from __future__ import annotations
-
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence

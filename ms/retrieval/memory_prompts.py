@@ -1,8 +1,6 @@
 """What the stm_ltm memory policy (ms.retrieval.memory) asks the model, and how it reads the replies:
 an importance rating for each admitted pair, and one summary pair for a group of similar ones."""
 
-from __future__ import annotations
-
 import re
 from typing import Sequence
 

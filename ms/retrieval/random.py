@@ -1,7 +1,5 @@
 """Random memories from the scope: the floor any learned retriever must beat."""
 
-from __future__ import annotations
-
 import random
 from typing import Sequence
 

@@ -6,8 +6,6 @@ ms.config.MemoryConfig), registered as the schema of its option in the `retrieve
 Light on purpose: it imports the config layer only, no torch, since composing a config loads it.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Any, Optional
 

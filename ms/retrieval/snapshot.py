@@ -15,8 +15,6 @@ mask ANDed with the positions whose writer the reader is granted, kept per disti
 (a memory's writer never changes, so that part only grows with the snapshot).
 """
 
-from __future__ import annotations
-
 import threading
 import weakref
 
@@ -53,7 +51,7 @@ class ScopeSnapshot:
     def __len__(self) -> int:
         return len(self.memories)
 
-    def sync(self) -> ScopeSnapshot:
+    def sync(self) -> "ScopeSnapshot":
         """Catch up with the pool file; returns self."""
         pool = self._pool()
         if pool is None:

@@ -5,8 +5,6 @@ trained. Mining obeys the access rule of the agent that wrote the pair: it mines
 agent may retrieve.
 """
 
-from __future__ import annotations
-
 import logging
 import math
 import random

@@ -5,8 +5,6 @@ grants as a frozenset, so readers with the same grants can be searched as one ba
 keeps one mask per distinct set of grants.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 

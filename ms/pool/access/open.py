@@ -1,7 +1,5 @@
 """access=open (the default): every reader reads every memory of its scope, as before rules existed."""
 
-from __future__ import annotations
-
 from typing import Sequence
 
 from ms.pool.access.base import AccessRule, Reader

@@ -2,8 +2,6 @@
 by the rule's `record`: ms.pool.access.table), one typed section of the run record (ms.loop.run_record).
 A run under the open rule records no section."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 

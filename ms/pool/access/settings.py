@@ -7,8 +7,6 @@ access=open, which grants every writer and reads no file. access=open declares n
 Light on purpose: it imports the config layer only, no torch, since composing a config loads it.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Optional
 

@@ -7,8 +7,6 @@ A reader's own memories are granted only where the table says so; seeds count as
 agent they were seeded for, and `seed` grants every seed pair.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence

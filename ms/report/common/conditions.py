@@ -2,8 +2,6 @@
 replicates of one condition and are pooled per test question; which conditions may be paired is
 ms.report.common.pairing's. Also which condition speaks for each table cell."""
 
-from __future__ import annotations
-
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -52,7 +50,7 @@ class Score:
     est: Estimate
     replicates: int = 1
 
-    def minus(self, constant: float) -> Score:
+    def minus(self, constant: float) -> "Score":
         """Ours less a published number: the interval moves with the mean (the number has no error)."""
 
         def shift(x: Optional[float]) -> Optional[float]:

@@ -8,8 +8,6 @@ An id counts as gone only where the pool file no longer holds it and either the 
 table (the audit record each `ms-data forget` writes) lists it or the run's memories.csv records it:
 decisions.jsonl alone says only what the run admitted, not that anything left."""
 
-from __future__ import annotations
-
 import json
 import sqlite3
 from typing import Callable, Iterable, Mapping, Optional

@@ -3,8 +3,6 @@ change in the metric since its own first fill, paired over the same test questio
 Absolute curves hide this: the questions' own spread makes every band wide, while a question's
 change between fills is measured far more tightly."""
 
-from __future__ import annotations
-
 from typing import Sequence
 
 from ms.common.stats import Estimate, paired

@@ -9,8 +9,6 @@ the rule file an access rule came from). Nothing else in ms.report compares a fi
 plugin) is still named, as "<name> <noun>".
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional, Union

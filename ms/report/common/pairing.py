@@ -2,8 +2,6 @@
 comparison varies and, besides, only in keys that cannot change a paired question's value (NOT_COMPARED).
 The seeds that make replicates (REPLICATE_SEEDS) are never a difference."""
 
-from __future__ import annotations
-
 from typing import Iterable, Optional, Sequence
 
 from ms.loop.schedule import batches

@@ -7,8 +7,6 @@ name the server's DSN. The report only reads (a read-only transaction): it never
 tables on a database that lacks them, as opening the pool would.
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 

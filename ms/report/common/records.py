@@ -4,8 +4,6 @@ warns of each: ms.report.tables.pages), and how many runs of a table were record
 different commit alone is no difference: most commits do not touch the arithmetic, and a sweep resumed after
 a commit would warn on every cell."""
 
-from __future__ import annotations
-
 from typing import Any, Sequence
 
 from ms.loop.provenance_record import Provenance

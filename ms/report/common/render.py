@@ -2,8 +2,6 @@
 '0.41 [0.38, 0.44]' (n in a note, or in the cell where it varies); CSV gives every number its own
 column (value, ci_lo, ci_hi, n, replicates) at full precision."""
 
-from __future__ import annotations
-
 import csv
 import io
 import itertools

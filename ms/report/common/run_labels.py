@@ -3,8 +3,6 @@ its condition in words (Run.words), not its folder name. A folder is named by it
 run to hundreds of characters without a space, which no table column or figure title can hold; the
 parts say the same thing in words that wrap."""
 
-from __future__ import annotations
-
 import hashlib
 from typing import Sequence
 

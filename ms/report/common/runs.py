@@ -1,8 +1,6 @@
 """Run folders as the pipeline leaves them: what each run was (metrics.json, .hydra/overrides.yaml)
 and what it measured on each test question (predictions.jsonl)."""
 
-from __future__ import annotations
-
 import json
 import logging
 import os

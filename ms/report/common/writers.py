@@ -5,8 +5,6 @@ run with pool/backend=postgres (ms.report.common.pool_server). Memories that lef
 (`ms-data forget`) are read from the run's own files and marked (ms.report.common.forgotten); a poisoning
 writer's memories are labelled as its, not as a backbone's."""
 
-from __future__ import annotations
-
 import csv
 import json
 import logging

@@ -1,8 +1,6 @@
 """What every report figure is drawn on: a figure on Agg outside pyplot, its title fitted to its width,
 and its PNG and PDF."""
 
-from __future__ import annotations
-
 import textwrap
 from pathlib import Path
 

@@ -1,8 +1,6 @@
 """Figure 4 (score against memory fill, with 95% CI bands, one panel per domain) and its companion, each
 gate's change since its first fill. Renderers take data and return a Figure, so tests can look inside."""
 
-from __future__ import annotations
-
 import logging
 from pathlib import Path
 

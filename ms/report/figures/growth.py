@@ -1,8 +1,6 @@
 """The pool-growth plot of every run with decisions: pool size per scope and each agent's running acceptance
 rate along the stream; summary.md shows it with the stream's share of each top k (ms.report.sharing.stream_share)."""
 
-from __future__ import annotations
-
 import logging
 from collections import Counter, defaultdict
 from pathlib import Path

@@ -2,8 +2,6 @@
 differences each averages; Tables 1-2; the figures; every run and why it is or is not in the tables.
 The numbers are the ones ms-report's own files carry: they are computed once, by the same code."""
 
-from __future__ import annotations
-
 from ms.config.parts import POLICIES
 from ms.report.common.conditions import SELECTION_RULE, Condition
 from ms.report.common.labels import words

@@ -9,8 +9,6 @@ are described the same way, from memories.csv and decisions.jsonl, and marked wi
 cannot be rebuilt (another run's memories in a shared pool, a memory policy's summaries, a data folder
 that is gone) is said, memory by memory."""
 
-from __future__ import annotations
-
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -3,8 +3,6 @@ split by Python's own format parser into literal text and field names, so the pa
 with the retrieved memories' texts exactly as `PromptTemplate.render` formats them, and each agent's
 instruction, sent as the system message unless `prompt.system` is false."""
 
-from __future__ import annotations
-
 from string import Formatter
 from typing import Optional, Union
 

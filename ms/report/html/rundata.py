@@ -2,8 +2,6 @@
 retrieved, its answer and every value recorded; its memories; the gate's decisions; the k = 0 values
 its questions pair with; and its sharing matrix, each cell with the retrievals behind it."""
 
-from __future__ import annotations
-
 import copy
 from collections import defaultdict
 from typing import Optional, Sequence

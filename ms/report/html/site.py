@@ -5,8 +5,6 @@ Browsers refuse fetch() and XHR from file://, so every data file is a script tha
 `MS.put`; the pages build their elements from text nodes only, so no text from the data (a model's
 answer among them) is ever parsed as HTML."""
 
-from __future__ import annotations
-
 import json
 import logging
 import math

@@ -7,8 +7,6 @@ Where the rules of both halves ran, their held-out halves together cover every t
 under a rule is listed with its grants, compared or not, since runs.md points here for all of them.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean

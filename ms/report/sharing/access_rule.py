@@ -13,8 +13,6 @@ the order of a hash of (agent, test id), alternately into half 0 and half 1. Onl
 measured half are read, so nothing the other half holds can move a grant.
 """
 
-from __future__ import annotations
-
 import hashlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass

@@ -1,8 +1,6 @@
 """The k = 0 evaluation a sharing matrix's gains are measured against: the run whose test questions
 pair with a k > 0 run's, one question at a time."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Optional, Sequence
 

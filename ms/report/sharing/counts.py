@@ -2,8 +2,6 @@
 its writer's columns (agent, backbone, source, and where they apply the writing run and the backbone
 family), with the gain against k = 0 those retrievals came with and its bootstrap CI."""
 
-from __future__ import annotations
-
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Optional, Sequence

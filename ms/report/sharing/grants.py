@@ -1,8 +1,6 @@
 """The access rule a run retrieved under, as its metrics.json records it (`run.access`: the grant table,
 ms.pool.access), read for the sharing matrix, which shows each reader's grants beside its retrievals."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 from ms.loop.run_record import RunRecord

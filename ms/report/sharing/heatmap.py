@@ -1,8 +1,6 @@
 """The sharing heatmap: each agent's share of retrievals by writer (count in the cell) beside the mean
 gain of those retrievals with its 95% CI, one figure per run."""
 
-from __future__ import annotations
-
 import numpy as np
 from matplotlib.colors import CenteredNorm
 from matplotlib.figure import Figure

@@ -7,8 +7,6 @@ The matrix is counted in ms.report.sharing.counts, said in CSV and markdown by m
 and drawn by ms.report.sharing.heatmap; this module writes them for every run.
 """
 
-from __future__ import annotations
-
 import logging
 from pathlib import Path
 from typing import Optional, Sequence

@@ -3,8 +3,6 @@ ms.data.poison), how far its memories spread and whom they hurt; poison.md's ope
 says what each number is. The poisoner's memories are read from the pool file or memories.csv as the sharing matrix
 reads them; the clean run is the one whose fields are the same but for the poisoner and the access rule."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence

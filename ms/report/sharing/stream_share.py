@@ -2,8 +2,6 @@
 (stream_share.md says what each number is). The unit is the test question, not the retrieval: the k
 retrievals of one question share its prompt, so an interval over retrievals would be too narrow."""
 
-from __future__ import annotations
-
 import logging
 from dataclasses import dataclass
 from pathlib import Path

@@ -2,8 +2,6 @@
 sharing.md (the table of shares and gains under the heatmap), the notes under both tables, and the
 definitions sharing.md opens with."""
 
-from __future__ import annotations
-
 from collections import Counter
 
 from ms.report.common.render import csv_number, csv_text, id_span

@@ -1,8 +1,6 @@
 """The ablation: within one (backbone, k, pool) cell, one row per retriever x memory policy, every
 score with its 95% CI."""
 
-from __future__ import annotations
-
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence

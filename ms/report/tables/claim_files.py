@@ -1,8 +1,6 @@
 """claims.md and claims.csv: the claims' rows (ms.report.tables.claims) as tables, how each claim is tested, which
 runs were paired and how many of them were recorded dirty or without a run record, and what no run could test."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Optional, Sequence
 

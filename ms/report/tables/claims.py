@@ -2,8 +2,6 @@
 claims.csv are ms.report.tables.claim_files'). A row is one (claim, comparison, metric); its verdict comes from
 ms.common.stats. Comparisons and settings are said in words (Run.words, ms.report.common.labels)."""
 
-from __future__ import annotations
-
 from collections import defaultdict
 from dataclasses import dataclass
 from statistics import fmean

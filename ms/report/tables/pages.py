@@ -1,8 +1,6 @@
 """runs.md (every run and why it is or is not in the tables), and summary.md's sections on the runs: its
 head (every run and the table it is used in), the test questions left out, the run records."""
 
-from __future__ import annotations
-
 import logging
 from typing import Sequence
 

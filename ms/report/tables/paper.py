@@ -1,7 +1,5 @@
 """The paper's published Table 1 and Table 2 numbers, read from paper_tables.yaml beside this module."""
 
-from __future__ import annotations
-
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path

@@ -1,8 +1,6 @@
 """Table 1 (k-shot x backbone, Domain-pool) and Table 2 (Domain- vs Single-pool at k = 3): our
 cells, with their CIs, beside the paper's published numbers."""
 
-from __future__ import annotations
-
 from typing import Optional, Sequence
 
 from ms.common.stats import CONFIDENCE, RESAMPLES

@@ -3,8 +3,6 @@ scores each answer a finished run's gate judged (decisions.jsonl) against its st
 answer with BERTScore P/R/F1, built from the run's own `eval` settings, and writes <run>/quality.jsonl, one
 line per decision in the same order; ms-report reads it where present (ms.report.usage.quality)."""
 
-from __future__ import annotations
-
 import json
 import time
 from pathlib import Path

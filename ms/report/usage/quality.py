@@ -3,8 +3,6 @@ admitted and of those it rejected, with 95% CIs, from the quality.jsonl that `ms
 (ms.report.usage.gate_quality) wrote beside each run. A gate that tells good answers from bad should admit
 answers closer to the references than it rejects."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Sequence
 

@@ -3,8 +3,6 @@ made to screen admission mechanisms cheaply. They have decisions.jsonl and no pr
 join what reads decisions (pool growth, the quality of what each gate admits once `ms-data gate-quality`
 has scored them, LLM usage) and none of the tables, claims and figures of test scores."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Sequence
 

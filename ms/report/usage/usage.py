@@ -2,8 +2,6 @@
 total. Read from each run's metrics.json (`usage`, as llm_usage.json holds it), else its
 llm_usage.json, in any of the shapes ms has written them (ms.llm.usage.upgraded_usage)."""
 
-from __future__ import annotations
-
 import json
 import logging
 from dataclasses import asdict
