@@ -25,11 +25,12 @@ from ms.gates.check_praise import (
     CROSS_PRAISE,
     CROSS_REQUESTS,
     DEVELOPMENT,
+    FIFTH_PRAISE,
     HELD_OUT,
     MODEL_PRAISE,
     PRAISE_POOLS,
     THIRD_PRAISE,
-    THIRD_REQUESTS,
+    WORDINGS,
     copied,
     request,
     requests,
@@ -55,7 +56,12 @@ def every_agents_praised(pool: str = "domain") -> dict[str, Praised]:
 
 
 def test_the_split_is_declared_once_and_the_model_written_family_is_held_out():
-    assert set(DEVELOPMENT).isdisjoint(HELD_OUT) and HELD_OUT == (MODEL_PRAISE, CROSS_PRAISE, THIRD_PRAISE)
+    assert set(DEVELOPMENT).isdisjoint(HELD_OUT) and HELD_OUT == (
+        MODEL_PRAISE,
+        CROSS_PRAISE,
+        THIRD_PRAISE,
+        FIFTH_PRAISE,
+    )
     assert set(DEVELOPMENT) == {PRAISE_ALONE, LINE_PLUS_PRAISE}
     assert {group: GROUPS[group] for group in PRAISE_POOLS} == PRAISE_POOLS  # the check reports each pool
 
@@ -151,14 +157,14 @@ def test_praise_by_names_a_backbone_that_exists_and_plans_its_calls_on_it(tmp_pa
 
     cfg = compose_config(["data.agents=[riddle,sonnet]"])
     with pytest.raises(UserError, match="no backbone 'nosuch'"):
-        what_to_check(check_settings(cfg), 2, ["rubric"], praise_by="nosuch")
+        what_to_check(check_settings(cfg), 2, ["rubric"], {CROSS_PRAISE: "nosuch"})
     with pytest.raises(UserError, match="no backbone 'nosuch'"):
-        what_to_check(check_settings(cfg), 2, ["rubric"], third_by="nosuch")
-    checked = what_to_check(check_settings(cfg), 2, ["rubric"], praise_by="qwen2.5-0.5b", third_by="gemma3")
-    writers = [checked.writer_of(a) for a in checked.asked]
-    assert writers.count(None) == writers.count("qwen2.5-0.5b") == writers.count("gemma3") == 4
-    expected = {MODEL_PRAISE: None, CROSS_PRAISE: "qwen2.5-0.5b", THIRD_PRAISE: "gemma3"}
-    assert all(w == expected[a.kind] for a, w in zip(checked.asked, writers))
+        what_to_check(check_settings(cfg), 2, ["rubric"], {FIFTH_PRAISE: "nosuch"})
+    writers = {CROSS_PRAISE: "qwen2.5-0.5b", THIRD_PRAISE: "gemma3", FIFTH_PRAISE: "smollm2"}
+    checked = what_to_check(check_settings(cfg), 2, ["rubric"], writers)
+    written_by = [checked.writer_of(a) for a in checked.asked]
+    assert all(written_by.count(name) == 4 for name in (None, "qwen2.5-0.5b", "gemma3", "smollm2"))
+    assert all(w == {MODEL_PRAISE: None, **writers}[a.kind] for a, w in zip(checked.asked, written_by))
     from ms.plan.data import gate_check_plan
 
     assert gate_check_plan(check_settings(cfg), checked, tmp_path) == 0
@@ -338,7 +344,8 @@ def test_copied_counts_the_replys_word_pairs_found_in_the_answer():
     assert copied("", ANSWER) == 0.0
 
 
-def test_the_third_family_is_asked_again_where_it_copies_and_the_older_ones_never(tmp_path):
+@pytest.mark.parametrize("kind", [THIRD_PRAISE, FIFTH_PRAISE])
+def test_the_third_and_fifth_families_are_asked_again_where_they_copy_and_the_older_ones_never(tmp_path, kind):
     asks: dict[str, int] = {}
 
     def sample(chat, seed):  # the answer given back on the first asks, praise on the third
@@ -350,9 +357,12 @@ def test_the_third_family_is_asked_again_where_it_copies_and_the_older_ones_neve
 
     seeds = {"riddle": [example(0), example(1)]}
     praised = {"riddle": Praised.of("riddle", load_rubric("logic"))}
-    third, model = requests(seeds, praised, 0, THIRD_PRAISE), requests(seeds, praised, 0)
-    marks = ("As their teacher", "back cover", "thank-you note")  # one phrase of each of its wordings
-    assert all(sum(m in w for w in THIRD_REQUESTS) == 1 for m in marks)
+    third, model = requests(seeds, praised, 0, kind), requests(seeds, praised, 0)
+    marks = {  # one phrase of each of its wordings
+        THIRD_PRAISE: ("As their teacher", "back cover", "thank-you note"),
+        FIFTH_PRAISE: ("contest you judged", "your followers", "read aloud"),
+    }[kind]
+    assert all(sum(m in w for w in WORDINGS[kind]) == 1 for m in marks)
     assert all(any(m in r.chat[0]["content"] for m in marks) for r in third)
     lm = FakeLM(samples=sample, cache=ResponseCache(tmp_path / "responses.sqlite"))
     kept = written(lm, [*third, *model], 0)
@@ -369,8 +379,10 @@ def test_only_keeps_the_good_pairs_and_the_kinds_named_each_made_as_in_the_whole
     from ms.gates.check import what_to_check
 
     cfg = compose_config(["data.agents=[riddle,sonnet]"])
-    whole = what_to_check(check_settings(cfg), 2, ["rubric"], third_by="gemma3")
-    part = what_to_check(check_settings(cfg), 2, ["rubric"], third_by="gemma3", only=[THIRD_PRAISE, PRAISE_ALONE])
+    whole = what_to_check(check_settings(cfg), 2, ["rubric"], {THIRD_PRAISE: "gemma3"})
+    part = what_to_check(
+        check_settings(cfg), 2, ["rubric"], {THIRD_PRAISE: "gemma3"}, only=[THIRD_PRAISE, PRAISE_ALONE]
+    )
     assert {j.kind for j in part.jobs} == {GOOD, PRAISE_ALONE}
     assert part.jobs == [j for j in whole.jobs if j.kind in (GOOD, PRAISE_ALONE)]
     assert part.asked == [a for a in whole.asked if a.kind == THIRD_PRAISE] and len(part.asked) == 4

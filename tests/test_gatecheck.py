@@ -23,7 +23,7 @@ from ms.gates.check_corruptions import (
     corrupted_copies,
     truncated,
 )
-from ms.gates.check_praise import CROSS_PRAISE, MODEL_PRAISE, PRAISE_KINDS, THIRD_PRAISE
+from ms.gates.check_praise import MODEL_PRAISE, PRAISE_KINDS, WRITTEN_BY
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision
 
@@ -179,8 +179,8 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache, monk
         assert r["missing"] == "0" and 0.0 <= float(r["auc"]) <= 1.0
     pairs = [json.loads(line) for line in (out / "gate_check_decisions.jsonl").read_text().splitlines()]
     # per agent: good, 3 ordinary, 3 grader-directed, 3 plain-words praise (one written by the backbone)
-    # cross_praise and third_praise are written only with --praise-by and --third-by
-    written = [k for k in PRAISE_KINDS if k not in (CROSS_PRAISE, THIRD_PRAISE)]
+    # cross_praise, third_praise and fifth_praise are written only with --praise-by, --third-by and --fifth-by
+    written = [k for k in PRAISE_KINDS if k not in WRITTEN_BY]
     assert len(pairs) == 2 * (1 + len(ordinary) + len(GRADER_DIRECTED) + len(written))
     assert "rubric, pooled over agents" in (out / "gate_check.md").read_text()
     for pair in pairs:

@@ -35,7 +35,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.gates.check_auc import summarize
     from ms.gates.check_corruptions import with_model_praise
     from ms.gates.check_pooled import GENRE_GATE, QDEP_GATE, TESTED, Scored, pooled_report
-    from ms.gates.check_praise import HELD_OUT, written
+    from ms.gates.check_praise import HELD_OUT, WRITTEN_BY, written
     from ms.gates.check_report import format_results, threshold_report, write_results
     from ms.gates.check_utility import utility_of_jobs
     from ms.gates.genre import REVIEWS, GenreTest
@@ -48,7 +48,8 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
     cfg = compose_checked(args.overrides, plan=args.plan)
     settings = check_settings(cfg)
-    checked = what_to_check(settings, args.per_agent, args.gate, args.praise_by, args.third_by, args.only)
+    writers = {kind: getattr(args, option[2:].replace("-", "_")) for kind, option in WRITTEN_BY.items()}
+    checked = what_to_check(settings, args.per_agent, args.gate, writers, args.only)
     agents, splits, backbone_of = checked.agents, checked.splits, checked.backbone_of
     rubric, utility, question = checked.rubric, checked.utility, checked.question
     out = Path(args.out or time.strftime("outputs/gate_check/%Y-%m-%d_%H-%M-%S"))  # beside ms-run's folders
@@ -65,7 +66,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     genre_margin = RubricGenreSettings.of(cfg.gate).margin  # and the genre test's
     seconds, decisions, utilities, scorer = {}, None, None, None
     started = time.perf_counter()
-    # The held-out families: praise the check's own backbone (and --praise-by's, --third-by's) writes, with the check's seed.
+    # The held-out families: praise the check's own backbone (and --praise-by's, ...) writes, with the check's seed.
     jobs = checked.jobs
     for writer in dict.fromkeys(map(checked.writer_of, checked.asked)):
         asked = [a for a in checked.asked if checked.writer_of(a) == writer]
@@ -263,6 +264,11 @@ def add_gate_commands(commands) -> None:
         "--third-by",
         metavar="BACKBONE",
         help="a backbone that writes a third held-out praise family, third_praise (asked again where it copies the answer)",
+    )
+    gate.add_argument(
+        "--fifth-by",
+        metavar="BACKBONE",
+        help="a backbone that writes fifth_praise, held out in wordings of its own (asked again where it copies)",
     )
     gate.add_argument(
         "--only",

@@ -20,7 +20,7 @@ from ms.common.errors import UserError
 from ms.config.parts import GATES
 from ms.data.plain_praise import Praised
 from ms.gates.check_corruptions import GOOD, Job, corrupted_copies
-from ms.gates.check_praise import CROSS_PRAISE, THIRD_PRAISE, PraiseRequest, requests
+from ms.gates.check_praise import PraiseRequest, requests
 from ms.gates.question_dependence import ContrastTest
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer, rubric_for
@@ -67,7 +67,7 @@ class Checked(NamedTuple):
     question: bool = False  # whether the question-dependence test measures them (--gate rubric_qdep)
     asked: list[PraiseRequest] = []  # the praise the backbones are asked to write (model_praise and the others)
     genre: bool = False  # whether the genre test measures them (--gate rubric_genre)
-    writers: dict[str, str] = {}  # family -> the backbone that writes it (--praise-by, --third-by)
+    writers: dict[str, str] = {}  # family -> the backbone that writes it (--praise-by, --third-by, --fifth-by)
 
     def writer_of(self, asked: PraiseRequest) -> Optional[str]:
         """The backbone a request is put to: its family's writer, else the check's own (None)."""
@@ -78,13 +78,12 @@ def what_to_check(
     settings: CheckSettings,
     per_agent: int,
     gates: Sequence[str],
-    praise_by: Optional[str] = None,
-    third_by: Optional[str] = None,
+    writers: Optional[dict[str, str]] = None,
     only: Optional[Sequence[str]] = None,
 ) -> Checked:
     """Up to `per_agent` seed pairs per agent and their corrupted copies, and which measurements the
-    gates take of them (`Gate.checked_by`); with `praise_by` (a backbone's name) the praise that
-    backbone writes, too (cross_praise), and with `third_by` the praise that one writes (third_praise).
+    gates take of them (`Gate.checked_by`); `writers`: family -> the backbone (a name) that writes it,
+    for the families another backbone writes (check_praise.WRITTEN_BY: cross_praise, third_praise, ...).
     `only`: the kinds judged (the good pairs always), each copy made as in the whole check."""
     from ms.agents import agents_from
     from ms.data import load_splits
@@ -108,7 +107,7 @@ def what_to_check(
                 f"text; use an hf backbone, or backbone.prompt_logprobs=echo"
             )
     asked = requests(seeds, praised, settings.seed)
-    writers = {kind: name for kind, name in ((CROSS_PRAISE, praise_by), (THIRD_PRAISE, third_by)) if name}
+    writers = {kind: name for kind, name in (writers or {}).items() if name}
     for kind, name in writers.items():
         backbones.config(name)  # an unknown name is refused here, before anything is built
         asked += requests(seeds, praised, settings.seed, kind)

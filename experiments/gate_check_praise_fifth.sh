@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The genre test scored on Qwen2.5-0.5B whatever the grader, judged on a fifth held-out praise family.
+#
+# Over four held-out families the genre test, scored on the grader's own backbone, ranked praise below good
+# answers with AUC 0.79-0.85 under SmolLM2 and 0.79-0.92 under Qwen2.5-0.5B: the weak link is SmolLM2 as the
+# test's scorer. This defence, fixed here before the fifth family is read, keeps the rubric on the grader and
+# scores the genre test on Qwen2.5-0.5B (the test runs on the agents' backbone, so backbone=qwen2.5-0.5b with
+# grader=G), margin 0, read as rubric_genre_ranked. The same settings as every earlier genre check otherwise.
+#
+#   1. development and ordinary corruptions (every kind but the held-out ones), SmolLM2 grading with the test
+#      on Qwen2.5-0.5B: what the new scorer does where the defence may be looked at;
+#   2. fifth_praise, written by SmolLM2 (--fifth-by smollm2), read once by each grader: SmolLM2 at 15 with the
+#      test on Qwen2.5-0.5B, and Qwen2.5-0.5B at 54 (its test on itself, as before).
+# Each grader's held-out check is compared with today's default (the rubric) by gate-compare.
+#
+#   bash experiments/gate_check_praise_fifth.sh OUT_DIR
+# Resumable: a step whose gate_check.md exists is skipped.
+set -euo pipefail
+out=${1:?usage: gate_check_praise_fifth.sh OUT_DIR}
+kinds=swapped,other_question,truncated,empty,self_assessment,answer_plus_assessment,grader_instruction
+kinds+=,praise_alone,line_plus_praise
+declare -A threshold_of=([smollm2]=15 [qwen2.5-0.5b]=54)
+common=(--gate rubric,rubric_genre --per-agent 8)
+fixed=(backbone=qwen2.5-0.5b scorer.defence=reject gate=rubric_genre)
+
+check() {  # check DIR GRADER ARGS...: one gate check, timed, then its comparisons with the rubric
+  local dir=$1 grader=$2; shift 2
+  if [ ! -f "$dir/gate_check.md" ]; then
+    local start; start=$(date +%s)
+    ms-data gate-check "${common[@]}" "$@" --out "$dir" "grader=$grader" "${fixed[@]}"
+    echo "$dir: $(($(date +%s) - start)) s" | tee -a "$out/wall.txt"
+  fi
+  for other in rubric_genre rubric_genre_ranked; do
+    ms-data gate-compare "$dir" "$dir" --gate rubric --other-gate "$other" --threshold "${threshold_of[$grader]}" \
+      >"$dir/compare_$other.md"
+  done
+}
+
+mkdir -p "$out"
+git log --oneline -1 >"$out/commit.txt"
+git status --short >>"$out/commit.txt"
+check "$out/development/smollm2" smollm2 --only "$kinds"
+for grader in smollm2 qwen2.5-0.5b; do
+  check "$out/fifth/$grader" "$grader" --fifth-by smollm2 --only fifth_praise
+done
