@@ -7,10 +7,11 @@
 # scores the genre test on Qwen2.5-0.5B (the test runs on the agents' backbone, so backbone=qwen2.5-0.5b with
 # grader=G), margin 0, read as rubric_genre_ranked. The same settings as every earlier genre check otherwise.
 #
-#   1. development and ordinary corruptions (every kind but the held-out ones), SmolLM2 grading with the test
-#      on Qwen2.5-0.5B: what the new scorer does where the defence may be looked at;
-#   2. fifth_praise, written by SmolLM2 (--fifth-by smollm2), read once by each grader: SmolLM2 at 15 with the
-#      test on Qwen2.5-0.5B, and Qwen2.5-0.5B at 54 (its test on itself, as before).
+#   1. fifth_praise, written by SmolLM2 (--fifth-by smollm2), read once by each grader: SmolLM2 at 15 with the
+#      test on Qwen2.5-0.5B, and Qwen2.5-0.5B at 54 (its test on itself, as before);
+#   2. development and ordinary corruptions (every kind but the held-out ones), SmolLM2 grading with the test
+#      on Qwen2.5-0.5B: the issue's other conditions (ordinary corruptions, good pairs admitted, praise alone).
+# The order is the order of the answers wanted first; nothing of step 2 is read to set anything of step 1.
 # Each grader's held-out check is compared with today's default (the rubric) by gate-compare.
 #
 #   bash experiments/gate_check_praise_fifth.sh OUT_DIR
@@ -39,7 +40,7 @@ check() {  # check DIR GRADER ARGS...: one gate check, timed, then its compariso
 mkdir -p "$out"
 git log --oneline -1 >"$out/commit.txt"
 git status --short >>"$out/commit.txt"
-check "$out/development/smollm2" smollm2 --only "$kinds"
 for grader in smollm2 qwen2.5-0.5b; do
   check "$out/fifth/$grader" "$grader" --fifth-by smollm2 --only fifth_praise
 done
+check "$out/development/smollm2" smollm2 --only "$kinds"
