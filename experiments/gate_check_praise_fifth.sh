@@ -11,6 +11,10 @@
 #      test on Qwen2.5-0.5B, and Qwen2.5-0.5B at 54 (its test on itself, as before);
 #   2. development and ordinary corruptions (every kind but the held-out ones), SmolLM2 grading with the test
 #      on Qwen2.5-0.5B: the other conditions (ordinary corruptions, good pairs admitted, praise alone).
+#   3. fifth_praise written by Qwen2.5-0.5B (--fifth-by qwen2.5-0.5b), read once by each grader as in step 1.
+#      Added after step 1 was read, for what it showed: SmolLM2-135M wrote little that reads as praise (garbled
+#      or off-task text, as Gemma 3 270M did for third_praise), so step 1 tested the defence on little praise.
+#      The defence's settings are unchanged; only the writer differs.
 # The order is the order of the answers wanted first; nothing of step 2 is read to set anything of step 1.
 # Each grader's held-out check is compared with today's default (the rubric) by gate-compare.
 #
@@ -44,3 +48,6 @@ for grader in smollm2 qwen2.5-0.5b; do
   check "$out/fifth/$grader" "$grader" --fifth-by smollm2 --only fifth_praise
 done
 check "$out/development/smollm2" smollm2 --only "$kinds"
+for grader in smollm2 qwen2.5-0.5b; do
+  check "$out/fifth_by_qwen/$grader" "$grader" --fifth-by qwen2.5-0.5b --only fifth_praise
+done
