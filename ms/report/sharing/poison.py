@@ -25,11 +25,6 @@ SIDES = {VICTIM: "the victim", OTHERS: "the other agents"}
 BAR = 0.38  # the height of one side's bar in a run's row (two sides per row)
 
 
-def poison_of(run: Run) -> Optional[PoisonRecord]:
-    """The run's poisoner (kind, victim, writer[, marker]); None for a clean run."""
-    return run.record.poison
-
-
 def clean_twin(run: Run, runs: Sequence[Run]) -> Optional[Run]:
     """The newest run without a poisoner whose fields equal `run`'s but for the poisoner, its access rule
     and its seed, on the same examples."""
@@ -37,7 +32,7 @@ def clean_twin(run: Run, runs: Sequence[Run]) -> Optional[Run]:
     def rest(r: Run) -> dict:
         return r.record.without("poison", "access", "seed")
 
-    found = [r for r in runs if poison_of(r) is None and r.data == run.data and rest(r) == rest(run)]
+    found = [r for r in runs if r.record.poison is None and r.data == run.data and rest(r) == rest(run)]
     return max(found, key=lambda r: (r.finished, r.name)) if found else None
 
 
@@ -96,7 +91,7 @@ def _harm(run: Run, clean: Optional[Run], victim: str, metric: str) -> dict[str,
 
 
 def spread(run: Run, runs: Sequence[Run], metric: str) -> Spread:
-    poison = poison_of(run)
+    poison = run.record.poison
     victim, writer = poison.victim, poison.writer
     counts = run.written.stream.poison  # None: not recorded
     writers = read_writers(run.path, run.record.backbone)
@@ -296,7 +291,7 @@ def write_poison(runs: Sequence[Run], out: Path, metric: str) -> str:
     summary.md."""
     for suffix in (".md", ".csv", ".png", ".pdf"):  # a rerun into the same --out must not keep an old one
         (out / f"{FILE}{suffix}").unlink(missing_ok=True)
-    found = [spread(run, runs, metric) for run in runs if poison_of(run) is not None]
+    found = [spread(run, runs, metric) for run in runs if run.record.poison is not None]
     if not found:
         return ""
     (out / f"{FILE}.md").write_text(poison_markdown(found, metric), encoding="utf-8")
