@@ -13,7 +13,7 @@ from test_report import PNG_MAGIC, make_run
 from ms.config.files import WRITERS_FILE
 from ms.report.cli import write_report
 from ms.report.common.runs import find_runs
-from ms.report.sharing.poison import OTHERS, VICTIM, poison_figure, poison_of, spread
+from ms.report.sharing.poison import OTHERS, VICTIM, poison_figure, spread
 
 VICTIM_AGENT = "riddle"
 POISONED_IDS = (8, 9)  # the memories the poisoning writer wrote (memories.csv)
@@ -59,7 +59,7 @@ def sweep(tmp_path_factory) -> Path:
 
 def test_the_figure_draws_the_shares_and_changes_poison_md_computes(sweep):
     runs, _ = find_runs([sweep])
-    [found] = [spread(run, runs, "ref_logprob") for run in runs if poison_of(run)]
+    [found] = [spread(run, runs, "ref_logprob") for run in runs if run.record.poison]
     assert found.clean is not None and found.clean.path == sweep / "clean" / "clean"
     victim_share = found.retrievals[VICTIM][0] / found.retrievals[VICTIM][1]
     assert victim_share == pytest.approx(1 / 3) and found.retrievals[OTHERS][0] == 0
@@ -100,7 +100,7 @@ def test_two_runs_of_one_kind_gate_and_rule_are_labelled_by_the_field_they_diffe
     )
     write_memories(twin)
     runs, _ = find_runs([sweep, tmp_path / "twin"])
-    found = [spread(run, runs, "ref_logprob") for run in runs if poison_of(run)]
+    found = [spread(run, runs, "ref_logprob") for run in runs if run.record.poison]
     labels = [tick.get_text() for tick in poison_figure(found, "ref_logprob").axes[0].get_yticklabels()]
     assert sorted(labels) == sorted(f"on_style, gate=rubric, open, seed={s.run.record.seed}" for s in found)
     assert len(set(labels)) == 2
@@ -116,7 +116,7 @@ def test_the_poisoners_memories_are_its_own_not_a_models_or_a_domains(sweep, tmp
     from ms.report.sharing.matrices import write_sharing
 
     runs, _ = find_runs([sweep])
-    [run] = [r for r in runs if poison_of(r)]
+    [run] = [r for r in runs if r.record.poison]
     writers = read_writers(run.path, "smollm2")
     assert {writers[i].backbone for i in POISONED_IDS} == {POISONER}
     assert {w.backbone for i, w in writers.items() if i not in POISONED_IDS} == {"smollm2"}

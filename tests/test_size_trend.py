@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ms.common.errors import UserError
-from ms.report.tables.claim_files import CSV_HEADER
+from ms.report.tables.claim_files import CSV_COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("size_trend", REPO / "experiments" / "size_trend.py")
@@ -22,7 +22,7 @@ def claims(folder: Path, rows: list[tuple]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "claims.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(CSV_HEADER)
+        w.writerow(CSV_COLUMNS)
         for claim, comparison, gate, metric, estimate in rows:
             w.writerow(
                 [

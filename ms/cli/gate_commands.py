@@ -154,24 +154,18 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         )
     header += "\nwall time: " + ", ".join(f"{part} {s:.0f} s" for part, s in seconds.items())
     text = format_results(results, header)
+    threshold, held_out = cfg.scorer.threshold, ", ".join(k for k in HELD_OUT if any(j.kind == k for j in jobs))
+    pooled = {}  # what a pooled report is titled -> each job's score
     if decisions is not None:
-        rows = [
-            Scored((j.agent, str(j.example.id)), j.kind, 0.0 if d.score is None else d.score)
-            for j, d in zip(jobs, decisions)
-        ]
-        text += "\n\n" + pooled_report(
-            rows, cfg.scorer.threshold, f"rubric, pooled over agents (admitted: score >= {cfg.scorer.threshold:g})"
-        )
+        title = f"rubric, pooled over agents (admitted: score >= {threshold:g})"
+        pooled[title] = [0.0 if d.score is None else d.score for d in decisions]
     for defended, (_, test) in TESTED.items():
-        if defended not in scores:
-            continue
-        rows = [Scored((j.agent, str(j.example.id)), j.kind, score) for j, score in zip(jobs, scores[defended])]
-        text += "\n\n" + pooled_report(
-            rows,
-            cfg.scorer.threshold,
-            f"{defended}, pooled over agents (admitted: score >= {cfg.scorer.threshold:g} and the {test} "
-            f"passed); held out: {', '.join(k for k in HELD_OUT if any(j.kind == k for j in jobs))}",
-        )
+        if defended in scores:
+            title = f"{defended}, pooled over agents (admitted: score >= {threshold:g} and the {test} passed)"
+            pooled[f"{title}; held out: {held_out}"] = scores[defended]
+    for title, values in pooled.items():
+        rows = [Scored((j.agent, str(j.example.id)), j.kind, score) for j, score in zip(jobs, values)]
+        text += "\n\n" + pooled_report(rows, threshold, title)
     if utilities is not None:
         text += threshold_report([j.kind for j in jobs], [m.u for m in utilities])
     (out / "gate_check.md").write_text("```\n" + text + "\n```\n", encoding="utf-8")

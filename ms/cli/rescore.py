@@ -27,7 +27,7 @@ from ms.data.load import write_jsonl
 from ms.loop.run_metrics import RunMetrics
 from ms.metrics.evaluate import BERTSCORE_KEYS, BERTScore, summarize
 from ms.metrics.summary_record import BertScoreRecord, FillSummary, Scores
-from ms.report.common.runs import run_folders
+from ms.report.common.runs import numbered_jsonl, run_folders
 
 COPIED = ("decisions.jsonl", "retirements.jsonl", "llm_usage.json", "run_id", "memories.csv")
 
@@ -74,7 +74,7 @@ def rescore_run(folder: Path, out: Path, scorer: BERTScore) -> int:
     for path in (predictions, metrics_path):
         if not path.is_file():
             raise ValueError(f"{folder}: no {path.name}; only a finished run's answers can be rescored")
-    rows = _rows(predictions)
+    rows = [row for _, row in numbered_jsonl(predictions, strict=True)]
     answered = [r for r in rows if "answer" in r]
     if not answered:
         raise ValueError(f"{predictions}: no generated answers (a ref_logprob-only run): nothing to rescore")
@@ -114,17 +114,6 @@ def _replaced(scores: Scores, fresh: Scores) -> Scores:
     ci = {**(scores.ci or {}), **{key: fresh.ci[key] for key in keys}}
     means = {**scores.means, **{key: fresh.means[key] for key in keys}}
     return replace(scores, n=n, ci=ci, means=means, absent=scores.absent - {"ci"})
-
-
-def _rows(path: Path) -> list[dict]:
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path} line {n}: not JSON ({err.msg})") from None
-    return rows
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

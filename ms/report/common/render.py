@@ -7,7 +7,7 @@ import io
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence, Union
+from typing import Iterable, Optional, Sequence, Union
 
 from ms.common.stats import interval_text
 from ms.report.common.conditions import Score
@@ -43,14 +43,13 @@ def value_text(value: Value, missing: str = "–", signed: bool = False, show_n:
     return missing if value is None else _number(value, signed, digits)
 
 
-def _cells(table: Table, missing: str) -> list[list[str]]:
+def table_cells(table: Table, missing: str = "–", show_n: Optional[bool] = None) -> list[list[str]]:
+    """Each row's labels and its values in text; `show_n` None: as the table says."""
+    show_n = table.show_n if show_n is None else show_n
     return [
         [
             *labels,
-            *(
-                value_text(v, missing, DIFF in labels or DIFF in col, table.show_n)
-                for v, col in zip(values, table.columns)
-            ),
+            *(value_text(v, missing, DIFF in labels or DIFF in col, show_n) for v, col in zip(values, table.columns)),
         ]
         for labels, values in table.rows
     ]
@@ -83,7 +82,7 @@ def markdown_grid(header: Sequence[str], rows: Sequence[Sequence[str]], numeric_
 def to_markdown(table: Table) -> str:
     header = [*table.index, *(" ".join(c) for c in table.columns)]
     notes = "".join(f"- {n}\n" for n in table.notes)
-    return f"**{table.title}**\n\n{markdown_grid(header, _cells(table, '–'), len(table.index))}\n\n{notes}"
+    return f"**{table.title}**\n\n{markdown_grid(header, table_cells(table), len(table.index))}\n\n{notes}"
 
 
 def id_span(ids: Sequence[int]) -> str:
@@ -160,6 +159,6 @@ def to_latex(table: Table) -> str:
             start += width
         lines += [" & ".join(cells) + r" \\", " ".join(rules)]
     lines += [" & ".join(_tex(x) for x in [*table.index, *(c[-1] for c in table.columns)]) + r" \\", r"\midrule"]
-    lines += [" & ".join(map(_tex, row)) + r" \\" for row in _cells(table, "--")]
+    lines += [" & ".join(map(_tex, row)) + r" \\" for row in table_cells(table, "--")]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"

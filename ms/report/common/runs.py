@@ -55,16 +55,24 @@ def in_known_order(keys: Sequence[str]) -> list[str]:
     return [k for k in known if k in keys] + [k for k in keys if k not in known]
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Every JSON line of the file; a line that does not parse (a crash mid-write) is left out, with a warning."""
+def numbered_jsonl(path: Path, strict: bool = False) -> list[tuple[int, dict]]:
+    """(line number, row) for every JSON line of the file. A line that does not parse (a crash mid-write)
+    is left out, with a warning; with `strict` it is a UserError naming the line."""
     rows = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
+                rows.append((n, json.loads(line)))
+            except json.JSONDecodeError as err:
+                if strict:
+                    raise UserError(f"{path} line {n}: not JSON ({err.msg})") from None
                 log.warning("%s line %d is not JSON; left out", path, n)
     return rows
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Every JSON line of the file, those that do not parse left out (numbered_jsonl)."""
+    return [row for _, row in numbered_jsonl(path)]
 
 
 @dataclass

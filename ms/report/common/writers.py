@@ -225,6 +225,12 @@ def read_writers(run_dir: Path, run_backbone: str = "") -> Optional[dict[int, Wr
         rows = server_rows(run_dir, config)
     else:
         return None
+    return writers_of(rows, run_dir, config, run_backbone)
+
+
+def writers_of(rows: list[dict], run_dir: Path, config: dict, run_backbone: str) -> dict[int, Writer]:
+    """memory id -> who wrote it, from writers rows (as the pool's: id, agent, domain, origin, and where
+    known backbone, run_id, run, forgotten), each backbone resolved as the run's files say."""
     backbones = agent_backbones(config, run_backbone)
     poisoner = poison_writer(run_dir)
     # The runs table records each run's folder as a path; its name is what ms-report calls the run.

@@ -11,7 +11,8 @@ from matplotlib.ticker import MaxNLocator
 
 from ms.config.files import DECISIONS_FILE
 from ms.report.common.run_labels import file_name, run_labels
-from ms.report.common.runs import Run, read_jsonl
+from ms.report.common.runs import Run
+from ms.report.common.writers import decisions_of
 from ms.report.context import Report
 from ms.report.figures.canvas import fitted, new_figure
 from ms.report.sharing.stream_share import write_stream_share
@@ -54,10 +55,9 @@ def write_growth(runs: Sequence[Run], out: Path) -> dict[str, str]:
     """A pool-growth plot per run with decisions (pool_growth_<run>.png); run name -> its file name."""
     growth, labels = {}, run_labels(runs)
     for run in runs:
-        path = run.path / DECISIONS_FILE
-        decisions = read_jsonl(path) if path.exists() else []
+        decisions = decisions_of(run.path)
         if not decisions:
-            log.warning("no pool-growth plot for %s: %s missing or empty", run.name, path)
+            log.warning("no pool-growth plot for %s: %s missing or empty", run.name, run.path / DECISIONS_FILE)
             continue
         png = file_name(run.name, "pool_growth_", ".png")
         # named by its condition in words, as the site names it: a folder's name can be too long for a title

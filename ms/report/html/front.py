@@ -6,7 +6,7 @@ from ms.config.parts import POLICIES
 from ms.report.common.conditions import SELECTION_RULE, Condition
 from ms.report.common.labels import words
 from ms.report.common.records import record_counts
-from ms.report.common.render import DIFF, Table, value_text
+from ms.report.common.render import Table, table_cells
 from ms.report.common.run_labels import run_labels
 from ms.report.common.runs import Run, metric_label, metric_words
 from ms.report.context import Report
@@ -46,10 +46,7 @@ def table_data(table: Table) -> dict:
     return {
         "title": table.title,
         "header": [*table.index, *(" / ".join(c) for c in table.columns)],
-        "rows": [
-            [*labels, *(value_text(v, signed=DIFF in labels or DIFF in col) for v, col in zip(values, table.columns))]
-            for labels, values in table.rows
-        ],
+        "rows": table_cells(table, show_n=False),
         "notes": table.notes,
     }
 

@@ -27,15 +27,13 @@ from ms.pool import Pool
 from ms.report.common.render import id_span
 from ms.report.common.runs import Run
 from ms.report.common.writers import (
-    POISONER,
     Writer,
-    agent_backbones,
     agent_domains,
     decisions_of,
-    poison_writer,
     pool_copy,
     read_writers,
     run_config,
+    writers_of,
     writers_source,
 )
 
@@ -197,21 +195,13 @@ def run_memories(run: Run) -> Memories:
                 break
     else:  # no writers table: who wrote each memory is what the rebuild and decisions.jsonl say
         domain = agent_domains(config)
-        backbones = agent_backbones(config, backbone)
-        poisoner = poison_writer(run.path)
-        # A poisoner's pair is stored in the domain of the agent whose question it answered, and no backbone wrote it.
-        writers = {
-            **{i: Writer(s["agent"], s["domain"], "seed", "seed") for i, s in seeds.items()},
-            **{
-                i: Writer(
-                    s["agent"],
-                    domain.get(s["asked_by"]) or "",
-                    "stream",
-                    POISONER if s["agent"] == poisoner else backbones[s["agent"]],
-                )
-                for i, s in stream.items()
-            },
-        }
+        # A poisoner's pair is stored in the domain of the agent whose question it answered.
+        rows = [{"id": i, "agent": s["agent"], "domain": s["domain"], "origin": "seed"} for i, s in seeds.items()]
+        rows += [
+            {"id": i, "agent": s["agent"], "domain": domain.get(s["asked_by"]) or "", "origin": "stream"}
+            for i, s in stream.items()
+        ]
+        writers = writers_of(rows, run.path, config, backbone)
     rows = {**{i: {**s, "added_step": 0} for i, s in seeds.items()}, **stream}
     ids = sorted(set(writers) | set(rows))
     records = {i: _record(writers.get(i), rows.get(i)) for i in ids}

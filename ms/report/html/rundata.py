@@ -175,7 +175,7 @@ def run_data(
         "decisions": [{k: d[k] for k in DECISION_FIELDS if d.get(k) is not None} for d in decisions_of(run.path)],
         "baseline": _baseline(run, runs, index),
         # the run's header: the access rule it retrieved under and its poisoning writer, in words
-        "access": Grants.of(run.record).describe(),
+        "access": Grants(run.record.access).describe(),
         "poison": (
             f"poison={poison.kind}: writer `{poison.writer}` answering the questions of {poison.victim}"
             if poison

@@ -13,6 +13,7 @@ from statistics import fmean
 from typing import Optional, Sequence
 
 from ms.common.stats import Estimate, mean_ci
+from ms.report.common.render import markdown_grid
 from ms.report.common.runs import Item, Run, metric_label
 from ms.report.sharing.access_rule import CREDIT, question_halves
 from ms.report.sharing.grants import Grants
@@ -126,7 +127,7 @@ def _rule_runs(runs: Sequence[Run], compared: set[str]) -> list[str]:
     for run in runs:
         if run.record.access is None:
             continue
-        grants = Grants.of(run.record)
+        grants = Grants(run.record.access)
         readers = "; ".join(f"{reader}: {grants.text(reader)}" for reader in (run.record.agents or grants.table))
         status = (
             "Compared above"
@@ -154,13 +155,12 @@ def access_markdown(
         "",
     ]
     for c in found:
-        conditions = [k for k in CONDITIONS if k in c.values]
-        lines += [f"## {c.label}", "", "| condition | mean [95% CI] n |", "|---|---|"]
-        lines += [f"| {k} | {c.estimate(k).text()} |" for k in conditions]
+        estimates = [[k, c.estimate(k).text()] for k in CONDITIONS if k in c.values]
+        lines += [f"## {c.label}", "", markdown_grid(["condition", "mean [95% CI] n"], estimates, 2)]
         pairs = [(a, b) for a, b in DIFFERENCES if a in c.values and b in c.values]
         if pairs:
-            lines += ["", "| difference | mean [95% CI] n |", "|---|---|"]
-            lines += [f"| {a} minus {b} | {c.difference(a, b).text()} |" for a, b in pairs]
+            differences = [[f"{a} minus {b}", c.difference(a, b).text()] for a, b in pairs]
+            lines += ["", markdown_grid(["difference", "mean [95% CI] n"], differences, 2)]
         lines.append("")
     return "\n".join(lines + _rule_runs(runs, compared))
 

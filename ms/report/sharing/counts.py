@@ -50,7 +50,7 @@ class Sharing:
     @property
     def grants(self) -> Grants:
         """The access rule the run retrieved under (open where it recorded none)."""
-        return Grants.of(self.run.record)
+        return Grants(self.run.record.access)
 
     def withheld(self, row: str, column: str) -> bool:
         """Whether the rule withheld the writer of an agent= column from the row's agent."""

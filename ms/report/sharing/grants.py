@@ -3,7 +3,6 @@ ms.pool.access), read for the sharing matrix, which shows each reader's grants b
 
 from typing import Optional
 
-from ms.loop.run_record import RunRecord
 from ms.pool.access import SEED
 from ms.pool.access.record import AccessRecord
 
@@ -14,10 +13,6 @@ class Grants:
     def __init__(self, record: Optional[AccessRecord]):
         self.record = record
         self.table: dict[str, Optional[list[str]]] = dict(record.grants) if record is not None else {}
-
-    @classmethod
-    def of(cls, run: RunRecord) -> "Grants":
-        return cls(run.access)
 
     @property
     def open(self) -> bool:

@@ -5,7 +5,7 @@ reads them; the clean run is the one whose fields are the same but for the poiso
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -14,7 +14,7 @@ from ms.common.stats import MIN_CI_N, Estimate, mean_ci
 from ms.config.parts import ACCESS_RULES
 from ms.data.poison_record import PoisonRecord
 from ms.report.common.labels import option
-from ms.report.common.render import csv_text, markdown_grid
+from ms.report.common.render import csv_number, csv_text, markdown_grid
 from ms.report.common.runs import Run, metric_label
 from ms.report.common.writers import decisions_of, read_writers
 from ms.report.figures.canvas import new_figure, save_figure
@@ -25,11 +25,6 @@ SIDES = {VICTIM: "the victim", OTHERS: "the other agents"}
 BAR = 0.38  # the height of one side's bar in a run's row (two sides per row)
 
 
-def poison_of(run: Run) -> Optional[PoisonRecord]:
-    """The run's poisoner (kind, victim, writer[, marker]); None for a clean run."""
-    return run.record.poison
-
-
 def clean_twin(run: Run, runs: Sequence[Run]) -> Optional[Run]:
     """The newest run without a poisoner whose fields equal `run`'s but for the poisoner, its access rule
     and its seed, on the same examples."""
@@ -37,7 +32,7 @@ def clean_twin(run: Run, runs: Sequence[Run]) -> Optional[Run]:
     def rest(r: Run) -> dict:
         return r.record.without("poison", "access", "seed")
 
-    found = [r for r in runs if poison_of(r) is None and r.data == run.data and rest(r) == rest(run)]
+    found = [r for r in runs if r.record.poison is None and r.data == run.data and rest(r) == rest(run)]
     return max(found, key=lambda r: (r.finished, r.name)) if found else None
 
 
@@ -96,7 +91,7 @@ def _harm(run: Run, clean: Optional[Run], victim: str, metric: str) -> dict[str,
 
 
 def spread(run: Run, runs: Sequence[Run], metric: str) -> Spread:
-    poison = poison_of(run)
+    poison = run.record.poison
     victim, writer = poison.victim, poison.writer
     counts = run.written.stream.poison  # None: not recorded
     writers = read_writers(run.path, run.record.backbone)
@@ -123,42 +118,28 @@ def _share(counts: Optional[tuple[int, int]]) -> str:
     return f"{n} of {total}" + (f" ({n / total:.0%})" if total else "")
 
 
+def _change(s: Spread, side: str) -> str:
+    return s.harm[side].text(3, signed=True) if side in s.harm else "–"
+
+
 def poison_markdown(found: Sequence[Spread], metric: str) -> str:
-    header = [
-        "run",
-        "kind",
-        "victim",
-        "gate",
-        "access",
-        "asked",
-        "admitted",
-        "victim's retrievals",
-        "others' retrievals",
-        "marker: victim's stream answers",
-        "marker: others' stream answers",
-        f"change, victim ({metric_label(metric)})",
-        "change, others",
-        "clean run",
-    ]
-    rows = []
-    for s in found:
-        harm = {side: s.harm[side].text(3, signed=True) if side in s.harm else "–" for side in (VICTIM, OTHERS)}
-        rows.append(
-            [
-                f"`{s.run.name}`",
-                s.poison.kind,
-                s.poison.victim,
-                s.run.gate,
-                option(ACCESS_RULES, s.run.record.access),
-                "–" if s.asked is None else s.asked,
-                "–" if s.admitted is None else s.admitted,
-                *map(_share, (s.retrievals[VICTIM], s.retrievals[OTHERS])),
-                *map(_share, (s.marked.get("stream: victim"), s.marked.get("stream: others"))),
-                harm[VICTIM],
-                harm[OTHERS],
-                f"`{s.clean.name}`" if s.clean else "none",
-            ]
-        )
+    columns: dict[str, Callable[[Spread], object]] = {
+        "run": lambda s: f"`{s.run.name}`",
+        "kind": lambda s: s.poison.kind,
+        "victim": lambda s: s.poison.victim,
+        "gate": lambda s: s.run.gate,
+        "access": lambda s: option(ACCESS_RULES, s.run.record.access),
+        "asked": lambda s: "–" if s.asked is None else s.asked,
+        "admitted": lambda s: "–" if s.admitted is None else s.admitted,
+        "victim's retrievals": lambda s: _share(s.retrievals[VICTIM]),
+        "others' retrievals": lambda s: _share(s.retrievals[OTHERS]),
+        "marker: victim's stream answers": lambda s: _share(s.marked.get("stream: victim")),
+        "marker: others' stream answers": lambda s: _share(s.marked.get("stream: others")),
+        f"change, victim ({metric_label(metric)})": lambda s: _change(s, VICTIM),
+        "change, others": lambda s: _change(s, OTHERS),
+        "clean run": lambda s: f"`{s.clean.name}`" if s.clean else "none",
+    }
+    rows = [[value(s) for value in columns.values()] for s in found]
     return "\n".join(
         [
             "# A poisoned writer",
@@ -170,7 +151,7 @@ def poison_markdown(found: Sequence[Spread], metric: str) -> str:
             "the clean run (the same fields without the poisoner and its access rule), paired per test question, "
             "mean with its 95% bootstrap CI and n (higher is better: a negative change is harm).",
             "",
-            markdown_grid(header, rows, 5),
+            markdown_grid(list(columns), rows, 5),
             "",
             f"![A poisoned writer: retrievals of its memories and the change against the clean run]({FILE}.png) "
             f"([pdf]({FILE}.pdf))",
@@ -179,52 +160,33 @@ def poison_markdown(found: Sequence[Spread], metric: str) -> str:
     )
 
 
+NO_CHANGE = Estimate(None, None, None, 0)  # a side without a clean run to set it against
+# poison.csv's columns, each with what it holds of a run's side (VICTIM or OTHERS).
+CSV_COLUMNS: dict[str, Callable[[Spread, str], object]] = {
+    "run": lambda s, side: s.run.name,
+    "kind": lambda s, side: s.poison.kind,
+    "victim": lambda s, side: s.poison.victim,
+    "gate": lambda s, side: s.run.gate,
+    "asked": lambda s, side: "" if s.asked is None else s.asked,
+    "admitted": lambda s, side: "" if s.admitted is None else s.admitted,
+    "side": lambda s, side: side,
+    "poisoned_retrievals": lambda s, side: s.retrievals[side][0],
+    "retrievals": lambda s, side: s.retrievals[side][1],
+    "stream_marked": lambda s, side: s.marked.get(f"stream: {side}", ("", ""))[0],
+    "stream_answers": lambda s, side: s.marked.get(f"stream: {side}", ("", ""))[1],
+    "test_marked": lambda s, side: s.marked.get(f"test: {side}", ("", ""))[0],
+    "test_answers": lambda s, side: s.marked.get(f"test: {side}", ("", ""))[1],
+    "change": lambda s, side: csv_number(s.harm.get(side, NO_CHANGE).mean),
+    "change_ci_lo": lambda s, side: csv_number(s.harm.get(side, NO_CHANGE).lo),
+    "change_ci_hi": lambda s, side: csv_number(s.harm.get(side, NO_CHANGE).hi),
+    "change_n": lambda s, side: s.harm.get(side, NO_CHANGE).n,
+    "clean_run": lambda s, side: s.clean.name if s.clean else "",
+}
+
+
 def poison_csv(found: Sequence[Spread]) -> str:
-    table = [
-        [
-            "run",
-            "kind",
-            "victim",
-            "gate",
-            "asked",
-            "admitted",
-            "side",
-            "poisoned_retrievals",
-            "retrievals",
-            "stream_marked",
-            "stream_answers",
-            "test_marked",
-            "test_answers",
-            "change",
-            "change_ci_lo",
-            "change_ci_hi",
-            "change_n",
-            "clean_run",
-        ]
-    ]
-    for s in found:
-        for side in (VICTIM, OTHERS):
-            e = s.harm.get(side, Estimate(None, None, None, 0))
-            stream = s.marked.get(f"stream: {side}", ("", ""))
-            test = s.marked.get(f"test: {side}", ("", ""))
-            table.append(
-                [
-                    s.run.name,
-                    s.poison.kind,
-                    s.poison.victim,
-                    s.run.gate,
-                    "" if s.asked is None else s.asked,
-                    "" if s.admitted is None else s.admitted,
-                    side,
-                    *s.retrievals[side],
-                    *stream,
-                    *test,
-                    *("" if x is None else repr(x) for x in (e.mean, e.lo, e.hi)),
-                    e.n,
-                    s.clean.name if s.clean else "",
-                ]
-            )
-    return csv_text(table)
+    rows = [[value(s, side) for value in CSV_COLUMNS.values()] for s in found for side in (VICTIM, OTHERS)]
+    return csv_text([list(CSV_COLUMNS), *rows])
 
 
 def _label(s: Spread) -> str:
@@ -296,7 +258,7 @@ def write_poison(runs: Sequence[Run], out: Path, metric: str) -> str:
     summary.md."""
     for suffix in (".md", ".csv", ".png", ".pdf"):  # a rerun into the same --out must not keep an old one
         (out / f"{FILE}{suffix}").unlink(missing_ok=True)
-    found = [spread(run, runs, metric) for run in runs if poison_of(run) is not None]
+    found = [spread(run, runs, metric) for run in runs if run.record.poison is not None]
     if not found:
         return ""
     (out / f"{FILE}.md").write_text(poison_markdown(found, metric), encoding="utf-8")

@@ -4,7 +4,7 @@ definitions sharing.md opens with."""
 
 from collections import Counter
 
-from ms.report.common.render import csv_number, csv_text, id_span
+from ms.report.common.render import csv_number, csv_text, id_span, markdown_grid
 from ms.report.common.runs import metric_label
 from ms.report.common.writers import POISONER
 from ms.report.sharing.counts import (
@@ -152,17 +152,18 @@ def sharing_markdown(s: Sharing, stem: str) -> str:
         ),
         f"![sharing heatmap]({stem}.png) (all counts, shares and gains: [{stem}.csv]({stem}.csv))",
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
     ]
-    for row in s.rows:
-        cells = [
+    cells = [
+        [
+            "**all**" if row == ALL else row_label(s, row),
             str(s.count(row, ALL)),
             *(_share(s, row, c) for c in blocks + runs + backbones),
             *(_gain(s, row, c) for c in [*blocks, *runs, ALL]),
             *([] if rule.open else ["" if row == ALL else rule.text(row)]),
         ]
-        lines.append(f"| {'**all**' if row == ALL else row_label(s, row)} | " + " | ".join(cells) + " |")
+        for row in s.rows
+    ]
+    lines.append(markdown_grid(header, cells, len(header)))
     if f"run={OTHER_RUN}" in runs:
         by_run = ", ".join(f"`{name}` {n}" for name, n in sorted(s.other_runs.get(ALL, Counter()).items()))
         lines += ["", f"Retrievals of memories another run admitted, by that run: {by_run or 'none'}."]

@@ -44,11 +44,6 @@ def _accepted(c: Condition, missing: str) -> str:
     return missing if all(n is None for n in counts) else "/".join(missing if n is None else str(n) for n in counts)
 
 
-def combinations(conds: Sequence[Condition]) -> set[tuple[str, str]]:
-    """The distinct (retriever label, memory policy) pairs among the conditions."""
-    return {(c.retriever_label, c.memory) for c in conds}
-
-
 def ablation_tables(
     conds: Sequence[Condition], metric: str, agent_order: Sequence[str]
 ) -> tuple[list[Ablation], list[Cell]]:
@@ -166,7 +161,7 @@ def ablation_section(report: Report) -> str:
     summary.md's copy ('' where they hold one)."""
     for stale in ("ablation.md", "ablation.csv"):  # a rerun into the same --out must not keep an old one
         (report.out / stale).unlink(missing_ok=True)
-    if len(combinations(report.conds)) < 2:
+    if len({(c.retriever_label, c.memory) for c in report.conds}) < 2:  # one retriever x memory combination
         return ""
     ablations, single = ablation_tables(report.conds, report.metric, report.paper.agents)
     (report.out / "ablation.md").write_text(ablation_markdown(ablations, report.metric, single), encoding="utf-8")

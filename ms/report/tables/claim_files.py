@@ -2,7 +2,7 @@
 runs were paired and how many of them were recorded dirty or without a run record, and what no run could test."""
 
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from ms.common.stats import ALPHA, CONFIDENCE, RESAMPLES
 from ms.config.parts import METRICS
@@ -13,54 +13,33 @@ from ms.report.common.runs import Run, metric_words
 from ms.report.context import Report
 from ms.report.tables.claims import CLAIMS, ClaimRow, Comparison, comparisons, higher_is_better, test_all
 
-CSV_HEADER = [
-    "claim",
-    "claim_text",
-    "comparison",
-    "setting",
-    "metric",
-    "estimate",
-    "ci_lo",
-    "ci_hi",
-    "p",
-    "n",
-    "agent_wins",
-    "verdict",
-    "runs_a",
-    "runs_b",
-    "fill_a",
-    "fill_b",
+# claims.csv's columns, each with what it holds of a row.
+CSV_COLUMNS: dict[str, Callable[[ClaimRow], object]] = {
+    "claim": lambda row: row.comparison.claim.id,
+    "claim_text": lambda row: row.comparison.claim.text,
+    "comparison": lambda row: row.comparison.label,
+    "setting": lambda row: row.comparison.setting,
+    "metric": lambda row: row.metric,
+    "estimate": lambda row: csv_number(row.result.estimate),
+    "ci_lo": lambda row: csv_number(row.result.lo),
+    "ci_hi": lambda row: csv_number(row.result.hi),
+    "p": lambda row: csv_number(row.result.p),
+    "n": lambda row: row.result.n,
+    "agent_wins": lambda row: f"{row.wins}/{row.agents}",
+    "verdict": lambda row: row.result.verdict,
+    "runs_a": lambda row: row.comparison.a.name,
+    "runs_b": lambda row: row.comparison.b.name,
+    "fill_a": lambda row: row.comparison.fill_a,
+    "fill_b": lambda row: row.comparison.fill_b,
     # What admitted each side's stream pairs, short (Run.gate: "rubric", "random~both", "all+reference"), so
     # that a script picks rows by gate without reading the setting's words (experiments/size_trend.py).
-    "gate_a",
-    "gate_b",
-]
+    "gate_a": lambda row: row.comparison.a.gate,
+    "gate_b": lambda row: row.comparison.b.gate,
+}
 
 
 def claims_csv(rows: Sequence[ClaimRow]) -> str:
-    lines = [CSV_HEADER]
-    for row in rows:
-        c, r = row.comparison, row.result
-        lines.append(
-            [
-                c.claim.id,
-                c.claim.text,
-                c.label,
-                c.setting,
-                row.metric,
-                *map(csv_number, (r.estimate, r.lo, r.hi, r.p)),
-                r.n,
-                f"{row.wins}/{row.agents}",
-                r.verdict,
-                c.a.name,
-                c.b.name,
-                c.fill_a,
-                c.fill_b,
-                c.a.gate,
-                c.b.gate,
-            ]
-        )
-    return csv_text(lines)
+    return csv_text([list(CSV_COLUMNS), *([value(row) for value in CSV_COLUMNS.values()] for row in rows)])
 
 
 def claim_runs(rows: Sequence[ClaimRow]) -> list[Run]:

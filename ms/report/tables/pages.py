@@ -98,18 +98,15 @@ def exclusion_section(report: Report) -> str:
         "\n## Test questions left out\n",
         f"{len(report.excluded)} test ids listed in `{report.exclude_tests}` are left out of every table, claim "
         "and figure above; claims pair per question, so both sides of each comparison lose the same ones.\n",
-        "| run | fill | left out | n that remains |",
-        "|---|---:|---:|---:|",
     ]
+    rows = []
     for run in report.runs:
         dropped = run.left_out(run.last_fill)
-        if dropped is None:
-            lines.append(f"| {run.name} | {run.last_fill} | not possible: no predictions.jsonl | - |")
-        else:
-            lines.append(
-                f"| {run.name} | {run.last_fill} | {dropped} | {len(run.predictions.get(run.last_fill, {}))} |"
-            )
-    return "\n".join(lines) + "\n"
+        kept = "-" if dropped is None else len(run.predictions.get(run.last_fill, {}))
+        rows.append(
+            [run.name, run.last_fill, "not possible: no predictions.jsonl" if dropped is None else dropped, kept]
+        )
+    return "\n".join([*lines, markdown_grid(["run", "fill", "left out", "n that remains"], rows, 1)]) + "\n"
 
 
 def records_section(report: Report) -> str:

@@ -12,6 +12,7 @@ from ms.common.errors import UserError
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, QUALITY_FILE
 from ms.loop.run_metrics import RunMetrics
 from ms.metrics.evaluate import BERTSCORE_KEYS, BERTScore
+from ms.report.common.runs import numbered_jsonl
 
 
 def _section(config, key: str, schema):
@@ -46,14 +47,7 @@ def _run_settings(run_dir: Path):
 def _decisions(path: Path) -> list[tuple[int, dict]]:
     if not path.is_file():
         raise UserError(f"{path}: not found; gate-quality scores the decisions a finished run recorded")
-    out = []
-    for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if text.strip():
-            try:
-                out.append((line, json.loads(text)))
-            except json.JSONDecodeError as err:
-                raise UserError(f"{path} line {line}: not JSON ({err})") from None
-    return out
+    return numbered_jsonl(path, strict=True)
 
 
 def match(question: str, examples: Sequence, whole_prompt: bool):
