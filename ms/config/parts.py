@@ -77,7 +77,7 @@ PROVIDERS = Registry(
 ENGINES = Registry(
     "engine",
     {
-        "hf": "ms.llm.hf:transformers_generator",
+        "hf": "ms.llm.hf_generation:transformers_generator",
         "llamacpp": "ms.llm.llamacpp:LlamaCppGenerator.load",
         "llamacpp-f16": "ms.llm.llamacpp:LlamaCppGenerator.load",
         "llamacpp-q4_0": "ms.llm.llamacpp:LlamaCppGenerator.load",

@@ -34,9 +34,6 @@ READS = ("auto", "probabilities", "text")  # how the gate reads a grader's score
 # none; quote (the pair shown as quoted data, claims inside it declared no evidence); strip (grader-directed
 # sentences removed before grading); reject (a pair holding any is rejected without grading).
 DEFENCES = ("none", "quote", "strip", "reject")
-# What admits a new pair: GATES (ms.config.parts; one module each in ms.gates): the rubric grader, the
-# utility replay (ms.gates.replay), or both in turn; and two admission controls that judge nothing: all
-# (admit every pair) and random (a coin, or the counts of a finished run per agent and micro-batch).
 # What the stream writes as each new pair's answer: the backbone's answer, or the dataset's reference.
 STREAM_ANSWERS = ("model", "reference")
 # stream.best_of > 1: what picks the answer that goes to the gate among the agent's samples (ms.loop.best_of):

@@ -18,12 +18,18 @@ class Splits:
     test: list[Example]
 
 
+FRACTIONS_RULE = "three non-negative numbers (seed, stream, test) summing to 1"
+
+
+def bad_fractions(fractions: Sequence[float]) -> bool:
+    """Whether `fractions` break FRACTIONS_RULE (data.fractions, checked here and by ms.loop.validation)."""
+    return len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6
+
+
 def _check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
     fractions = tuple(float(f) for f in fractions)
-    if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
-        raise ValueError(
-            f"fractions must be three non-negative numbers (seed, stream, test) summing to 1, got {list(fractions)}"
-        )
+    if bad_fractions(fractions):
+        raise ValueError(f"fractions must be {FRACTIONS_RULE}, got {list(fractions)}")
     return fractions
 
 

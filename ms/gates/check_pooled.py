@@ -26,11 +26,11 @@ from ms.gates.both import both_order
 from ms.gates.check_auc import auc
 from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_POOL, GRADER_POOLED, KINDS
 from ms.gates.check_praise import PRAISE_POOLS
+from ms.gates.check_report import DECISIONS
 from ms.gates.replay import Utility
 from ms.gates.settings import UtilitySettings
 from ms.gates.utility import utility_verdict
 
-DECISIONS = "gate_check_decisions.jsonl"
 GROUPS = {ALL: CORRUPTIONS, GRADER_POOL: GRADER_POOLED, **PRAISE_POOLS, **{k: (k,) for k in KINDS}}
 QDEP_GATE = "rubric_qdep"  # the rubric's grade where the question-dependence test passed, else 0
 GENRE_GATE = "rubric_genre"  # the rubric's grade where the genre test passed, else 0

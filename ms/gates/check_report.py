@@ -14,6 +14,7 @@ from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_DIRECTED, 
 from ms.gates.decisions import Decision
 from ms.gates.replay import Utility
 
+DECISIONS = "gate_check_decisions.jsonl"  # every pair judged, with each measurement (read by check_pooled)
 CSV_COLUMNS = "gate agent corruption auc ci_lo ci_hi n_good n_corrupted missing mean_good mean_corrupted".split()
 
 
@@ -27,7 +28,7 @@ def write_results(
     """gate_check_decisions.jsonl (every pair, each measurement) and gate_check.csv (one row per
     gate, agent and corruption) in folder `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    with (out / "gate_check_decisions.jsonl").open("w", encoding="utf-8") as f:
+    with (out / DECISIONS).open("w", encoding="utf-8") as f:
         for i, job in enumerate(jobs):
             row = {
                 "agent": job.agent,

@@ -17,8 +17,8 @@ from scipy import stats
 
 from ms.common.errors import UserError
 from ms.common.stats import mean_ci
+from ms.config.files import DECISIONS_FILE, METRICS_FILE
 
-DECISIONS_FILE = "decisions.jsonl"
 REPRODUCED = 0.01  # points on 0-100: a re-grade this close to the run's recorded score reproduces it
 
 
@@ -51,7 +51,7 @@ def _json(path: Path) -> dict:
 
 def read_pairs(run: Path) -> list[Pair]:
     """The stream pairs a run graded, with the backbone that wrote each and the run's grader."""
-    facts = _json(run / "metrics.json").get("run") or {}
+    facts = _json(run / METRICS_FILE).get("run") or {}
     default = facts.get("backbone")
     writers = facts.get("agent_backbones") or {}
     config_path = run / ".hydra" / "config.yaml"

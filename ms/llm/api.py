@@ -157,12 +157,16 @@ class ChatAPILM(LM):
     def _retryable(self, error: BaseException) -> bool:
         return isinstance(error, UnusableReply) or (isinstance(error, Exception) and self._is_transient(error))
 
+    def _each(self, one, jobs: list) -> list:
+        """`one(job)` for every job, up to max_concurrency at once, in order."""
+        with ThreadPoolExecutor(max_workers=max(1, self.max_concurrency)) as pool:
+            return list(pool.map(one, jobs))
+
     def _generate(self, chats, *, max_new_tokens, temperature, stop):
         def one(messages):
             return self._with_retries(lambda: self._complete(messages, max_new_tokens, temperature, stop))
 
-        with ThreadPoolExecutor(max_workers=max(1, self.max_concurrency)) as pool:
-            results = list(pool.map(one, chats))
+        results = self._each(one, chats)
         for _, prompt_tokens, completion_tokens in results:
             self.usage.prompt_tokens += prompt_tokens
             self.usage.completion_tokens += completion_tokens

@@ -15,14 +15,10 @@ from ms.llm.engine_packages import engine_package
 from ms.llm.local import made_once
 
 
-def _import_ctranslate2():
-    return engine_package("ctranslate2", "ct2", "ctranslate2>=4")
-
-
 def converted_ct2(folder: Path, quantization: str = "int8") -> Path:
     """A CTranslate2 copy of a transformers model folder, made once beside it (about 30 s;
     ms.llm.local.made_once)."""
-    ctranslate2 = _import_ctranslate2()
+    ctranslate2 = engine_package("ct2")
 
     def convert(staging: Path) -> None:
         ctranslate2.converters.TransformersConverter(str(folder)).convert(
@@ -36,7 +32,7 @@ class CT2Generator(Engine):
     """Greedy decoding of token-id prompts with a CTranslate2 model, `batch_size` prompts per call."""
 
     def __init__(self, folder: str | Path, tokenizer, *, batch_size: int = 16, n_threads: int | None = None):
-        ctranslate2 = _import_ctranslate2()
+        ctranslate2 = engine_package("ct2")
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.net = ctranslate2.Generator(

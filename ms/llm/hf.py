@@ -13,12 +13,7 @@ import torch
 
 from ms.config.parts import ENGINES
 from ms.llm.base import LM, BackendError, Prompt, as_messages
-from ms.llm.hf_generation import (  # noqa: F401 (re-exported: the engine registry and callers name them here)
-    HFGeneration,
-    make_generator,
-    transformers_generator,
-    truncate_at_stop,
-)
+from ms.llm.hf_generation import HFGeneration, make_generator
 from ms.llm.hf_scoring import HFScoring
 from ms.llm.hf_source import engine_model_id, model_id, model_source, whole_gguf
 from ms.llm.local import derived_name, made_once, resolve_device, resolve_dtype

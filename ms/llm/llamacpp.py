@@ -24,7 +24,7 @@ from ms.llm.local import derived_name, made_once
 
 
 def _import_llama_cpp():
-    llama_cpp = engine_package("llama_cpp", "llamacpp", "llama-cpp-python>=0.3")
+    llama_cpp = engine_package("llamacpp")
     global _log_errors_only
     if _log_errors_only is None:  # llama.cpp logs every load to stderr; keep its errors only
 

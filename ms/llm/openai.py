@@ -4,7 +4,6 @@ backbone.prompt_logprobs=echo, also exact scores from a server's prompt log-prob
 import json
 import logging
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import Callable, Optional
@@ -197,10 +196,6 @@ class EchoLogprobsLM(OpenAILM):
         return tokens[0].top
 
     # ---- requests ---------------------------------------------------------------------------
-
-    def _each(self, one, jobs: list) -> list:
-        with ThreadPoolExecutor(max_workers=max(1, self.max_concurrency)) as pool:
-            return list(pool.map(one, jobs))
 
     def _echo(self, prompt: str) -> list[Scored]:
         """The prompt's tokens with their log-probs, without the token generated after them."""

@@ -24,6 +24,7 @@ from ms.config.fields import CHECK
 from ms.config.files import not_sqlite, writable_folder
 from ms.config.options import OWNED, owned, schema_name, settings_of
 from ms.config.parts import ACCESS_RULES, GATES, METRICS, POISONS, POOL_BACKENDS
+from ms.data.splits import FRACTIONS_RULE, bad_fractions
 from ms.gates.scorer import rubric_path
 from ms.llm import offered_variant
 from ms.llm.api import api_key_from_env
@@ -105,12 +106,8 @@ def _outside_problems(cfg: DictConfig, plan: bool = False) -> Iterator[str]:
                     f"invalid setting data.agents: no data file for {', '.join(missing)} in {folder} "
                     f"(expected <agent>.jsonl; set data.dir or data.agents)"
                 )
-    fractions = list(data.fractions)
-    if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
-        yield (
-            f"invalid setting data.fractions={_shown(data.fractions)}: must be three non-negative numbers "
-            f"(seed, stream, test) summing to 1"
-        )
+    if bad_fractions(list(data.fractions)):
+        yield f"invalid setting data.fractions={_shown(data.fractions)}: must be {FRACTIONS_RULE}"
     for cap in ("max_seed", "max_stream", "max_test"):
         if data.get(cap) is not None and data[cap] < 0:
             yield f"invalid setting data.{cap}={data[cap]}: must be at least 0"
@@ -183,8 +180,7 @@ def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
                 f"(a domain's rubric is conf/rubric/<domain>.yaml); add it, or set agents.{agent.name}.rubric"
             )
     if not plan:
-        yield from _missing_key(cfg.backbone, "")
-        yield from _missing_engine(cfg.backbone, "")
+        yield from _not_ready(cfg.backbone, "")
     backbones = Backbones(cfg.backbone)
     roles = [(f"agents.{a.name}.backbone", a.backbone) for a in agents.values()]
     roles += [("scorer.backbone", cfg.scorer.backbone), ("train.backbone", cfg.train.backbone)]
@@ -196,27 +192,24 @@ def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
             continue
         yield from _walk(node, f"{key}={name}: backbone.")
         if not plan:
-            yield from _missing_key(node, f"invalid setting {key}={name}: ")
-            yield from _missing_engine(node, f"invalid setting {key}={name}: ")
+            yield from _not_ready(node, f"invalid setting {key}={name}: ")
 
 
-def _missing_engine(backbone: DictConfig, prefix: str) -> Iterator[str]:
-    """A local backbone's generation engine must be installed: found missing once the model has
-    loaded, it would stop a run whose folder is already made. Asked of the engine alone: the default
-    one, transformers, needs nothing more, and another is refused under a provider that does not run
-    it (an API provider declares no engine); the provider's class is not loaded, as that would import torch."""
-    if (engine := backbone.get("engine")) and (missing := engine_problem(engine)):
-        yield prefix + missing
+def _not_ready(backbone: DictConfig, prefix: str) -> Iterator[str]:
+    """What a run that spends needs of a backbone now, where found missing later it would stop a run that
+    has already made its folder and opened its pool.
 
-
-def _missing_key(backbone: DictConfig, prefix: str) -> Iterator[str]:
-    """A backbone that names the variable of its API key (`backbone.api_key_env`) needs the key in the
-    environment now: found missing once the backbone is built, it would stop a run that has already
-    opened its pool. A backbone that names none needs none (a local model, or a local server)."""
+    The API key, where the backbone names its variable (`backbone.api_key_env`); one that names none needs
+    none (a local model, or a local server). Then a local backbone's generation engine, installed: asked of
+    the engine alone, since the default one, transformers, needs nothing more, and another is refused under
+    a provider that does not run it (an API provider declares no engine); the provider's class is not
+    loaded, as that would import torch."""
     try:
         api_key_from_env(backbone.get("api_key_env"), backbone.provider)
     except UserError as error:
         yield prefix + str(error)
+    if (engine := backbone.get("engine")) and (missing := engine_problem(engine)):
+        yield prefix + missing
 
 
 def _blind(cfg: DictConfig, running: list[str], what: str) -> dict[tuple[str, str], list[str]]:
