@@ -48,7 +48,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
 
     cfg = compose_checked(args.overrides, plan=args.plan)
     settings = check_settings(cfg)
-    writers = {kind: getattr(args, option[2:].replace("-", "_")) for kind, option in WRITTEN_BY.items()}
+    writers = {kind: getattr(args, kind) for kind in WRITTEN_BY}
     checked = what_to_check(settings, args.per_agent, args.gate, writers, args.only)
     agents, splits, backbone_of = checked.agents, checked.splits, checked.backbone_of
     rubric, utility, question = checked.rubric, checked.utility, checked.question
@@ -249,21 +249,12 @@ def add_gate_commands(commands) -> None:
     gate.add_argument(
         "--out", help="folder for gate_check.{md,csv} and the decisions (default: outputs/gate_check/DATE_TIME)"
     )
-    gate.add_argument(
-        "--praise-by",
-        metavar="BACKBONE",
-        help="another backbone (a conf/backbone name) that writes a second held-out praise family, cross_praise",
-    )
-    gate.add_argument(
-        "--third-by",
-        metavar="BACKBONE",
-        help="a backbone that writes a third held-out praise family, third_praise (asked again where it copies the answer)",
-    )
-    gate.add_argument(
-        "--fifth-by",
-        metavar="BACKBONE",
-        help="a backbone that writes fifth_praise, held out in wordings of its own (asked again where it copies)",
-    )
+    from ms.gates.check_praise import UNCOPIED, WRITTEN_BY
+
+    for kind, option in WRITTEN_BY.items():  # the held-out praise families another backbone writes
+        copies = " (asked again where it copies the answer)" if kind in UNCOPIED else ""
+        help_text = f"a backbone (a conf/backbone name) that writes the held-out praise family {kind}{copies}"
+        gate.add_argument(option, dest=kind, metavar="BACKBONE", help=help_text)
     gate.add_argument(
         "--only",
         type=_kinds,
