@@ -45,7 +45,7 @@ def gate(lm: FakeLM, margin: float = 0.0) -> RubricGenreGate:
         scorer,
         lambda agent: "logic",
         meter=None,
-        genre_test=lambda m: GenreTest(lambda a: lm, {"riddle": RIDDLE}, TEMPLATE, m),
+        genre_test=lambda m, on: GenreTest(lambda a: lm, {"riddle": RIDDLE}, TEMPLATE, m),
     )
     return RubricGenreGate.build(RubricGenreSettings(name="rubric_genre", margin=margin), parts)
 
@@ -98,6 +98,38 @@ def test_the_settings_are_typed_validated_and_recorded():
     )  # the check's, under rubric
 
 
+def test_a_test_backbone_of_its_own_is_recorded_validated_labelled_and_a_new_cell():
+    from ms.config.parts import GATES as gates
+    from ms.gates.record import GateRecord
+    from ms.loop.cell import with_added
+    from ms.loop.validation import problems
+    from ms.report.common.labels import LABELS
+
+    on = composed("gate=rubric_genre", "gate.test_backbone=qwen2.5-0.5b").gate
+    assert RubricGenreSettings.of(on).test_backbone == "qwen2.5-0.5b"
+    record = gates.load("rubric_genre").record(on)
+    assert record == {"gate": "rubric_genre", "genre_margin": 0.0, "genre_backbone": "qwen2.5-0.5b"}
+    words = next(label.words for label in LABELS[gates].labels if label.name == "rubric_genre")
+    assert words(GateRecord.from_json(record)) == "rubric gate with the genre test on qwen2.5-0.5b"
+    assert (
+        words(GateRecord.from_json({"gate": "rubric_genre", "genre_margin": 0.0})) == "rubric gate with the genre test"
+    )
+    # A cell recorded before the setting ran the test on the agents' backbones; under other gates it is no key.
+    assert with_added({"gate.name": "rubric_genre", "gate.margin": 0.0})["gate.test_backbone"] is None
+    assert "gate.test_backbone" not in with_added({"gate.name": "rubric"})
+
+    def found(name: str) -> list[str]:
+        cfg = compose_config(["gate=rubric_genre", f"gate.test_backbone={name}"])
+        return [p for p in problems(cfg, plan=True) if "test_backbone" in p]
+
+    assert found("qwen2.5-0.5b") == []
+    [unknown] = found("nonesuch")
+    assert unknown.startswith("invalid setting gate.test_backbone=nonesuch: no backbone 'nonesuch'")
+    [blind] = found("gpt-4o")  # an API chat backbone returns no log-probs of given text
+    assert blind.startswith("invalid setting gate=rubric_genre: backbone 'gpt-4o' (provider openai) cannot score")
+    assert "(gate.test_backbone)" in blind
+
+
 def test_plan_mode_counts_the_tests_passes_behind_the_rubric(tmp_path):
     def score_calls(*overrides: str):
         rows = {r.role: r for r in plan_run(compose_config([*TINY, f"cache_dir={tmp_path}", *overrides])).rows}
@@ -106,6 +138,10 @@ def test_plan_mode_counts_the_tests_passes_behind_the_rubric(tmp_path):
     # 4 stream pairs, each graded once; each tested after its question and the review requests.
     assert score_calls("gate=rubric_genre") == (pytest.approx(4 + 4 * (1 + len(REVIEWS))), False)
     assert score_calls("gate=rubric_genre", "scorer.threshold=50") == (pytest.approx(4 + 2 * (1 + len(REVIEWS))), False)
+    # With a test backbone of its own, the grader's row keeps the gradings and the test's row the passes.
+    rows = plan_run(compose_config([*TINY, f"cache_dir={tmp_path}", "gate=rubric_genre", "gate.test_backbone=gemma3"]))
+    calls = {(r.role, r.backbone): r.calls for r in rows.rows if r.role == "score"}
+    assert calls == {("score", "smollm2"): pytest.approx(4), ("score", "gemma3"): pytest.approx(4 * (1 + len(REVIEWS)))}
 
 
 @pytest.mark.slow

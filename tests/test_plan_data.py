@@ -93,6 +93,11 @@ def test_gate_check_plan_counts_the_question_tests_passes(no_models, capsys):
     assert score_calls("rubric,rubric_qdep") == graded + 20 * (1 + 4)
     assert score_calls("rubric,rubric_qdep", "gate=rubric_qdep", "gate.others=2") == graded + 20 * (1 + 2)
     assert score_calls("rubric,rubric_genre") == graded + 20 * (1 + 2)  # its question and the two review requests
+    # gate.test_backbone moves the genre test's passes to that backbone's row; the grader's keeps the gradings.
+    command = ["gate-check", "--per-agent", "2", "--gate", "rubric,rubric_genre", DATA, "data.agents=[riddle]"]
+    assert main([*command, "gate=rubric_genre", "gate.test_backbone=gemma3", "+plan=true"]) == 0
+    scored = [line.split()[1:3] for line in capsys.readouterr().out.splitlines() if line.startswith("score ")]
+    assert scored == [["smollm2", "20"], ["gemma3", "60"]]
 
 
 def test_invert_and_cross_grade_plans_count_a_call_per_answer_and_per_graded_pair(no_models, tmp_path, capsys):

@@ -56,10 +56,10 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     if args.plan:
         return gate_check_plan(settings, checked, out)
     catalog = settings.backbones
-    scoring = utility or question or checked.genre  # each scores answers on each agent's backbone
-    backbones = build_backbones(
-        catalog, [*(backbone_of.values() if scoring else []), cfg.scorer.backbone, *checked.writers.values()]
-    )
+    # Utility and the question test score answers on each agent's backbone; the genre test on its own, or theirs.
+    scoring = [*(backbone_of.values() if utility or question else [])]
+    scoring += [checked.genre_backbone_of(agent) for agent in splits] if checked.genre else []
+    backbones = build_backbones(catalog, [*scoring, cfg.scorer.backbone, *checked.writers.values()])
     shots = settings.shots
     probes = UtilitySettings.probes_of(cfg.gate)  # the config's gate's where it measures utility, else the default
     tested = RubricQdepSettings.of(cfg.gate)  # likewise the question test's settings
@@ -94,7 +94,10 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     if checked.genre:
         started = time.perf_counter()
         genre = GenreTest(
-            lambda agent: backbones[backbone_of[agent]], agents, PromptTemplate(**cfg.prompt), genre_margin
+            lambda agent: backbones[checked.genre_backbone_of(agent)],
+            agents,
+            PromptTemplate(**cfg.prompt),
+            genre_margin,
         )
         decisions = contrast_tests(genre, jobs, decisions, TESTED[GENRE_GATE][0])
         seconds["genre"] = time.perf_counter() - started

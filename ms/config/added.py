@@ -36,6 +36,7 @@ ADDED: tuple[Added, ...] = (
     Added("memory.retire_after", 6, cell=True),  # not read while nothing is retired: any value reproduces those runs
     # kept in the cell only under the gates that declare it (cell.declared_only); recorded by the gate
     Added("gate.decide_on", "mean", field="utility_decide_on", cell=True),
+    Added("gate.test_backbone", None, field="genre_backbone", cell=True),  # None: each agent's own backbone
     # Settings every cell record holds, whose run-record field runs record only where not `before`.
     Added("gate.name", "rubric", field="gate"),  # recorded by the gate (Gate.record)
     Added("stream.answers", "model", field="stream_answers"),

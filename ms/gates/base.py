@@ -23,22 +23,24 @@ class GateParts:
     rubric name, a factory of the utility meter given its probes, the gate's own setting (called only by
     the gates that measure utility, since it needs the run's retriever), the run's seed (the random
     gate's coins), a factory of the question-dependence test given the gate's others, margin and seed
-    (called only by gate=rubric_qdep), and one of the genre test given its margin (gate=rubric_genre)."""
+    (called only by gate=rubric_qdep), and one of the genre test given its margin and the backbone it scores
+    on, None for each agent's own (gate=rubric_genre)."""
 
     scorer: Optional[Scorer]
     rubric_of: Callable[[str], str]
     meter: Callable[[int], UtilityMeter]
     seed: int = 0
     question_test: Optional[Callable[[int, float, int], QuestionTest]] = None
-    genre_test: Optional[Callable[[float], GenreTest]] = None
+    genre_test: Optional[Callable[[float, Optional[str]], GenreTest]] = None
 
 
 class Backbones(Protocol):
     """What a gate's own validation may ask of the running agents' backbones."""
 
-    def unable(self, what: str) -> list[tuple[str, str, str]]:
+    def unable(self, what: str, named: Optional[tuple[str, str]] = None) -> list[tuple[str, str, str]]:
         """(backbone, provider, whose) for each backbone of a running agent that cannot do `what`
-        ("scores_text"); `whose` names its agents where not every agent runs on it ("" where all do)."""
+        ("scores_text"); `whose` names its agents where not every agent runs on it ("" where all do).
+        `named`: (setting, backbone name), that backbone alone, `whose` naming the setting."""
 
 
 class GatePlan(Protocol):
@@ -54,11 +56,13 @@ class GatePlan(Protocol):
         of the pairs (two scored prompts per probe), under role utility; `exact`: as far as the gate
         knows (the planner adds what the pool's growth leaves unknown)."""
 
-    def test_question(self, agent: str, reply: float, others: int, share: float, drawn: bool = True) -> None:
+    def test_question(
+        self, agent: str, reply: float, others: int, share: float, drawn: bool = True, on: Optional[str] = None
+    ) -> None:
         """A contrast test of a pair of `agent` (`reply` in tokens) after its own question and `others`
-        contrasts, for `share` of the pairs (one scored prompt each), under role score; `drawn`: the
-        contrasts are drawn from the agent's other seed questions (the question-dependence test), so there
-        are no more of them than it has seed questions."""
+        contrasts, for `share` of the pairs (one scored prompt each), under role score, on backbone `on`
+        (None: the agent's own); `drawn`: the contrasts are drawn from the agent's other seed questions (the
+        question-dependence test), so there are no more of them than it has seed questions."""
 
 
 class Acceptance(NamedTuple):
@@ -129,10 +133,11 @@ class Gate(ABC):
         raise NotImplementedError(f"gate {cls.name} is not checked by ms-data gate-check")
 
 
-def unable_to_score(gate: str, backbones: Backbones) -> Iterator[str]:
+def unable_to_score(gate: str, backbones: Backbones, named: Optional[tuple[str, str]] = None) -> Iterator[str]:
     """One problem per backbone that cannot score given text, for a gate whose measurement scores answers
-    on each agent's backbone (the utility probes, the question-dependence test)."""
-    for name, provider, whose in backbones.unable("scores_text"):
+    on each agent's backbone (the utility probes, the question-dependence test), or on the one backbone
+    `named` (setting, name) names."""
+    for name, provider, whose in backbones.unable("scores_text", named):
         yield (
             f"invalid setting gate={gate}: backbone '{name}' (provider {provider}) cannot score given "
             f"text{whose}; use a backbone that can (hf), or backbone.prompt_logprobs=echo "

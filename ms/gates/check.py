@@ -24,6 +24,7 @@ from ms.gates.check_praise import PraiseRequest, requests
 from ms.gates.question_dependence import ContrastTest
 from ms.gates.replay import Utility
 from ms.gates.scorer import Decision, Scorer, rubric_for
+from ms.gates.settings import RubricGenreSettings
 
 
 def checked_gates() -> list[str]:
@@ -68,6 +69,11 @@ class Checked(NamedTuple):
     asked: list[PraiseRequest] = []  # the praise the backbones are asked to write (model_praise and the others)
     genre: bool = False  # whether the genre test measures them (--gate rubric_genre)
     writers: dict[str, str] = {}  # family -> the backbone that writes it (--praise-by, --third-by, --fifth-by)
+    genre_on: Optional[str] = None  # the genre test's backbone (gate.test_backbone); None: each agent's own
+
+    def genre_backbone_of(self, agent: str) -> str:
+        """The backbone the genre test scores `agent`'s pairs on."""
+        return self.genre_on or self.backbone_of[agent]
 
     def writer_of(self, asked: PraiseRequest) -> Optional[str]:
         """The backbone a request is put to: its family's writer, else the check's own (None)."""
@@ -100,10 +106,13 @@ def what_to_check(
     jobs = corrupted_copies(seeds, {a: r.quoted() for a, r in graded.items()}, settings.seed, praised)
     backbones = settings.backbones
     backbone_of = {agent: backbones.resolve(agents[agent].backbone) for agent in splits}
-    for agent, name in backbone_of.items():
-        if (utility or question or genre) and not backbones.can(name, "scores_text"):
+    genre_on = RubricGenreSettings.of(settings.gate).test_backbone if genre else None
+    scoring = [(f"agent {a}", name) for a, name in backbone_of.items() if utility or question or genre and not genre_on]
+    scoring += [("gate.test_backbone", genre_on)] if genre_on else []
+    for whose, name in scoring:
+        if not backbones.can(name, "scores_text"):  # an unknown name is refused here too
             raise UserError(
-                f"--gate {','.join(gates)}: backbone '{name}' of agent {agent} cannot score given "
+                f"--gate {','.join(gates)}: backbone '{name}' of {whose} cannot score given "
                 f"text; use an hf backbone, or backbone.prompt_logprobs=echo"
             )
     asked = requests(seeds, praised, settings.seed)
@@ -114,7 +123,7 @@ def what_to_check(
     if only is not None:
         jobs = [j for j in jobs if j.kind == GOOD or j.kind in only]
         asked = [a for a in asked if a.kind in only]
-    return Checked(agents, splits, jobs, rubric, utility, backbone_of, question, asked, genre, writers)
+    return Checked(agents, splits, jobs, rubric, utility, backbone_of, question, asked, genre, writers, genre_on)
 
 
 def grade(scorer: Scorer, jobs: Sequence[Job], rubric_of: dict[str, str], batch: int = 16) -> list[Decision]:

@@ -26,6 +26,8 @@ class GateRecord:
     question_others: Optional[int] = None  # rubric_qdep
     question_margin: Optional[float] = None
     question_seed: Optional[int] = None
+    genre_margin: Optional[float] = None  # rubric_genre
+    genre_backbone: Optional[str] = None  # rubric_genre with a test backbone of its own
     # What a gate records that no built-in gate does (a plugin gate's own settings), as written.
     extra: Mapping[str, Any] = field(default_factory=dict)
 

@@ -92,13 +92,17 @@ class RubricGenreSettings(GateConfig):
     # at -0.05), and 0 is the test's plain reading (likelier as an answer than as a review). Qwen2.5-0.5B on the
     # same pairs, run after 0 was fixed, agrees: 96%, 4% and 4%, J 0.93, also highest at 0.
     margin: float = setting(0.0)
+    # The backbone (a conf/backbone name) the test scores every answer on; null: each agent's own. The grader
+    # stays scorer.backbone: a small grader's own test ranks praise worse than a larger backbone's
+    # (results/README.md, "Praise in plain words").
+    test_backbone: Optional[str] = None
 
     @classmethod
     def of(cls, section: Any) -> "RubricGenreSettings":
         """The test's settings under the gate section `section`: its own under gate=rubric_genre, else this
         gate's defaults (ms-data gate-check measures the test whichever gate its config names)."""
         if getattr(section, "name", None) == "rubric_genre":
-            return cls(name=section.name, margin=float(section.margin))
+            return cls(name=section.name, margin=float(section.margin), test_backbone=section.test_backbone)
         return cls(name="rubric_genre")
 
 

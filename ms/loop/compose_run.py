@@ -168,7 +168,9 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     # The backbone each agent that runs answers on; each distinct backbone is built once.
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
     agent_backbone = {a: catalog.resolve(agents[a].backbone) for a in splits}
-    backbones = build_backbones(catalog, [*agent_backbone.values(), cfg.scorer.backbone, cfg.train.backbone])
+    genre_on = cfg.gate.get("test_backbone")  # gate=rubric_genre's test backbone, where it names one
+    roles = [*agent_backbone.values(), cfg.scorer.backbone, cfg.train.backbone, *([genre_on] if genre_on else [])]
+    backbones = build_backbones(catalog, roles)
     names = measurable(names, agent_backbone, backbones)
     rubrics = load_rubrics({rubric_ref(agents[a], cfg.pool.mode) for a in splits})
     scorer = Scorer(backbones[catalog.resolve(cfg.scorer.backbone)], rubrics, cfg.scorer)
@@ -214,7 +216,9 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
                 margin,
                 seed,
             ),
-            genre_test=lambda margin: GenreTest(lambda a: backbones[agent_backbone[a]], agents, template, margin),
+            genre_test=lambda margin, on: GenreTest(
+                lambda a: backbones[catalog.resolve(on or agent_backbone[a])], agents, template, margin
+            ),
         ),
     )
     if cfg.memory.retire_below is not None and not (

@@ -14,7 +14,7 @@ line); this pass checks values.
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -165,7 +165,8 @@ def _option_problems(cfg: DictConfig) -> Iterator[str]:
 
 def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
     """The agents' entries, the rubric files they are graded with, and every backbone a role names
-    (agents.NAME.backbone, scorer.backbone, train.backbone): a conf/backbone file that passes its checks."""
+    (agents.NAME.backbone, scorer.backbone, train.backbone, gate.test_backbone): a conf/backbone file that passes
+    its checks."""
     found = list(agent_problems(cfg.agents))
     yield from found
     if found:
@@ -184,6 +185,8 @@ def _agent_problems(cfg: DictConfig, plan: bool) -> Iterator[str]:
     backbones = Backbones(cfg.backbone)
     roles = [(f"agents.{a.name}.backbone", a.backbone) for a in agents.values()]
     roles += [("scorer.backbone", cfg.scorer.backbone), ("train.backbone", cfg.train.backbone)]
+    if cfg.gate.get("test_backbone"):
+        roles.append(("gate.test_backbone", cfg.gate.test_backbone))
     for key, name in backbones.named(roles):
         try:
             node = backbones.config(name)
@@ -237,7 +240,15 @@ class _RunningBackbones:
     def __init__(self, cfg: DictConfig, running: list[str]):
         self.cfg, self.running = cfg, running
 
-    def unable(self, what: str) -> list[tuple[str, str, str]]:
+    def unable(self, what: str, named: Optional[tuple[str, str]] = None) -> list[tuple[str, str, str]]:
+        if named:
+            key, name = named
+            backbones = Backbones(self.cfg.backbone)
+            try:
+                able, provider = backbones.can(name, what), backbones.config(name).provider
+            except UserError:  # reported with its key (_agent_problems)
+                return []
+            return [] if able else [(name, provider, f" ({key})")]
         return [
             (name, provider, _whose(agents, self.running))
             for (name, provider), agents in _blind(self.cfg, self.running, what).items()

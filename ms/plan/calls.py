@@ -184,16 +184,18 @@ class CallCounter:
             share * 2 * probed, prompt, 0.0, exact=exact, cached_exact=not self.settings.use_cache
         )
 
-    def test_question(self, agent: str, reply: float, others: int, share: float, drawn: bool = True) -> None:
+    def test_question(
+        self, agent: str, reply: float, others: int, share: float, drawn: bool = True, on: Optional[str] = None
+    ) -> None:
         """A contrast test of `share` of the pairs of `agent` (ms.gates.question_dependence): the answer scored
         after its own question and after `others` contrasts (where `drawn`, other seed questions: no more
-        than the agent has), each in the agent's zero-shot chat; every one at the mean length of the agent's
-        seed questions."""
+        than the agent has), each in the agent's zero-shot chat, on backbone `on` (None: the agent's own);
+        every one at the mean length of the agent's seed questions."""
         seeds = self.splits[agent].seed
         asked = fmean(tokens(self.template.render(e.question)) for e in seeds) if seeds else 0.0
         passes = 1 + (min(others, len(seeds)) if drawn else others)
         prompt = self.system(agent) + asked + PER_MESSAGE + reply
-        row = self.row("score", self.agents[agent].backbone)
+        row = self.row("score", on or self.agents[agent].backbone)
         row.add(share * passes, prompt, 0.0, exact=False, cached_exact=not self.settings.use_cache)
 
     # ---- what a metric asks for (ms.metrics.base.MetricPlan) ---------------------------------------

@@ -140,7 +140,7 @@ def _praise_rows(backbones, checked) -> list:
 
 def _contrast_rows(settings, checked, jobs: Sequence, genre: bool = False) -> list:
     """A contrast test of every job: its answer scored after its question and after its contrasts, each in
-    the agent's zero-shot chat, on the agent's backbone: m other questions of its agent (the question-dependence
+    the agent's zero-shot chat, on the agent's backbone (the genre test's own, where it names one): m other questions of its agent (the question-dependence
     test, ms.gates.question_dependence), or the review requests (`genre`: the genre test, ms.gates.genre)."""
     from ms.agents import PromptTemplate, chat
     from ms.gates.genre import GenreTest
@@ -155,7 +155,7 @@ def _contrast_rows(settings, checked, jobs: Sequence, genre: bool = False) -> li
         test = QuestionTest(None, checked.agents, template, seeds, tested.others, tested.margin, tested.seed)
     rows: dict[str, object] = {}
     for job in jobs:
-        name = checked.backbone_of[job.agent]
+        name = checked.genre_backbone_of(job.agent) if genre else checked.backbone_of[job.agent]
         row = rows.setdefault(name, _row(settings.backbones, "score", name))
         for q in (job.example.question, *test.contrasts(job.agent, job.example.question)):
             asked = chat(checked.agents[job.agent], template.render(q), template.system)

@@ -73,6 +73,11 @@ def _random_gate(g: GateRecord) -> str:
     return "random gate" if g.rate is None else f"random gate admitting {g.rate:g} of the pairs"
 
 
+def _genre_gate(g: GateRecord) -> str:
+    on = f" on {g.genre_backbone}" if g.genre_backbone else ""
+    return f"rubric gate with the genre test{on}"
+
+
 def _rule(a: AccessRecord) -> str:
     return f"access rule {Path(str(a.file)).stem}" if a.file else "access rule"
 
@@ -86,7 +91,7 @@ LABELS: dict[Registry, Kind] = {
             Label("utility", "utility gate"),
             Label("both", "both gate (rubric, then utility)"),
             Label("rubric_qdep", "rubric gate with the question-dependence test"),
-            Label("rubric_genre", "rubric gate with the genre test"),
+            Label("rubric_genre", _genre_gate),
             Label("all", "all gate (admits every pair)"),
             Label("random", _random_gate),
         ),
