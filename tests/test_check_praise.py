@@ -374,6 +374,23 @@ def test_the_third_and_fifth_families_are_asked_again_where_they_copy_and_the_ol
     assert all(asks[r.chat[0]["content"]] == 1 for r in model)
 
 
+def test_ask_again_copies_remakes_the_older_families_under_the_copy_rule(tmp_path):
+    asks: dict[str, int] = {}
+
+    def sample(chat, seed):  # the answer given back on the first ask, praise after
+        text = chat[0]["content"]
+        asks[text] = asks.get(text, 0) + 1
+        return ANSWER if asks[text] == 1 else "A witty riddle with a neat turn."
+
+    seeds = {"riddle": [example(0)]}
+    praised = {"riddle": Praised.of("riddle", load_rubric("logic"))}
+    asked = [*requests(seeds, praised, 0), *requests(seeds, praised, 0, CROSS_PRAISE)]
+    lm = FakeLM(samples=sample, cache=ResponseCache(tmp_path / "responses.sqlite"))
+    assert written(lm, asked, 0) == [ANSWER, ANSWER]  # made as they were first read
+    assert written(lm, asked, 0, HELD_OUT) == ["A witty riddle with a neat turn."] * 2
+    assert all(n == 2 for n in asks.values())  # the first replies from the cache, one more ask each
+
+
 def test_only_keeps_the_good_pairs_and_the_kinds_named_each_made_as_in_the_whole_check():
     from ms.cli.gate_commands import _kinds, check_settings
     from ms.gates.check import what_to_check

@@ -35,7 +35,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     from ms.gates.check_auc import summarize
     from ms.gates.check_corruptions import with_model_praise
     from ms.gates.check_pooled import GENRE_GATE, QDEP_GATE, TESTED, Scored, pooled_report
-    from ms.gates.check_praise import HELD_OUT, WRITTEN_BY, written
+    from ms.gates.check_praise import HELD_OUT, UNCOPIED, WRITTEN_BY, written
     from ms.gates.check_report import format_results, threshold_report, write_results
     from ms.gates.check_utility import utility_of_jobs
     from ms.gates.genre import REVIEWS, GenreTest
@@ -68,9 +68,11 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # The held-out families: praise the check's own backbone (and --praise-by's, ...) writes, with the check's seed.
     jobs = checked.jobs
+    uncopied = HELD_OUT if args.ask_again_copies else UNCOPIED
     for writer in dict.fromkeys(map(checked.writer_of, checked.asked)):
         asked = [a for a in checked.asked if checked.writer_of(a) == writer]
-        jobs = with_model_praise(jobs, asked, written(backbones[catalog.resolve(writer)], asked, cfg.seed))
+        replies = written(backbones[catalog.resolve(writer)], asked, cfg.seed, uncopied)
+        jobs = with_model_praise(jobs, asked, replies)
     seconds["praise"] = time.perf_counter() - started
     if rubric:
         refs = {agent: rubric_ref(agents[agent], cfg.pool.mode) for agent in splits}
@@ -132,6 +134,10 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         + "".join(f", and {kind}, written by {writer}" for kind, writer in checked.writers.items())
         + ": held out, the test of a defence); AUC of good vs corrupted, 95% bootstrap CI"
         + (f"\nonly the good pairs and {', '.join(args.only)} are judged (--only)" if args.only else "")
+        + (
+            "\nevery model-written family is asked again where it copies the answer (--ask-again-copies)"
+            * args.ask_again_copies
+        )
     )
     if scorer is not None:
         header += (
@@ -258,6 +264,12 @@ def add_gate_commands(commands) -> None:
         copies = " (asked again where it copies the answer)" if kind in UNCOPIED else ""
         help_text = f"a backbone (a conf/backbone name) that writes the held-out praise family {kind}{copies}"
         gate.add_argument(option, dest=kind, metavar="BACKBONE", help=help_text)
+    gate.add_argument(
+        "--ask-again-copies",
+        action="store_true",
+        help=f"make every model-written family under the copy rule of {', '.join(UNCOPIED)} (model_praise and "
+        "cross_praise were made without it): a reply that copies the answer is asked for again",
+    )
     gate.add_argument(
         "--only",
         type=_kinds,

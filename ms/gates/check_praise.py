@@ -20,7 +20,7 @@ before third_praise was first written: praise sharing more than COPY_BAR of its 
 with the next seed, up to ASKS times, and the least copying reply is kept.
 """
 
-from typing import NamedTuple, Sequence
+from typing import Collection, NamedTuple, Sequence
 
 from ms.data import Example
 from ms.data.grader_directed import draw
@@ -143,14 +143,16 @@ def copied(praise: str, answer: str) -> float:
     return sum(p in known for p in pairs) / len(pairs) if pairs else 0.0
 
 
-def written(lm: LM, asked: Sequence[PraiseRequest], seed: int) -> list[str]:
+def written(lm: LM, asked: Sequence[PraiseRequest], seed: int, uncopied: Collection[str] = UNCOPIED) -> list[str]:
     """The backbone's praise for each request: one sample each, seeded by `seed` and the request (cached
     under both, as every sample is: ms.llm.base.LM.sample), under role answer (the backbone writes an answer).
-    A request of an UNCOPIED family whose reply copies the answer is asked again with the next seed, up to
-    ASKS samples, and keeps its least copying reply (the first, of equals)."""
+    A request of an `uncopied` family whose reply copies the answer is asked again with the next seed, up to
+    ASKS samples, and keeps its least copying reply (the first, of equals). `uncopied` is UNCOPIED, the
+    families made under the rule; HELD_OUT remakes the older ones under it too (gate-check
+    --ask-again-copies), their first replies unchanged where they copy nothing."""
     replies = _sampled(lm, asked, seed)
     for attempt in range(1, ASKS):
-        again = [i for i, r in enumerate(asked) if r.kind in UNCOPIED and _copy(r, replies[i]) > COPY_BAR]
+        again = [i for i, r in enumerate(asked) if r.kind in uncopied and _copy(r, replies[i]) > COPY_BAR]
         for i, reply in zip(again, _sampled(lm, [asked[i] for i in again], seed + attempt)):
             if _copy(asked[i], reply) < _copy(asked[i], replies[i]):
                 replies[i] = reply
