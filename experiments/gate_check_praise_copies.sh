@@ -14,21 +14,9 @@
 # Resumable: a step whose gate_check.md exists is skipped.
 set -euo pipefail
 out=${1:?usage: gate_check_praise_copies.sh OUT_DIR}
-declare -A threshold_of=([smollm2]=15 [qwen2.5-0.5b]=54) other_of=([smollm2]=qwen2.5-0.5b [qwen2.5-0.5b]=smollm2)
-common=(--gate rubric,rubric_genre --per-agent 8)
-
-check() {  # check DIR GRADER ARGS...: one gate check, timed, then its comparisons with the rubric
-  local dir=$1 grader=$2; shift 2
-  if [ ! -f "$dir/gate_check.md" ]; then
-    local start; start=$(date +%s)
-    ms-data gate-check "${common[@]}" --out "$dir" "$@" "grader=$grader" scorer.defence=reject gate=rubric_genre
-    echo "$dir: $(($(date +%s) - start)) s" | tee -a "$out/wall.txt"
-  fi
-  for other in rubric_genre rubric_genre_ranked; do
-    ms-data gate-compare "$dir" "$dir" --gate rubric --other-gate "$other" --threshold "${threshold_of[$grader]}" \
-      >"$dir/compare_$other.md"
-  done
-}
+declare -A other_of=([smollm2]=qwen2.5-0.5b [qwen2.5-0.5b]=smollm2)
+defence=(scorer.defence=reject gate=rubric_genre)
+source "$(dirname "$0")/gate_check_steps.sh"
 
 mkdir -p "$out"
 git log --oneline -1 >"$out/commit.txt"

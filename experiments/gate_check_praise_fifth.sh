@@ -24,22 +24,8 @@ set -euo pipefail
 out=${1:?usage: gate_check_praise_fifth.sh OUT_DIR}
 kinds=swapped,other_question,truncated,empty,self_assessment,answer_plus_assessment,grader_instruction
 kinds+=,praise_alone,line_plus_praise
-declare -A threshold_of=([smollm2]=15 [qwen2.5-0.5b]=54)
-common=(--gate rubric,rubric_genre --per-agent 8)
-fixed=(backbone=qwen2.5-0.5b scorer.defence=reject gate=rubric_genre)
-
-check() {  # check DIR GRADER ARGS...: one gate check, timed, then its comparisons with the rubric
-  local dir=$1 grader=$2; shift 2
-  if [ ! -f "$dir/gate_check.md" ]; then
-    local start; start=$(date +%s)
-    ms-data gate-check "${common[@]}" "$@" --out "$dir" "grader=$grader" "${fixed[@]}"
-    echo "$dir: $(($(date +%s) - start)) s" | tee -a "$out/wall.txt"
-  fi
-  for other in rubric_genre rubric_genre_ranked; do
-    ms-data gate-compare "$dir" "$dir" --gate rubric --other-gate "$other" --threshold "${threshold_of[$grader]}" \
-      >"$dir/compare_$other.md"
-  done
-}
+defence=(backbone=qwen2.5-0.5b scorer.defence=reject gate=rubric_genre)
+source "$(dirname "$0")/gate_check_steps.sh"
 
 mkdir -p "$out"
 git log --oneline -1 >"$out/commit.txt"

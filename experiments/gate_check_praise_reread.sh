@@ -16,23 +16,11 @@
 # Resumable: a step whose gate_check.md exists is skipped.
 set -euo pipefail
 out=${1:?usage: gate_check_praise_reread.sh OUT_DIR}
-common=(--gate rubric,rubric_genre --per-agent 8)
-fixed=(grader=smollm2 backbone=qwen2.5-0.5b scorer.defence=reject gate=rubric_genre)
-
-check() {  # check DIR ARGS...: one gate check, timed, then its comparisons with the rubric
-  local dir=$1; shift
-  if [ ! -f "$dir/gate_check.md" ]; then
-    local start; start=$(date +%s)
-    ms-data gate-check "${common[@]}" "$@" --out "$dir" "${fixed[@]}"
-    echo "$dir: $(($(date +%s) - start)) s" | tee -a "$out/wall.txt"
-  fi
-  for other in rubric_genre rubric_genre_ranked; do
-    ms-data gate-compare "$dir" "$dir" --gate rubric --other-gate "$other" --threshold 15 >"$dir/compare_$other.md"
-  done
-}
+defence=(backbone=qwen2.5-0.5b scorer.defence=reject gate=rubric_genre)
+source "$(dirname "$0")/gate_check_steps.sh"
 
 mkdir -p "$out"
 git log --oneline -1 >"$out/commit.txt"
 git status --short >>"$out/commit.txt"
-check "$out/earlier" --praise-by qwen2.5-0.5b --third-by gemma3 --only model_praise,cross_praise,third_praise
-check "$out/fourth" --third-by qwen2.5-0.5b --only third_praise
+check "$out/earlier" smollm2 --praise-by qwen2.5-0.5b --third-by gemma3 --only model_praise,cross_praise,third_praise
+check "$out/fourth" smollm2 --third-by qwen2.5-0.5b --only third_praise
