@@ -57,7 +57,7 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
         return gate_check_plan(settings, checked, out)
     catalog = settings.backbones
     # Utility and the question test score answers on each agent's backbone; the genre test on its own, or theirs.
-    scoring = [*(backbone_of.values() if utility or question else [])]
+    scoring = list(backbone_of.values()) if utility or question else []
     scoring += [checked.genre_backbone_of(agent) for agent in splits] if checked.genre else []
     backbones = build_backbones(catalog, [*scoring, cfg.scorer.backbone, *checked.writers.values()])
     shots = settings.shots

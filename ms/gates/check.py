@@ -107,7 +107,9 @@ def what_to_check(
     backbones = settings.backbones
     backbone_of = {agent: backbones.resolve(agents[agent].backbone) for agent in splits}
     genre_on = RubricGenreSettings.of(settings.gate).test_backbone if genre else None
-    scoring = [(f"agent {a}", name) for a, name in backbone_of.items() if utility or question or genre and not genre_on]
+    scoring = [
+        (f"agent {a}", name) for a, name in backbone_of.items() if utility or question or (genre and not genre_on)
+    ]
     scoring += [("gate.test_backbone", genre_on)] if genre_on else []
     for whose, name in scoring:
         if not backbones.can(name, "scores_text"):  # an unknown name is refused here too

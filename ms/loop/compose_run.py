@@ -168,8 +168,8 @@ def compose_run(cfg: DictConfig, out_dir: Path) -> Parts:
     # The backbone each agent that runs answers on; each distinct backbone is built once.
     catalog = Backbones(cfg.backbone, cfg.cache_dir, cfg.use_cache)
     agent_backbone = {a: catalog.resolve(agents[a].backbone) for a in splits}
-    genre_on = cfg.gate.get("test_backbone")  # gate=rubric_genre's test backbone, where it names one
-    roles = [*agent_backbone.values(), cfg.scorer.backbone, cfg.train.backbone, *([genre_on] if genre_on else [])]
+    # gate=rubric_genre's test backbone where it names one (None, like any unnamed role, is the default)
+    roles = [*agent_backbone.values(), cfg.scorer.backbone, cfg.train.backbone, cfg.gate.get("test_backbone")]
     backbones = build_backbones(catalog, roles)
     names = measurable(names, agent_backbone, backbones)
     rubrics = load_rubrics({rubric_ref(agents[a], cfg.pool.mode) for a in splits})
