@@ -29,6 +29,7 @@ from ms.gates.check_praise import (
     HELD_OUT,
     MODEL_PRAISE,
     PRAISE_POOLS,
+    SIXTH_PRAISE,
     THIRD_PRAISE,
     WORDINGS,
     copied,
@@ -61,6 +62,7 @@ def test_the_split_is_declared_once_and_the_model_written_family_is_held_out():
         CROSS_PRAISE,
         THIRD_PRAISE,
         FIFTH_PRAISE,
+        SIXTH_PRAISE,
     )
     assert set(DEVELOPMENT) == {PRAISE_ALONE, LINE_PLUS_PRAISE}
     assert {group: GROUPS[group] for group in PRAISE_POOLS} == PRAISE_POOLS  # the check reports each pool
@@ -344,8 +346,8 @@ def test_copied_counts_the_replys_word_pairs_found_in_the_answer():
     assert copied("", ANSWER) == 0.0
 
 
-@pytest.mark.parametrize("kind", [THIRD_PRAISE, FIFTH_PRAISE])
-def test_the_third_and_fifth_families_are_asked_again_where_they_copy_and_the_older_ones_never(tmp_path, kind):
+@pytest.mark.parametrize("kind", [THIRD_PRAISE, FIFTH_PRAISE, SIXTH_PRAISE])
+def test_the_families_from_the_third_on_are_asked_again_where_they_copy_and_the_older_ones_never(tmp_path, kind):
     asks: dict[str, int] = {}
 
     def sample(chat, seed):  # the answer given back on the first asks, praise on the third
@@ -361,6 +363,7 @@ def test_the_third_and_fifth_families_are_asked_again_where_they_copy_and_the_ol
     marks = {  # one phrase of each of its wordings
         THIRD_PRAISE: ("As their teacher", "back cover", "thank-you note"),
         FIFTH_PRAISE: ("contest you judged", "your followers", "read aloud"),
+        SIXTH_PRAISE: ("staff pick", "for a prize", "is nervous"),
     }[kind]
     assert all(sum(m in w for w in WORDINGS[kind]) == 1 for m in marks)
     assert all(any(m in r.chat[0]["content"] for m in marks) for r in third)

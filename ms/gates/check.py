@@ -68,7 +68,7 @@ class Checked(NamedTuple):
     question: bool = False  # whether the question-dependence test measures them (--gate rubric_qdep)
     asked: list[PraiseRequest] = []  # the praise the backbones are asked to write (model_praise and the others)
     genre: bool = False  # whether the genre test measures them (--gate rubric_genre)
-    writers: dict[str, str] = {}  # family -> the backbone that writes it (--praise-by, --third-by, --fifth-by)
+    writers: dict[str, str] = {}  # family -> the backbone that writes it (check_praise.WRITTEN_BY's options)
     genre_on: Optional[str] = None  # the genre test's backbone (gate.test_backbone); None: each agent's own
 
     def genre_backbone_of(self, agent: str) -> str:
