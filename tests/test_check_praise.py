@@ -175,6 +175,7 @@ def test_praise_by_names_a_backbone_that_exists_and_plans_its_calls_on_it(tmp_pa
     assert any("qwen2.5-0.5b" in line for line in answer_rows), printed
     assert any("gemma3" in line for line in answer_rows), printed
     assert any(cfg.backbone.name in line for line in answer_rows), printed
+    assert f"up to {ASKS - 1} more samples per pair, which are not counted" in printed  # the copy rule's asks
 
 
 def test_model_written_praise_is_sampled_seeded_cached_and_counted_as_answers(tmp_path):

@@ -168,7 +168,7 @@ def gate_check_plan(settings, checked, out: Path) -> int:
     """`settings`: ms.gates.check.CheckSettings, what the check reads of its config; `checked`:
     ms.gates.check.Checked, the pairs gate-check built from them and the data."""
     from ms.gates.check_corruptions import GOOD, with_model_praise
-    from ms.gates.check_praise import PRAISE_TOKENS
+    from ms.gates.check_praise import ASKS, PRAISE_TOKENS
     from ms.gates.scorer import rubric_for
     from ms.gates.settings import RubricQdepSettings, UtilitySettings
 
@@ -190,7 +190,8 @@ def gate_check_plan(settings, checked, out: Path) -> int:
     notes = [
         f"{len(jobs)} pairs to judge: {good} seed pairs of {len(checked.splits)} agents and their corrupted copies",
         f"model-written praise: one sample per seed pair at its cap of {PRAISE_TOKENS} tokens; the pairs it makes "
-        f"are judged too, and counted at their cap",
+        f"are judged too, and counted at their cap. A family under the copy rule asks again where a reply copies "
+        f"its answer, up to {ASKS - 1} more samples per pair, which are not counted",
     ]
     if checked.question:
         notes.append(
