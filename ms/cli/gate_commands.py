@@ -152,9 +152,11 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
             f"(seed {tested.seed}), else 0"
         )
     if checked.genre:
+        on = checked.genre_on or "each agent's own backbone"
         header += (
             f"\n{GENRE_GATE}: the rubric's grade where the answer's log-prob per token after its question beats its "
-            f"mean after {len(REVIEWS)} requests to review a reply to it by more than {genre_margin:g}, else 0"
+            f"mean after {len(REVIEWS)} requests to review a reply to it by more than {genre_margin:g}, else 0; "
+            f"scored on {on}"
         )
     if utility:
         header += (
