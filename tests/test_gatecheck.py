@@ -134,7 +134,7 @@ def test_youden_threshold_admits_what_separates_best_and_prefers_zero_on_a_tie()
 
 
 @pytest.mark.slow
-def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache, monkeypatch):
+def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache, monkeypatch, capsys):
     """Every gate on the same pairs, with the real SmolLM2: a utility for every pair, an AUC per
     gate, agent and corruption. One seed pair per agent keeps it to 8 pairs (a lone pair has no
     other question to give: test_an_agent_with_one_pair_has_no_other_question_to_give), k=1 to one
@@ -167,6 +167,8 @@ def test_gate_check_command_on_the_default_backbone(tmp_path, models_cache, monk
         )
         == 0
     )
+    # Each long stage shows a progress bar; the praise the backbone writes too (one reply per seed pair).
+    assert "gate-check praise by smollm2 (2 pairs): 2reply" in capsys.readouterr().err
     with (out / "gate_check.csv").open() as f:
         rows = list(csv.DictReader(f))
     ordinary = [kind for kind in CORRUPTIONS if kind != "other_question"]

@@ -29,6 +29,8 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     import tempfile
     import time
 
+    from tqdm.auto import tqdm
+
     from ms.agents import PromptTemplate
     from ms.config.files import USAGE_FILE
     from ms.gates.check import contrast_tests, gate_scores, grade, missing_score, what_to_check
@@ -71,7 +73,11 @@ def gate_check_cmd(args: argparse.Namespace) -> int:
     uncopied = HELD_OUT if args.ask_again_copies else UNCOPIED
     for writer in dict.fromkeys(map(checked.writer_of, checked.asked)):
         asked = [a for a in checked.asked if checked.writer_of(a) == writer]
-        replies = written(backbones[catalog.resolve(writer)], asked, cfg.seed, uncopied)
+        lm = backbones[catalog.resolve(writer)]
+        # No total: a family under the copy rule asks again where a reply copies its answer.
+        desc = f"gate-check praise by {writer or cfg.backbone.name} ({len(asked)} pairs)"
+        with tqdm(desc=desc, unit="reply") as bar, lm.reporting(bar.update):
+            replies = written(lm, asked, cfg.seed, uncopied)
         jobs = with_model_praise(jobs, asked, replies)
     seconds["praise"] = time.perf_counter() - started
     if rubric:
