@@ -235,3 +235,27 @@ def test_utility_retrieval_withholds_the_pair_and_the_donors_of_its_corrupted_an
         found = seen[(job.example.question, job.answer)]
         assert len(found) == 8 - 3  # of the scope's 8: the pair itself and the two donors withheld
         assert all(m.question != job.example.question and m.answer not in group for m in found)
+
+
+@pytest.mark.slow
+def test_gate_check_runs_the_genre_test_on_the_backbone_it_names_and_says_so(tmp_path, models_cache):
+    """The genre test in a real check, on the backbone gate.test_backbone names (SmolLM2 here, named, so that no
+    second model loads): every pair measured after its question and the review requests, and gate_check.md
+    says where it scored."""
+    from ms.cli.data import main
+    from ms.gates.genre import REVIEWS
+
+    out = tmp_path / "genre"
+    command = ["gate-check", "--per-agent", "1", "--gate", "rubric,rubric_genre", "--only", "praise_alone"]
+    overrides = ["data.agents=[riddle,pun]", "gate=rubric_genre", "gate.test_backbone=smollm2"]
+    assert main([*command, "--out", str(out), *overrides, f"cache_dir={models_cache}"]) == 0
+    pairs = [json.loads(line) for line in (out / "gate_check_decisions.jsonl").read_text().splitlines()]
+    assert sorted((p["agent"], p["kind"]) for p in pairs) == [
+        ("pun", "good"),
+        ("pun", "praise_alone"),
+        ("riddle", "good"),
+        ("riddle", "praise_alone"),
+    ]
+    assert all(len(p["genre_test"]["after"]) == len(REVIEWS) and p["genre_test"]["d"] is not None for p in pairs)
+    header = (out / "gate_check.md").read_text()
+    assert "requests to review a reply to it by more than 0, else 0; scored on smollm2" in header
