@@ -9,7 +9,6 @@ import argparse
 import json
 import re
 
-import numpy as np
 import pytest
 from conftest import compose_config
 from fakes import FakeLM
@@ -291,20 +290,6 @@ def test_both_is_read_as_its_order_and_admits_what_the_rubric_and_utility_both_a
     text = pooled_report([r for r in read if r.kind != MODEL_PRAISE], 0, "both")
     assert next(line for line in text.splitlines() if line.startswith("good")).split()[-1] == "0.50"
     assert next(line for line in text.splitlines() if line.startswith("praise_alone")).split()[-1] == "0.00"
-
-
-def test_the_pooled_auc_interval_resamples_seed_pairs_not_answers():
-    """A seed pair's corruptions share its question: copying each of them eight times adds no evidence. Drawn by
-    seed pair, the interval stays as it was; drawn answer by answer, it would narrow."""
-    rng = np.random.default_rng(0)
-    good, swapped = rng.normal(1.0, 1.0, 12), rng.normal(0.0, 1.0, 12)
-    once = [Scored(("riddle", str(i)), GOOD, g) for i, g in enumerate(good)]
-    eight = list(once)
-    once += [Scored(("riddle", str(i)), "swapped", b) for i, b in enumerate(swapped)]
-    eight += [Scored(("riddle", str(i)), "swapped", b) for i, b in enumerate(swapped) for _ in range(8)]
-    point, lo, hi = pooled_auc(once, ("swapped",))
-    assert pooled_auc(eight, ("swapped",)) == pytest.approx((point, lo, hi))
-    assert lo < point < hi
 
 
 def test_rubric_genre_ranked_puts_every_admitted_pair_first_and_orders_each_side_by_the_test(tmp_path):

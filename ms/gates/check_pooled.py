@@ -23,7 +23,6 @@ from ms.common.errors import UserError
 from ms.common.stats import Estimate, bootstrap_ci, mean_ci
 from ms.data.grader_directed import GRADER_INSTRUCTION
 from ms.gates.both import both_order
-from ms.gates.check_auc import auc
 from ms.gates.check_corruptions import ALL, CORRUPTIONS, GOOD, GRADER_POOL, GRADER_POOLED, KINDS
 from ms.gates.check_praise import PRAISE_POOLS
 from ms.gates.check_report import DECISIONS
@@ -42,7 +41,7 @@ TESTED = {QDEP_GATE: ("question_test", "question-dependence test"), GENRE_GATE: 
 # cross_praise was read.
 RANKED = {"rubric_genre_ranked": GENRE_GATE}
 BOTH_GATE = "both"  # the pair's place in the order (rubric admits, u), as the gate check scores it
-PAIR_RESAMPLES = 2000  # each resample computes an AUC or two; 2,000 keep a 2-core report to seconds
+PAIR_RESAMPLES = 2000  # the draws every committed check was reported with; all of them are one array product
 
 
 class Scored(NamedTuple):
@@ -156,10 +155,34 @@ def _admitted_share(rows: Sequence[Scored], kinds: Sequence[str], threshold: flo
     return float(np.mean([r.score >= threshold if r.admitted is None else r.admitted for r in picked]))
 
 
-def _auc_of(rows_by_pair: dict, pairs: Sequence, kinds: Sequence[str]) -> float:
-    picked = [r for p in pairs for r in rows_by_pair[p]]
-    good, bad = _split(picked, kinds)
-    return float(auc(good, bad)) if good and bad else math.nan
+class _PairCounts(NamedTuple):
+    """Mann-Whitney counts between seed pairs: `wins[p, q]` is twice the number of (good row of pair p, bad
+    row of pair q) where the good one scores higher, ties counting once (half, doubled); `good` and `bad`
+    count each pair's rows. For any multiset of pairs (`weights`, how often each is drawn) the pooled AUC
+    is then w·wins·w / (2 (w·good)(w·bad)): the same U over n1*n2 as on the drawn rows, exact in integers,
+    for every bootstrap resample at once."""
+
+    wins: np.ndarray
+    good: np.ndarray
+    bad: np.ndarray
+
+    @classmethod
+    def of(cls, rows_by_pair: dict, pairs: Sequence, kinds: Sequence[str]) -> "_PairCounts":
+        split = [_split(rows_by_pair[p], kinds) for p in pairs]
+        goods = [np.asarray(g, float) for g, _ in split]
+        bads = [np.asarray(b, float) for _, b in split]
+        wins = np.array(
+            [[2 * int((g[:, None] > b).sum()) + int((g[:, None] == b).sum()) for b in bads] for g in goods],
+            dtype=np.int64,
+        ).reshape(len(pairs), len(pairs))
+        return cls(wins, np.array([len(g) for g in goods]), np.array([len(b) for b in bads]))
+
+    def auc(self, weights: np.ndarray) -> np.ndarray:
+        """The pooled AUC of each row of `weights` (..., pairs); nan where it holds no good or no bad row."""
+        twice_u = np.einsum("...p,pq,...q->...", weights, self.wins, weights)
+        pairs = (weights @ self.good) * (weights @ self.bad)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(pairs > 0, twice_u / 2 / pairs, math.nan)
 
 
 def _by_pair(rows: Sequence[Scored]) -> dict:
@@ -169,24 +192,26 @@ def _by_pair(rows: Sequence[Scored]) -> dict:
     return grouped
 
 
-def _over_pairs(pairs: Sequence, statistic) -> tuple[float, float]:
-    """95% percentile CI of `statistic(chosen pairs)`, the seed pairs resampled with replacement."""
+def _over_pairs(n_pairs: int, statistic) -> tuple[float, float]:
+    """95% percentile CI of `statistic(weights)` with the seed pairs resampled with replacement; `weights`
+    (resamples, pairs) counts how often each pair is drawn."""
 
-    def resampled(index) -> float:
-        return statistic([pairs[i] for i in index])
+    def resampled(index: np.ndarray, axis: int = -1) -> np.ndarray:
+        return statistic((index[..., None] == np.arange(n_pairs)).sum(axis=-2))
 
-    indices = (np.arange(len(pairs)),)
-    return bootstrap_ci(indices, resampled, methods=("percentile",), n_resamples=PAIR_RESAMPLES, vectorized=False)
+    indices = (np.arange(n_pairs),)
+    return bootstrap_ci(indices, resampled, methods=("percentile",), n_resamples=PAIR_RESAMPLES, vectorized=True)
 
 
 def pooled_auc(rows: Sequence[Scored], kinds: Sequence[str]) -> tuple[float, Optional[float], Optional[float]]:
     """The pooled AUC of good against `kinds`, and its 95% CI over seed pairs (None under 2 pairs)."""
     by_pair = _by_pair(rows)
     pairs = sorted(by_pair)
-    point = _auc_of(by_pair, pairs, kinds)
+    counts = _PairCounts.of(by_pair, pairs, kinds)
+    point = float(counts.auc(np.ones(len(pairs), dtype=np.int64)))
     if len(pairs) < 2:
         return point, None, None
-    return (point, *_over_pairs(pairs, lambda chosen: _auc_of(by_pair, chosen, kinds)))
+    return (point, *_over_pairs(len(pairs), counts.auc))
 
 
 def compare(base: Sequence[Scored], other: Sequence[Scored], kinds: Sequence[str]) -> tuple[float, float, float, int]:
@@ -196,10 +221,12 @@ def compare(base: Sequence[Scored], other: Sequence[Scored], kinds: Sequence[str
     if not pairs:
         raise UserError("the two gate checks share no seed pair: compare checks of the same data and --per-agent")
 
-    def difference(chosen: Sequence) -> float:
-        return _auc_of(by_other, chosen, kinds) - _auc_of(by_base, chosen, kinds)
+    counts_other, counts_base = _PairCounts.of(by_other, pairs, kinds), _PairCounts.of(by_base, pairs, kinds)
 
-    return difference(pairs), *_over_pairs(pairs, difference), len(pairs)
+    def difference(weights: np.ndarray) -> np.ndarray:
+        return counts_other.auc(weights) - counts_base.auc(weights)
+
+    return float(difference(np.ones(len(pairs), dtype=np.int64))), *_over_pairs(len(pairs), difference), len(pairs)
 
 
 def compare_report(
