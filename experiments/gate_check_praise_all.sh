@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The done-when in one check per grader: the genre-test defence against every corruption kind at once
-# (ordinary, grader-directed, development praise and all five held-out praise families), from one commit.
+# The conditions for a new default gate, one check per grader: the genre-test defence against every corruption
+# kind at once (ordinary, grader-directed, development praise and all five held-out praise families), from one commit.
 #
 # The defence is the one the fifth check fixed and the sixth read blind (the rubric on the grader with
 # scorer.defence=reject, then the genre test scored on Qwen2.5-0.5B, margin 0, read as rubric_genre_ranked).

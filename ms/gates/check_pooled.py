@@ -168,14 +168,16 @@ class _PairCounts(NamedTuple):
 
     @classmethod
     def of(cls, rows_by_pair: dict, pairs: Sequence, kinds: Sequence[str]) -> "_PairCounts":
-        split = [_split(rows_by_pair[p], kinds) for p in pairs]
-        goods = [np.asarray(g, float) for g, _ in split]
-        bads = [np.asarray(b, float) for _, b in split]
-        wins = np.array(
-            [[2 * int((g[:, None] > b).sum()) + int((g[:, None] == b).sum()) for b in bads] for g in goods],
-            dtype=np.int64,
-        ).reshape(len(pairs), len(pairs))
-        return cls(wins, np.array([len(g) for g in goods]), np.array([len(b) for b in bads]))
+        index = {p: i for i, p in enumerate(pairs)}
+        rows = [r for p in pairs for r in rows_by_pair[p]]
+        good = [r for r in rows if r.kind == GOOD]
+        bad = [r for r in rows if r.kind in kinds]
+        good_pair = np.array([index[r.pair] for r in good], dtype=np.int64)
+        bad_pair = np.array([index[r.pair] for r in bad], dtype=np.int64)
+        g, b = np.array([r.score for r in good], dtype=float), np.array([r.score for r in bad], dtype=float)
+        wins = np.zeros((len(pairs), len(pairs)), dtype=np.int64)  # summed over every (good row, bad row)
+        np.add.at(wins, (good_pair[:, None], bad_pair[None, :]), 2 * (g[:, None] > b) + (g[:, None] == b))
+        return cls(wins, np.bincount(good_pair, minlength=len(pairs)), np.bincount(bad_pair, minlength=len(pairs)))
 
     def auc(self, weights: np.ndarray) -> np.ndarray:
         """The pooled AUC of each row of `weights` (..., pairs); nan where it holds no good or no bad row."""
