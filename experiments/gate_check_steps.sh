@@ -1,4 +1,4 @@
-# Sourced by the praise checks' scripts (gate_check_praise_fifth.sh, _reread.sh, _copies.sh, _sixth.sh, _all.sh): one step of a check.
+# Sourced by the praise checks' scripts (gate_check_praise_fifth.sh, _reread.sh, _copies.sh, _sixth.sh, _all.sh, _seventh.sh): one step of a check.
 #
 #   check DIR GRADER ARGS...
 # One gate check of rubric and rubric_genre, 8 seed pairs per agent, into DIR: ARGS (options, then overrides),

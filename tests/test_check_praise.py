@@ -28,6 +28,7 @@ from ms.gates.check_praise import (
     HELD_OUT,
     MODEL_PRAISE,
     PRAISE_POOLS,
+    SEVENTH_PRAISE,
     SIXTH_PRAISE,
     THIRD_PRAISE,
     WORDINGS,
@@ -62,6 +63,7 @@ def test_the_split_is_declared_once_and_the_model_written_family_is_held_out():
         THIRD_PRAISE,
         FIFTH_PRAISE,
         SIXTH_PRAISE,
+        SEVENTH_PRAISE,
     )
     assert set(DEVELOPMENT) == {PRAISE_ALONE, LINE_PLUS_PRAISE}
     assert {group: GROUPS[group] for group in PRAISE_POOLS} == PRAISE_POOLS  # the check reports each pool
@@ -332,7 +334,7 @@ def test_copied_counts_the_replys_word_pairs_found_in_the_answer():
     assert copied("", ANSWER) == 0.0
 
 
-@pytest.mark.parametrize("kind", [THIRD_PRAISE, FIFTH_PRAISE, SIXTH_PRAISE])
+@pytest.mark.parametrize("kind", [THIRD_PRAISE, FIFTH_PRAISE, SIXTH_PRAISE, SEVENTH_PRAISE])
 def test_the_families_from_the_third_on_are_asked_again_where_they_copy_and_the_older_ones_never(tmp_path, kind):
     asks: dict[str, int] = {}
 
@@ -350,6 +352,7 @@ def test_the_families_from_the_third_on_are_asked_again_where_they_copy_and_the_
         THIRD_PRAISE: ("As their teacher", "back cover", "thank-you note"),
         FIFTH_PRAISE: ("contest you judged", "your followers", "read aloud"),
         SIXTH_PRAISE: ("staff pick", "for a prize", "is nervous"),
+        SEVENTH_PRAISE: ("was moved by it", "a month", "a reference"),
     }[kind]
     assert all(sum(m in w for w in WORDINGS[kind]) == 1 for m in marks)
     assert all(any(m in r.chat[0]["content"] for m in marks) for r in third)
