@@ -83,9 +83,10 @@ def test_the_short_keys_conditions_are_grouped_by():
     assert retriever_key(Retrieval("composite", learned=True)) == "composite-learned"
     assert retriever_key(Retrieval("bm25", learned=False)) == "bm25"
     from ms.config.parts import POOL_BACKENDS
+    from ms.report.common.saved_config import SavedConfig
 
-    assert on_server(option(POOL_BACKENDS, {"pool": {"backend": "postgres"}}))
-    assert not on_server(option(POOL_BACKENDS, {})) and not on_server("a plugin's")
+    assert on_server(option(POOL_BACKENDS, SavedConfig.parse({"pool": {"backend": "postgres"}})))
+    assert not on_server(option(POOL_BACKENDS, SavedConfig.parse({}))) and not on_server("a plugin's")
 
 
 def test_an_option_the_table_lacks_is_named_by_its_kind():

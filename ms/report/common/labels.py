@@ -51,7 +51,7 @@ class Kind:
     noun: str  # names an option the table does not hold: "<name> <noun>"
     # The option the part records; None where it records none. The parts: the gate's section (GateRecord),
     # the record's retrieval (a RunRecord or a Retrieval), the memory policy's name, the access rule's
-    # section (AccessRecord), the poisoner's (PoisonRecord), and for pool backends a run's config.
+    # section (AccessRecord), the poisoner's (PoisonRecord), and for pool backends a run's saved config.
     read: Callable[[Part], Optional[str]]
     labels: tuple[Label, ...]  # in the order reports list the kind's options
     # The setting that names the option: where a run's record names none, it ran with the option runs
@@ -134,7 +134,7 @@ LABELS: dict[Registry, Kind] = {
     ),
     POOL_BACKENDS: Kind(
         "pool backend",
-        lambda config: (config.get("pool") or {}).get("backend"),  # a run's config, not its record
+        lambda saved: saved.pool.backend,  # a run's saved config (SavedConfig), not its record
         (
             Label("sqlite", "SQLite pool file"),
             Label("postgres", "PostgreSQL pool server", server=True),

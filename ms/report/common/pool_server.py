@@ -13,6 +13,7 @@ from pathlib import Path
 from ms.common.errors import UserError
 from ms.config.files import WRITERS_FILE
 from ms.config.schema import POOL_DSN_ENV
+from ms.report.common.saved_config import SavedConfig
 
 # The writers table's columns and the run that admitted each memory; `run` is that run's folder.
 SELECT = (
@@ -21,11 +22,11 @@ SELECT = (
 )
 
 
-def pool_dsn(run_dir: Path, config: dict) -> str:
+def pool_dsn(run_dir: Path, saved: SavedConfig) -> str:
     """MS_POOL_DSN; else a DSN the run's config spells out (an experiment file may, without a password)."""
     dsn = os.environ.get(POOL_DSN_ENV)
-    written = (config.get("pool") or {}).get("dsn")
-    if not dsn and isinstance(written, str) and "${" not in written:
+    written = saved.pool.dsn
+    if not dsn and written and "${" not in written:
         dsn = written
     if not dsn:
         raise UserError(
@@ -36,7 +37,7 @@ def pool_dsn(run_dir: Path, config: dict) -> str:
     return dsn
 
 
-def server_rows(run_dir: Path, config: dict) -> list[dict]:
+def server_rows(run_dir: Path, saved: SavedConfig) -> list[dict]:
     """Every memory of the run's PostgreSQL pool as a writers row (id, agent, domain, origin, backbone,
     run_id, run). A server that cannot be reached or read is one line naming it, never the password."""
     try:
@@ -47,7 +48,7 @@ def server_rows(run_dir: Path, config: dict) -> list[dict]:
         ) from None
     from ms.pool.postgres_backend import CONNECT_TIMEOUT_S, dsn_problem, failure_line, server_of
 
-    dsn = pool_dsn(run_dir, config)
+    dsn = pool_dsn(run_dir, saved)
     problem = dsn_problem(dsn)
     if problem:
         raise UserError(f"cannot use {POOL_DSN_ENV} to read the pool of {run_dir}: {problem}")

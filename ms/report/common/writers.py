@@ -11,15 +11,11 @@ import logging
 import shutil
 import sqlite3
 import tempfile
-from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-import yaml
-
-from ms.agents import default_agents
 from ms.common.errors import UserError
 from ms.config.files import DECISIONS_FILE, METRICS_FILE, POOL_FILENAME, RUN_ID_FILE, WRITERS_FILE
 from ms.config.parts import POISONS, POOL_BACKENDS
@@ -28,6 +24,7 @@ from ms.report.common.forgotten import gone_rows, removal_reasons
 from ms.report.common.labels import on_server, option, unrecorded
 from ms.report.common.pool_server import server_rows
 from ms.report.common.runs import read_jsonl
+from ms.report.common.saved_config import SavedConfig
 
 log = logging.getLogger(__name__)
 
@@ -65,26 +62,10 @@ def decisions_of(run_dir: Path) -> list[dict]:
     return read_jsonl(path) if path.is_file() else []
 
 
-def run_config(run_dir: Path) -> dict:
-    """The run's composed config (.hydra/config.yaml); {} for a folder without one."""
-    path = run_dir / ".hydra" / "config.yaml"
-    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
-
-
 def own_run_id(run_dir: Path) -> Optional[str]:
     """The id the run's memories carry in the pool (the run folder's run_id file); None without one."""
     path = run_dir / RUN_ID_FILE
     return (path.read_text(encoding="utf-8").strip() or None) if path.is_file() else None
-
-
-def agent_backbones(config: dict, default: str) -> dict[str, str]:
-    """agent -> the backbone it ran on: its own `agents.<name>.backbone`, else the run's."""
-    fallback = str((config.get("backbone") or {}).get("name") or default)
-    entries = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-    return defaultdict(
-        lambda: fallback,
-        {a: str(e["backbone"]) for a, e in entries.items() if isinstance(e, dict) and e.get("backbone")},
-    )
 
 
 def poison_writer(run_dir: Path) -> Optional[str]:
@@ -97,9 +78,9 @@ def poison_writer(run_dir: Path) -> Optional[str]:
         recorded = None
     if recorded is not None and recorded.writer:
         return str(recorded.writer)
-    configured = run_config(run_dir).get("poison")
-    if isinstance(configured, dict) and configured.get("name") not in (None, unrecorded(POISONS)):
-        return str(configured.get("writer") or "poison")
+    configured = SavedConfig.of(run_dir).poison
+    if configured is not None and configured.name not in (None, unrecorded(POISONS)):
+        return configured.writer or "poison"
     return None
 
 
@@ -157,14 +138,7 @@ def _pool_rows(path: Path) -> tuple[list[dict], dict[int, str]]:
         return rows, removal_reasons(conn)
 
 
-def agent_domains(config: dict) -> dict:
-    """agent -> its domain, as the run's agents config (else the default agents) names it."""
-    entries = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-    named = {a: (e or {}).get("domain") for a, e in entries.items() if isinstance(e, dict) or e is None}
-    return named or {a.name: a.domain for a in default_agents().values()}
-
-
-def _with_gone(run_dir: Path, config: dict, rows: list[dict], removed: dict[int, str]) -> list[dict]:
+def _with_gone(run_dir: Path, saved: SavedConfig, rows: list[dict], removed: dict[int, str]) -> list[dict]:
     """The pool file's rows and those of the memories that left it since the run (ms.report.common.forgotten)."""
     recorded, table = run_dir / WRITERS_FILE, []
     if recorded.is_file():
@@ -177,7 +151,7 @@ def _with_gone(run_dir: Path, config: dict, rows: list[dict], removed: dict[int,
         table,
         decisions_of(run_dir),
         removed,
-        agent_domains(config).get,
+        saved.agent_domains().get,
         own_run_id(run_dir),
     )
 
@@ -202,7 +176,7 @@ def _csv_rows(path: Path) -> list[dict]:
 def writers_source(run_dir: Path) -> Optional[Path]:
     """Where the run's memories are recorded in files: its pool file (in its folder, or `pool.path`
     when it shared one), else the exported memories.csv; None where there is neither."""
-    shared = (run_config(run_dir).get("pool") or {}).get("path")
+    shared = SavedConfig.of(run_dir).pool.path
     candidates = [
         run_dir / POOL_FILENAME,
         *([Path(shared), run_dir / shared] if shared else []),
@@ -215,23 +189,23 @@ def read_writers(run_dir: Path, run_backbone: str = "") -> Optional[dict[int, Wr
     """memory id -> who wrote it, for every memory the run's pool holds and every one its files record
     that has left the pool since (Writer.forgotten says why); None where no source exists.
     `run_backbone` stands in where the run's config names none."""
-    config = run_config(run_dir)
+    saved = SavedConfig.of(run_dir)
     source = writers_source(run_dir)
     if source is not None and source.name == WRITERS_FILE:
         rows = _csv_rows(source)
     elif source is not None:
-        rows = _with_gone(run_dir, config, *_pool_rows(source))
-    elif on_server(option(POOL_BACKENDS, config)):  # a published memories.csv comes first
-        rows = server_rows(run_dir, config)
+        rows = _with_gone(run_dir, saved, *_pool_rows(source))
+    elif on_server(option(POOL_BACKENDS, saved)):  # a published memories.csv comes first
+        rows = server_rows(run_dir, saved)
     else:
         return None
-    return writers_of(rows, run_dir, config, run_backbone)
+    return writers_of(rows, run_dir, saved, run_backbone)
 
 
-def writers_of(rows: list[dict], run_dir: Path, config: dict, run_backbone: str) -> dict[int, Writer]:
+def writers_of(rows: list[dict], run_dir: Path, saved: SavedConfig, run_backbone: str) -> dict[int, Writer]:
     """memory id -> who wrote it, from writers rows (as the pool's: id, agent, domain, origin, and where
     known backbone, run_id, run, forgotten), each backbone resolved as the run's files say."""
-    backbones = agent_backbones(config, run_backbone)
+    backbones = saved.agent_backbones(run_backbone)
     poisoner = poison_writer(run_dir)
     # The runs table records each run's folder as a path; its name is what ms-report calls the run.
     return {

@@ -17,7 +17,7 @@ from typing import Optional
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ms.agents import agents_from, default_agents, seed_memories
+from ms.agents import seed_memories
 from ms.common.errors import UserError
 from ms.config.files import DECISIONS_FILE, POOL_FILENAME
 from ms.config.schema import DataConfig
@@ -26,13 +26,12 @@ from ms.loop.cell import data_fingerprint
 from ms.pool import Pool
 from ms.report.common.render import id_span
 from ms.report.common.runs import Run
+from ms.report.common.saved_config import SavedConfig
 from ms.report.common.writers import (
     Writer,
-    agent_domains,
     decisions_of,
     pool_copy,
     read_writers,
-    run_config,
     writers_of,
     writers_source,
 )
@@ -61,9 +60,9 @@ def _data_dir(data: dict) -> Optional[Path]:
 
 def rebuild_seeds(run: Run) -> tuple[dict[int, dict], Optional[str]]:
     """The seed pairs the run's pool began with, by id, and None; or {} and why they cannot be rebuilt."""
-    config = run_config(run.path)
-    data = config.get("data")
-    if not isinstance(data, dict):
+    saved = SavedConfig.of(run.path)
+    data = saved.data
+    if data is None:
         return {}, "the run's .hydra/config.yaml names no data"
     if data.get("hf"):
         return {}, f"its data came from a dataset ({data['hf'].get('name')}), which is not read here"
@@ -76,14 +75,13 @@ def rebuild_seeds(run: Run) -> tuple[dict[int, dict], Optional[str]]:
         cfg = OmegaConf.merge(
             OmegaConf.structured(DataConfig), {**{k: v for k, v in data.items() if k in known}, "dir": str(folder)}
         )
-        entries = config.get("agents")
-        agents = agents_from(entries) if isinstance(entries, dict) and entries else default_agents()
+        agents = saved.run_agents()
         splits = load_splits(cfg, agents)
     except (OSError, ValueError, UserError, OmegaConfBaseException) as error:
         return {}, f"its data cannot be read from {folder}: {error}"
     if run.data and data_fingerprint(splits) != run.data:
         return {}, f"the data in {folder} is not what the run read (its fingerprint in metrics.json differs)"
-    mode = (config.get("pool") or {}).get("mode") or run.record.pool
+    mode = saved.pool.mode or run.record.pool
     items = [row for a, s in splits.items() for row in seed_memories(agents[a], s.seed, mode)]
     with tempfile.TemporaryDirectory() as tmp, Pool(Path(tmp) / POOL_FILENAME) as pool:
         ids = pool.add(items, step=0)  # as the run seeded its own pool (ms.loop.pipeline: seed_pool)
@@ -186,7 +184,7 @@ def run_memories(run: Run) -> Memories:
         return Memories(records, where, missing, writers)
     seeds, why = rebuild_seeds(run)
     missing = [f"seed texts: {why}"] if why else []
-    config = run_config(run.path)
+    saved = SavedConfig.of(run.path)
     if writers:
         for i, item in list(seeds.items()):  # memories.csv must agree with the rebuilt numbering
             w = writers.get(i)
@@ -194,14 +192,14 @@ def run_memories(run: Run) -> Memories:
                 seeds, missing = {}, [f"seed texts: memories.csv numbers the seeds otherwise (id {i})"]
                 break
     else:  # no writers table: who wrote each memory is what the rebuild and decisions.jsonl say
-        domain = agent_domains(config)
+        domain = saved.agent_domains()
         # A poisoner's pair is stored in the domain of the agent whose question it answered.
         rows = [{"id": i, "agent": s["agent"], "domain": s["domain"], "origin": "seed"} for i, s in seeds.items()]
         rows += [
             {"id": i, "agent": s["agent"], "domain": domain.get(s["asked_by"]) or "", "origin": "stream"}
             for i, s in stream.items()
         ]
-        writers = writers_of(rows, run.path, config, backbone)
+        writers = writers_of(rows, run.path, saved, backbone)
     rows = {**{i: {**s, "added_step": 0} for i, s in seeds.items()}, **stream}
     ids = sorted(set(writers) | set(rows))
     records = {i: _record(writers.get(i), rows.get(i)) for i in ids}

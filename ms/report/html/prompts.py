@@ -6,9 +6,9 @@ instruction, sent as the system message unless `prompt.system` is false."""
 from string import Formatter
 from typing import Optional, Union
 
-from ms.agents import agents_from, default_agents
 from ms.common.errors import UserError
 from ms.config.schema import PromptConfig
+from ms.report.common.saved_config import SavedConfig
 
 Part = Union[str, dict]  # literal text, or {"field": name}
 FIELDS = {"example": {"question", "answer"}, "with_examples": {"examples", "query"}, "zero_shot": {"query"}}
@@ -32,17 +32,15 @@ def template_parts(text: str, allowed: set[str]) -> list[Part]:
     return parts
 
 
-def prompt_spec(config: dict) -> tuple[Optional[dict], Optional[str]]:
+def prompt_spec(saved: SavedConfig) -> tuple[Optional[dict], Optional[str]]:
     """What the page needs to rebuild a run's prompts, and None; or None and why it cannot."""
-    given = config.get("prompt") if isinstance(config.get("prompt"), dict) else {}
-    template = {**PromptConfig().__dict__, **given}
+    template = {**PromptConfig().__dict__, **saved.prompt}
     try:
         parts = {key: template_parts(str(template[key]), allowed) for key, allowed in FIELDS.items()}
     except ValueError as error:
         return None, str(error)
-    entries = config.get("agents")
     try:
-        agents = agents_from(entries) if isinstance(entries, dict) and entries else default_agents()
+        agents = saved.run_agents()
     except UserError as error:
         return None, f"the run's agents cannot be read: {error}"
     return {

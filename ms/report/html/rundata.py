@@ -7,7 +7,8 @@ from collections import defaultdict
 from typing import Optional, Sequence
 
 from ms.report.common.runs import Item, Run
-from ms.report.common.writers import decisions_of, run_config
+from ms.report.common.saved_config import SavedConfig
+from ms.report.common.writers import decisions_of
 from ms.report.html.memories import Memories, run_memories
 from ms.report.html.prompts import prompt_spec
 from ms.report.sharing.baseline import find_baseline
@@ -155,7 +156,7 @@ def run_data(
     if run.cell[1] == 0 and not any(r["r"] for fill in rows.values() for r in fill):
         # k = 0 reads no memory: its pool's seeds would only weigh on the page
         memories = Memories({}, "none shown: at k = 0 no test question read the pool", [], memories.writers)
-    prompt, prompt_missing = prompt_spec(run_config(run.path))
+    prompt, prompt_missing = prompt_spec(SavedConfig.of(run.path))
     poison = run.record.poison
     data = {
         "name": run.name,

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ms.report.common.runs import Item, Run
-from ms.report.common.writers import run_config
+from ms.report.common.saved_config import SavedConfig
 
 # What a k = 0 evaluation must share with the run for its per-question values to be the baseline:
 # the test questions, the prompt wording, the agents and the metric's settings (k = 0 reads no pool).
@@ -22,24 +22,23 @@ class Baseline:
     mismatched: int  # questions with the same id whose text or reference differ: left unpaired
 
 
-def _setting(config: dict, dotted: str):
-    for key in dotted.split("."):
-        config = config.get(key) if isinstance(config, dict) else None
-    if isinstance(config, dict) and dotted in IGNORED:
-        config = {k: v for k, v in config.items() if k not in IGNORED[dotted]}
-    return config
+def _setting(saved: SavedConfig, dotted: str):
+    value = saved.setting(dotted)
+    if isinstance(value, dict) and dotted in IGNORED:
+        value = {k: v for k, v in value.items() if k not in IGNORED[dotted]}
+    return value
 
 
 def find_baseline(run: Run, runs: Sequence[Run], metric: str, fill: int) -> Optional[Baseline]:
     """The k = 0 run whose questions pair with `run`'s at `fill`: same backbone and BASELINE_KEYS; of
     several, one with the same seed, then pool, then the most recently finished. Its last fill is used:
     at k = 0 nothing is retrieved, so every fill is the same evaluation."""
-    mine = run_config(run.path)
+    mine = SavedConfig.of(run.path)
     candidates = []
     for other in runs:
         if other.cell[1] != 0 or other.record.backbone != run.record.backbone or other.predictions is None:
             continue
-        theirs = run_config(other.path)
+        theirs = SavedConfig.of(other.path)
         if all(_setting(mine, key) == _setting(theirs, key) for key in BASELINE_KEYS):
             candidates.append(other)
     if not candidates:

@@ -10,7 +10,8 @@ import numpy as np
 
 from ms.common.stats import MIN_CI_N, Estimate, bootstrap_ci
 from ms.report.common.runs import Item, Run
-from ms.report.common.writers import POISONER, UNWRITTEN, Writer, agent_backbones, own_run_id, run_config
+from ms.report.common.saved_config import SavedConfig
+from ms.report.common.writers import POISONER, UNWRITTEN, Writer, own_run_id
 from ms.report.sharing.baseline import Baseline
 from ms.report.sharing.grants import Grants
 
@@ -129,11 +130,10 @@ def sharing_matrix(
     rows = [a for a in rows if any(a == item[0] for item in predictions)]
     # An agent's domain as its own memories say, else as the run's agents config does.
     written = {w.agent: w.domain for w in writers.values()}
-    config = run_config(run.path)
-    configured = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-    backbone_of = agent_backbones(config, run.record.backbone)
+    saved = SavedConfig.of(run.path)
+    backbone_of = saved.agent_backbones(run.record.backbone)
     families = len({backbone_of[a] for a in rows}) > 1
-    domain_of = {a: written.get(a) or (configured.get(a) or {}).get("domain") for a in rows}
+    domain_of = {a: written.get(a) or saved.entry(a).get("domain") for a in rows}
     domains = list(dict.fromkeys(domain_of.values()))
     rows.sort(key=lambda a: domains.index(domain_of[a]))  # stable: an agent's domain mates stay in order
     weights: dict[tuple[str, str], Counter] = defaultdict(Counter)

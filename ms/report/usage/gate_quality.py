@@ -13,35 +13,20 @@ from ms.config.files import DECISIONS_FILE, METRICS_FILE, QUALITY_FILE
 from ms.loop.run_metrics import RunMetrics
 from ms.metrics.evaluate import BERTSCORE_KEYS, BERTScore
 from ms.report.common.runs import numbered_jsonl
-
-
-def _section(config, key: str, schema):
-    """The run's saved config section as `schema` types it. Keys the schema has dropped since are left
-    out; keys added since take their defaults, which are what the run, predating them, ran with."""
-    from dataclasses import fields
-
-    from omegaconf import OmegaConf
-
-    saved = OmegaConf.to_container(config[key], resolve=True) if config.get(key) is not None else {}
-    known = {f.name for f in fields(schema)}
-    return OmegaConf.merge(OmegaConf.structured(schema), {k: v for k, v in saved.items() if k in known})
+from ms.report.common.saved_config import SAVED, SavedConfig
 
 
 def _run_settings(run_dir: Path):
-    """(the run's saved config, its data's splits per agent), read as the run read them."""
-    from omegaconf import OmegaConf
-
-    from ms.agents import agents_from, default_agents
+    """(the run's saved config, its data folder, its data's splits per agent), read as the run read them."""
     from ms.config.schema import DataConfig
     from ms.data import load_splits
 
-    path = run_dir / ".hydra" / "config.yaml"
+    path = run_dir / SAVED
     if not path.is_file():
         raise UserError(f"{path}: not found; gate-quality reads the run's data and BERTScore settings from it")
-    config = OmegaConf.load(path)
-    # Runs from before the agents were a config group saved none: they ran the default agents.
-    agents = agents_from(config.agents) if config.get("agents") else default_agents()
-    return config, load_splits(_section(config, "data", DataConfig), agents)
+    saved = SavedConfig.of(run_dir)
+    data = saved.typed("data", DataConfig)
+    return saved, data.dir, load_splits(data, saved.run_agents())
 
 
 def _decisions(path: Path) -> list[tuple[int, dict]]:
@@ -70,8 +55,8 @@ def quality_records(run_dir: Path, scorers: Optional[dict] = None) -> tuple[list
     from ms.config.schema import EvalConfig
     from ms.loop.cell import data_fingerprint
 
-    config, splits = _run_settings(run_dir)
-    whole_prompt = (config.get("memory") or {}).get("question") == "prompt"
+    saved, data_dir, splits = _run_settings(run_dir)
+    whole_prompt = saved.memory_question == "prompt"
     path = run_dir / DECISIONS_FILE
     records, todo = [], []
     for line, d in _decisions(path):
@@ -81,7 +66,7 @@ def quality_records(run_dir: Path, scorers: Optional[dict] = None) -> tuple[list
         if example is None:
             raise UserError(
                 f"{path} line {line}: no stream example of agent {d.get('agent')!r} in "
-                f"{config.data.dir} has this question ({(d.get('question') or '')[:80]!r})"
+                f"{data_dir} has this question ({(d.get('question') or '')[:80]!r})"
             )
         reference = example.answer if example.answer.strip() else None  # the authors' stream may have none
         records.append(
@@ -101,11 +86,11 @@ def quality_records(run_dir: Path, scorers: Optional[dict] = None) -> tuple[list
     recorded = _data_fingerprint(run_dir / METRICS_FILE)
     if recorded and recorded != data_fingerprint(splits):
         notes.append(
-            f"note: {config.data.dir} differs from the data the run read (metrics.json's fingerprint); "
+            f"note: {data_dir} differs from the data the run read (metrics.json's fingerprint); "
             "the references are today's"
         )
     if todo:
-        eval_cfg = _section(config, "eval", EvalConfig)
+        eval_cfg = saved.typed("eval", EvalConfig)
         key = OmegaConf.to_yaml(eval_cfg)
         scorers = {} if scorers is None else scorers
         scorer = scorers[key] = scorers.get(key) or BERTScore(eval_cfg)
