@@ -26,7 +26,7 @@ def test_every_committed_metrics_json_reads_back_to_the_dict_it_was_written_as()
 def test_the_committed_vintages_are_read_into_attributes():
     """Between them, the committed runs hold each vintage: with and without provenance, cell and the
     stream's `answers`; the older usage shape; stream-only runs, without fills."""
-    read = [RunMetrics.from_json(json.loads(p.read_text(encoding="utf-8")), p) for p in committed_metrics()]
+    read = [RunMetrics.read(p) for p in committed_metrics()]
     assert any(m.provenance is None for m in read) and any(m.provenance is not None for m in read)
     assert any(m.cell is None for m in read) and any(m.cell and m.cell.code_sha256 for m in read)
     assert any("answers" in m.stream.absent for m in read) and any(m.stream.answers == "model" for m in read)
@@ -69,3 +69,12 @@ def test_metrics_without_a_run_record_are_refused_naming_the_file(tmp_path):
     path = tmp_path / "metrics.json"
     with pytest.raises(UserError, match=f"{path}: no run record"):
         RunMetrics.from_json({"complete": True}, path)
+
+
+def test_a_file_that_cannot_be_read_is_named_in_one_line(tmp_path):
+    broken = tmp_path / "metrics.json"
+    broken.write_text('{"complete": true, "run": ', encoding="utf-8")
+    with pytest.raises(UserError, match=r"metrics\.json: Expecting value"):
+        RunMetrics.read(broken)
+    with pytest.raises(UserError, match=r"gone[/\\]metrics\.json: No such file"):
+        RunMetrics.read(tmp_path / "gone" / "metrics.json")

@@ -82,7 +82,7 @@ def rescore_run(folder: Path, out: Path, scorer: BERTScore) -> int:
     for row, values in zip(answered, scores):
         row.update(zip(BERTSCORE_KEYS, values))
 
-    metrics = RunMetrics.from_json(json.loads(metrics_path.read_text(encoding="utf-8")), metrics_path)
+    metrics = RunMetrics.read(metrics_path)
     fills = {}
     for fill, summary in metrics.fills.items():
         fresh = FillSummary.from_json(summarize([r for r in answered if int(r["fill"]) == fill], BERTSCORE_KEYS))

@@ -10,6 +10,7 @@ a vintage lacks (provenance and cell, before they were recorded) is None and sta
 so does a section a test's hand-written run leaves out.
 """
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -59,6 +60,14 @@ class RunMetrics:
             cell=CellRecord.from_json(metrics.get("cell")),
             absent=frozenset(name for name in SECTIONS if name not in metrics),
         )  # fmt: skip
+
+    @classmethod
+    def read(cls, path: Path) -> "RunMetrics":
+        """A run's metrics.json, typed; a UserError naming the file where it cannot be read as one."""
+        try:
+            return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")), path)
+        except (OSError, json.JSONDecodeError) as error:
+            raise UserError(f"{path}: {getattr(error, 'strerror', None) or error}") from None
 
     def to_json(self) -> dict[str, Any]:
         """metrics.json, as runs write it: its sections in their order, those of `absent` left out."""

@@ -105,10 +105,7 @@ def _data_fingerprint(path: Path) -> Optional[str]:
     it records none (or there is no metrics.json)."""
     if not path.is_file():
         return None
-    try:
-        cell = RunMetrics.from_json(json.loads(path.read_text(encoding="utf-8")), path).cell
-    except json.JSONDecodeError as err:
-        raise UserError(f"{path}: {err}") from None
+    cell = RunMetrics.read(path).cell
     return cell.data_sha256 if cell is not None else None
 
 
