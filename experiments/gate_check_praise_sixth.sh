@@ -19,11 +19,4 @@ out=${1:?usage: gate_check_praise_sixth.sh OUT_DIR}
 defence=(scorer.defence=reject gate=rubric_genre gate.test_backbone=qwen2.5-0.5b)
 source "$(dirname "$0")/gate_check_steps.sh"
 
-mkdir -p "$out"
-git log --oneline -1 >"$out/commit.txt"
-git status --short >>"$out/commit.txt"
-for writer in qwen2.5-0.5b gemma3; do
-  for grader in smollm2 qwen2.5-0.5b; do
-    check "$out/sixth_by_$writer/$grader" "$grader" --sixth-by "$writer" --only sixth_praise
-  done
-done
+blind_read --sixth-by sixth_praise sixth

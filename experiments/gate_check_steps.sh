@@ -1,4 +1,5 @@
-# Sourced by the praise checks' scripts (gate_check_praise_fifth.sh, _reread.sh, _copies.sh, _sixth.sh, _all.sh, _seventh.sh): one step of a check.
+# Sourced by the praise checks' scripts (gate_check_praise_fifth.sh, _reread.sh, _copies.sh, _sixth.sh, _all.sh, _seventh.sh): one step
+# of a check (check), and a held-out family read blind (blind_read).
 #
 #   check DIR GRADER ARGS...
 # One gate check of rubric and rubric_genre, 8 seed pairs per agent, into DIR: ARGS (options, then overrides),
@@ -17,5 +18,20 @@ check() {
   for other in rubric_genre rubric_genre_ranked; do
     ms-data gate-compare "$dir" "$dir" --gate rubric --other-gate "$other" --threshold "${threshold_of[$grader]}" \
       >"$dir/compare_$other.md"
+  done
+}
+
+# A held-out family read blind: KIND written by each writer (OPTION WRITER), Qwen2.5-0.5B then Gemma 3 270M, each
+# read once by each grader, into $out/NAME_by_WRITER/GRADER, with the commit it ran at in $out/commit.txt.
+#   blind_read OPTION KIND NAME
+blind_read() {
+  local option=$1 kind=$2 name=$3
+  mkdir -p "$out"
+  git log --oneline -1 >"$out/commit.txt"
+  git status --short >>"$out/commit.txt"
+  for writer in qwen2.5-0.5b gemma3; do
+    for grader in smollm2 qwen2.5-0.5b; do
+      check "$out/${name}_by_$writer/$grader" "$grader" "$option" "$writer" --only "$kind"
+    done
   done
 }
