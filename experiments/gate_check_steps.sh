@@ -10,14 +10,16 @@ declare -A threshold_of=([smollm2]=15 [qwen2.5-0.5b]=54)
 
 check() {
   local dir=$1 grader=$2; shift 2
+  # Named relative to the output folder in wall.txt and the comparisons, so that they name no path of this machine.
+  local where=${dir#"$out"/}
   if [ ! -f "$dir/gate_check.md" ]; then
     local start; start=$(date +%s)
     ms-data gate-check --gate rubric,rubric_genre --per-agent 8 --out "$dir" "$@" "grader=$grader" "${defence[@]}"
-    echo "$dir: $(($(date +%s) - start)) s" | tee -a "$out/wall.txt"
+    echo "$where: $(($(date +%s) - start)) s" | tee -a "$out/wall.txt"
   fi
   for other in rubric_genre rubric_genre_ranked; do
-    ms-data gate-compare "$dir" "$dir" --gate rubric --other-gate "$other" --threshold "${threshold_of[$grader]}" \
-      >"$dir/compare_$other.md"
+    (cd "$out" && ms-data gate-compare "$where" "$where" --gate rubric --other-gate "$other" \
+      --threshold "${threshold_of[$grader]}") >"$dir/compare_$other.md"
   done
 }
 
