@@ -20,6 +20,7 @@ from ms.loop.compose_run import compose_run
 from ms.loop.pipeline import Experiment
 from ms.loop.validation import problems
 from ms.pool import Pool
+from ms.report.common.saved_config import SavedConfig
 from ms.report.sharing.baseline import BASELINE_KEYS, _setting
 
 GEMMA_AGENTS = {"sonnet", "limerick", "travel", "fitness"}
@@ -47,7 +48,8 @@ def test_the_families_experiment_crosses_two_graders_with_k_0_and_3_on_one_agent
         assert cfg.scorer.threshold == {"smollm2": 15, "gemma3": 23}[cfg.scorer.backbone]
     # Each k = 3 cell's baseline is a k = 0 cell: they agree on everything ms-report pairs runs by.
     settings = [
-        {key: _setting(OmegaConf.to_container(cfg, resolve=False), key) for key in BASELINE_KEYS} for _, cfg in cells
+        {key: _setting(SavedConfig.parse(OmegaConf.to_container(cfg, resolve=False)), key) for key in BASELINE_KEYS}
+        for _, cfg in cells
     ]
     assert all(s == settings[0] for s in settings)
 
