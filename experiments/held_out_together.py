@@ -4,33 +4,72 @@ pairs (ms.gates.check_pooled). The gate check reports each family apart (they we
 after different reads); this prints the reading of the bar as one pool over the held-out set beside it.
 
     python experiments/held_out_together.py CHECK_DIR [CHECK_DIR ...] [--gate rubric_genre_ranked]
+    python experiments/held_out_together.py --across CHECK_DIR CHECK_DIR ... [--gate ...]
+
+--across pools the held-out families of several checks of one grader (a family written by two writers counts
+once per check), against the good pairs, which must be the same rows in every check: the same grader judged the
+same seed pairs. The gate's score is then read from the checks' rows together, so a ranked reading orders them all
+at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import tempfile
 from pathlib import Path
 
+from ms.gates.check_corruptions import GOOD
 from ms.gates.check_pooled import pooled_auc, read_check
 from ms.gates.check_praise import HELD_OUT
+from ms.gates.check_report import DECISIONS
+
+
+def rows_across(folders: list[Path]) -> list[dict]:
+    """The good rows of the first check and the held-out rows of every check, each held-out kind renamed
+    "kind (folder)". Stops with the folder named where a check's good rows differ from the first's."""
+    first_good, merged = None, []
+    for folder in folders:
+        rows = [json.loads(line) for line in (folder / DECISIONS).read_text(encoding="utf-8").splitlines()]
+        good = [r for r in rows if r["kind"] == GOOD]
+        if first_good is None:
+            first_good = good
+            merged += good
+        elif good != first_good:
+            sys.exit(f"{folder}: its good rows differ from {folders[0]}'s: not the same grader and seed pairs")
+        merged += [{**r, "kind": f"{r['kind']} ({folder})"} for r in rows if r["kind"] in HELD_OUT]
+    return merged
+
+
+def print_pools(label: str, rows, gate: str, present: list[str]) -> None:
+    pools = [(k, (k,)) for k in present] + ([("all of them together", tuple(present))] if len(present) > 1 else [])
+    good = sum(r.kind == GOOD for r in rows)
+    for name, kinds in pools:
+        point, lo, hi = pooled_auc(rows, kinds)
+        bad = sum(r.kind in kinds for r in rows)
+        print(f"| {label} | {name} | {good}/{bad} | {point:.3f} [{lo:.3f}, {hi:.3f}] |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checks", nargs="+", type=Path, help="gate-check output folders")
     parser.add_argument("--gate", default="rubric_genre_ranked", help="the reading of the check (read_check's gate)")
+    parser.add_argument("--across", action="store_true", help="pool the held-out families of all the checks named")
     args = parser.parse_args()
     print(f"| check | held-out pool | n good/bad | pooled AUC [95% CI over seed pairs] ({args.gate}) |")
     print("|---|---|---:|---|")
+    if args.across:
+        merged = rows_across(args.checks)
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, DECISIONS).write_text("".join(json.dumps(r) + "\n" for r in merged), encoding="utf-8")
+            rows = read_check(Path(tmp), args.gate)
+        present = list(dict.fromkeys(r.kind for r in rows if r.kind != GOOD))
+        print_pools("the checks together", rows, args.gate, present)
+        return
     for folder in args.checks:
         rows = read_check(folder, args.gate)
-        present = [k for k in HELD_OUT if any(r.kind == k for r in rows)]
-        pools = [(k, (k,)) for k in present] + ([("all of them together", tuple(present))] if len(present) > 1 else [])
-        good = sum(r.kind == "good" for r in rows)
-        for name, kinds in pools:
-            point, lo, hi = pooled_auc(rows, kinds)
-            bad = sum(r.kind in kinds for r in rows)
-            print(f"| {folder} | {name} | {good}/{bad} | {point:.3f} [{lo:.3f}, {hi:.3f}] |")
+        print_pools(str(folder), rows, args.gate, [k for k in HELD_OUT if any(r.kind == k for r in rows)])
 
 
 if __name__ == "__main__":
