@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from ms.gates.check_corruptions import GOOD
-from ms.gates.check_pooled import pooled_auc, read_check
+from ms.gates.check_pooled import Scored, pooled_auc, read_check
 from ms.gates.check_praise import HELD_OUT
 from ms.gates.check_report import DECISIONS
 
@@ -31,7 +31,10 @@ def rows_across(folders: list[Path]) -> list[dict]:
     "kind (folder)". Stops with the folder named where a check's good rows differ from the first's."""
     first_good, merged = None, []
     for folder in folders:
-        rows = [json.loads(line) for line in (folder / DECISIONS).read_text(encoding="utf-8").splitlines()]
+        try:
+            rows = [json.loads(line) for line in (folder / DECISIONS).read_text(encoding="utf-8").splitlines()]
+        except (OSError, ValueError) as err:
+            sys.exit(f"{folder / DECISIONS}: {getattr(err, 'strerror', None) or err}; name a gate-check output folder")
         good = [r for r in rows if r["kind"] == GOOD]
         if first_good is None:
             first_good = good
@@ -42,7 +45,14 @@ def rows_across(folders: list[Path]) -> list[dict]:
     return merged
 
 
-def print_pools(label: str, rows, gate: str, present: list[str]) -> None:
+def scored_across(folders: list[Path], gate: str) -> list[Scored]:
+    """rows_across's rows scored under `gate` as one check, so that a ranked reading orders them all at once."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, DECISIONS).write_text("".join(json.dumps(r) + "\n" for r in rows_across(folders)), encoding="utf-8")
+        return read_check(Path(tmp), gate)
+
+
+def print_pools(label: str, rows: list[Scored], present: list[str]) -> None:
     pools = [(k, (k,)) for k in present] + ([("all of them together", tuple(present))] if len(present) > 1 else [])
     good = sum(r.kind == GOOD for r in rows)
     for name, kinds in pools:
@@ -60,16 +70,12 @@ def main() -> None:
     print(f"| check | held-out pool | n good/bad | pooled AUC [95% CI over seed pairs] ({args.gate}) |")
     print("|---|---|---:|---|")
     if args.across:
-        merged = rows_across(args.checks)
-        with tempfile.TemporaryDirectory() as tmp:
-            Path(tmp, DECISIONS).write_text("".join(json.dumps(r) + "\n" for r in merged), encoding="utf-8")
-            rows = read_check(Path(tmp), args.gate)
-        present = list(dict.fromkeys(r.kind for r in rows if r.kind != GOOD))
-        print_pools("the checks together", rows, args.gate, present)
+        rows = scored_across(args.checks, args.gate)
+        print_pools("the checks together", rows, list(dict.fromkeys(r.kind for r in rows if r.kind != GOOD)))
         return
     for folder in args.checks:
         rows = read_check(folder, args.gate)
-        print_pools(str(folder), rows, args.gate, [k for k in HELD_OUT if any(r.kind == k for r in rows)])
+        print_pools(str(folder), rows, [k for k in HELD_OUT if any(r.kind == k for r in rows)])
 
 
 if __name__ == "__main__":

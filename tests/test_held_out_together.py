@@ -41,19 +41,12 @@ def _check(folder: Path, good: list[dict], kind: str, seed: int) -> Path:
     return folder
 
 
-def _across(folders: list[Path], tmp_path: Path):
-    merged = tmp_path / "merged"
-    merged.mkdir()
-    (merged / DECISIONS).write_text("".join(json.dumps(r) + "\n" for r in together.rows_across(folders)))
-    return read_check(merged, GATE)
-
-
 def test_each_family_pooled_across_checks_keeps_its_own_auc_and_the_good_pairs_count_once(tmp_path):
     rng = np.random.default_rng(0)
     good = [_row(p, "good", rng) for p in range(12)]
     first = _check(tmp_path / "a", good, "model_praise", 1)
     second = _check(tmp_path / "b", good, "seventh_praise", 2)
-    rows = _across([first, second], tmp_path)
+    rows = together.scored_across([first, second], GATE)
     assert sum(r.kind == "good" for r in rows) == 12
     for folder, kind in ((first, "model_praise"), (second, "seventh_praise")):
         alone = pooled_auc(read_check(folder, GATE), (kind,))
@@ -73,3 +66,8 @@ def test_checks_whose_good_pairs_differ_are_refused_by_name(tmp_path):
     second = _check(tmp_path / "b", other, "model_praise", 2)
     with pytest.raises(SystemExit, match=f"{second}: its good rows differ"):
         together.rows_across([first, second])
+
+
+def test_a_folder_without_decisions_is_named(tmp_path):
+    with pytest.raises(SystemExit, match=f"{tmp_path / DECISIONS}: .*name a gate-check output folder"):
+        together.rows_across([tmp_path])
