@@ -15,15 +15,17 @@ at once.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 
+from ms.common.errors import UserError
+from ms.data.load import write_jsonl
 from ms.gates.check_corruptions import GOOD
 from ms.gates.check_pooled import Scored, pooled_auc, read_check
 from ms.gates.check_praise import HELD_OUT
 from ms.gates.check_report import DECISIONS
+from ms.report.common.runs import numbered_jsonl
 
 
 def rows_across(folders: list[Path]) -> list[dict]:
@@ -32,9 +34,11 @@ def rows_across(folders: list[Path]) -> list[dict]:
     first_good, merged = None, []
     for folder in folders:
         try:
-            rows = [json.loads(line) for line in (folder / DECISIONS).read_text(encoding="utf-8").splitlines()]
-        except (OSError, ValueError) as err:
-            sys.exit(f"{folder / DECISIONS}: {getattr(err, 'strerror', None) or err}; name a gate-check output folder")
+            rows = [row for _, row in numbered_jsonl(folder / DECISIONS, strict=True)]
+        except OSError as err:
+            sys.exit(f"{folder / DECISIONS}: {err.strerror or err}; name a gate-check output folder")
+        except UserError as err:
+            sys.exit(str(err))
         good = [r for r in rows if r["kind"] == GOOD]
         if first_good is None:
             first_good = good
@@ -48,7 +52,7 @@ def rows_across(folders: list[Path]) -> list[dict]:
 def scored_across(folders: list[Path], gate: str) -> list[Scored]:
     """rows_across's rows scored under `gate` as one check, so that a ranked reading orders them all at once."""
     with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, DECISIONS).write_text("".join(json.dumps(r) + "\n" for r in rows_across(folders)), encoding="utf-8")
+        write_jsonl(Path(tmp, DECISIONS), rows_across(folders))
         return read_check(Path(tmp), gate)
 
 

@@ -2,13 +2,13 @@
 against their shared good pairs, ranked together, and refused where the checks' good pairs differ."""
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from ms.data.load import write_jsonl
 from ms.gates.check_pooled import pooled_auc, read_check
 from ms.gates.check_report import DECISIONS
 
@@ -37,7 +37,7 @@ def _check(folder: Path, good: list[dict], kind: str, seed: int) -> Path:
     rng = np.random.default_rng(seed)
     rows = good + [_row(p, kind, rng) for p in range(12) for _ in range(2)]
     folder.mkdir(parents=True)
-    (folder / DECISIONS).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    write_jsonl(folder / DECISIONS, rows)
     return folder
 
 
@@ -70,4 +70,10 @@ def test_checks_whose_good_pairs_differ_are_refused_by_name(tmp_path):
 
 def test_a_folder_without_decisions_is_named(tmp_path):
     with pytest.raises(SystemExit, match=f"{tmp_path / DECISIONS}: .*name a gate-check output folder"):
+        together.rows_across([tmp_path])
+
+
+def test_a_line_that_is_not_json_is_named(tmp_path):
+    (tmp_path / DECISIONS).write_text('{"kind": "good"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(SystemExit, match=f"{tmp_path / DECISIONS} line 2: not JSON"):
         together.rows_across([tmp_path])
